@@ -1,0 +1,46 @@
+"""Alembic environment: runs on the connection Kasir hands it, or on KASIR_DATABASE_URL."""
+
+from __future__ import annotations
+
+import asyncio
+
+from alembic import context
+from sqlalchemy.engine import Connection
+
+from kasir.config import get_settings
+from kasir.db import Base, Database
+from kasir.models import import_all_models
+
+import_all_models()
+target_metadata = Base.metadata
+
+
+def _run(connection: Connection) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        render_as_batch=connection.dialect.name == "sqlite",
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+async def _run_on_settings_database() -> None:
+    database = Database(get_settings())
+    try:
+        async with database.engine.begin() as connection:
+            await connection.run_sync(_run)
+    finally:
+        await database.dispose()
+
+
+connection = context.config.attributes.get("connection")
+if connection is not None:
+    _run(connection)
+elif context.is_offline_mode():
+    context.configure(url=get_settings().resolved_database_url, target_metadata=target_metadata, literal_binds=True)
+    with context.begin_transaction():
+        context.run_migrations()
+else:
+    asyncio.run(_run_on_settings_database())

@@ -1,0 +1,60 @@
+"""create_app(): routers, middleware, error handlers; nothing else."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+
+from kasir import __version__
+from kasir.config import Settings, configure, get_settings
+from kasir.db import Database, check_schema
+from kasir.errors import install_error_handlers
+from kasir.kit.logs import configure_logging
+from kasir.middleware import RequestContextMiddleware
+from kasir.ops.endpoints import router as ops_router
+from kasir.snap.openapi import extra_components
+from kasir.tokens.endpoints import router as token_router
+
+
+def create_app(settings: Settings | None = None, *, check_schema_on_start: bool = True) -> FastAPI:
+    if settings is not None:
+        configure(settings)
+    settings = get_settings()
+    configure_logging(settings.log_level, settings.log_format)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        database = Database(settings)
+        try:
+            if check_schema_on_start:
+                await check_schema(database)
+            app.state.database = database
+            yield
+        finally:
+            await database.dispose()
+
+    app = FastAPI(
+        title="Kasir",
+        version=__version__,
+        description="Payment platform: SNAP access tokens, wallet, BNPL and card payments, signed callbacks.",
+        lifespan=lifespan,
+    )
+    app.state.settings = settings
+    app.add_middleware(RequestContextMiddleware)
+    install_error_handlers(app)
+    app.include_router(ops_router)
+    app.include_router(token_router)
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+            schema.setdefault("components", {}).setdefault("schemas", {}).update(extra_components())
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+    return app

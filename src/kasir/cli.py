@@ -1,0 +1,169 @@
+"""The `kasir` command."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import uvicorn
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.cli_support import console, fail, run_in_session
+from kasir.config import get_settings
+from kasir.db import Database, SchemaBehind, check_schema, current_revision, head_revision, upgrade_schema
+from kasir.merchants.cli import credentials_json, keygen, merchant_app, write_key_pair
+from kasir.merchants.service import MerchantCredentials, merchant_service
+
+app = typer.Typer(help="Kasir payment platform.", no_args_is_help=True, pretty_exceptions_enable=False)
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(merchant_app, name="merchant")
+app.command("keygen")(keygen)
+
+DEMO_MERCHANT_NAME = "Demo Merchant"
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Apply every pending migration."""
+
+    async def main() -> tuple[str | None, str | None]:
+        database = Database(get_settings())
+        try:
+            before = await current_revision(database)
+            await upgrade_schema(database)
+            return before, await current_revision(database)
+        finally:
+            await database.dispose()
+
+    before, after = asyncio.run(main())
+    if before == after:
+        console.print(f"database schema is up to date ({after})")
+    else:
+        console.print(f"database schema upgraded: {before or 'empty'} -> {after}")
+
+
+@db_app.command("current")
+def db_current() -> None:
+    """Show the schema revision of the database and of the code."""
+
+    async def main() -> str | None:
+        database = Database(get_settings())
+        try:
+            return await current_revision(database)
+        finally:
+            await database.dispose()
+
+    console.print(f"database: {asyncio.run(main()) or 'empty'}\ncode:     {head_revision()}")
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Address to listen on")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port to listen on")] = 8000,
+    workers: Annotated[int, typer.Option(help="Server processes")] = 1,
+    worker: Annotated[
+        bool, typer.Option("--worker/--no-worker", help="Run the callback worker inside the server")
+    ] = True,
+) -> None:
+    """Serve the HTTP API (uvicorn)."""
+    settings = get_settings()
+
+    async def check() -> None:
+        database = Database(settings)
+        try:
+            await check_schema(database)
+        finally:
+            await database.dispose()
+
+    try:
+        asyncio.run(check())
+    except SchemaBehind as exc:
+        fail(str(exc))
+    os.environ["KASIR_EMBEDDED_WORKER"] = "true" if worker else "false"
+    console.print(f"Kasir {settings.env} on http://{host}:{port} (database {_describe_url(settings)})")
+    uvicorn.run(
+        "kasir.app:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_config=None,
+        access_log=False,
+        server_header=False,
+        timeout_graceful_shutdown=20,
+    )
+
+
+def _describe_url(settings: object) -> str:
+    url: str = getattr(settings, "resolved_database_url", "")
+    if "@" in url:  # hide the password
+        scheme, _, rest = url.partition("://")
+        return f"{scheme}://…@{rest.split('@', 1)[1]}"
+    return url
+
+
+@app.command("demo-merchant")
+def demo_merchant(
+    out: Annotated[Path | None, typer.Option(help="Directory for the demo credentials")] = None,
+) -> None:
+    """Create the demo merchant once (idempotent) and print how to get a token with it."""
+    settings = get_settings()
+    directory = out or settings.data_dir / "demo"
+    credentials_path = directory / "credentials.json"
+    private_path, public_path = directory / "private.pem", directory / "public.pem"
+
+    async def work(session: AsyncSession) -> MerchantCredentials:
+        merchant = await merchant_service.get_by_name(session, DEMO_MERCHANT_NAME)
+        if merchant is None:
+            write_key_pair(directory, force=True)
+            _merchant, credentials = await merchant_service.create(
+                session, name=DEMO_MERCHANT_NAME, public_key=public_path.read_text()
+            )
+            return credentials
+        if not private_path.exists():  # the key was lost: issue a new pair
+            write_key_pair(directory, force=True)
+            await merchant_service.rotate_key(session, merchant.id, public_path.read_text())
+        secrets = merchant_service.secrets(merchant)
+        return MerchantCredentials(
+            merchant.id, merchant.name, merchant.client_id, secrets.client_secret, secrets.secret,
+            secrets.hash_key, merchant.callback_url,
+        )
+
+    credentials = run_in_session(work)
+    directory.mkdir(parents=True, exist_ok=True)
+    fd = os.open(credentials_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        json.dump(credentials_json(credentials), handle, indent=2)
+    script = directory / "get-token.sh"
+    script.write_text(_token_example(settings.public_url, credentials.client_id, private_path) + "\n")
+    script.chmod(0o755)
+    console.print(
+        f"\n[bold]Demo merchant[/bold] {credentials.merchant_id} ({DEMO_MERCHANT_NAME})\n"
+        f"  credentials: {credentials_path}\n  private key: {private_path}\n  public key:  {public_path}\n"
+        f"  admin token: {settings.data_dir / 'admin.token'}\n\n"
+        f"Get an access token (or run {script}):\n",
+        highlight=False,
+    )
+    typer.echo(_token_example(settings.public_url, credentials.client_id, private_path))
+
+
+def _token_example(base_url: str, client_id: str, private_key: Path) -> str:
+    key = shlex.quote(str(private_key))
+    return (
+        "TS=$(date +%Y-%m-%dT%H:%M:%S%:z)\n"
+        f"SIG=$(printf '%s|%s' '{client_id}' \"$TS\" | openssl dgst -sha256 -sign {key} | base64 -w0)\n"
+        f"curl -sS -X POST {base_url}/auth/merchants/v1.0/access-token/b2b \\\n"
+        "  -H 'Content-Type: application/json' -H \"X-TIMESTAMP: $TS\" \\\n"
+        f"  -H 'X-CLIENT-KEY: {client_id}' -H \"X-SIGNATURE: $SIG\" \\\n"
+        "  -d '{\"grantType\":\"client_credentials\"}'"
+    )
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,48 @@
+"""What every `kasir` subcommand shares: running async work in a unit of work, one-line errors."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+from typing import NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.config import get_settings
+from kasir.db import Database, SchemaBehind, check_schema
+from kasir.errors import KasirError
+
+T = TypeVar("T")
+console = Console()
+err_console = Console(stderr=True)
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    """One line on stderr, exit code 2 (bad input)."""
+    err_console.print(f"[red]error:[/red] {message}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def run_in_session(work: Callable[[AsyncSession], Awaitable[T]], *, read_only: bool = False) -> T:
+    async def main() -> T:
+        database = Database(get_settings())
+        try:
+            await check_schema(database)
+            async with database.unit_of_work(read_only=read_only) as session:
+                return await work(session)
+        finally:
+            await database.dispose()
+
+    try:
+        return asyncio.run(main())
+    except SchemaBehind as exc:
+        fail(str(exc))
+    except KasirError as exc:
+        fail(exc.message)
+
+
+def stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()

@@ -1,0 +1,115 @@
+"""One typed Settings object; every setting is an environment variable with prefix KASIR_."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Annotated, Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="KASIR_", extra="ignore")
+
+    env: Literal["staging", "production"] = Field(
+        "staging", description="`staging` enables the dummy payment and simulator pages; `production` hides them."
+    )
+    data_dir: Path = Field(Path("var"), description="Where the embedded database and generated keys live.")
+    database_url: str = Field(
+        "",
+        description="SQLAlchemy URL. Default: SQLite file `<data_dir>/kasir.db`. "
+        "PostgreSQL: `postgresql+asyncpg://user:pass@host/db`.",
+    )
+    public_url: str = Field(
+        "http://127.0.0.1:8000", description="Base URL used in links the service hands out (qrUrl, link, pages)."
+    )
+    secret_key: SecretStr | None = Field(
+        None,
+        description="Encrypts merchant secrets at rest and signs access tokens. "
+        "Default: generated once into `<data_dir>/secret.key`.",
+    )
+    admin_token: SecretStr | None = Field(
+        None,
+        description="Bearer token of the `/admin` API. Default: generated once into `<data_dir>/admin.token`.",
+    )
+    clock_skew_seconds: int = Field(300, ge=0, description="Allowed difference between X-TIMESTAMP and server time.")
+    callback_schedule: Annotated[list[int], NoDecode] = Field(
+        default_factory=lambda: [10, 60, 300],
+        description="Seconds to wait before each callback retry, comma-separated (jitter is added).",
+    )
+    callback_timeout_seconds: float = Field(10.0, gt=0, description="Timeout of one callback attempt.")
+    callback_lease_seconds: float = Field(
+        30.0, gt=0, description="How long a worker owns a claimed callback; must exceed the timeout."
+    )
+    db_pool_size: int = Field(10, ge=1, description="Connections per process (PostgreSQL).")
+    log_level: str = Field("INFO", description="Python log level name.")
+    log_format: Literal["json", "text"] = Field("json", description="Log lines as JSON (default) or plain text.")
+    bench_mode: bool = Field(False, description="Enables `/bench/ceiling`, the benchmark's same-run ceiling.")
+
+    @field_validator("callback_schedule", mode="before")
+    @classmethod
+    def _parse_schedule(cls, value: object) -> object:
+        if isinstance(value, str):
+            text = value.strip().strip("[]")
+            return [int(part) for part in text.split(",") if part.strip()]
+        return value
+
+    @field_validator("public_url")
+    @classmethod
+    def _strip_slash(cls, value: str) -> str:
+        return value.rstrip("/")
+
+    @property
+    def is_production(self) -> bool:
+        return self.env == "production"
+
+    @property
+    def resolved_database_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite+aiosqlite:///{(self.data_dir / 'kasir.db').as_posix()}"
+
+    def resolved_secret_key(self) -> str:
+        if self.secret_key is not None:
+            return self.secret_key.get_secret_value()
+        return _read_or_create_secret(self.data_dir / "secret.key")
+
+    def resolved_admin_token(self) -> str:
+        if self.admin_token is not None:
+            return self.admin_token.get_secret_value()
+        return _read_or_create_secret(self.data_dir / "admin.token")
+
+
+def _read_or_create_secret(path: Path) -> str:
+    """Read a generated secret, creating it (mode 0600) on first use; safe across processes."""
+    if path.exists():
+        return path.read_text().strip()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    value = secrets.token_urlsafe(32)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text().strip()
+    with os.fdopen(fd, "w") as handle:
+        handle.write(value + "\n")
+    return value
+
+
+_current: Settings | None = None
+
+
+def get_settings() -> Settings:
+    """The process's settings: read from the environment on first use."""
+    global _current
+    if _current is None:
+        _current = Settings()
+    return _current
+
+
+def configure(settings: Settings | None) -> None:
+    """Install `settings` as the process's settings (the CLI's options, tests); None re-reads the env."""
+    global _current
+    _current = settings

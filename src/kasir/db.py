@@ -1,0 +1,214 @@
+"""Engine, sessions and the unit of work.
+
+- SQLite (the embedded default) runs in WAL mode with `synchronous=FULL` and a busy
+  timeout; write transactions start with `BEGIN IMMEDIATE` so two writers queue on the
+  lock instead of failing when a reader upgrades.
+- PostgreSQL runs through asyncpg.
+- Services never commit. The request (or worker task) boundary commits or rolls back
+  as a whole; work registered with `on_commit()` runs only after a successful commit.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import DateTime, MetaData, event, text
+from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy.types import TypeDecorator
+from starlette.requests import Request
+
+from kasir.config import Settings
+
+log = logging.getLogger("kasir.db")
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class Base(DeclarativeBase):
+    metadata = MetaData(naming_convention=NAMING_CONVENTION)
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Aware datetimes in, aware UTC datetimes out, on SQLite (no time zones) and PostgreSQL."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to a UTCDateTime column")
+        value = value.astimezone(UTC)
+        return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+AfterCommit = Callable[[], Awaitable[None] | None]
+
+
+def on_commit(session: AsyncSession, action: AfterCommit) -> None:
+    """Run `action` after the session's transaction commits (never if it rolls back)."""
+    session.info.setdefault("after_commit", []).append(action)
+
+
+class Database:
+    """One engine per process, and the sessions made from it."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.url = settings.resolved_database_url
+        self.is_sqlite = self.url.startswith("sqlite")
+        kwargs: dict[str, Any] = {}
+        if self.is_sqlite:
+            _ensure_sqlite_dir(self.url)
+            kwargs["connect_args"] = {"timeout": 30}
+        else:
+            kwargs.update(pool_size=settings.db_pool_size, max_overflow=settings.db_pool_size, pool_pre_ping=True)
+        self.engine: AsyncEngine = create_async_engine(self.url, **kwargs)
+        if self.is_sqlite:
+            _configure_sqlite(self.engine)
+        self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
+        # Read-only work on SQLite starts a deferred transaction, so it never waits for the write lock.
+        self.read_sessionmaker = async_sessionmaker(
+            self.engine.execution_options(sqlite_begin="DEFERRED"), expire_on_commit=False
+        )
+
+    @asynccontextmanager
+    async def unit_of_work(self, *, read_only: bool = False) -> AsyncIterator[AsyncSession]:
+        """Commit on success, roll back on any exception; then run the after-commit actions."""
+        maker = self.read_sessionmaker if read_only else self.sessionmaker
+        async with maker() as session:
+            try:
+                yield session
+            except BaseException:
+                await session.rollback()
+                raise
+            await session.commit()
+            await run_after_commit(session)
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()
+
+
+async def run_after_commit(session: AsyncSession) -> None:
+    actions: list[AfterCommit] = session.info.pop("after_commit", [])
+    for action in actions:
+        try:
+            result = action()
+            if result is not None:
+                await result
+        except Exception:  # the commit stands; a failed side effect is retried by its own machinery
+            log.exception("after-commit action failed")
+
+
+def _ensure_sqlite_dir(url: str) -> None:
+    path = url.split(":///", 1)[-1].split("?", 1)[0]
+    if path and path != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+
+
+def _configure_sqlite(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        # Take transaction control away from the driver: SQLAlchemy emits BEGIN itself below.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(connection: Any) -> None:
+        mode = connection.get_execution_options().get("sqlite_begin", "IMMEDIATE")
+        connection.exec_driver_sql(f"BEGIN {mode}")
+
+
+async def ping(database: Database) -> None:
+    async with database.engine.connect() as connection:
+        await connection.execute(text("SELECT 1"))
+
+
+# --- schema version -----------------------------------------------------------------
+
+MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+
+
+class SchemaBehind(RuntimeError):
+    """The database's schema is older than the code (or missing)."""
+
+
+def alembic_config() -> Any:
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return config
+
+
+def head_revision() -> str | None:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+async def current_revision(database: Database) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    async with database.engine.connect() as connection:
+        return await connection.run_sync(lambda sync: MigrationContext.configure(sync).get_current_revision())
+
+
+async def upgrade_schema(database: Database, revision: str = "head") -> None:
+    from alembic import command
+
+    def _upgrade(sync_connection: Any) -> None:
+        config = alembic_config()
+        config.attributes["connection"] = sync_connection
+        command.upgrade(config, revision)
+
+    async with database.engine.begin() as connection:
+        await connection.run_sync(_upgrade)
+
+
+async def check_schema(database: Database) -> None:
+    """Raise SchemaBehind with the command to run when the database is not at head."""
+    current, head = await current_revision(database), head_revision()
+    if current != head:
+        found = current or "no schema"
+        raise SchemaBehind(
+            f"database schema is behind (found {found}, code needs {head}); run `kasir db upgrade` "
+            "with the same KASIR_DATABASE_URL, then start again"
+        )
+
+
+# --- FastAPI dependencies: the request is the unit of work ---------------------------
+
+
+async def write_session(request: Request) -> AsyncIterator[AsyncSession]:
+    """A session committed when the endpoint returns, rolled back when it raises."""
+    async with request.app.state.database.unit_of_work() as session:
+        yield session
+
+
+async def read_session(request: Request) -> AsyncIterator[AsyncSession]:
+    async with request.app.state.database.unit_of_work(read_only=True) as session:
+        yield session

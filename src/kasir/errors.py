@@ -1,0 +1,360 @@
+"""Errors as types, rendered by one handler per wire format.
+
+A domain raises what went wrong; the route it happened on decides how it is said:
+
+    KasirError                    500  SNAP xx00 General Error   wallet 98   card INTERNAL_ERROR
+    ├── BadRequest                400  SNAP xx00 Bad Request     wallet 01   card VALIDATION_ERROR
+    │   ├── InvalidFieldFormat    400  SNAP xx01                 wallet 01   card VALIDATION_ERROR
+    │   └── InvalidMandatoryField 400  SNAP xx02                 wallet 01   card VALIDATION_ERROR
+    ├── Unauthorized              401  SNAP xx00                 wallet 04   card UNAUTHORIZED
+    │   └── InvalidToken          401  SNAP xx01 Invalid Token (B2B)
+    ├── FeatureNotAllowed         403  SNAP xx01                 wallet 04   card FORBIDDEN
+    ├── NotFound                  404  SNAP xx01 Transaction Not Found  wallet 02  card NOT_FOUND
+    │   └── InvalidAmount         404  SNAP xx13
+    ├── Conflict                  409  SNAP xx00 Conflict        wallet 03   card CONFLICT
+    │   ├── DuplicateReference    409  SNAP xx01                             card DUPLICATE_ORDER
+    │   ├── InvalidStateTransition 409 SNAP xx00                 wallet 03   card CONFLICT
+    │   └── RequestInProgress     409                                        card REQUEST_IN_PROGRESS
+    ├── UnprocessableEntity       422  SNAP xx00                 wallet 01   card (per subclass)
+    ├── TooManyRequests           429  SNAP xx00
+    ├── ServiceUnavailable        503                            wallet 98   card SERVICE_UNAVAILABLE
+    └── GatewayTimeout            504  SNAP xx00 Timeout
+
+Wire formats (decisions.md §4):
+
+- SNAP: `{"responseCode": HTTP + service code + case, "responseMessage": ...}`
+- wallet: `{"response_code": "01", "response_message": ...}`
+- card: `{"statusCode": "400", "statusMessage": "VALIDATION_ERROR", "errors": [{field, message}]}`
+- plain (operations, admin, unknown routes): `{"error": ..., "message": ..., "request_id": ...}`
+
+A route names its format and SNAP service code with `openapi_extra=wire(...)`; a request
+that matched no route is rendered by its path prefix.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+log = logging.getLogger("kasir.errors")
+
+
+class WireFormat(StrEnum):
+    SNAP = "snap"
+    WALLET = "wallet"
+    CARD = "card"
+    PLAIN = "plain"
+
+
+def wire(format: WireFormat, service_code: str | None = None) -> dict[str, Any]:
+    """Route metadata (`openapi_extra`) naming the route's error format and SNAP service code."""
+    extra: dict[str, Any] = {"x-kasir-wire-format": format.value}
+    if service_code is not None:
+        extra["x-snap-service-code"] = service_code
+    return extra
+
+
+# Requests that matched no route (404, 405) are rendered by their path.
+_PREFIX_FORMATS: list[tuple[str, WireFormat, str | None]] = [
+    ("/ewallet/", WireFormat.WALLET, None),
+    ("/card-v2/", WireFormat.CARD, None),
+    ("/auth/merchants/", WireFormat.SNAP, "73"),
+    ("/api/v1.0/access-token/", WireFormat.SNAP, "73"),
+    ("/v1.0/bnpl/", WireFormat.SNAP, "00"),
+    ("/v1.1/bnpl/", WireFormat.SNAP, "00"),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    field: str
+    message: str
+
+
+class KasirError(Exception):
+    http_status: int = 500
+    snap_case: str = "00"
+    wallet_code: str = "98"
+    card_status: str = "INTERNAL_ERROR"
+    default_message: str = "General Error"
+
+    def __init__(
+        self,
+        message: str | None = None,
+        *,
+        field: str | None = None,
+        errors: Sequence[FieldError] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
+        self.message = message or self.default_message
+        self.field = field
+        self.errors = list(errors) if errors else []
+        self.headers = headers or {}
+        super().__init__(self.message)
+
+    def field_errors(self) -> list[FieldError]:
+        if self.errors:
+            return self.errors
+        return [FieldError(self.field or "", self.message)]
+
+
+class BadRequest(KasirError):
+    http_status = 400
+    snap_case = "00"
+    wallet_code = "01"
+    card_status = "VALIDATION_ERROR"
+    default_message = "Bad Request"
+
+
+class InvalidFieldFormat(BadRequest):
+    """SNAP `Invalid Field Format {field}`; `reason` is said in the non-SNAP formats."""
+
+    snap_case = "01"
+
+    def __init__(self, field: str, reason: str | None = None) -> None:
+        super().__init__(f"Invalid Field Format {field}", field=field)
+        self.reason = reason or "has an invalid format"
+
+
+class InvalidMandatoryField(BadRequest):
+    snap_case = "02"
+
+    def __init__(self, field: str) -> None:
+        super().__init__(f"Invalid Mandatory Field {field}", field=field)
+        self.reason = "is required"
+
+
+class Unauthorized(KasirError):
+    http_status = 401
+    snap_case = "00"
+    wallet_code = "04"
+    card_status = "UNAUTHORIZED"
+    default_message = "Unauthorized"
+
+    def __init__(self, reason: str, *, field: str | None = None) -> None:
+        # SNAP: "Unauthorized. {reason}"; the card format names the field `authorization`.
+        super().__init__(f"Unauthorized. {reason}", field=field or "authorization")
+
+
+class InvalidToken(Unauthorized):
+    snap_case = "01"
+
+    def __init__(self) -> None:
+        KasirError.__init__(self, "Invalid Token (B2B)", field="authorization")
+
+
+class FeatureNotAllowed(KasirError):
+    http_status = 403
+    snap_case = "01"
+    wallet_code = "04"
+    card_status = "FORBIDDEN"
+    default_message = "Feature Not Allowed"
+
+
+class NotFound(KasirError):
+    http_status = 404
+    snap_case = "01"
+    wallet_code = "02"
+    card_status = "NOT_FOUND"
+    default_message = "Transaction Not Found"
+
+
+class InvalidAmount(NotFound):
+    snap_case = "13"
+    default_message = "Invalid Amount"
+
+
+class Conflict(KasirError):
+    http_status = 409
+    snap_case = "00"
+    wallet_code = "03"
+    card_status = "CONFLICT"
+    default_message = "Conflict"
+
+
+class DuplicateReference(Conflict):
+    snap_case = "01"
+    card_status = "DUPLICATE_ORDER"
+
+
+class InvalidStateTransition(Conflict):
+    default_message = "Failed Request"
+
+
+class RequestInProgress(Conflict):
+    card_status = "REQUEST_IN_PROGRESS"
+    default_message = "A request with this idempotency key is still being processed"
+
+
+class UnprocessableEntity(KasirError):
+    http_status = 422
+    snap_case = "00"
+    wallet_code = "01"
+    card_status = "UNPROCESSABLE_ENTITY"
+    default_message = "Unprocessable Entity"
+
+
+class TooManyRequests(KasirError):
+    http_status = 429
+    snap_case = "00"
+    default_message = "Too Many Requests"
+
+
+class ServiceUnavailable(KasirError):
+    http_status = 503
+    card_status = "SERVICE_UNAVAILABLE"
+    default_message = "Service Unavailable"
+
+
+class GatewayTimeout(KasirError):
+    http_status = 504
+    default_message = "Timeout"
+
+
+# --- rendering ---------------------------------------------------------------------
+
+
+def _route_wire(request: Request) -> tuple[WireFormat, str | None]:
+    route = request.scope.get("route")
+    extra = getattr(route, "openapi_extra", None) or {}
+    if "x-kasir-wire-format" in extra:
+        return WireFormat(extra["x-kasir-wire-format"]), extra.get("x-snap-service-code")
+    path = request.url.path
+    for prefix, format, service_code in _PREFIX_FORMATS:
+        if path.startswith(prefix):
+            return format, service_code
+    return WireFormat.PLAIN, None
+
+
+def _request_id(request: Request) -> str:
+    return str(request.scope.get("state", {}).get("request_id", ""))
+
+
+def render(request: Request, error: KasirError) -> JSONResponse:
+    format, service_code = _route_wire(request)
+    status = error.http_status
+    body: dict[str, Any]
+    if format is WireFormat.SNAP:
+        body = {
+            "responseCode": f"{status}{service_code or '00'}{error.snap_case}",
+            "responseMessage": error.message[:150],
+        }
+    elif format is WireFormat.WALLET:
+        body = {"response_code": error.wallet_code, "response_message": _human_message(error)}
+    elif format is WireFormat.CARD:
+        body = {
+            "statusCode": str(status),
+            "statusMessage": error.card_status,
+            "errors": [{"field": e.field, "message": _field_message(e, error)} for e in error.field_errors()],
+        }
+    else:
+        body = {"error": type(error).__name__, "message": _human_message(error), "request_id": _request_id(request)}
+    return JSONResponse(body, status_code=status, headers=error.headers or None)
+
+
+def _human_message(error: KasirError) -> str:
+    """Outside SNAP, say which field and why in plain words."""
+    reason = getattr(error, "reason", None)
+    if error.field and reason:
+        return f"{error.field} {reason}"
+    return error.message
+
+
+def _field_message(field_error: FieldError, error: KasirError) -> str:
+    reason = getattr(error, "reason", None)
+    if not error.errors and reason:
+        return reason
+    return field_error.message
+
+
+def dotted_path(loc: Iterable[int | str]) -> str:
+    """`("body", "itemDetails", 0, "qty")` -> `itemDetails[0].qty`."""
+    out = ""
+    for part in loc:
+        if part == "body" and not out:
+            continue
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def from_pydantic_errors(errors: Sequence[Any], *, prefix: Sequence[int | str] = ()) -> KasirError:
+    """Turn Pydantic's errors into one KasirError naming every field.
+
+    The first error decides the SNAP case (mandatory vs format); the card format lists all.
+    """
+    fields: list[FieldError] = []
+    first_missing: str | None = None
+    first_other: tuple[str, str] | None = None
+    for item in errors:
+        loc = tuple(prefix) + tuple(item.get("loc", ()))
+        path = dotted_path(loc) or "body"
+        kind = item.get("type", "")
+        if kind == "missing":
+            message = "is required"
+            first_missing = first_missing or path
+        else:
+            message = _pydantic_message(item)
+            if first_other is None:
+                first_other = (path, message)
+        fields.append(FieldError(path, message))
+    if first_missing is not None and (first_other is None or fields[0].field == first_missing):
+        error: KasirError = InvalidMandatoryField(first_missing)
+    else:
+        assert first_other is not None
+        error = InvalidFieldFormat(first_other[0], first_other[1])
+    error.errors = fields
+    return error
+
+
+def _pydantic_message(item: Any) -> str:
+    message = str(item.get("msg", "is invalid"))
+    # Pydantic's "Value error, X" prefix says nothing to a merchant.
+    for prefix in ("Value error, ", "Assertion failed, "):
+        if message.startswith(prefix):
+            message = message[len(prefix) :]
+    return message
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    async def on_kasir_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, KasirError)
+        if exc.http_status >= 500:
+            log.error("request failed: %s", exc.message, extra={"request_id": _request_id(request)})
+        return render(request, exc)
+
+    async def on_validation_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return render(request, from_pydantic_errors(exc.errors()))
+
+    async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        error: KasirError
+        if exc.status_code == 404:
+            error = NotFound("Not Found")
+        elif exc.status_code == 405:
+            error = BadRequest("Method Not Allowed")
+            error.http_status = 405
+        else:
+            error = KasirError(str(exc.detail))
+            error.http_status = exc.status_code
+        return render(request, error)
+
+    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error", extra={"request_id": _request_id(request)})
+        return render(request, KasirError())
+
+    app.add_exception_handler(KasirError, on_kasir_error)
+    app.add_exception_handler(RequestValidationError, on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, on_http_error)
+    app.add_exception_handler(Exception, on_unexpected)

@@ -1,0 +1,1 @@
+"""Helpers with no domain knowledge: money, time, crypto, JSON minify, ids."""

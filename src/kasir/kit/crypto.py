@@ -1,0 +1,170 @@
+"""Cryptographic primitives, named for what the interface uses them for.
+
+Nothing here knows about merchants or wire formats; `snap/` and the product rooms
+compose these into the signatures of decisions.md §3.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+from functools import lru_cache
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.fernet import Fernet, InvalidToken
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+RSA_KEY_BITS = 2048  # interface.md Limits: RSA 2048 bit
+
+
+class KeyError_(ValueError):
+    """A key file that is not what the interface requires (message is one line)."""
+
+
+def constant_time_equals(a: str | bytes, b: str | bytes) -> bool:
+    if isinstance(a, str):
+        a = a.encode()
+    if isinstance(b, str):
+        b = b.encode()
+    return hmac.compare_digest(a, b)
+
+
+def sha256_hex(data: str | bytes) -> str:
+    if isinstance(data, str):
+        data = data.encode()
+    return hashlib.sha256(data).hexdigest()
+
+
+def hmac_sha512_b64(key: str | bytes, message: str | bytes) -> str:
+    if isinstance(key, str):
+        key = key.encode()
+    if isinstance(message, str):
+        message = message.encode()
+    return base64.b64encode(hmac.new(key, message, hashlib.sha512).digest()).decode()
+
+
+def b64decode_strict(value: str) -> bytes:
+    """Standard Base64 with padding; raises ValueError on anything else."""
+    try:
+        return base64.b64decode(value.encode("ascii"), validate=True)
+    except (binascii.Error, UnicodeEncodeError) as exc:
+        raise ValueError("not valid Base64") from exc
+
+
+# --- RSA ---------------------------------------------------------------------------
+
+
+def generate_rsa_private_key() -> rsa.RSAPrivateKey:
+    return rsa.generate_private_key(public_exponent=65537, key_size=RSA_KEY_BITS)
+
+
+def private_key_pem(key: rsa.RSAPrivateKey) -> bytes:
+    """PKCS#8 PEM, unencrypted (interface.md: the private key is PKCS8)."""
+    return key.private_bytes(
+        serialization.Encoding.PEM,
+        serialization.PrivateFormat.PKCS8,
+        serialization.NoEncryption(),
+    )
+
+
+def public_key_pem(key: rsa.RSAPublicKey) -> bytes:
+    """SubjectPublicKeyInfo PEM (`BEGIN PUBLIC KEY`)."""
+    return key.public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+
+
+def load_merchant_public_key(pem: bytes | str) -> rsa.RSAPublicKey:
+    """Validate a merchant's public key: PEM `BEGIN PUBLIC KEY`, RSA, 2048 bits.
+
+    Raises KeyError_ with a one-line reason for anything else.
+    """
+    data = pem.encode() if isinstance(pem, str) else pem
+    if b"-----BEGIN PUBLIC KEY-----" not in data:
+        if b"-----BEGIN" in data and b"PRIVATE KEY-----" in data:
+            raise KeyError_("this is a private key; give the public key (BEGIN PUBLIC KEY)")
+        raise KeyError_("not a PEM public key (expected a '-----BEGIN PUBLIC KEY-----' block)")
+    try:
+        key = serialization.load_pem_public_key(data)
+    except (ValueError, TypeError) as exc:
+        raise KeyError_("the PEM public key could not be parsed") from exc
+    if not isinstance(key, rsa.RSAPublicKey):
+        raise KeyError_(f"not an RSA key ({type(key).__name__.lstrip('_')}); RSA 2048-bit is required")
+    if key.key_size != RSA_KEY_BITS:
+        raise KeyError_(f"RSA key is {key.key_size} bits; {RSA_KEY_BITS} bits are required")
+    return key
+
+
+def load_private_key_pem(pem: bytes) -> rsa.RSAPrivateKey:
+    key = serialization.load_pem_private_key(pem, password=None)
+    if not isinstance(key, rsa.RSAPrivateKey):
+        raise KeyError_("not an RSA private key")
+    return key
+
+
+@lru_cache(maxsize=4096)
+def _cached_public_key(pem: str) -> rsa.RSAPublicKey:
+    # Parsing a PEM costs more than verifying a signature; keys change rarely.
+    key = serialization.load_pem_public_key(pem.encode())
+    assert isinstance(key, rsa.RSAPublicKey)
+    return key
+
+
+def rsa_sha256_sign_b64(private_key: rsa.RSAPrivateKey, message: str | bytes) -> str:
+    """Base64 of RSASSA-PKCS1-v1_5 SHA-256 (SHA256withRSA)."""
+    if isinstance(message, str):
+        message = message.encode()
+    return base64.b64encode(private_key.sign(message, padding.PKCS1v15(), hashes.SHA256())).decode()
+
+
+def rsa_sha256_verify_b64(public_key_pem_text: str, message: str | bytes, signature_b64: str) -> bool:
+    """True when `signature_b64` is a valid SHA256withRSA signature of `message`."""
+    if isinstance(message, str):
+        message = message.encode()
+    try:
+        signature = b64decode_strict(signature_b64)
+    except ValueError:
+        return False
+    try:
+        _cached_public_key(public_key_pem_text).verify(signature, message, padding.PKCS1v15(), hashes.SHA256())
+    except InvalidSignature:
+        return False
+    return True
+
+
+def public_key_fingerprint(pem: str) -> str:
+    """SHA-256 of the DER SubjectPublicKeyInfo, hex, for display."""
+    der = _cached_public_key(pem).public_bytes(
+        serialization.Encoding.DER, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    return hashlib.sha256(der).hexdigest()
+
+
+# --- keys derived from the service's secret key -----------------------------------
+
+
+def derive_key(secret_key: str, purpose: str) -> bytes:
+    """A 32-byte key for one purpose, so one setting can serve several uses safely."""
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=purpose.encode()).derive(
+        secret_key.encode()
+    )
+
+
+class SecretBox:
+    """Encrypts merchant secrets at rest (Fernet: AES-128-CBC + HMAC-SHA256)."""
+
+    def __init__(self, secret_key: str) -> None:
+        self._fernet = Fernet(base64.urlsafe_b64encode(derive_key(secret_key, "kasir/secrets-at-rest")))
+
+    def seal(self, plaintext: str) -> str:
+        return self._fernet.encrypt(plaintext.encode()).decode()
+
+    def open(self, ciphertext: str) -> str:
+        try:
+            return self._fernet.decrypt(ciphertext.encode()).decode()
+        except InvalidToken as exc:
+            raise ValueError(
+                "a stored secret cannot be decrypted: KASIR_SECRET_KEY differs from the one it was written with"
+            ) from exc

@@ -1,0 +1,176 @@
+"""`kasir keygen` and `kasir merchant ...`."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.cli_support import console, fail, run_in_session
+from kasir.kit.crypto import generate_rsa_private_key, private_key_pem, public_key_fingerprint, public_key_pem
+from kasir.merchants.models import Merchant
+from kasir.merchants.service import MerchantCredentials, merchant_service, validate_public_key
+
+merchant_app = typer.Typer(help="Create and inspect merchants.", no_args_is_help=True)
+
+
+def write_key_pair(directory: Path, *, force: bool = False) -> tuple[Path, Path]:
+    """RSA-2048: `private.pem` (PKCS#8, mode 0600) and `public.pem` (SubjectPublicKeyInfo)."""
+    private_path, public_path = directory / "private.pem", directory / "public.pem"
+    if not force:
+        for path in (private_path, public_path):
+            if path.exists():
+                fail(f"{path} already exists (use --force to overwrite)")
+    directory.mkdir(parents=True, exist_ok=True)
+    key = generate_rsa_private_key()
+    fd = os.open(private_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(private_key_pem(key))
+    public_path.write_bytes(public_key_pem(key.public_key()))
+    return private_path, public_path
+
+
+def keygen(
+    out: Annotated[Path, typer.Option("--out", help="Directory for private.pem and public.pem")],
+    force: Annotated[bool, typer.Option(help="Overwrite existing files")] = False,
+) -> None:
+    """Generate an RSA-2048 key pair for a merchant."""
+    private_path, public_path = write_key_pair(out, force=force)
+    console.print(f"private key (PKCS#8): {private_path}\npublic key:           {public_path}")
+
+
+def _read_public_key(path: Path) -> str:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        fail(f"cannot read {path}: {exc.strerror}")
+    try:
+        return validate_public_key(data)
+    except Exception as exc:  # MerchantError says what is wrong with the key in one line
+        fail(f"{path}: {getattr(exc, 'message', str(exc))}")
+
+
+def credentials_json(credentials: MerchantCredentials) -> dict[str, str | None]:
+    return {
+        "merchant_id": credentials.merchant_id,
+        "name": credentials.name,
+        "client_id": credentials.client_id,
+        "client_secret": credentials.client_secret,
+        "secret": credentials.secret,
+        "hash_key": credentials.hash_key,
+        "callback_url": credentials.callback_url,
+    }
+
+
+def _print_credentials(values: dict[str, str | None], title: str) -> None:
+    table = Table(title=title, show_header=False)
+    for key, value in values.items():
+        table.add_row(key, value or "-")
+    console.print(table)
+
+
+@merchant_app.command("create")
+def create(
+    name: Annotated[str, typer.Option("--name", help="Merchant name (unique)")],
+    public_key: Annotated[Path | None, typer.Option("--public-key", help="Merchant's PEM public key")] = None,
+    generate_key: Annotated[
+        Path | None, typer.Option("--generate-key", help="Generate a key pair into this directory")
+    ] = None,
+    callback_url: Annotated[str | None, typer.Option("--callback-url", help="Default callback URL")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print credentials as JSON")] = False,
+) -> None:
+    """Create a merchant and print all its credentials (shown once)."""
+    if (public_key is None) == (generate_key is None):
+        fail("give exactly one of --public-key FILE or --generate-key DIR")
+    if public_key is not None:
+        pem = _read_public_key(public_key)
+    else:
+        assert generate_key is not None
+        _private_path, public_path = write_key_pair(generate_key)
+        pem = public_path.read_text()
+
+    async def work(session: AsyncSession) -> MerchantCredentials:
+        _merchant, credentials = await merchant_service.create(
+            session, name=name, public_key=pem, callback_url=callback_url
+        )
+        return credentials
+
+    credentials = run_in_session(work)
+    values = credentials_json(credentials)
+    if as_json:
+        typer.echo(json.dumps(values, indent=2))
+        return
+    _print_credentials(values, "Merchant created: store these now, secrets are not shown again")
+    if generate_key is not None:
+        console.print(f"private key: {generate_key / 'private.pem'}")
+
+
+def _summary(merchant: Merchant) -> dict[str, str | None]:
+    return {
+        "merchant_id": merchant.id,
+        "name": merchant.name,
+        "client_id": merchant.client_id,
+        "callback_url": merchant.callback_url,
+        "created_at": merchant.created_at.isoformat(timespec="seconds"),
+    }
+
+
+@merchant_app.command("list")
+def list_merchants(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """List merchants (no secrets)."""
+
+    async def work(session: AsyncSession) -> list[dict[str, str | None]]:
+        return [_summary(m) for m in await merchant_service.list(session)]
+
+    rows = run_in_session(work, read_only=True)
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    table = Table("merchant_id", "name", "client_id", "callback_url", "created_at")
+    for row in rows:
+        table.add_row(*(value or "-" for value in row.values()))
+    console.print(table)
+
+
+@merchant_app.command("show")
+def show(merchant_id: str, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """Show one merchant; secrets masked."""
+
+    async def work(session: AsyncSession) -> dict[str, str | None]:
+        merchant = await merchant_service.get(session, merchant_id)
+        secrets = merchant_service.secrets(merchant)
+        masked = MerchantCredentials(
+            merchant.id, merchant.name, merchant.client_id, secrets.client_secret, secrets.secret,
+            secrets.hash_key, merchant.callback_url,
+        ).masked()
+        masked["public_key_sha256"] = public_key_fingerprint(merchant.public_key_pem)
+        masked["created_at"] = merchant.created_at.isoformat(timespec="seconds")
+        masked["updated_at"] = merchant.updated_at.isoformat(timespec="seconds")
+        return masked
+
+    values = run_in_session(work, read_only=True)
+    if as_json:
+        typer.echo(json.dumps(values, indent=2))
+        return
+    _print_credentials(values, f"Merchant {merchant_id}")
+
+
+@merchant_app.command("rotate-key")
+def rotate_key(
+    merchant_id: str,
+    public_key: Annotated[Path, typer.Option("--public-key", help="The new PEM public key")],
+) -> None:
+    """Replace a merchant's RSA public key; signatures made with the old key stop verifying."""
+    pem = _read_public_key(public_key)
+
+    async def work(session: AsyncSession) -> str:
+        merchant = await merchant_service.rotate_key(session, merchant_id, pem)
+        return public_key_fingerprint(merchant.public_key_pem)
+
+    fingerprint = run_in_session(work)
+    console.print(f"public key of {merchant_id} replaced (sha256 {fingerprint})")

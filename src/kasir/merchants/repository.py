@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.merchants.models import Merchant
+
+
+class MerchantRepository:
+    async def add(self, session: AsyncSession, merchant: Merchant) -> None:
+        session.add(merchant)
+        await session.flush()
+
+    async def get(self, session: AsyncSession, merchant_id: str) -> Merchant | None:
+        return await session.get(Merchant, merchant_id)
+
+    async def get_by_client_id(self, session: AsyncSession, client_id: str) -> Merchant | None:
+        result = await session.execute(select(Merchant).where(Merchant.client_id == client_id))
+        return result.scalar_one_or_none()
+
+    async def get_by_name(self, session: AsyncSession, name: str) -> Merchant | None:
+        result = await session.execute(select(Merchant).where(Merchant.name == name))
+        return result.scalar_one_or_none()
+
+    async def list(self, session: AsyncSession) -> Sequence[Merchant]:
+        result = await session.execute(select(Merchant).order_by(Merchant.created_at, Merchant.id))
+        return result.scalars().all()
+
+
+merchant_repository = MerchantRepository()

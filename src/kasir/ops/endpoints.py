@@ -1,0 +1,34 @@
+"""Liveness, readiness and (benchmark mode) the same-run ceiling."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from kasir.db import SchemaBehind, check_schema, ping
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get("/healthz", summary="Liveness: the process answers")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get(
+    "/readyz",
+    summary="Readiness: the database is reachable and migrated",
+    responses={503: {"description": "Not ready, with the reason"}},
+)
+async def readyz(request: Request) -> JSONResponse:
+    database = request.app.state.database
+    try:
+        await ping(database)
+        await check_schema(database)
+    except SchemaBehind as exc:
+        return JSONResponse({"status": "not ready", "reason": str(exc)}, status_code=503)
+    except Exception as exc:  # any driver error means "not ready"; say its kind, not its details
+        return JSONResponse(
+            {"status": "not ready", "reason": f"database unreachable ({type(exc).__name__})"}, status_code=503
+        )
+    return JSONResponse({"status": "ready"})

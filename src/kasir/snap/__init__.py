@@ -1,0 +1,1 @@
+"""The SNAP edge: service codes, mandatory headers, signatures, camelCase schemas."""

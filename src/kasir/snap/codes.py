@@ -1,0 +1,15 @@
+"""SNAP service codes (decisions.md §4). A responseCode is HTTP status + service code + case."""
+
+from __future__ import annotations
+
+SERVICE_TOKEN = "73"
+SERVICE_PAYMENT_CALCULATION = "90"
+SERVICE_QR_CHECKOUT = "92"
+SERVICE_STATUS_INQUIRY = "93"
+
+SUCCESS_MESSAGE = "Successful"
+
+
+def success_code(service_code: str) -> str:
+    """`2007300` for the token service, `2009200` for QR checkout, ..."""
+    return f"200{service_code}00"

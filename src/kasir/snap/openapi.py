@@ -1,0 +1,45 @@
+"""OpenAPI metadata for SNAP routes: the raw-body request schema, headers and error bodies."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from kasir.errors import WireFormat, wire
+from kasir.snap.schemas import SnapErrorBody
+
+
+def snap_route(service_code: str, request_model: type[BaseModel] | None = None) -> dict[str, Any]:
+    """`openapi_extra` for a SNAP route whose body is read raw (it is signed byte for byte)."""
+    extra = wire(WireFormat.SNAP, service_code)
+    if request_model is not None:
+        schema = request_model.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
+        for name, definition in schema.pop("$defs", {}).items():
+            _EXTRA_COMPONENTS[name] = definition
+        extra["requestBody"] = {"required": True, "content": {"application/json": {"schema": schema}}}
+    return extra
+
+
+# Nested models of raw-body routes, added to the document's components by app.py.
+_EXTRA_COMPONENTS: dict[str, Any] = {}
+
+
+def extra_components() -> dict[str, Any]:
+    return dict(_EXTRA_COMPONENTS)
+
+
+def snap_errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    descriptions = {
+        400: "Bad request: `400xx00`, `400xx01 Invalid Field Format {field}`, `400xx02 Invalid Mandatory Field {field}`",
+        401: "Unauthorized: `401xx00 Unauthorized. {reason}`, `401xx01 Invalid Token (B2B)`",
+        403: "`403xx01 Feature Not Allowed`",
+        404: "`404xx01 Transaction Not Found`",
+        409: "`409xx00 Conflict` (X-EXTERNAL-ID reused today), `409xx01` duplicate partnerReferenceNo",
+        500: "`500xx00 General Error`",
+    }
+    return {status: {"model": SnapErrorBody, "description": descriptions[status]} for status in statuses}
+
+
+def snap_header_params(*names: str) -> list[dict[str, Any]]:
+    return [{"name": name, "in": "header", "required": True, "schema": {"type": "string"}} for name in names]

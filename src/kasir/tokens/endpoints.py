@@ -1,0 +1,73 @@
+"""interface.md endpoints 1 and 2: B2B access tokens for the payment and disbursement products."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.config import get_settings
+from kasir.db import read_session
+from kasir.kit.clock import clock, isoformat_seconds
+from kasir.snap.codes import SERVICE_TOKEN, SUCCESS_MESSAGE, success_code
+from kasir.snap.headers import check_timestamp, parse_json_body, require_headers, require_json_content_type
+from kasir.snap.openapi import snap_errors, snap_header_params, snap_route
+from kasir.tokens.schemas import AccessTokenRequest, AccessTokenResponse
+from kasir.tokens.service import ACCESS_TOKEN_TTL_SECONDS, Product, access_token_service, parse_grant
+
+router = APIRouter(tags=["access token"])
+
+_TOKEN_ROUTE = {
+    "response_model": AccessTokenResponse,
+    "responses": {
+        200: {
+            "description": "The access token",
+            "headers": {
+                "X-TIMESTAMP": {"schema": {"type": "string"}, "description": "Server time, ISO 8601 with offset"},
+                "X-CLIENT-KEY": {"schema": {"type": "string"}, "description": "Echo of the request's client key"},
+            },
+        },
+        **snap_errors(400, 401, 500),
+    },
+    "openapi_extra": {
+        **snap_route(SERVICE_TOKEN, AccessTokenRequest),
+        "parameters": snap_header_params("X-TIMESTAMP", "X-CLIENT-KEY", "X-SIGNATURE"),
+    },
+}
+
+Session = Annotated[AsyncSession, Depends(read_session)]
+
+
+async def _issue(request: Request, session: AsyncSession, product: Product) -> JSONResponse:
+    headers = request.headers
+    require_json_content_type(headers)
+    timestamp, client_key, signature = require_headers(headers, "X-TIMESTAMP", "X-CLIENT-KEY", "X-SIGNATURE")
+    check_timestamp(timestamp, get_settings().clock_skew_seconds)
+    additional_info = parse_grant(parse_json_body(await request.body()))
+    _merchant, token = await access_token_service.issue(
+        session, product=product, client_key=client_key, timestamp=timestamp, signature=signature
+    )
+    body = {
+        "responseCode": success_code(SERVICE_TOKEN),
+        "responseMessage": SUCCESS_MESSAGE,
+        "accessToken": token.value,
+        "tokenType": "Bearer",
+        "expiresIn": str(ACCESS_TOKEN_TTL_SECONDS),
+    }
+    if additional_info is not None:
+        body["additionalInfo"] = additional_info
+    return JSONResponse(
+        body, headers={"X-TIMESTAMP": isoformat_seconds(clock.now()), "X-CLIENT-KEY": client_key}
+    )
+
+
+@router.post("/auth/merchants/v1.0/access-token/b2b", summary="Access token (payment product)", **_TOKEN_ROUTE)
+async def payment_access_token(request: Request, session: Session) -> JSONResponse:
+    return await _issue(request, session, Product.PAYMENT)
+
+
+@router.post("/api/v1.0/access-token/b2b", summary="Access token (disbursement product)", **_TOKEN_ROUTE)
+async def disbursement_access_token(request: Request, session: Session) -> JSONResponse:
+    return await _issue(request, session, Product.DISBURSEMENT)
