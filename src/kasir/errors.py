@@ -350,11 +350,6 @@ def install_error_handlers(app: FastAPI) -> None:
             error.http_status = exc.status_code
         return render(request, error)
 
-    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error", extra={"request_id": _request_id(request)})
-        return render(request, KasirError())
-
     app.add_exception_handler(KasirError, on_kasir_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
-    app.add_exception_handler(Exception, on_unexpected)

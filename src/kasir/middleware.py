@@ -7,7 +7,10 @@ import re
 import time
 import uuid
 
+from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from kasir.errors import KasirError, render
 
 log = logging.getLogger("kasir.request")
 
@@ -36,8 +39,21 @@ class RequestContextMiddleware:
                 message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
             await send(message)
 
+        started_response = False
+
+        async def send_tracking(message: Message) -> None:
+            nonlocal started_response
+            started_response = started_response or message["type"] == "http.response.start"
+            await send_with_id(message)
+
         try:
-            await self.app(scope, receive, send_with_id)
+            await self.app(scope, receive, send_tracking)
+        except Exception:
+            # A bug: say so in the route's wire format with the request id, never with a stack trace.
+            log.exception("unhandled error", extra={"request_id": request_id})
+            if not started_response:
+                response = render(Request(scope), KasirError())
+                await response(scope, receive, send_with_id)
         finally:
             route = scope.get("route")
             log.info(

@@ -1,0 +1,48 @@
+# The two commands: `make run` and `make test`. Everything else is a helper of theirs.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PYTEST_ARGS ?=
+
+.PHONY: run test test-sqlite test-postgres system-deps lint typecheck bench demo clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+# Reinstall when the dependency list changes.
+$(VENV)/.runtime: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(VENV)/.dev: pyproject.toml $(VENV)/.runtime
+	$(BIN)/pip install -q -e '.[dev]'
+	touch $@
+
+## make run: set up, migrate the embedded SQLite database, create the demo merchant, serve on :8000
+run: $(VENV)/.runtime
+	$(BIN)/kasir db upgrade
+	$(BIN)/kasir demo-merchant
+	exec $(BIN)/kasir serve --host 127.0.0.1 --port 8000
+
+## make test: install what the tests need, then the whole suite on SQLite and on PostgreSQL
+test: $(VENV)/.dev system-deps
+	$(MAKE) --no-print-directory test-sqlite
+	$(MAKE) --no-print-directory test-postgres
+
+test-sqlite:
+	KASIR_TEST_DB=sqlite $(BIN)/pytest -q $(PYTEST_ARGS)
+
+test-postgres:
+	KASIR_TEST_DB=postgres $(BIN)/pytest -q $(PYTEST_ARGS)
+
+system-deps:
+	@scripts/system-deps.sh
+
+lint: $(VENV)/.dev
+	$(BIN)/ruff check src tests
+	$(BIN)/mypy
+
+clean:
+	rm -rf $(VENV) var .pytest_cache

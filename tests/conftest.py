@@ -1,0 +1,120 @@
+"""Test harness: a real SQLite file or a real PostgreSQL server (KASIR_TEST_DB), the ASGI app."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from kasir.app import create_app
+from kasir.config import Settings, configure
+from kasir.db import Database, upgrade_schema
+from kasir.kit.clock import clock
+from tests.support.postgres import PostgresCluster
+from tests.support.server import ServedKasir
+
+TEST_DB = os.environ.get("KASIR_TEST_DB", "sqlite")
+TEST_SECRET_KEY = "test-secret-key-not-for-production"
+TEST_ADMIN_TOKEN = "test-admin-token"
+
+
+def pytest_report_header() -> str:
+    return f"kasir database: {TEST_DB}"
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="kasir-test-") as directory:
+        yield Path(directory)
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresCluster | None]:
+    if TEST_DB != "postgres":
+        yield None
+        return
+    cluster = PostgresCluster()
+    try:
+        cluster.start()
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+@pytest.fixture(scope="session")
+def database_url(data_dir: Path, postgres: PostgresCluster | None) -> str:
+    if postgres is not None:
+        return postgres.create_database("kasir_test")
+    return f"sqlite+aiosqlite:///{data_dir / 'kasir-test.db'}"
+
+
+@pytest.fixture(scope="session")
+def settings_env(data_dir: Path, database_url: str) -> dict[str, str]:
+    """The environment a `kasir` subprocess needs to share the test database."""
+    return {
+        "KASIR_ENV": "staging",
+        "KASIR_DATA_DIR": str(data_dir),
+        "KASIR_DATABASE_URL": database_url,
+        "KASIR_SECRET_KEY": TEST_SECRET_KEY,
+        "KASIR_ADMIN_TOKEN": TEST_ADMIN_TOKEN,
+        "KASIR_LOG_LEVEL": "INFO",
+    }
+
+
+@pytest.fixture(scope="session")
+def settings(settings_env: dict[str, str]) -> Settings:
+    return Settings(
+        env="staging",
+        data_dir=Path(settings_env["KASIR_DATA_DIR"]),
+        database_url=settings_env["KASIR_DATABASE_URL"],
+        secret_key=TEST_SECRET_KEY,
+        admin_token=TEST_ADMIN_TOKEN,
+        public_url="http://kasir.test",
+    )
+
+
+@pytest.fixture(scope="session")
+async def migrated(settings: Settings) -> None:
+    database = Database(settings)
+    try:
+        await upgrade_schema(database)
+    finally:
+        await database.dispose()
+
+
+@pytest.fixture(scope="session")
+async def app(settings: Settings, migrated: None) -> AsyncIterator[FastAPI]:
+    application = create_app(settings)
+    async with application.router.lifespan_context(application):
+        yield application
+    configure(None)
+
+
+@pytest.fixture
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://kasir.test") as http:
+        yield http
+
+
+@pytest.fixture(autouse=True)
+def _reset_clock() -> Iterator[None]:
+    clock.reset()
+    yield
+    clock.reset()
+
+
+@pytest.fixture(scope="session")
+def served(settings_env: dict[str, str], migrated: None) -> Iterator[ServedKasir]:
+    """`kasir serve` in a subprocess on a free loopback port, sharing the test database."""
+    server = ServedKasir(settings_env)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,56 @@
+"""`kasir serve` as a real subprocess, for tests that must cross a real socket."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.support.postgres import free_port
+
+
+class ServedKasir:
+    def __init__(self, env: dict[str, str], *, args: tuple[str, ...] = ()) -> None:
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.env = {**os.environ, **env, "KASIR_PUBLIC_URL": self.base_url}
+        self.args = args
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log_path = Path(env["KASIR_DATA_DIR"]) / f"serve-{self.port}.log"
+
+    def start(self) -> None:
+        kasir = Path(sys.executable).parent / "kasir"
+        self._log = self.log_path.open("wb")
+        self.process = subprocess.Popen(
+            [str(kasir), "serve", "--port", str(self.port), *self.args],
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"kasir serve exited: {self.log()}")
+            try:
+                if httpx.get(f"{self.base_url}/healthz", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                time.sleep(0.1)
+        raise RuntimeError(f"kasir serve did not start: {self.log()}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self._log.close()
