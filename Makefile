@@ -28,6 +28,8 @@ run: $(VENV)/.runtime
 
 ## make test: install what the tests need, then the whole suite on SQLite and on PostgreSQL
 test: $(VENV)/.dev system-deps
+	$(BIN)/ruff check src tests migrations
+	$(BIN)/mypy
 	$(MAKE) --no-print-directory test-sqlite
 	$(MAKE) --no-print-directory test-postgres
 

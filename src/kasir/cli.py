@@ -131,8 +131,13 @@ def demo_merchant(
             await merchant_service.rotate_key(session, merchant.id, public_path.read_text())
         secrets = merchant_service.secrets(merchant)
         return MerchantCredentials(
-            merchant.id, merchant.name, merchant.client_id, secrets.client_secret, secrets.secret,
-            secrets.hash_key, merchant.callback_url,
+            merchant.id,
+            merchant.name,
+            merchant.client_id,
+            secrets.client_secret,
+            secrets.secret,
+            secrets.hash_key,
+            merchant.callback_url,
         )
 
     credentials = run_in_session(work)
@@ -161,7 +166,7 @@ def _token_example(base_url: str, client_id: str, private_key: Path) -> str:
         f"curl -sS -X POST {base_url}/auth/merchants/v1.0/access-token/b2b \\\n"
         "  -H 'Content-Type: application/json' -H \"X-TIMESTAMP: $TS\" \\\n"
         f"  -H 'X-CLIENT-KEY: {client_id}' -H \"X-SIGNATURE: $SIG\" \\\n"
-        "  -d '{\"grantType\":\"client_credentials\"}'"
+        '  -d \'{"grantType":"client_credentials"}\''
     )
 
 

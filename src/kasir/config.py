@@ -44,6 +44,7 @@ class Settings(BaseSettings):
     callback_lease_seconds: float = Field(
         30.0, gt=0, description="How long a worker owns a claimed callback; must exceed the timeout."
     )
+    embedded_worker: bool = Field(True, description="Run the callback worker inside `kasir serve`.")
     db_pool_size: int = Field(10, ge=1, description="Connections per process (PostgreSQL).")
     log_level: str = Field("INFO", description="Python log level name.")
     log_format: Literal["json", "text"] = Field("json", description="Log lines as JSON (default) or plain text.")

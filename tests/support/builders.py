@@ -25,9 +25,11 @@ def rsa_key(slot: int = 0) -> rsa.RSAPrivateKey:
 
 
 def public_pem(key: rsa.RSAPrivateKey) -> str:
-    return key.public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-    ).decode()
+    return (
+        key.public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        .decode()
+    )
 
 
 @dataclass

@@ -166,7 +166,9 @@ async def test_signature_made_with_another_key(app, client):
 
 async def test_signature_not_base64(app, client):
     merchant = await make_merchant(app)
-    response = await client.post(PAYMENT_PATH, headers=token_headers(merchant, X_SIGNATURE="not base64!"), content=GRANT)
+    response = await client.post(
+        PAYMENT_PATH, headers=token_headers(merchant, X_SIGNATURE="not base64!"), content=GRANT
+    )
     assert response.json() == {"responseCode": "4007301", "responseMessage": "Invalid Field Format X-SIGNATURE"}
 
 
@@ -224,13 +226,16 @@ async def test_unknown_route_under_a_snap_prefix_answers_snap(client):
 
 
 async def test_ec_key_is_refused_at_registration(app):
+    from cryptography.hazmat.primitives import serialization
+
     from kasir.errors import BadRequest
     from kasir.kit.crypto import public_key_pem as _unused  # noqa: F401
     from kasir.merchants.service import merchant_service
-    from cryptography.hazmat.primitives import serialization
 
-    ec_pem = ec.generate_private_key(ec.SECP256R1()).public_key().public_bytes(
-        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    ec_pem = (
+        ec.generate_private_key(ec.SECP256R1())
+        .public_key()
+        .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     )
     with pytest.raises(BadRequest, match="not an RSA key"):
         async with app.state.database.unit_of_work() as session:

@@ -147,9 +147,7 @@ def public_key_fingerprint(pem: str) -> str:
 
 def derive_key(secret_key: str, purpose: str) -> bytes:
     """A 32-byte key for one purpose, so one setting can serve several uses safely."""
-    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=purpose.encode()).derive(
-        secret_key.encode()
-    )
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=purpose.encode()).derive(secret_key.encode())
 
 
 class SecretBox:

@@ -145,8 +145,13 @@ def show(merchant_id: str, as_json: Annotated[bool, typer.Option("--json")] = Fa
         merchant = await merchant_service.get(session, merchant_id)
         secrets = merchant_service.secrets(merchant)
         masked = MerchantCredentials(
-            merchant.id, merchant.name, merchant.client_id, secrets.client_secret, secrets.secret,
-            secrets.hash_key, merchant.callback_url,
+            merchant.id,
+            merchant.name,
+            merchant.client_id,
+            secrets.client_secret,
+            secrets.secret,
+            secrets.hash_key,
+            merchant.callback_url,
         ).masked()
         masked["public_key_sha256"] = public_key_fingerprint(merchant.public_key_pem)
         masked["created_at"] = merchant.created_at.isoformat(timespec="seconds")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-SERVICE_TOKEN = "73"
+SERVICE_TOKEN = "73"  # noqa: S105 (a service code, not a password)
 SERVICE_PAYMENT_CALCULATION = "90"
 SERVICE_QR_CHECKOUT = "92"
 SERVICE_STATUS_INQUIRY = "93"

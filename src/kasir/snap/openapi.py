@@ -31,7 +31,8 @@ def extra_components() -> dict[str, Any]:
 
 def snap_errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     descriptions = {
-        400: "Bad request: `400xx00`, `400xx01 Invalid Field Format {field}`, `400xx02 Invalid Mandatory Field {field}`",
+        400: "Bad request: `400xx00`, `400xx01 Invalid Field Format {field}`, "
+        "`400xx02 Invalid Mandatory Field {field}`",
         401: "Unauthorized: `401xx00 Unauthorized. {reason}`, `401xx01 Invalid Token (B2B)`",
         403: "`403xx01 Feature Not Allowed`",
         404: "`404xx01 Transaction Not Found`",

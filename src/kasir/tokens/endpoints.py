@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
@@ -19,7 +19,7 @@ from kasir.tokens.service import ACCESS_TOKEN_TTL_SECONDS, Product, access_token
 
 router = APIRouter(tags=["access token"])
 
-_TOKEN_ROUTE = {
+_TOKEN_ROUTE: dict[str, Any] = {
     "response_model": AccessTokenResponse,
     "responses": {
         200: {
@@ -49,7 +49,7 @@ async def _issue(request: Request, session: AsyncSession, product: Product) -> J
     _merchant, token = await access_token_service.issue(
         session, product=product, client_key=client_key, timestamp=timestamp, signature=signature
     )
-    body = {
+    body: dict[str, Any] = {
         "responseCode": success_code(SERVICE_TOKEN),
         "responseMessage": SUCCESS_MESSAGE,
         "accessToken": token.value,
@@ -58,9 +58,7 @@ async def _issue(request: Request, session: AsyncSession, product: Product) -> J
     }
     if additional_info is not None:
         body["additionalInfo"] = additional_info
-    return JSONResponse(
-        body, headers={"X-TIMESTAMP": isoformat_seconds(clock.now()), "X-CLIENT-KEY": client_key}
-    )
+    return JSONResponse(body, headers={"X-TIMESTAMP": isoformat_seconds(clock.now()), "X-CLIENT-KEY": client_key})
 
 
 @router.post("/auth/merchants/v1.0/access-token/b2b", summary="Access token (payment product)", **_TOKEN_ROUTE)

@@ -1,0 +1,194 @@
+"""`kasir keygen` and `kasir merchant ...` (decisions.md §2)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+from sqlalchemy import text
+from typer.testing import CliRunner
+
+from kasir.cli import app as cli
+from tests.support.builders import public_pem, rsa_key, unique_name
+
+runner = CliRunner()
+
+
+def kasir(*args: str):
+    return runner.invoke(cli, list(args))
+
+
+@pytest.fixture
+def _settings_installed(app):
+    """The CLI reads the process settings, which the app fixture installed (the test database)."""
+
+
+def test_keygen_writes_pkcs8_and_spki(tmp_path: Path):
+    result = kasir("keygen", "--out", str(tmp_path / "keys"))
+    assert result.exit_code == 0, result.output
+    private_pem = (tmp_path / "keys" / "private.pem").read_bytes()
+    public = (tmp_path / "keys" / "public.pem").read_bytes()
+    assert private_pem.startswith(b"-----BEGIN PRIVATE KEY-----")  # PKCS#8, not "BEGIN RSA PRIVATE KEY"
+    assert public.startswith(b"-----BEGIN PUBLIC KEY-----")
+    key = serialization.load_pem_private_key(private_pem, password=None)
+    assert isinstance(key, rsa.RSAPrivateKey)
+    assert key.key_size == 2048
+    assert (tmp_path / "keys" / "private.pem").stat().st_mode & 0o077 == 0
+    # Refuses to overwrite.
+    again = kasir("keygen", "--out", str(tmp_path / "keys"))
+    assert again.exit_code == 2
+    assert "already exists" in again.output
+
+
+@pytest.mark.usefixtures("_settings_installed")
+def test_create_with_generated_key_prints_credentials_as_json(tmp_path: Path):
+    name = unique_name()
+    result = kasir(
+        "merchant",
+        "create",
+        "--name",
+        name,
+        "--generate-key",
+        str(tmp_path),
+        "--json",
+        "--callback-url",
+        "http://127.0.0.1:9/cb",
+    )
+    assert result.exit_code == 0, result.output
+    credentials = json.loads(result.output)
+    assert set(credentials) == {
+        "merchant_id",
+        "name",
+        "client_id",
+        "client_secret",
+        "secret",
+        "hash_key",
+        "callback_url",
+    }
+    assert credentials["name"] == name
+    assert (tmp_path / "private.pem").exists()
+
+    listed = json.loads(kasir("merchant", "list", "--json").output)
+    assert credentials["merchant_id"] in [row["merchant_id"] for row in listed]
+
+    shown = kasir("merchant", "show", credentials["merchant_id"], "--json")
+    assert shown.exit_code == 0
+    for secret in ("client_secret", "secret", "hash_key"):
+        assert credentials[secret] not in shown.output
+    assert json.loads(shown.output)["client_id"] == credentials["client_id"]
+
+
+@pytest.mark.usefixtures("_settings_installed")
+def test_secrets_are_encrypted_at_rest(app, tmp_path: Path):
+    import asyncio
+
+    result = kasir("merchant", "create", "--name", unique_name(), "--generate-key", str(tmp_path), "--json")
+    credentials = json.loads(result.output)
+
+    async def row() -> str:
+        from kasir.config import get_settings
+        from kasir.db import Database
+
+        database = Database(get_settings())
+        try:
+            async with database.engine.connect() as connection:
+                found = await connection.execute(
+                    text("SELECT * FROM merchant WHERE id = :id"), {"id": credentials["merchant_id"]}
+                )
+                return repr(found.one())
+        finally:
+            await database.dispose()
+
+    stored = asyncio.run(row())
+    for secret in ("client_secret", "secret", "hash_key"):
+        assert credentials[secret] not in stored
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.usefixtures("_settings_installed")
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"hello", "not a PEM public key"),
+        (b"-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n", "could not be parsed"),
+        ("ec", "not an RSA key"),
+        ("rsa1024", "1024 bits"),
+        ("private", "private key"),
+    ],
+)
+def test_bad_public_key_is_one_line_exit_2(tmp_path: Path, content, message):
+    if content == "ec":
+        content = (
+            ec.generate_private_key(ec.SECP256R1())
+            .public_key()
+            .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        )
+    elif content == "rsa1024":
+        content = (
+            rsa.generate_private_key(public_exponent=65537, key_size=1024)
+            .public_key()
+            .public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        )
+    elif content == "private":
+        content = rsa_key().private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    key = _write(tmp_path / "key.pem", content)
+    result = kasir("merchant", "create", "--name", unique_name(), "--public-key", str(key))
+    assert result.exit_code == 2
+    assert message in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+@pytest.mark.usefixtures("_settings_installed")
+def test_duplicate_name_exit_2(tmp_path: Path):
+    key = _write(tmp_path / "key.pem", public_pem(rsa_key()).encode())
+    name = unique_name()
+    assert kasir("merchant", "create", "--name", name, "--public-key", str(key)).exit_code == 0
+    result = kasir("merchant", "create", "--name", name, "--public-key", str(key))
+    assert result.exit_code == 2
+    assert "already exists" in result.output
+
+
+@pytest.mark.usefixtures("_settings_installed")
+def test_unknown_merchant_exit_2():
+    result = kasir("merchant", "show", "MCH-NOBODY")
+    assert result.exit_code == 2
+    assert "no merchant" in result.output
+
+
+@pytest.mark.usefixtures("_settings_installed")
+def test_rotate_key(tmp_path: Path):
+    key = _write(tmp_path / "key.pem", public_pem(rsa_key()).encode())
+    created = json.loads(
+        kasir("merchant", "create", "--name", unique_name(), "--public-key", str(key), "--json").output
+    )
+    new_key = _write(tmp_path / "new.pem", public_pem(rsa_key(1)).encode())
+    result = kasir("merchant", "rotate-key", created["merchant_id"], "--public-key", str(new_key))
+    assert result.exit_code == 0, result.output
+    bad = kasir("merchant", "rotate-key", created["merchant_id"], "--public-key", str(tmp_path / "missing.pem"))
+    assert bad.exit_code == 2
+
+
+@pytest.mark.slow
+def test_demo_merchant_is_idempotent_through_the_real_command(settings_env, migrated, tmp_path: Path):
+    """What `make run` does twice must leave one demo merchant with the same credentials."""
+    env = {**settings_env, "KASIR_DATA_DIR": str(tmp_path)}
+    kasir_bin = str(Path(sys.executable).parent / "kasir")
+    first = subprocess.run([kasir_bin, "demo-merchant"], env=env, capture_output=True, text=True, check=True)
+    credentials = json.loads((tmp_path / "demo" / "credentials.json").read_text())
+    second = subprocess.run([kasir_bin, "demo-merchant"], env=env, capture_output=True, text=True, check=True)
+    assert json.loads((tmp_path / "demo" / "credentials.json").read_text()) == credentials
+    assert credentials["client_id"] in first.stdout
+    assert credentials["client_id"] in second.stdout
+    assert "access-token/b2b" in second.stdout
+    assert (tmp_path / "demo" / "private.pem").exists()

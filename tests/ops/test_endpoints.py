@@ -1,0 +1,91 @@
+"""Health, readiness, OpenAPI, and refusing to start on a schema that is behind."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+
+from kasir.app import create_app
+from kasir.config import Settings
+from kasir.db import Database, current_revision, head_revision
+from tests.support.postgres import PostgresCluster
+
+
+async def test_healthz_and_readyz(client):
+    assert (await client.get("/healthz")).json() == {"status": "ok"}
+    ready = await client.get("/readyz")
+    assert ready.status_code == 200
+    assert ready.json() == {"status": "ready"}
+
+
+async def test_database_is_at_head(app):
+    assert await current_revision(app.state.database) == head_revision()
+
+
+@pytest.fixture
+def empty_database_url(tmp_path: Path, postgres: PostgresCluster | None) -> str:
+    if postgres is not None:
+        return postgres.create_database(f"empty_{tmp_path.name.lower().replace('-', '_')}"[:60])
+    return f"sqlite+aiosqlite:///{tmp_path / 'empty.db'}"
+
+
+async def test_readyz_reports_a_schema_that_is_behind(settings: Settings, empty_database_url: str):
+    behind = settings.model_copy(update={"database_url": empty_database_url})
+    application = create_app(behind, check_schema_on_start=False)
+    async with application.router.lifespan_context(application):
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=application), base_url="http://t") as http:
+            response = await http.get("/readyz")
+    create_app(settings)  # put the suite's settings back
+    assert response.status_code == 503
+    assert "kasir db upgrade" in response.json()["reason"]
+
+
+async def test_app_refuses_to_start_on_an_empty_database(settings: Settings, empty_database_url: str):
+    from kasir.db import SchemaBehind
+
+    behind = settings.model_copy(update={"database_url": empty_database_url})
+    application = create_app(behind)
+    with pytest.raises(SchemaBehind, match="kasir db upgrade"):
+        async with application.router.lifespan_context(application):
+            pass
+    create_app(settings)
+
+
+@pytest.mark.slow
+def test_serve_refuses_to_start_with_the_command_to_run(settings_env, empty_database_url: str):
+    env = {**settings_env, "KASIR_DATABASE_URL": empty_database_url}
+    result = subprocess.run(
+        [str(Path(sys.executable).parent / "kasir"), "serve", "--port", "1"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 2
+    assert "kasir db upgrade" in result.stderr
+
+
+async def test_sqlite_runs_wal_with_synchronous_full(app):
+    database: Database = app.state.database
+    if not database.is_sqlite:
+        pytest.skip("SQLite pragmas")
+    async with database.engine.connect() as connection:
+        assert (await connection.exec_driver_sql("PRAGMA journal_mode")).scalar() == "wal"
+        assert (await connection.exec_driver_sql("PRAGMA synchronous")).scalar() == 2  # FULL
+        assert (await connection.exec_driver_sql("PRAGMA busy_timeout")).scalar() >= 1000
+
+
+async def test_openapi_documents_token_headers_and_errors(client):
+    document = (await client.get("/openapi.json")).json()
+    operation = document["paths"]["/auth/merchants/v1.0/access-token/b2b"]["post"]
+    header_names = {p["name"] for p in operation["parameters"] if p["in"] == "header"}
+    assert {"X-TIMESTAMP", "X-CLIENT-KEY", "X-SIGNATURE"} <= header_names
+    assert {"400", "401", "200"} <= set(operation["responses"])
+    assert "X-TIMESTAMP" in operation["responses"]["200"]["headers"]
+    body_schema = operation["requestBody"]["content"]["application/json"]["schema"]
+    assert "grantType" in body_schema["properties"]
+    assert "/api/v1.0/access-token/b2b" in document["paths"]
