@@ -16,6 +16,7 @@ from kasir.config import Settings, configure
 from kasir.db import Database, upgrade_schema
 from kasir.kit.clock import clock
 from tests.support.postgres import PostgresCluster
+from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
 
 TEST_DB = os.environ.get("KASIR_TEST_DB", "sqlite")
@@ -118,3 +119,10 @@ def served(settings_env: dict[str, str], migrated: None) -> Iterator[ServedKasir
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture
+async def receiver() -> AsyncIterator[CallbackReceiver]:
+    """A real HTTP receiver on 127.0.0.1 for callbacks (see tests/support/receiver.py)."""
+    async with CallbackReceiver() as callback_receiver:
+        yield callback_receiver

@@ -6,7 +6,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI
+import importlib
+import importlib.util
+
+from fastapi import APIRouter, FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from kasir import __version__
@@ -15,9 +18,19 @@ from kasir.db import Database, check_schema
 from kasir.errors import install_error_handlers
 from kasir.kit.logs import configure_logging
 from kasir.middleware import RequestContextMiddleware
+from kasir.models import ROOMS
 from kasir.ops.endpoints import router as ops_router
 from kasir.snap.openapi import extra_components
 from kasir.tokens.endpoints import router as token_router
+
+
+def product_routers() -> list[APIRouter]:
+    """The `router` of every room's endpoints.py (wallet, bnpl, card, callbacks admin), as they land."""
+    routers = []
+    for room in ROOMS:
+        if importlib.util.find_spec(f"kasir.{room}.endpoints") is not None:
+            routers.append(importlib.import_module(f"kasir.{room}.endpoints").router)
+    return routers
 
 
 def create_app(settings: Settings | None = None, *, check_schema_on_start: bool = True) -> FastAPI:
@@ -48,6 +61,8 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
     install_error_handlers(app)
     app.include_router(ops_router)
     app.include_router(token_router)
+    for router in product_routers():
+        app.include_router(router)
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:

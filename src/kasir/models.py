@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 
-ROOMS_WITH_MODELS = ("merchants",)
+# Every room with a models.py; a new room is found without editing this file.
+ROOMS = ("merchants", "callbacks", "wallet", "bnpl", "card")
 
 
 def import_all_models() -> None:
-    for room in ROOMS_WITH_MODELS:
-        importlib.import_module(f"kasir.{room}.models")
+    for room in ROOMS:
+        if importlib.util.find_spec(f"kasir.{room}.models") is not None:
+            importlib.import_module(f"kasir.{room}.models")

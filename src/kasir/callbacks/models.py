@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from kasir.db import Base, UTCDateTime
+
+
+class CallbackKind(StrEnum):
+    WALLET = "wallet"
+    PAYMENT_PAGE = "payment_page"
+    BNPL = "bnpl"
+
+
+class CallbackStatus(StrEnum):
+    PENDING = "pending"  # waiting for its next attempt (or for an earlier callback of its transaction)
+    DELIVERING = "delivering"  # claimed by a worker until lease_expires_at
+    DELIVERED = "delivered"
+    FAILED = "failed"  # every attempt of its policy was refused
+
+
+class Callback(Base):
+    """One notification to a merchant, recorded in the transaction of the change it reports."""
+
+    __tablename__ = "callback"
+
+    # The id orders a transaction's callbacks: they are delivered in id order.
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True)
+    merchant_id: Mapped[str] = mapped_column(String(32), ForeignKey("merchant.id"))
+    kind: Mapped[str] = mapped_column(String(16))
+    transaction_ref: Mapped[str] = mapped_column(String(64))  # the product's transaction id
+    event: Mapped[str] = mapped_column(String(32))  # what happened: PAID, FAILED, 00, ...
+    url: Mapped[str] = mapped_column(String(2048))
+    payload: Mapped[str] = mapped_column(Text)  # the exact JSON body sent
+    svc_signature: Mapped[str | None] = mapped_column(String(128))  # decisions.md §3.5, wallet and payment page
+    status: Mapped[str] = mapped_column(String(16), default=CallbackStatus.PENDING)
+    attempts_made: Mapped[int] = mapped_column(Integer, default=0)
+    max_attempts: Mapped[int] = mapped_column(Integer)
+    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    lease_owner: Mapped[str | None] = mapped_column(String(64))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    fence: Mapped[int] = mapped_column(Integer, default=0)  # bumped at every claim; a stale worker's write is refused
+    replay_of: Mapped[int | None] = mapped_column(BigInteger().with_variant(Integer, "sqlite"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    last_error: Mapped[str | None] = mapped_column(String(500))
+
+    __table_args__ = (
+        Index("ix_callback_due", "status", "next_attempt_at"),
+        Index("ix_callback_transaction", "merchant_id", "kind", "transaction_ref", "id"),
+    )
+
+
+class CallbackAttempt(Base):
+    """One HTTP attempt of a callback, as it went."""
+
+    __tablename__ = "callback_attempt"
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True)
+    callback_id: Mapped[int] = mapped_column(ForeignKey("callback.id"), index=True)
+    number: Mapped[int] = mapped_column(Integer)  # 1 = first try
+    fence: Mapped[int] = mapped_column(Integer)
+    worker: Mapped[str] = mapped_column(String(64))
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    latency_ms: Mapped[int] = mapped_column(Integer)
+    http_status: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(String(500))
+    response_excerpt: Mapped[str | None] = mapped_column(Text)  # first 2 KB of the answer
+    accepted: Mapped[bool] = mapped_column(default=False)

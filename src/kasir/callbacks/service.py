@@ -1,0 +1,93 @@
+"""The callback outbox: product rooms record callbacks here, in their own transaction.
+
+    await callback_outbox.record(
+        session, kind=CallbackKind.WALLET, merchant_id=tx.merchant_id, transaction_ref=tx.id,
+        event="PAID", url=url, payload={...}, svc_signature=svc_signature(tx.id, x_req_sig),
+    )
+
+Nothing is sent before the session commits; a rolled-back request leaves no callback. After
+commit the delivery engine is woken at once (no polling delay on the happy path).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.callbacks.models import Callback, CallbackKind, CallbackStatus
+from kasir.callbacks.policies import POLICIES
+from kasir.callbacks.repository import callback_repository
+from kasir.callbacks.wakeup import wake_dispatcher
+from kasir.db import on_commit
+from kasir.errors import Conflict, NotFound
+from kasir.kit.clock import clock
+
+
+class CallbackNotFound(NotFound):
+    pass
+
+
+class CallbackNotReplayable(Conflict):
+    pass
+
+
+def encode_payload(payload: dict[str, Any]) -> str:
+    return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
+
+
+class CallbackOutbox:
+    async def record(
+        self,
+        session: AsyncSession,
+        *,
+        kind: CallbackKind,
+        merchant_id: str,
+        transaction_ref: str,
+        event: str,
+        url: str,
+        payload: dict[str, Any],
+        svc_signature: str | None = None,
+    ) -> Callback:
+        callback = Callback(
+            merchant_id=merchant_id,
+            kind=kind.value,
+            transaction_ref=transaction_ref,
+            event=event,
+            url=url,
+            payload=encode_payload(payload),
+            svc_signature=svc_signature,
+            status=CallbackStatus.PENDING.value,
+            attempts_made=0,
+            max_attempts=POLICIES[kind].max_attempts,
+            next_attempt_at=clock.now(),
+            fence=0,
+            created_at=clock.now(),
+        )
+        await callback_repository.add(session, callback)
+        on_commit(session, wake_dispatcher)
+        return callback
+
+    async def replay(self, session: AsyncSession, callback_id: int) -> Callback:
+        """A new delivery of the same payload; signature headers are computed afresh when sent."""
+        original = await callback_repository.get(session, callback_id)
+        if original is None:
+            raise CallbackNotFound(f"no callback {callback_id}")
+        replay = await self.record(
+            session,
+            kind=CallbackKind(original.kind),
+            merchant_id=original.merchant_id,
+            transaction_ref=original.transaction_ref,
+            event=original.event,
+            url=original.url,
+            payload=json.loads(original.payload),
+            svc_signature=original.svc_signature,
+        )
+        replay.payload = original.payload  # byte-for-byte the same body
+        replay.replay_of = original.id
+        await session.flush()
+        return replay
+
+
+callback_outbox = CallbackOutbox()

@@ -1,0 +1,40 @@
+"""Signature headers of callbacks (decisions.md §3.5 and §3.6), computed at send time."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from kasir.kit.crypto import sha256_hex
+from kasir.snap.signatures import notify_signature
+
+SVC_SIGNATURE = "svc-signature"
+
+
+def x_req_signature(hash_key: str, external_id: str, order_id: str) -> str:
+    """§3.3: lowercase hex SHA-256 of hash_key + external_id + order_id."""
+    return sha256_hex(hash_key + external_id + order_id)
+
+
+def svc_signature(transaction_id: str, x_req_sig: str) -> str:
+    """§3.5: lowercase hex SHA-256 of transaction_id + x_req_signature."""
+    return sha256_hex(transaction_id + x_req_sig)
+
+
+def with_query_signature(url: str, signature: str) -> str:
+    """Wallet callbacks repeat the signature as `svc-signature=` on the URL, keeping its query."""
+    parts = urlsplit(url)
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != SVC_SIGNATURE]
+    query.append((SVC_SIGNATURE, signature))
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def snap_notify_headers(
+    *, client_secret: str, partner_id: str, callback_url: str, body: bytes, timestamp: str
+) -> dict[str, str]:
+    """§3.6: X-TIMESTAMP, X-PARTNER-ID, X-VERSION v1, X-SIGNATURE (HMAC-SHA512)."""
+    return {
+        "X-TIMESTAMP": timestamp,
+        "X-PARTNER-ID": partner_id,
+        "X-VERSION": "v1",
+        "X-SIGNATURE": notify_signature(client_secret, callback_url, body, timestamp),
+    }
