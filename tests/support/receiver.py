@@ -119,6 +119,7 @@ class CallbackReceiver:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None and self._task is not None
+        assert self._server is not None
+        assert self._task is not None
         self._server.should_exit = True
         await self._task
