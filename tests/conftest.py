@@ -64,6 +64,7 @@ def settings_env(data_dir: Path, database_url: str) -> dict[str, str]:
         "KASIR_SECRET_KEY": TEST_SECRET_KEY,
         "KASIR_ADMIN_TOKEN": TEST_ADMIN_TOKEN,
         "KASIR_LOG_LEVEL": "INFO",
+        "KASIR_CALLBACK_POLL_SECONDS": "0.1",
     }
 
 
@@ -76,6 +77,7 @@ def settings(settings_env: dict[str, str]) -> Settings:
         secret_key=TEST_SECRET_KEY,
         admin_token=TEST_ADMIN_TOKEN,
         public_url="http://kasir.test",
+        callback_poll_seconds=0.1,
     )
 
 

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import importlib
+import importlib.util
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
-
-import importlib
-import importlib.util
 
 from fastapi import APIRouter, FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from kasir import __version__
+from kasir.callbacks.worker import DeliveryWorker
 from kasir.config import Settings, configure, get_settings
 from kasir.db import Database, check_schema
 from kasir.errors import install_error_handlers
@@ -42,12 +43,19 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         database = Database(settings)
+        worker: DeliveryWorker | None = None
+        worker_task: asyncio.Task[None] | None = None
         try:
             if check_schema_on_start:
                 await check_schema(database)
             app.state.database = database
+            worker = DeliveryWorker(database, settings) if settings.embedded_worker else None
+            worker_task = asyncio.create_task(worker.run()) if worker else None
             yield
         finally:
+            if worker is not None and worker_task is not None:
+                worker.stop()
+                await worker_task
             await database.dispose()
 
     app = FastAPI(

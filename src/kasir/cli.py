@@ -13,6 +13,7 @@ import typer
 import uvicorn
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from kasir.callbacks.cli import callbacks_app, worker
 from kasir.cli_support import console, fail, run_in_session
 from kasir.config import get_settings
 from kasir.db import Database, SchemaBehind, check_schema, current_revision, head_revision, upgrade_schema
@@ -24,6 +25,8 @@ db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(merchant_app, name="merchant")
 app.command("keygen")(keygen)
+app.add_typer(callbacks_app, name="callbacks")
+app.command("worker")(worker)
 
 DEMO_MERCHANT_NAME = "Demo Merchant"
 

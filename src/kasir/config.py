@@ -44,6 +44,10 @@ class Settings(BaseSettings):
     callback_lease_seconds: float = Field(
         30.0, gt=0, description="How long a worker owns a claimed callback; must exceed the timeout."
     )
+    callback_poll_seconds: float = Field(
+        1.0, gt=0, description="How often an idle worker looks for due callbacks (commits wake it at once)."
+    )
+    callback_concurrency: int = Field(32, ge=1, description="Callback attempts in flight per worker.")
     embedded_worker: bool = Field(True, description="Run the callback worker inside `kasir serve`.")
     db_pool_size: int = Field(10, ge=1, description="Connections per process (PostgreSQL).")
     log_level: str = Field("INFO", description="Python log level name.")

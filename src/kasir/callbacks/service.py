@@ -14,22 +14,19 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from kasir.callbacks.models import Callback, CallbackKind, CallbackStatus
+from kasir.callbacks.models import Callback, CallbackAttempt, CallbackKind, CallbackStatus
 from kasir.callbacks.policies import POLICIES
 from kasir.callbacks.repository import callback_repository
-from kasir.callbacks.wakeup import wake_dispatcher
+from kasir.callbacks.wakeup import NOTIFY_CHANNEL, wake_dispatcher
 from kasir.db import on_commit
-from kasir.errors import Conflict, NotFound
+from kasir.errors import NotFound
 from kasir.kit.clock import clock
 
 
 class CallbackNotFound(NotFound):
-    pass
-
-
-class CallbackNotReplayable(Conflict):
     pass
 
 
@@ -67,6 +64,9 @@ class CallbackOutbox:
         )
         await callback_repository.add(session, callback)
         on_commit(session, wake_dispatcher)
+        if session.get_bind().dialect.name == "postgresql":
+            # Delivered to LISTENing workers at commit, never on rollback.
+            await session.execute(text(f"NOTIFY {NOTIFY_CHANNEL}"))
         return callback
 
     async def replay(self, session: AsyncSession, callback_id: int) -> Callback:
@@ -88,6 +88,12 @@ class CallbackOutbox:
         replay.replay_of = original.id
         await session.flush()
         return replay
+
+    async def show(self, session: AsyncSession, callback_id: int) -> tuple[Callback, list[CallbackAttempt]]:
+        callback = await callback_repository.get(session, callback_id)
+        if callback is None:
+            raise CallbackNotFound(f"no callback {callback_id}")
+        return callback, list(await callback_repository.attempts(session, callback_id))
 
 
 callback_outbox = CallbackOutbox()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+NOTIFY_CHANNEL = "kasir_callbacks"  # PostgreSQL LISTEN/NOTIFY channel of other processes' workers
+
 _listeners: list[Callable[[], None]] = []
 
 

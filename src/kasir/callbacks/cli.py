@@ -1,0 +1,101 @@
+"""`kasir worker` and `kasir callbacks list|show|replay`."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.callbacks.models import CallbackStatus
+from kasir.callbacks.repository import callback_repository
+from kasir.callbacks.schemas import CallbackView
+from kasir.callbacks.service import callback_outbox
+from kasir.callbacks.worker import run_worker_until_signalled
+from kasir.cli_support import console, fail, run_in_session
+from kasir.config import get_settings
+from kasir.db import Database, SchemaBehind, check_schema
+
+callbacks_app = typer.Typer(help="Inspect and replay callbacks.", no_args_is_help=True)
+
+
+def worker() -> None:
+    """Deliver callbacks and run expiries as a separate process (SIGTERM finishes in-flight attempts)."""
+
+    async def main() -> None:
+        settings = get_settings()
+        database = Database(settings)
+        try:
+            await check_schema(database)
+            await run_worker_until_signalled(database, settings)
+        finally:
+            await database.dispose()
+
+    try:
+        asyncio.run(main())
+    except SchemaBehind as exc:
+        fail(str(exc))
+
+
+@callbacks_app.command("list")
+def list_callbacks(
+    status: Annotated[CallbackStatus | None, typer.Option(help="pending, delivering, delivered or failed")] = None,
+    merchant: Annotated[str | None, typer.Option("--merchant", help="Merchant id")] = None,
+    transaction: Annotated[str | None, typer.Option("--transaction", help="Transaction id")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=1000)] = 50,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """List callbacks, newest first."""
+
+    async def work(session: AsyncSession) -> list[CallbackView]:
+        rows = await callback_repository.search(
+            session,
+            status=status.value if status else None,
+            merchant_id=merchant,
+            transaction_ref=transaction,
+            limit=limit,
+        )
+        return [CallbackView.of(row) for row in rows]
+
+    views = run_in_session(work, read_only=True)
+    if as_json:
+        typer.echo(json.dumps([v.model_dump(mode="json", exclude_none=True) for v in views], indent=2))
+        return
+    table = Table("id", "kind", "transaction", "event", "status", "attempts", "last error")
+    for view in views:
+        table.add_row(
+            str(view.id),
+            view.kind,
+            view.transaction_ref,
+            view.event,
+            view.status,
+            f"{view.attempts_made}/{view.max_attempts}",
+            view.last_error or "",
+        )
+    console.print(table)
+
+
+@callbacks_app.command("show")
+def show(callback_id: int) -> None:
+    """One callback with its payload and every attempt (JSON)."""
+
+    async def work(session: AsyncSession) -> CallbackView:
+        callback, attempts = await callback_outbox.show(session, callback_id)
+        return CallbackView.of(callback, attempts, with_payload=True)
+
+    view = run_in_session(work, read_only=True)
+    typer.echo(json.dumps(view.model_dump(mode="json"), indent=2))
+
+
+@callbacks_app.command("replay")
+def replay(callback_id: int) -> None:
+    """Deliver a callback again: same payload, fresh signature headers."""
+
+    async def work(session: AsyncSession) -> int:
+        return (await callback_outbox.replay(session, callback_id)).id
+
+    new_id = run_in_session(work)
+    console.print(f"callback {callback_id} queued again as callback {new_id}")

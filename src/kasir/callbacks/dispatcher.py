@@ -1,0 +1,248 @@
+"""Claiming due callbacks, sending one attempt, and recording how it went.
+
+Claims are short transactions: a worker takes due callbacks (FOR UPDATE SKIP LOCKED on
+PostgreSQL; SQLite serialises writers), sets a lease longer than the HTTP timeout and bumps
+the fence. The HTTP attempt happens outside any transaction. Its result is written only
+if the fence still matches, so a worker whose lease expired cannot overwrite the work of
+the worker that took over; the attempt itself is recorded either way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from dataclasses import dataclass
+from datetime import timedelta
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+from sqlalchemy import and_, exists, or_, select, update
+from sqlalchemy.orm import aliased
+
+from kasir import __version__
+from kasir.callbacks import metrics
+from kasir.callbacks.models import Callback, CallbackAttempt, CallbackKind, CallbackStatus
+from kasir.callbacks.policies import POLICIES
+from kasir.callbacks.signing import SVC_SIGNATURE, snap_notify_headers, with_query_signature
+from kasir.callbacks.ssrf import UnsafeCallbackUrl, resolve_public
+from kasir.config import Settings
+from kasir.db import Database
+from kasir.kit.clock import clock, isoformat_seconds
+from kasir.merchants.models import Merchant
+from kasir.merchants.service import merchant_service
+
+log = logging.getLogger("kasir.callbacks")
+
+RESPONSE_EXCERPT_BYTES = 2048
+USER_AGENT = f"Kasir-Callbacks/{__version__}"
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedCallback:
+    id: int
+    fence: int
+    kind: CallbackKind
+    merchant_id: str
+    transaction_ref: str
+    url: str
+    payload: bytes
+    svc_signature: str | None
+    attempt_number: int
+    max_attempts: int
+    created_at_unix: float
+    client_secret: str | None  # BNPL notify signatures only
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptResult:
+    accepted: bool
+    http_status: int | None
+    error: str | None
+    excerpt: str | None
+    latency_ms: int
+
+
+async def claim_due(database: Database, worker: str, limit: int, lease_seconds: float) -> list[ClaimedCallback]:
+    """Take up to `limit` due callbacks whose earlier siblings (same transaction) are settled."""
+    now = clock.now()
+    earlier = aliased(Callback)
+    blocked_by_earlier = exists().where(
+        earlier.merchant_id == Callback.merchant_id,
+        earlier.kind == Callback.kind,
+        earlier.transaction_ref == Callback.transaction_ref,
+        earlier.id < Callback.id,
+        earlier.status.in_([CallbackStatus.PENDING.value, CallbackStatus.DELIVERING.value]),
+    )
+    due = or_(
+        and_(Callback.status == CallbackStatus.PENDING.value, Callback.next_attempt_at <= now),
+        and_(Callback.status == CallbackStatus.DELIVERING.value, Callback.lease_expires_at <= now),
+    )
+    query = (
+        select(Callback).where(due, ~blocked_by_earlier).order_by(Callback.next_attempt_at, Callback.id).limit(limit)
+    )
+    if not database.is_sqlite:
+        query = query.with_for_update(skip_locked=True, of=Callback)
+    claimed: list[ClaimedCallback] = []
+    async with database.unit_of_work() as session:
+        rows = (await session.execute(query)).scalars().all()
+        if not rows:
+            return []
+        secrets: dict[str, str] = {}
+        for row in rows:
+            if row.kind == CallbackKind.BNPL.value and row.merchant_id not in secrets:
+                merchant = await session.get(Merchant, row.merchant_id)
+                assert merchant is not None
+                secrets[row.merchant_id] = merchant_service.secrets(merchant).client_secret
+            row.status = CallbackStatus.DELIVERING.value
+            row.lease_owner = worker
+            row.lease_expires_at = now + timedelta(seconds=lease_seconds)
+            row.fence += 1
+            claimed.append(
+                ClaimedCallback(
+                    id=row.id,
+                    fence=row.fence,
+                    kind=CallbackKind(row.kind),
+                    merchant_id=row.merchant_id,
+                    transaction_ref=row.transaction_ref,
+                    url=row.url,
+                    payload=row.payload.encode(),
+                    svc_signature=row.svc_signature,
+                    attempt_number=row.attempts_made + 1,
+                    max_attempts=row.max_attempts,
+                    created_at_unix=row.created_at.timestamp(),
+                    client_secret=secrets.get(row.merchant_id),
+                )
+            )
+    return claimed
+
+
+def request_for(callback: ClaimedCallback) -> tuple[str, dict[str, str]]:
+    """The URL and headers of one attempt; signatures computed now (fresh on every attempt and replay)."""
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        "X-Kasir-Callback-Id": str(callback.id),
+        "X-Kasir-Attempt": str(callback.attempt_number),
+    }
+    url = callback.url
+    if callback.kind is CallbackKind.BNPL:
+        assert callback.client_secret is not None
+        headers.update(
+            snap_notify_headers(
+                client_secret=callback.client_secret,
+                partner_id=callback.merchant_id,
+                callback_url=callback.url,
+                body=callback.payload,
+                timestamp=isoformat_seconds(clock.now()),
+            )
+        )
+    elif callback.svc_signature is not None:
+        headers[SVC_SIGNATURE] = callback.svc_signature
+        if callback.kind is CallbackKind.WALLET:  # decisions.md §3.5: also as a query parameter
+            url = with_query_signature(url, callback.svc_signature)
+    return url, headers
+
+
+async def send_attempt(http: httpx.AsyncClient, callback: ClaimedCallback, settings: Settings) -> AttemptResult:
+    url, headers = request_for(callback)
+    extensions: dict[str, str] = {}
+    started = time.perf_counter()
+    try:
+        if settings.is_production:
+            # Connect to the address that was checked; keep the name for Host and TLS SNI.
+            address = await resolve_public(url)
+            parts = urlsplit(url)
+            host = parts.hostname or ""
+            headers["Host"] = parts.netloc
+            extensions["sni_hostname"] = host
+            literal = f"[{address}]" if ":" in address else address
+            url = urlunsplit(parts._replace(netloc=f"{literal}:{parts.port or 443}"))
+        async with asyncio.timeout(settings.callback_timeout_seconds):
+            response = await http.post(url, content=callback.payload, headers=headers, extensions=extensions)
+    except UnsafeCallbackUrl as exc:
+        return AttemptResult(False, None, f"refused: {exc.reason}", None, _ms(started))
+    except TimeoutError:
+        return AttemptResult(False, None, f"timeout after {settings.callback_timeout_seconds:g} s", None, _ms(started))
+    except httpx.HTTPError as exc:
+        return AttemptResult(False, None, f"{type(exc).__name__}: {exc}"[:500], None, _ms(started))
+    excerpt = response.content[:RESPONSE_EXCERPT_BYTES].decode("utf-8", errors="replace")
+    accepted = POLICIES[callback.kind].accepts(response)
+    error = None
+    if not accepted:
+        error = f"HTTP {response.status_code} not accepted"
+        if response.is_redirect:
+            error = f"HTTP {response.status_code} redirect (not followed)"
+    return AttemptResult(accepted, response.status_code, error, excerpt, _ms(started))
+
+
+def _ms(started: float) -> int:
+    return int((time.perf_counter() - started) * 1000)
+
+
+def retry_delay(settings: Settings, retry_number: int) -> float:
+    """Seconds before retry `retry_number` (1-based): the schedule's entry, ±10 % jitter."""
+    schedule = settings.callback_schedule or [10]
+    base = schedule[min(retry_number - 1, len(schedule) - 1)]
+    return base * random.uniform(0.9, 1.1)  # noqa: S311 (jitter, not security)
+
+
+async def record_attempt(
+    database: Database, callback: ClaimedCallback, result: AttemptResult, worker: str, settings: Settings
+) -> str:
+    """Write the attempt and the callback's next state; answers the new status ("lost" if fenced off)."""
+    now = clock.now()
+    if result.accepted:
+        status, next_at = CallbackStatus.DELIVERED, now
+    elif callback.attempt_number >= callback.max_attempts:
+        status, next_at = CallbackStatus.FAILED, now
+    else:
+        status, next_at = (
+            CallbackStatus.PENDING,
+            now + timedelta(seconds=retry_delay(settings, callback.attempt_number)),
+        )
+    async with database.unit_of_work() as session:
+        session.add(
+            CallbackAttempt(
+                callback_id=callback.id,
+                number=callback.attempt_number,
+                fence=callback.fence,
+                worker=worker,
+                started_at=now - timedelta(milliseconds=result.latency_ms),
+                latency_ms=result.latency_ms,
+                http_status=result.http_status,
+                error=result.error,
+                response_excerpt=result.excerpt,
+                accepted=result.accepted,
+            )
+        )
+        outcome = await session.execute(
+            update(Callback)
+            .where(Callback.id == callback.id, Callback.fence == callback.fence)
+            .values(
+                status=status.value,
+                attempts_made=callback.attempt_number,
+                next_attempt_at=next_at,
+                lease_owner=None,
+                lease_expires_at=None,
+                delivered_at=now if result.accepted else None,
+                last_error=result.error,
+            )
+        )
+    if outcome.rowcount == 0:  # type: ignore[attr-defined]
+        log.warning("callback lease lost before the result was written", extra={"callback_id": callback.id})
+        return "lost"
+    metrics.record(callback.kind.value, status.value, result.latency_ms, callback.created_at_unix, now.timestamp())
+    log.info(
+        "callback attempt",
+        extra={
+            "callback_id": callback.id,
+            "kind": callback.kind.value,
+            "attempt": callback.attempt_number,
+            "http_status": result.http_status,
+            "outcome": status.value,
+            "latency_ms": result.latency_ms,
+        },
+    )
+    return status.value

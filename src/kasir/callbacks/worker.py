@@ -1,0 +1,161 @@
+"""The delivery worker: embedded in `kasir serve`, or alone as `kasir worker` (many may run).
+
+It claims due callbacks, sends them concurrently, and records each attempt. It wakes at
+once when this process commits a callback, when PostgreSQL notifies that another process
+did (LISTEN kasir_callbacks), and otherwise polls every KASIR_CALLBACK_POLL_SECONDS. The
+same loop runs the expiry scheduler of the product rooms, so pending payments expire
+without any request. `stop()` (SIGTERM) finishes in-flight attempts, then returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib
+import logging
+import os
+import secrets
+import socket
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+from sqlalchemy.engine import make_url
+
+from kasir.callbacks.dispatcher import ClaimedCallback, claim_due, record_attempt, send_attempt
+from kasir.callbacks.wakeup import NOTIFY_CHANNEL, subscribe
+from kasir.config import Settings
+from kasir.db import Database
+
+log = logging.getLogger("kasir.worker")
+
+# (module, function(database) -> count): product rooms' expiry jobs, run when they exist.
+EXPIRY_JOBS = (
+    ("kasir.wallet.service", "expire_due_wallet_transactions"),
+    ("kasir.bnpl.service", "expire_due_bnpl_transactions"),
+    ("kasir.card.service", "expire_due_card_orders"),
+)
+EXPIRY_INTERVAL_SECONDS = 1.0
+
+
+def expiry_jobs() -> list[Callable[[Database], Awaitable[int]]]:
+    jobs = []
+    for module_name, function_name in EXPIRY_JOBS:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError:
+            continue
+        job = getattr(module, function_name, None)
+        if job is not None:
+            jobs.append(job)
+    return jobs
+
+
+class DeliveryWorker:
+    def __init__(self, database: Database, settings: Settings, *, name: str | None = None) -> None:
+        self.database = database
+        self.settings = settings
+        self.name = name or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+        self.concurrency = settings.callback_concurrency
+        self._wake = asyncio.Event()
+        self._stopping = False
+        self._inflight: set[asyncio.Task[None]] = set()
+        self._http = httpx.AsyncClient(
+            follow_redirects=False,  # decisions.md §8: redirects are not followed
+            timeout=settings.callback_timeout_seconds,
+            limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency),
+        )
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+
+    async def run(self) -> None:
+        unsubscribe = subscribe(self.wake)
+        background = [asyncio.create_task(self._expiry_scheduler())]
+        if not self.database.is_sqlite:
+            background.append(asyncio.create_task(self._listen()))
+        log.info("callback worker started", extra={"worker": self.name})
+        try:
+            while not self._stopping:
+                self._wake.clear()
+                free = self.concurrency - len(self._inflight)
+                claimed: list[ClaimedCallback] = []
+                if free > 0:
+                    try:
+                        claimed = await claim_due(self.database, self.name, free, self.settings.callback_lease_seconds)
+                    except Exception:
+                        log.exception("claiming callbacks failed; retrying shortly")
+                for callback in claimed:
+                    task = asyncio.create_task(self._deliver(callback))
+                    self._inflight.add(task)
+                    task.add_done_callback(self._inflight.discard)
+                if claimed and len(claimed) == free:
+                    continue  # more may be due
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self.settings.callback_poll_seconds)
+        finally:
+            unsubscribe()
+            for task in background:
+                task.cancel()
+            await asyncio.gather(*background, return_exceptions=True)
+            if self._inflight:  # finish what was started: an attempt sent is an attempt recorded
+                await asyncio.gather(*self._inflight, return_exceptions=True)
+            await self._http.aclose()
+            log.info("callback worker stopped", extra={"worker": self.name})
+
+    async def _deliver(self, callback: ClaimedCallback) -> None:
+        try:
+            result = await send_attempt(self._http, callback, self.settings)
+            await record_attempt(self.database, callback, result, self.name, self.settings)
+        except Exception:
+            # The lease runs out and another claim retries it: nothing is lost.
+            log.exception("callback delivery failed", extra={"callback_id": callback.id})
+        finally:
+            self._wake.set()  # a later callback of the same transaction may be due now
+
+    async def _expiry_scheduler(self) -> None:
+        jobs = expiry_jobs()
+        while True:
+            for job in jobs:
+                try:
+                    await job(self.database)
+                except Exception:
+                    log.exception("expiry job failed", extra={"job": job.__qualname__})
+            await asyncio.sleep(EXPIRY_INTERVAL_SECONDS)
+
+    async def _listen(self) -> None:
+        """Wake on NOTIFY from other processes (PostgreSQL only)."""
+        import asyncpg
+
+        url = make_url(self.database.url).set(drivername="postgresql")
+        dsn = url.render_as_string(hide_password=False)
+        while True:
+            connection: Any = None
+            try:
+                connection = await asyncpg.connect(dsn)
+                await connection.add_listener(NOTIFY_CHANNEL, lambda *_args: self.wake())
+                while not connection.is_closed():
+                    await asyncio.sleep(5)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("LISTEN connection lost; polling until it is back")
+                await asyncio.sleep(2)
+            finally:
+                if connection is not None and not connection.is_closed():
+                    await connection.close()
+
+
+async def run_worker_until_signalled(database: Database, settings: Settings) -> None:
+    """`kasir worker`: run until SIGTERM or SIGINT, then finish in-flight attempts."""
+    import signal
+
+    worker = DeliveryWorker(database, settings)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, worker.stop)
+    await worker.run()
