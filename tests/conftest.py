@@ -65,6 +65,7 @@ def settings_env(data_dir: Path, database_url: str) -> dict[str, str]:
         "KASIR_ADMIN_TOKEN": TEST_ADMIN_TOKEN,
         "KASIR_LOG_LEVEL": "INFO",
         "KASIR_CALLBACK_POLL_SECONDS": "0.1",
+        "KASIR_CALLBACK_TIMEOUT_SECONDS": "2",
     }
 
 
@@ -78,6 +79,7 @@ def settings(settings_env: dict[str, str]) -> Settings:
         admin_token=TEST_ADMIN_TOKEN,
         public_url="http://kasir.test",
         callback_poll_seconds=0.1,
+        callback_timeout_seconds=2,
     )
 
 

@@ -58,6 +58,7 @@ class DeliveryWorker:
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         self.concurrency = settings.callback_concurrency
         self._wake = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
         self._inflight: set[asyncio.Task[None]] = set()
         self._http = httpx.AsyncClient(
@@ -67,13 +68,25 @@ class DeliveryWorker:
         )
 
     def wake(self) -> None:
-        self._wake.set()
+        """Safe from any thread (a commit elsewhere in the process may call it)."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            same_loop = asyncio.get_running_loop() is loop
+        except RuntimeError:
+            same_loop = False
+        if same_loop:
+            self._wake.set()
+        else:
+            loop.call_soon_threadsafe(self._wake.set)
 
     def stop(self) -> None:
         self._stopping = True
-        self._wake.set()
+        self.wake()
 
     async def run(self) -> None:
+        self._loop = asyncio.get_running_loop()
         unsubscribe = subscribe(self.wake)
         background = [asyncio.create_task(self._expiry_scheduler())]
         if not self.database.is_sqlite:

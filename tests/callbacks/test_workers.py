@@ -1,0 +1,151 @@
+"""`kasir worker` processes: SIGKILL loses nothing, several share the work, SIGTERM drains."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from kasir.callbacks.models import Callback, CallbackAttempt
+from kasir.db import Database, upgrade_schema
+from kasir.merchants.service import merchant_service
+from tests.callbacks.helpers import record
+from tests.support.builders import public_pem, rsa_key, unique_name
+from tests.support.receiver import Answer
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+async def isolated(settings, tmp_path: Path, postgres):
+    """A database of its own, so the test app's embedded worker does not take these callbacks."""
+    if postgres is not None:
+        url = postgres.create_database(f"workers_{abs(hash(tmp_path)) % 10**9}")
+    else:
+        url = f"sqlite+aiosqlite:///{tmp_path / 'workers.db'}"
+    database = Database(settings.model_copy(update={"database_url": url}))
+    await upgrade_schema(database)
+    async with database.unit_of_work() as session:
+        merchant, _ = await merchant_service.create(session, name=unique_name(), public_key=public_pem(rsa_key()))
+    yield database, url, merchant.id
+    await database.dispose()
+
+
+class WorkerProcess:
+    def __init__(self, settings_env: dict[str, str], url: str, log_path: Path) -> None:
+        env = {
+            **settings_env,
+            "KASIR_DATABASE_URL": url,
+            "KASIR_CALLBACK_LEASE_SECONDS": "3",
+            "KASIR_CALLBACK_TIMEOUT_SECONDS": "2",
+            "KASIR_CALLBACK_POLL_SECONDS": "0.1",
+        }
+        self.log = log_path.open("wb")
+        self.process = subprocess.Popen(
+            [str(Path(sys.executable).parent / "kasir"), "worker"], env=env, stdout=self.log, stderr=subprocess.STDOUT
+        )
+
+    def signal(self, signum: int) -> None:
+        self.process.send_signal(signum)
+
+    async def wait(self, timeout: float = 30) -> int:
+        code = await asyncio.to_thread(self.process.wait, timeout)
+        self.log.close()
+        return code
+
+
+async def statuses(database: Database) -> Counter[str]:
+    async with database.unit_of_work(read_only=True) as session:
+        rows = (await session.execute(select(Callback.status, func.count()).group_by(Callback.status))).all()
+    return Counter({status: count for status, count in rows})
+
+
+async def wait_until(predicate, timeout: float = 30, interval: float = 0.05):
+    deadline = asyncio.get_running_loop().time() + timeout
+    while True:
+        value = await predicate()
+        if value:
+            return value
+        if asyncio.get_running_loop().time() > deadline:
+            raise AssertionError("condition not met in time")
+        await asyncio.sleep(interval)
+
+
+async def test_sigkill_while_holding_claims_loses_nothing(isolated, settings_env, receiver, tmp_path):
+    database, url, merchant_id = isolated
+    receiver.answer(default=Answer(delay=1.5))
+    ids = [
+        await record(database, merchant_id=merchant_id, url=receiver.url(), transaction_ref=f"TX-{n}")
+        for n in range(20)
+    ]
+
+    first = WorkerProcess(settings_env, url, tmp_path / "first.log")
+    await wait_until(lambda: _delivering(database))
+    first.signal(signal.SIGKILL)
+    assert await first.wait() == -signal.SIGKILL
+    held = (await statuses(database))["delivering"]
+    assert held > 0  # it died holding claims
+
+    receiver.answer(default=Answer())
+    second = WorkerProcess(settings_env, url, tmp_path / "second.log")
+    await wait_until(lambda: _all_delivered(database, len(ids)), timeout=30)
+    second.signal(signal.SIGTERM)
+    assert await second.wait() == 0
+
+    assert await statuses(database) == Counter({"delivered": 20})
+    received = {int(r.headers["x-kasir-callback-id"]) for r in receiver.requests}
+    assert received == set(ids)  # every callback at least once
+
+
+@pytest.mark.parametrize("workers", [3])
+async def test_several_workers_share_the_work_without_double_sends(isolated, settings_env, receiver, tmp_path, workers):
+    database, url, merchant_id = isolated
+    total = 150
+    processes = [WorkerProcess(settings_env, url, tmp_path / f"w{n}.log") for n in range(workers)]
+    await asyncio.sleep(1.0)  # let them start, so they compete for the work
+    ids = [
+        await record(database, merchant_id=merchant_id, url=receiver.url(), transaction_ref=f"TX-{n}")
+        for n in range(total)
+    ]
+    await wait_until(lambda: _all_delivered(database, total), timeout=60)
+    for process in processes:
+        process.signal(signal.SIGTERM)
+    for process in processes:
+        assert await process.wait() == 0
+
+    sends = Counter((r.headers["x-kasir-callback-id"], r.headers["x-kasir-attempt"]) for r in receiver.requests)
+    assert len(sends) == total
+    assert max(sends.values()) == 1  # no attempt sent twice
+    async with database.unit_of_work(read_only=True) as session:
+        attempts = (await session.execute(select(CallbackAttempt.callback_id, CallbackAttempt.worker))).all()
+    assert sorted(a.callback_id for a in attempts) == sorted(ids)
+    if not database.is_sqlite:
+        assert len({a.worker for a in attempts}) > 1  # the work was shared
+
+
+async def test_sigterm_finishes_in_flight_attempts(isolated, settings_env, receiver, tmp_path):
+    database, url, merchant_id = isolated
+    receiver.answer(default=Answer(delay=1.0))
+    for n in range(5):
+        await record(database, merchant_id=merchant_id, url=receiver.url(), transaction_ref=f"TX-{n}")
+    worker = WorkerProcess(settings_env, url, tmp_path / "w.log")
+    await wait_until(lambda: _delivering(database))
+    worker.signal(signal.SIGTERM)
+    assert await worker.wait() == 0
+    counts = await statuses(database)
+    assert counts["delivering"] == 0  # nothing left claimed
+    assert counts["delivered"] >= 1
+
+
+async def _delivering(database: Database) -> bool:
+    return (await statuses(database))["delivering"] > 0
+
+
+async def _all_delivered(database: Database, total: int) -> bool:
+    return (await statuses(database))["delivered"] == total
