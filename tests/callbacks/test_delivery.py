@@ -8,6 +8,7 @@ import json
 import pytest
 
 from kasir.callbacks.models import Callback, CallbackKind
+from kasir.callbacks.service import callback_outbox
 from kasir.kit.clock import clock
 from tests.callbacks.helpers import db, load, record, wait_attempts, wait_status
 from tests.support.builders import make_merchant
@@ -42,10 +43,9 @@ async def test_delivered_at_once_with_signature_header_and_query(app, receiver):
 async def test_rolled_back_request_sends_nothing(app, receiver):
     merchant = await make_merchant(app)
     database = db(app)
-    with pytest.raises(RuntimeError):
-        async with database.unit_of_work() as session:
-            from kasir.callbacks.service import callback_outbox
 
+    async def request_that_fails_after_recording() -> None:
+        async with database.unit_of_work() as session:
             await callback_outbox.record(
                 session,
                 kind=CallbackKind.WALLET,
@@ -56,6 +56,9 @@ async def test_rolled_back_request_sends_nothing(app, receiver):
                 payload={"x": 1},
             )
             raise RuntimeError("the request failed after recording its callback")
+
+    with pytest.raises(RuntimeError):
+        await request_that_fails_after_recording()
     await asyncio.sleep(0.5)
     assert receiver.requests == []
     async with database.unit_of_work(read_only=True) as session:
