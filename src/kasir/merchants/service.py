@@ -5,12 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from urllib.parse import urlsplit
-
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.config import get_settings
-from kasir.errors import BadRequest, Conflict, NotFound
+from kasir.callbacks.ssrf import check_callback_url
+from kasir.errors import BadRequest, Conflict, InvalidFieldFormat, NotFound
 from kasir.kit.clock import clock
 from kasir.kit.crypto import KeyError_, SecretBox, load_merchant_public_key, public_key_pem
 from kasir.kit.ids import new_id, new_secret
@@ -87,14 +86,14 @@ def validate_public_key(pem: str | bytes) -> str:
     return public_key_pem(key).decode()
 
 
-def validate_callback_url(url: str | None) -> str | None:
+async def validate_callback_url(url: str | None) -> str | None:
+    """Staging: any absolute http(s) URL. Production: https to public addresses only (SSRF guard)."""
     if url is None or url == "":
         return None
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise MerchantError("callback URL must be an absolute http(s) URL", field="callback_url")
-    if get_settings().is_production and parts.scheme != "https":
-        raise MerchantError("callback URL must use https in production", field="callback_url")
+    try:
+        await check_callback_url(url, production=get_settings().is_production)
+    except InvalidFieldFormat as exc:
+        raise MerchantError(f"callback URL {exc.reason}", field="callback_url") from exc
     return url
 
 
@@ -106,7 +105,7 @@ class MerchantService:
         if not name or len(name) > 100:
             raise MerchantError("merchant name must be 1 to 100 characters", field="name")
         pem = validate_public_key(public_key)
-        callback_url = validate_callback_url(callback_url)
+        callback_url = await validate_callback_url(callback_url)
         if await merchant_repository.get_by_name(session, name) is not None:
             raise MerchantNameTaken(f"a merchant named {name!r} already exists", field="name")
         box = secret_box()
