@@ -16,8 +16,8 @@ $(VENV)/.runtime: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e .
 	touch $@
 
-$(VENV)/.dev: pyproject.toml $(VENV)/.runtime
-	$(BIN)/pip install -q -e '.[dev]'
+$(VENV)/.dev: pyproject.toml sdk/pyproject.toml $(VENV)/.runtime
+	$(BIN)/pip install -q -e '.[dev]' -e ./sdk
 	touch $@
 
 ## make run: set up, migrate the embedded SQLite database, create the demo merchant, serve on :8000
@@ -28,8 +28,9 @@ run: $(VENV)/.runtime
 
 ## make test: install what the tests need, then the whole suite on SQLite and on PostgreSQL
 test: $(VENV)/.dev system-deps
-	$(BIN)/ruff check src tests migrations
+	$(BIN)/ruff check src tests migrations sdk
 	$(BIN)/mypy
+	cd sdk && ../$(BIN)/mypy
 	$(MAKE) --no-print-directory test-sqlite
 	$(MAKE) --no-print-directory test-postgres
 
@@ -43,8 +44,9 @@ system-deps:
 	@scripts/system-deps.sh
 
 lint: $(VENV)/.dev
-	$(BIN)/ruff check src tests
+	$(BIN)/ruff check src tests migrations sdk
 	$(BIN)/mypy
+	cd sdk && ../$(BIN)/mypy
 
 clean:
 	rm -rf $(VENV) var .pytest_cache

@@ -1,0 +1,90 @@
+"""kasir-client: the Python client for Kasir.
+
+    from kasir_client import Client, Credentials
+
+    credentials = Credentials.from_files("var/demo/credentials.json", "var/demo/private.pem")
+    with Client("http://127.0.0.1:8000", credentials) as client:
+        token = client.access_token()                  # cached, refreshed before expiry
+        result = client.card_charge({...})             # X-Idempotency-Key reused across retries
+        if result.is_success:
+            print(result.link)
+
+Exceptions (see `kasir_client._errors`):
+
+    KasirError
+    ├── ConfigurationError
+    ├── TransportError
+    ├── APIError (.status, .code, .message, .body, .errors)
+    │   ├── AuthenticationError
+    │   ├── ValidationError
+    │   ├── NotFoundError
+    │   ├── ConflictError
+    │   └── ServerError
+    └── SignatureError
+
+Callbacks: `verify_wallet_callback`, `verify_payment_page_callback`, `verify_bnpl_notification`;
+for your own tests `sign_wallet_callback` and `sign_bnpl_notification`.
+"""
+
+from kasir_client._client import AsyncClient, Client
+from kasir_client._errors import (
+    APIError,
+    AuthenticationError,
+    ConfigurationError,
+    ConflictError,
+    KasirError,
+    NotFoundError,
+    ServerError,
+    SignatureError,
+    TransportError,
+    ValidationError,
+)
+from kasir_client._models import (
+    BnplCalculation,
+    BnplNotification,
+    BnplTransaction,
+    ChargeResult,
+    Credentials,
+    InstallmentOption,
+    PaymentPageCallback,
+    WalletCallback,
+    WalletResult,
+)
+from kasir_client._webhooks import (
+    sign_bnpl_notification,
+    sign_wallet_callback,
+    verify_bnpl_notification,
+    verify_payment_page_callback,
+    verify_wallet_callback,
+)
+
+__all__ = [
+    "APIError",
+    "AsyncClient",
+    "AuthenticationError",
+    "BnplCalculation",
+    "BnplNotification",
+    "BnplTransaction",
+    "ChargeResult",
+    "Client",
+    "ConfigurationError",
+    "ConflictError",
+    "Credentials",
+    "InstallmentOption",
+    "KasirError",
+    "NotFoundError",
+    "PaymentPageCallback",
+    "ServerError",
+    "SignatureError",
+    "TransportError",
+    "ValidationError",
+    "WalletCallback",
+    "WalletResult",
+    "sign_bnpl_notification",
+    "sign_wallet_callback",
+    "verify_bnpl_notification",
+    "verify_payment_page_callback",
+    "verify_wallet_callback",
+]
+
+__version__ = "0.1.0"

@@ -1,0 +1,155 @@
+"""`kasir-client`: keygen, token, sign (headers for curl), verify-callback."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from kasir_client._client import TOKEN_PATHS, Client, _Core
+from kasir_client._errors import KasirError
+from kasir_client._models import Credentials
+from kasir_client._webhooks import verify_bnpl_notification, verify_payment_page_callback, verify_wallet_callback
+
+
+def _credentials(args: argparse.Namespace) -> Credentials:
+    return Credentials.from_files(args.credentials, args.private_key)
+
+
+def keygen(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private = out / "private.pem"
+    fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(
+            key.private_bytes(
+                serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+            )
+        )
+    (out / "public.pem").write_bytes(
+        key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+    )
+    print(f"{private}\n{out / 'public.pem'}")
+    return 0
+
+
+def token(args: argparse.Namespace) -> int:
+    with Client(args.base_url, _credentials(args)) as client:
+        print(client.access_token(args.product))
+    return 0
+
+
+def sign(args: argparse.Namespace) -> int:
+    """Print the headers of a signed request, as curl -H arguments."""
+    body = sys.stdin.buffer.read() if args.body == "-" else Path(args.body).read_bytes() if args.body else b""
+    core = _Core("http://unused", _credentials(args))
+    if args.kind == "token":
+        request = core._token_request(args.product)
+    elif args.kind == "snap":
+        request = core._snap_request(args.path, body, args.external_id, None if args.asymmetric else args.token)
+    elif args.kind == "wallet":
+        request = core._wallet_request(args.path, json.loads(body or b"{}"))
+    else:
+        request = core._card_request(json.loads(body or b"{}"), args.idempotency_key)
+    for name, value in request.headers.items():
+        print(f"-H '{name}: {value}'")
+    return 0
+
+
+def _parse_http(raw: bytes) -> tuple[str, dict[str, str], dict[str, str], bytes]:
+    """A raw HTTP request (request line, headers, blank line, body) -> (target, headers, query, body)."""
+    head, _, body = raw.replace(b"\r\n", b"\n").partition(b"\n\n")
+    lines = head.decode("latin-1").split("\n")
+    target = lines[0].split(" ")[1] if " " in lines[0] else "/"
+    headers = {}
+    for line in lines[1:]:
+        name, _, value = line.partition(":")
+        headers[name.strip()] = value.strip()
+    from urllib.parse import parse_qsl, urlsplit
+
+    query = dict(parse_qsl(urlsplit(target).query))
+    return target, headers, query, body
+
+
+def verify_callback(args: argparse.Namespace) -> int:
+    raw = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    _target, headers, query, body = _parse_http(raw)
+    data = json.loads(Path(args.credentials).read_text())
+    try:
+        if args.kind == "wallet":
+            event: object = verify_wallet_callback(body, headers, hash_key=data["hash_key"], query=query)
+        elif args.kind == "payment-page":
+            event = verify_payment_page_callback(body, headers, hash_key=data["hash_key"])
+        else:
+            if not args.callback_url:
+                print("error: --callback-url is required for bnpl", file=sys.stderr)
+                return 2
+            event = verify_bnpl_notification(
+                body,
+                headers,
+                client_secret=data["client_secret"],
+                callback_url=args.callback_url,
+                merchant_id=data["merchant_id"],
+            )
+    except KasirError as exc:
+        print(f"INVALID: {exc}", file=sys.stderr)
+        return 1
+    print(f"OK {type(event).__name__}: {json.dumps(getattr(event, 'raw', {}), ensure_ascii=False)}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kasir-client", description="Kasir merchant tools")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    p = commands.add_parser("keygen", help="RSA-2048 pair: DIR/private.pem (PKCS#8), DIR/public.pem")
+    p.add_argument("--out", required=True)
+    p.set_defaults(run=keygen)
+
+    def with_credentials(p: argparse.ArgumentParser, key: bool = True) -> None:
+        p.add_argument("--credentials", required=True, help="credentials.json from `kasir merchant create --json`")
+        if key:
+            p.add_argument("--private-key", help="the merchant's PEM private key")
+
+    p = commands.add_parser("token", help="print an access token")
+    with_credentials(p)
+    p.add_argument("--base-url", default="http://127.0.0.1:8000")
+    p.add_argument("--product", choices=sorted(TOKEN_PATHS), default="payment")
+    p.set_defaults(run=token)
+
+    p = commands.add_parser("sign", help="print signed headers for a body (curl -H arguments)")
+    with_credentials(p)
+    p.add_argument("kind", choices=["token", "snap", "wallet", "card"])
+    p.add_argument("--path", default="/v1.0/bnpl/payment-calculation")
+    p.add_argument("--body", help="file with the JSON body, or - for stdin")
+    p.add_argument("--token", help="access token (SNAP symmetric signature)")
+    p.add_argument("--asymmetric", action="store_true", help="SNAP asymmetric (RSA) signature, no token")
+    p.add_argument("--external-id", default=str(int.from_bytes(os.urandom(8), "big")))
+    p.add_argument("--idempotency-key", default=os.urandom(8).hex())
+    p.add_argument("--product", choices=sorted(TOKEN_PATHS), default="payment")
+    p.set_defaults(run=sign)
+
+    p = commands.add_parser("verify-callback", help="verify a raw HTTP callback request (file or stdin)")
+    with_credentials(p, key=False)
+    p.add_argument("kind", choices=["wallet", "payment-page", "bnpl"])
+    p.add_argument("--file", default="-")
+    p.add_argument("--callback-url", help="the callbackUrl the BNPL notification was sent to")
+    p.set_defaults(run=verify_callback)
+
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args))
+    except KasirError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,137 @@
+"""Typed results and events. Every one keeps the full decoded body in `raw`."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """A merchant's credentials (as `kasir merchant create --json` prints them) and its RSA private key."""
+
+    merchant_id: str
+    client_id: str
+    client_secret: str
+    secret: str
+    hash_key: str
+    private_key_pem: bytes | None = field(default=None, repr=False)
+
+    def __repr__(self) -> str:
+        return f"Credentials(merchant_id={self.merchant_id!r}, client_id={self.client_id!r}, <secrets hidden>)"
+
+    @classmethod
+    def from_files(cls, credentials_json: str | Path, private_key: str | Path | None = None) -> Credentials:
+        data = json.loads(Path(credentials_json).read_text())
+        return cls(
+            merchant_id=data["merchant_id"],
+            client_id=data["client_id"],
+            client_secret=data["client_secret"],
+            secret=data["secret"],
+            hash_key=data["hash_key"],
+            private_key_pem=Path(private_key).read_bytes() if private_key else None,
+        )
+
+
+@dataclass(frozen=True)
+class AccessToken:
+    value: str
+    product: str
+    expires_at: float  # time.monotonic() deadline
+
+
+@dataclass(frozen=True)
+class InstallmentOption:
+    id: str
+    tenure: int
+    monthly_installment: Decimal
+    installment_amount: Decimal
+    total_interest: Decimal
+    provision: Decimal
+    amount: Decimal
+    rate: int
+    raw: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class BnplCalculation:
+    response_code: str
+    options: list[InstallmentOption]
+    raw: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class BnplTransaction:
+    """Checkout and status inquiry share the checkout response's field names."""
+
+    response_code: str
+    reference_no: str
+    partner_reference_no: str
+    status: str  # latestTransactionStatus: 01 initiated, 00 success, 05 canceled/expired, 06 failed
+    status_description: str
+    qr_content: str | None
+    qr_url: str | None
+    raw: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class WalletResult:
+    response_code: str
+    response_message: str
+    transaction_id: str | None
+    transaction_status: str | None
+    raw: dict[str, Any]
+
+    def get(self, name: str) -> Any:
+        """Any other field of the answer (payment_url, qr_string, qr_url, paid_time, ...)."""
+        return self.raw.get(name)
+
+
+@dataclass(frozen=True)
+class ChargeResult:
+    """Card charge, mapped as the interface's SDK does: success exactly when statusCode is "00"."""
+
+    is_success: bool
+    status_code: str
+    message: str
+    http_status: int
+    transaction_id: str | None
+    payment_status: str | None
+    link: str | None
+    errors: list[dict[str, str]]
+    replayed: bool
+    raw: Any
+
+
+@dataclass(frozen=True)
+class WalletCallback:
+    transaction_id: str
+    external_id: str
+    order_id: str
+    transaction_status: str
+    amount: Decimal | None
+    raw: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PaymentPageCallback:
+    transaction_id: str
+    external_id: str
+    order_id: str
+    transaction_status: str  # SUCCESS, FAILED or EXPIRED
+    amount: Decimal | None
+    raw: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class BnplNotification:
+    original_partner_reference_no: str
+    original_reference_no: str
+    latest_transaction_status: str
+    transaction_status_desc: str
+    amount: Decimal | None
+    tenure: int | None
+    raw: dict[str, Any]

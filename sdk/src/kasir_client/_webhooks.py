@@ -1,0 +1,154 @@
+"""Verify (and, for your own tests, sign) the callbacks Kasir sends you.
+
+    event = verify_wallet_callback(body, headers, hash_key=HASH_KEY, query=request.query_params)
+    if event.transaction_status == "PAID": ...
+
+Check the signature against YOUR order: pass `order=(external_id, order_id)` from your own
+database so a callback about another order cannot pass as this one.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
+
+from kasir_client._errors import SignatureError
+from kasir_client._models import BnplNotification, PaymentPageCallback, WalletCallback
+from kasir_client._signing import notify_signature, svc_signature, timestamp, x_req_signature
+
+SVC_SIGNATURE = "svc-signature"
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    for key, value in headers.items():
+        if key.lower() == name.lower():
+            return value
+    return None
+
+
+def _decode(body: bytes | str) -> dict[str, Any]:
+    try:
+        data = json.loads(body)
+    except ValueError as exc:
+        raise SignatureError("callback body is not JSON") from exc
+    if not isinstance(data, dict):
+        raise SignatureError("callback body is not a JSON object")
+    return data
+
+
+def _amount(value: Any) -> Decimal | None:
+    if value is None or isinstance(value, bool):
+        return None
+    return Decimal(str(value))
+
+
+def _check_svc(data: dict[str, Any], signature: str | None, hash_key: str, order: tuple[str, str] | None) -> None:
+    if not signature:
+        raise SignatureError("svc-signature header is missing")
+    external_id, order_id = order if order else (str(data.get("external_id", "")), str(data.get("order_id", "")))
+    expected = svc_signature(str(data.get("transaction_id", "")), x_req_signature(hash_key, external_id, order_id))
+    if not hmac.compare_digest(expected, signature):
+        raise SignatureError("svc-signature does not match this order")
+
+
+def verify_wallet_callback(
+    body: bytes | str,
+    headers: Mapping[str, str],
+    *,
+    hash_key: str,
+    query: Mapping[str, str] | None = None,
+    order: tuple[str, str] | None = None,
+) -> WalletCallback:
+    """Check the `svc-signature` header (and the query parameter when given) and parse the event."""
+    data = _decode(body)
+    signature = _header(headers, SVC_SIGNATURE)
+    _check_svc(data, signature, hash_key, order)
+    if query is not None and SVC_SIGNATURE in query:
+        if not hmac.compare_digest(str(query[SVC_SIGNATURE]), signature or ""):
+            raise SignatureError("svc-signature query parameter differs from the header")
+    details = data.get("payment_details") if isinstance(data.get("payment_details"), dict) else {}
+    assert isinstance(details, dict)
+    return WalletCallback(
+        transaction_id=str(data.get("transaction_id", "")),
+        external_id=str(data.get("external_id", "")),
+        order_id=str(data.get("order_id", "")),
+        transaction_status=str(data.get("transaction_status", "")),
+        amount=_amount(details.get("total_amount", details.get("amount"))),
+        raw=data,
+    )
+
+
+def verify_payment_page_callback(
+    body: bytes | str, headers: Mapping[str, str], *, hash_key: str, order: tuple[str, str] | None = None
+) -> PaymentPageCallback:
+    data = _decode(body)
+    _check_svc(data, _header(headers, SVC_SIGNATURE), hash_key, order)
+    return PaymentPageCallback(
+        transaction_id=str(data.get("transaction_id", "")),
+        external_id=str(data.get("external_id", "")),
+        order_id=str(data.get("order_id", "")),
+        transaction_status=str(data.get("transaction_status", "")),
+        amount=_amount(data.get("amount")),
+        raw=data,
+    )
+
+
+def verify_bnpl_notification(
+    body: bytes | str,
+    headers: Mapping[str, str],
+    *,
+    client_secret: str,
+    callback_url: str,
+    merchant_id: str | None = None,
+) -> BnplNotification:
+    """Check the SNAP notify X-SIGNATURE (HMAC-SHA512 over callbackUrl:v1:sha256(minify(body)):X-TIMESTAMP)."""
+    raw = body.encode() if isinstance(body, str) else body
+    ts = _header(headers, "X-TIMESTAMP")
+    signature = _header(headers, "X-SIGNATURE")
+    if not ts or not signature:
+        raise SignatureError("X-TIMESTAMP or X-SIGNATURE header is missing")
+    if not hmac.compare_digest(notify_signature(client_secret, callback_url, raw, ts), signature):
+        raise SignatureError("X-SIGNATURE does not verify")
+    if merchant_id is not None and _header(headers, "X-PARTNER-ID") != merchant_id:
+        raise SignatureError("X-PARTNER-ID is not this merchant")
+    data = _decode(raw)
+    amount = data.get("amount") if isinstance(data.get("amount"), dict) else {}
+    assert isinstance(amount, dict)
+    tenure = data.get("tenure")
+    return BnplNotification(
+        original_partner_reference_no=str(data.get("originalPartnerReferenceNo", "")),
+        original_reference_no=str(data.get("originalReferenceNo", "")),
+        latest_transaction_status=str(data.get("latestTransactionStatus", "")),
+        transaction_status_desc=str(data.get("transactionStatusDesc", "")),
+        amount=_amount(amount.get("value")),
+        tenure=int(tenure) if isinstance(tenure, int | str) and str(tenure).isdigit() else None,
+        raw=data,
+    )
+
+
+def sign_wallet_callback(payload: dict[str, Any], *, hash_key: str) -> tuple[bytes, dict[str, str]]:
+    """A fake wallet or payment-page callback for your own tests: (body, headers)."""
+    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    sig = svc_signature(
+        str(payload.get("transaction_id", "")),
+        x_req_signature(hash_key, str(payload.get("external_id", "")), str(payload.get("order_id", ""))),
+    )
+    return body, {"Content-Type": "application/json", SVC_SIGNATURE: sig}
+
+
+def sign_bnpl_notification(
+    payload: dict[str, Any], *, client_secret: str, callback_url: str, merchant_id: str
+) -> tuple[bytes, dict[str, str]]:
+    """A fake BNPL notification for your own tests: (body, headers)."""
+    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    ts = timestamp()
+    return body, {
+        "Content-Type": "application/json",
+        "X-TIMESTAMP": ts,
+        "X-PARTNER-ID": merchant_id,
+        "X-VERSION": "v1",
+        "X-SIGNATURE": notify_signature(client_secret, callback_url, body, ts),
+    }

@@ -1,0 +1,71 @@
+"""`kasir-client` commands: keygen, sign, verify-callback."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cryptography.hazmat.primitives import serialization
+from kasir_client._cli import main
+from kasir_client._webhooks import sign_wallet_callback
+
+from tests.support.builders import make_merchant
+from tests.support.signing import token_signature, x_req_signature
+
+
+async def _files(app, tmp_path: Path):
+    merchant = await make_merchant(app)
+    credentials = tmp_path / "credentials.json"
+    credentials.write_text(
+        json.dumps(
+            {
+                "merchant_id": merchant.id,
+                "client_id": merchant.client_id,
+                "client_secret": merchant.credentials.client_secret,
+                "secret": merchant.credentials.secret,
+                "hash_key": merchant.credentials.hash_key,
+            }
+        )
+    )
+    key = tmp_path / "private.pem"
+    key.write_bytes(
+        merchant.private_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    return merchant, credentials, key
+
+
+def test_keygen(tmp_path, capsys):
+    assert main(["keygen", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "private.pem").read_bytes().startswith(b"-----BEGIN PRIVATE KEY-----")
+
+
+async def test_sign_prints_curl_headers(app, tmp_path, capsys):
+    merchant, credentials, key = await _files(app, tmp_path)
+    assert main(["sign", "token", "--credentials", str(credentials), "--private-key", str(key)]) == 0
+    lines = dict(line[4:-1].split(": ", 1) for line in capsys.readouterr().out.splitlines())
+    assert lines["X-SIGNATURE"] == token_signature(merchant.private_key, merchant.client_id, lines["X-TIMESTAMP"])
+    body = tmp_path / "body.json"
+    body.write_text('{"external_id": "E1", "order_id": "O1"}')
+    assert main(["sign", "wallet", "--credentials", str(credentials), "--body", str(body)]) == 0
+    out = capsys.readouterr().out
+    assert f"x-req-signature: {x_req_signature(merchant.credentials.hash_key, 'E1', 'O1')}" in out
+
+
+async def test_verify_callback_from_a_raw_request(app, tmp_path, capsys):
+    merchant, credentials, _key = await _files(app, tmp_path)
+    body, headers = sign_wallet_callback(
+        {"transaction_id": "T", "external_id": "E", "order_id": "O", "transaction_status": "PAID"},
+        hash_key=merchant.credentials.hash_key,
+    )
+    raw = "POST /cb?svc-signature={} HTTP/1.1\r\n".format(headers["svc-signature"])
+    raw += "".join(f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+    request = tmp_path / "request.http"
+    request.write_bytes(raw.encode() + body)
+    assert main(["verify-callback", "wallet", "--credentials", str(credentials), "--file", str(request)]) == 0
+    assert capsys.readouterr().out.startswith("OK WalletCallback")
+    # The status is not covered by the signature (transaction_id, external_id, order_id are); a changed
+    # transaction id is refused.
+    request.write_bytes(raw.encode() + body.replace(b'"T"', b'"T2"'))
+    assert main(["verify-callback", "wallet", "--credentials", str(credentials), "--file", str(request)]) == 1

@@ -1,0 +1,163 @@
+"""kasir-client against the real server (tokens) and against a scripted server (retries, mapping)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import kasir_client
+import pytest
+from kasir_client import AsyncClient, AuthenticationError, Client, ConfigurationError, TransportError
+from kasir_client._client import _Core
+
+from tests.sdk.helpers import sdk_credentials
+from tests.support.builders import make_merchant
+from tests.support.postgres import free_port
+from tests.support.receiver import Answer
+from tests.support.signing import basic_auth, token_signature, x_req_signature
+
+
+def test_public_surface_is_exactly_all():
+    public = {name for name in dir(kasir_client) if not name.startswith("_")}
+    assert set(kasir_client.__all__) == public
+    for name in kasir_client.__all__:
+        assert getattr(kasir_client, name) is not None
+    assert "ValidationError" in kasir_client.__doc__  # the exception tree is drawn
+
+
+@pytest.mark.slow
+async def test_tokens_over_real_http_are_cached_per_product(app, served):
+    merchant = await make_merchant(app)
+    async with AsyncClient(served.base_url, sdk_credentials(merchant)) as client:
+        payment = await client.access_token()
+        assert await client.access_token() == payment  # cached
+        disbursement = await client.access_token("disbursement")
+        assert disbursement != payment
+
+    # The sync client too, in a thread (the test loop is running).
+    def sync() -> str:
+        with Client(served.base_url, sdk_credentials(merchant)) as sync_client:
+            return sync_client.access_token()
+
+    assert await asyncio.to_thread(sync)
+
+
+@pytest.mark.slow
+async def test_wrong_key_is_an_authentication_error(app, served):
+    merchant = await make_merchant(app)
+    other = await make_merchant(app, key_slot=1)
+    credentials = sdk_credentials(merchant)
+    wrong = type(credentials)(**{**credentials.__dict__, "private_key_pem": sdk_credentials(other).private_key_pem})
+    async with AsyncClient(served.base_url, wrong) as client:
+        with pytest.raises(AuthenticationError) as caught:
+            await client.access_token()
+    assert caught.value.code == "4017300"
+
+
+async def test_token_request_is_signed_per_the_formula(app):
+    merchant = await make_merchant(app)
+    request = _Core("http://x", sdk_credentials(merchant))._token_request("payment")
+    ts = request.headers["X-TIMESTAMP"]
+    assert request.headers["X-SIGNATURE"] == token_signature(merchant.private_key, merchant.client_id, ts)
+
+
+async def test_missing_private_key_is_a_configuration_error(app):
+    merchant = await make_merchant(app)
+    credentials = sdk_credentials(merchant)
+    keyless = type(credentials)(**{**credentials.__dict__, "private_key_pem": None})
+    async with AsyncClient("http://127.0.0.1:9", keyless) as client:
+        with pytest.raises(ConfigurationError):
+            await client.access_token()
+
+
+CHARGE_OK = {
+    "statusCode": "00",
+    "statusMessage": "SUCCESS",
+    "data": {"transactionId": "T1", "externalId": "E1", "paymentStatus": "PENDING", "link": "http://pay/T1"},
+}
+
+
+async def test_card_charge_retries_5xx_with_the_same_idempotency_key(app, receiver):
+    merchant = await make_merchant(app)
+    receiver.answer(
+        Answer(status=503, body={"statusCode": "503", "statusMessage": "SERVICE_UNAVAILABLE", "errors": []}),
+        Answer(status=500, body="oops", content_type="text/plain"),
+        Answer(status=200, body=CHARGE_OK),
+    )
+    async with AsyncClient(receiver.url("").rstrip("/"), sdk_credentials(merchant), backoff=0.01) as client:
+        result = await client.card_charge({"externalId": "E1", "orderId": "O1"})
+    assert result.is_success
+    assert result.link == "http://pay/T1"
+    requests = await receiver.wait_for(3)
+    keys = {r.headers["x-idempotency-key"] for r in requests}
+    assert len(keys) == 1
+    credentials = merchant.credentials
+    assert requests[0].headers["authorization"] == basic_auth(
+        credentials.merchant_id, credentials.secret, credentials.hash_key
+    )
+
+
+async def test_card_charge_never_retries_4xx_and_maps_failures(app, receiver):
+    merchant = await make_merchant(app)
+    receiver.answer(
+        Answer(
+            status=409,
+            body={
+                "statusCode": "409",
+                "statusMessage": "DUPLICATE_ORDER",
+                "errors": [{"field": "orderId", "message": "already used"}],
+            },
+        )
+    )
+    async with AsyncClient(receiver.url("").rstrip("/"), sdk_credentials(merchant), backoff=0.01) as client:
+        result = await client.card_charge({"externalId": "E1", "orderId": "O1"})
+    assert not result.is_success
+    assert result.status_code == "409"
+    assert result.link is None
+    assert "orderId" in result.message
+    assert len(receiver.requests) == 1
+
+
+async def test_business_failure_with_http_200_is_not_success(app, receiver):
+    merchant = await make_merchant(app)
+    receiver.answer(
+        Answer(
+            status=200,
+            body={"statusCode": "05", "statusMessage": "DECLINED", "data": {"link": "http://should-not-be-used"}},
+        )
+    )
+    async with AsyncClient(receiver.url("").rstrip("/"), sdk_credentials(merchant)) as client:
+        result = await client.card_charge({})
+    assert not result.is_success
+    assert result.link is None
+    assert result.message == "DECLINED"
+
+
+async def test_connection_errors_are_retried_then_raised(app):
+    merchant = await make_merchant(app)
+    async with AsyncClient(
+        f"http://127.0.0.1:{free_port()}", sdk_credentials(merchant), backoff=0.01, max_retries=2
+    ) as client:
+        with pytest.raises(TransportError):
+            await client.card_charge({})
+
+
+async def test_wallet_request_headers(app, receiver):
+    merchant = await make_merchant(app)
+    receiver.answer(
+        Answer(
+            status=200,
+            body={
+                "response_code": "00",
+                "response_message": "Success",
+                "transaction_id": "W1",
+                "transaction_status": "PENDING",
+            },
+        )
+    )
+    async with AsyncClient(receiver.url("").rstrip("/"), sdk_credentials(merchant)) as client:
+        result = await client.wallet_create_payment({"external_id": "E-9", "order_id": "O-9"})
+    assert result.transaction_id == "W1"
+    [request] = await receiver.wait_for(1)
+    assert request.path == "/ewallet/v2/create-payment"
+    assert request.headers["x-version"] == "v3"
+    assert request.headers["x-req-signature"] == x_req_signature(merchant.credentials.hash_key, "E-9", "O-9")

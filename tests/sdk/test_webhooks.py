@@ -1,0 +1,107 @@
+"""The SDK's callback verification accepts the server's real callbacks and refuses tampered ones."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from kasir_client import (
+    SignatureError,
+    sign_bnpl_notification,
+    sign_wallet_callback,
+    verify_bnpl_notification,
+    verify_payment_page_callback,
+    verify_wallet_callback,
+)
+
+from kasir.callbacks.models import CallbackKind
+from kasir.callbacks.signing import svc_signature as server_svc_signature
+from kasir.callbacks.signing import x_req_signature as server_x_req_signature
+from tests.callbacks.helpers import db, record
+from tests.support.builders import make_merchant
+
+
+async def test_real_bnpl_notification_verifies_and_tampering_is_refused(app, receiver):
+    merchant = await make_merchant(app)
+    url = receiver.url("/bnpl")
+    payload = {
+        "originalPartnerReferenceNo": "P-1",
+        "originalReferenceNo": "R-1",
+        "latestTransactionStatus": "00",
+        "transactionStatusDesc": "Success",
+        "amount": {"value": "150000.00", "currency": "IDR"},
+        "tenure": 3,
+    }
+    await record(db(app), merchant_id=merchant.id, url=url, kind=CallbackKind.BNPL, svc_signature=None, payload=payload)
+    [request] = await receiver.wait_for(1)
+    secret = merchant.credentials.client_secret
+    event = verify_bnpl_notification(
+        request.body, request.headers, client_secret=secret, callback_url=url, merchant_id=merchant.id
+    )
+    assert event.latest_transaction_status == "00"
+    assert str(event.amount) == "150000.00"
+    assert event.tenure == 3
+
+    tampered = request.body.replace(b"150000.00", b"1.00")
+    with pytest.raises(SignatureError):
+        verify_bnpl_notification(tampered, request.headers, client_secret=secret, callback_url=url)
+    with pytest.raises(SignatureError):
+        verify_bnpl_notification(request.body, request.headers, client_secret="wrong", callback_url=url)
+    with pytest.raises(SignatureError):
+        verify_bnpl_notification(
+            request.body, request.headers, client_secret=secret, callback_url=url, merchant_id="SOMEONE-ELSE"
+        )
+
+
+async def test_real_wallet_callback_verifies_and_tampering_is_refused(app, receiver):
+    merchant = await make_merchant(app)
+    hash_key = merchant.credentials.hash_key
+    payload = {
+        "transaction_id": "TX-77",
+        "external_id": "E-77",
+        "order_id": "O-77",
+        "transaction_status": "PAID",
+        "payment_details": {"amount": 15000, "total_amount": 15000},
+    }
+    signature = server_svc_signature("TX-77", server_x_req_signature(hash_key, "E-77", "O-77"))
+    await record(
+        db(app),
+        merchant_id=merchant.id,
+        url=receiver.url(),
+        transaction_ref="TX-77",
+        svc_signature=signature,
+        payload=payload,
+    )
+    [request] = await receiver.wait_for(1)
+    event = verify_wallet_callback(
+        request.body, request.headers, hash_key=hash_key, query=request.query, order=("E-77", "O-77")
+    )
+    assert event.transaction_status == "PAID"
+    assert event.amount == 15000
+
+    with pytest.raises(SignatureError):  # another order's signature
+        verify_wallet_callback(request.body, request.headers, hash_key=hash_key, order=("E-78", "O-77"))
+    changed_tx = json.dumps({**payload, "transaction_id": "TX-78"}).encode()
+    with pytest.raises(SignatureError):
+        verify_wallet_callback(changed_tx, request.headers, hash_key=hash_key)
+    with pytest.raises(SignatureError):
+        verify_wallet_callback(request.body, request.headers, hash_key="wrong-key")
+    with pytest.raises(SignatureError):
+        verify_wallet_callback(request.body, request.headers, hash_key=hash_key, query={"svc-signature": "x"})
+
+
+def test_signed_fakes_verify():
+    body, headers = sign_wallet_callback(
+        {"transaction_id": "T", "external_id": "E", "order_id": "O", "transaction_status": "SUCCESS", "amount": 10},
+        hash_key="k",
+    )
+    assert verify_payment_page_callback(body, headers, hash_key="k").transaction_status == "SUCCESS"
+    body, headers = sign_bnpl_notification(
+        {"latestTransactionStatus": "06"}, client_secret="s", callback_url="https://m/cb", merchant_id="M"
+    )
+    assert (
+        verify_bnpl_notification(
+            body, headers, client_secret="s", callback_url="https://m/cb"
+        ).latest_transaction_status
+        == "06"
+    )
