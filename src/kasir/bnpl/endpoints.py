@@ -1,0 +1,163 @@
+"""BNPL routes: interface.md endpoints 4 and 5, the status inquiry, the staging approval page.
+
+Each SNAP route is served under `/v1.0/bnpl/...` (documented) and `/v1.1/bnpl/...` (the
+interface's sample request); both reach the same handler.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import segno
+from fastapi import APIRouter, Depends, Form
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.bnpl import pages
+from kasir.bnpl.schemas import PaymentCalculationRequest, QrCheckoutRequest, StatusInquiryRequest
+from kasir.bnpl.security import SNAP_HEADERS, VerifiedSnapCaller
+from kasir.bnpl.service import bnpl_service, option_body, parse_request, transaction_body
+from kasir.config import get_settings
+from kasir.db import read_session, write_session
+from kasir.errors import KasirError, NotFound, WireFormat, wire
+from kasir.snap.codes import (
+    SERVICE_PAYMENT_CALCULATION,
+    SERVICE_QR_CHECKOUT,
+    SERVICE_STATUS_INQUIRY,
+    SUCCESS_MESSAGE,
+    success_code,
+)
+from kasir.snap.openapi import snap_errors, snap_header_params, snap_route
+
+router = APIRouter(tags=["bnpl"])
+
+WriteSession = Annotated[AsyncSession, Depends(write_session)]
+ReadSession = Annotated[AsyncSession, Depends(read_session)]
+VERSIONS = ("v1.0", "v1.1")
+
+
+def _snap_post(name: str, service_code: str, model: type[Any], summary: str) -> Callable[[Any], Any]:
+    extra = {**snap_route(service_code, model), "parameters": snap_header_params("Content-Type", *SNAP_HEADERS)}
+
+    def register(handler: Any) -> Any:
+        for version in VERSIONS:
+            router.add_api_route(
+                f"/{version}/bnpl/{name}",
+                handler,
+                methods=["POST"],
+                summary=f"{summary} ({version})",
+                openapi_extra=extra,
+                responses=snap_errors(400, 401, 404, 409, 500),
+                include_in_schema=True,
+            )
+        return handler
+
+    return register
+
+
+@_snap_post("payment-calculation", SERVICE_PAYMENT_CALCULATION, PaymentCalculationRequest, "BNPL payment calculation")
+async def payment_calculation(caller: VerifiedSnapCaller, session: WriteSession) -> JSONResponse:
+    request = parse_request(PaymentCalculationRequest, caller.body)
+    options = await bnpl_service.calculate(session, caller, request)
+    return JSONResponse(
+        {
+            "responseCode": success_code(SERVICE_PAYMENT_CALCULATION),
+            "responseMessage": SUCCESS_MESSAGE,
+            "payments": [option_body(option) for option in options],
+        }
+    )
+
+
+@_snap_post("qr-checkout", SERVICE_QR_CHECKOUT, QrCheckoutRequest, "BNPL QR checkout")
+async def qr_checkout(caller: VerifiedSnapCaller, session: WriteSession) -> JSONResponse:
+    request = parse_request(QrCheckoutRequest, caller.body)
+    tx = await bnpl_service.checkout(session, caller, request)
+    return JSONResponse(
+        {"responseCode": success_code(SERVICE_QR_CHECKOUT), "responseMessage": SUCCESS_MESSAGE, **transaction_body(tx)}
+    )
+
+
+@_snap_post("status", SERVICE_STATUS_INQUIRY, StatusInquiryRequest, "BNPL status inquiry")
+async def status_inquiry(caller: VerifiedSnapCaller, session: WriteSession) -> JSONResponse:
+    request = parse_request(StatusInquiryRequest, caller.body)
+    tx = await bnpl_service.inquire(session, caller.merchant, request)
+    body = {
+        "responseCode": success_code(SERVICE_STATUS_INQUIRY),
+        "responseMessage": SUCCESS_MESSAGE,
+        "originalPartnerReferenceNo": tx.partner_reference_no,
+        "originalReferenceNo": tx.id,
+        **transaction_body(tx),
+        "tenure": tx.tenure,
+    }
+    if tx.paid_at is not None:
+        from kasir.kit.clock import isoformat_seconds
+
+        body["paidTime"] = isoformat_seconds(tx.paid_at)
+    return JSONResponse(body)
+
+
+# --- QR image and the staging approval page (qrContent) --------------------------------
+
+_PLAIN = wire(WireFormat.PLAIN)
+
+
+@router.get("/bnpl/qr/{reference_no}.png", summary="BNPL QR image (qrUrl)", openapi_extra=_PLAIN)
+async def qr_image(reference_no: str, session: ReadSession) -> Response:
+    tx = await bnpl_service.get(session, reference_no)
+    buffer = io.BytesIO()
+    segno.make(pages.qr_content(tx), error="m").save(buffer, kind="png", scale=6, border=2)
+    return Response(buffer.getvalue(), media_type="image/png")
+
+
+def _staging_only() -> None:
+    if get_settings().is_production:
+        raise NotFound("Not Found")
+
+
+Staging = Depends(_staging_only)
+
+
+@router.get(
+    "/bnpl/pages/{reference_no}",
+    summary="BNPL approval page (staging)",
+    openapi_extra=_PLAIN,
+    dependencies=[Staging],
+    response_class=HTMLResponse,
+)
+async def approval_page(reference_no: str, session: ReadSession) -> HTMLResponse:
+    tx = await bnpl_service.get(session, reference_no)
+    return HTMLResponse(await pages.render_approval(session, tx))
+
+
+@router.post(
+    "/bnpl/pages/{reference_no}/approve",
+    summary="Approve on the BNPL page (staging)",
+    openapi_extra=_PLAIN,
+    dependencies=[Staging],
+)
+async def approve(reference_no: str, tenure: Annotated[int, Form()], session: WriteSession) -> Response:
+    try:
+        await bnpl_service.approve(session, reference_no, tenure)
+    except KasirError as error:
+        if isinstance(error, NotFound):
+            raise
+        return HTMLResponse(pages.render_refusal(reference_no, error.message), status_code=error.http_status)
+    return RedirectResponse(f"/bnpl/pages/{reference_no}", status_code=303)
+
+
+@router.post(
+    "/bnpl/pages/{reference_no}/reject",
+    summary="Reject on the BNPL page (staging)",
+    openapi_extra=_PLAIN,
+    dependencies=[Staging],
+)
+async def reject(reference_no: str, session: WriteSession) -> Response:
+    try:
+        await bnpl_service.reject(session, reference_no)
+    except KasirError as error:
+        if isinstance(error, NotFound):
+            raise
+        return HTMLResponse(pages.render_refusal(reference_no, error.message), status_code=error.http_status)
+    return RedirectResponse(f"/bnpl/pages/{reference_no}", status_code=303)

@@ -1,0 +1,80 @@
+"""Every BNPL query."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date, datetime
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.bnpl.models import BnplExternalId, BnplPricing, BnplTransaction
+from kasir.bnpl.states import BnplStatus
+
+
+class BnplRepository:
+    async def external_id_used(self, session: AsyncSession, merchant_id: str, day: date, external_id: str) -> bool:
+        found = await session.scalar(
+            select(BnplExternalId.id).where(
+                BnplExternalId.merchant_id == merchant_id,
+                BnplExternalId.day == day,
+                BnplExternalId.external_id == external_id,
+            )
+        )
+        return found is not None
+
+    async def add_external_id(self, session: AsyncSession, row: BnplExternalId) -> bool:
+        """False when the (merchant, day, external id) is taken (the unique constraint decides races)."""
+        try:
+            async with session.begin_nested():
+                session.add(row)
+                await session.flush()
+        except IntegrityError:
+            return False
+        return True
+
+    async def add_transaction(self, session: AsyncSession, tx: BnplTransaction) -> bool:
+        """False when partnerReferenceNo is taken for this merchant."""
+        try:
+            async with session.begin_nested():
+                session.add(tx)
+                await session.flush()
+        except IntegrityError:
+            return False
+        return True
+
+    async def by_partner_reference(
+        self, session: AsyncSession, merchant_id: str, partner_reference_no: str
+    ) -> BnplTransaction | None:
+        return await session.scalar(
+            select(BnplTransaction).where(
+                BnplTransaction.merchant_id == merchant_id,
+                BnplTransaction.partner_reference_no == partner_reference_no,
+            )
+        )
+
+    async def get(self, session: AsyncSession, reference_no: str, *, lock: bool = False) -> BnplTransaction | None:
+        query = select(BnplTransaction).where(BnplTransaction.id == reference_no)
+        if lock:
+            query = query.with_for_update()
+        return await session.scalar(query.execution_options(populate_existing=True))
+
+    async def due_for_expiry(self, session: AsyncSession, now: datetime, limit: int = 500) -> Sequence[str]:
+        result = await session.scalars(
+            select(BnplTransaction.id)
+            .where(BnplTransaction.status == BnplStatus.INITIATED.value, BnplTransaction.expires_at <= now)
+            .order_by(BnplTransaction.expires_at)
+            .limit(limit)
+        )
+        return result.all()
+
+    async def pricing(self, session: AsyncSession, merchant_id: str) -> BnplPricing | None:
+        return await session.get(BnplPricing, merchant_id)
+
+    async def save_pricing(self, session: AsyncSession, pricing: BnplPricing) -> None:
+        await session.merge(pricing)
+        await session.flush()
+
+
+bnpl_repository = BnplRepository()

@@ -1,0 +1,214 @@
+"""BNPL request bodies (interface.md tables), camelCase on the wire.
+
+Every field's type and maximum length is checked; a blank mandatory string counts as
+missing (`400xx02`), anything else wrong is `400xx01 Invalid Field Format {field}`.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
+from pydantic_core import PydanticCustomError
+
+from kasir.bnpl.categories import FEE_ITEM_IDS, allowed_categories
+from kasir.kit.money import parse_snap_amount
+from kasir.snap.schemas import SnapModel
+
+QTY_MAX = 99_999_999  # interface.md: qty length 8
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_PHONE = re.compile(r"^\+?[0-9]{6,15}$")
+_COUNTRY = re.compile(r"^[A-Z]{2,3}$")
+
+
+def _required(value: str) -> str:
+    if not value.strip():
+        raise PydanticCustomError("missing", "is required")
+    return value
+
+
+def _amount(value: str) -> str:
+    try:
+        parse_snap_amount(value)
+    except ValueError as exc:
+        raise PydanticCustomError("amount", "must be a string of up to 16 digits with 2 decimals") from exc
+    return value
+
+
+def _idr(value: str) -> str:
+    if value != "IDR":
+        raise PydanticCustomError("currency", "must be IDR")
+    return value
+
+
+def _category(value: str) -> str:
+    if value not in allowed_categories():
+        raise PydanticCustomError("category", "is not a code of the BNPL category table")
+    return value
+
+
+def _item_id(value: str) -> str:
+    if value.lower() in FEE_ITEM_IDS and value not in FEE_ITEM_IDS:
+        raise PydanticCustomError("item_id", "fee item ids are written in lower case, like shippingfee")
+    return value
+
+
+def _url(value: str) -> str:
+    if not re.match(r"^https?://[^\s/]+", value):
+        raise PydanticCustomError("url", "must be an absolute http(s) URL")
+    return value
+
+
+def _email(value: str) -> str:
+    if not _EMAIL.match(value):
+        raise PydanticCustomError("email", "must be an email address")
+    return value
+
+
+def _phone(value: str) -> str:
+    if not _PHONE.match(value):
+        raise PydanticCustomError("phone", "must be 6 to 15 digits, optionally after +")
+    return value
+
+
+def _country(value: str) -> str:
+    if not _COUNTRY.match(value):
+        raise PydanticCustomError("country", "must be an ISO country code, like ID or IDN")
+    return value
+
+
+def _strict_qty(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PydanticCustomError("int_type", "must be an integer")
+    return value
+
+
+def _lenient_qty(value: Any) -> Any:
+    # interface.md: calculation qty is "string in the field list (a number is sent)": take both.
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return int(value)
+    return _strict_qty(value)
+
+
+def _qty_range(value: int) -> int:
+    if not 1 <= value <= QTY_MAX:
+        raise PydanticCustomError("qty", "must be between 1 and 99999999")
+    return value
+
+
+def _text(max_length: int) -> Any:
+    return StringConstraints(max_length=max_length)
+
+
+Req = AfterValidator(_required)
+Str3 = Annotated[str, _text(3), Req]
+Str8 = Annotated[str, _text(8), Req]
+Str16 = Annotated[str, _text(16), Req]
+Str32 = Annotated[str, _text(32), Req]
+Str64 = Annotated[str, _text(64), Req]
+Str128 = Annotated[str, _text(128), Req]
+Str256 = Annotated[str, _text(256), Req]
+Opt16 = Annotated[str, _text(16)]
+Opt32 = Annotated[str, _text(32)]
+AmountValue = Annotated[str, _text(19), Req, AfterValidator(_amount)]
+Currency = Annotated[str, _text(3), Req, AfterValidator(_idr)]
+Url256 = Annotated[str, _text(256), Req, AfterValidator(_url)]
+OptUrl256 = Annotated[str, _text(256), AfterValidator(_url)]
+Email64 = Annotated[str, _text(64), Req, AfterValidator(_email)]
+OptEmail64 = Annotated[str, _text(64), AfterValidator(_email)]
+Phone16 = Annotated[str, _text(16), Req, AfterValidator(_phone)]
+ItemId = Annotated[str, _text(64), Req, AfterValidator(_item_id)]
+StrictQty = Annotated[int, BeforeValidator(_strict_qty), AfterValidator(_qty_range)]
+LenientQty = Annotated[int, BeforeValidator(_lenient_qty), AfterValidator(_qty_range)]
+
+
+class Money(SnapModel):
+    value: AmountValue
+    currency: Currency
+
+    @property
+    def decimal(self) -> Decimal:
+        return Decimal(self.value)
+
+
+# --- payment calculation (service 90) -----------------------------------------------
+
+
+class CalculationItem(SnapModel):
+    item_id: ItemId
+    name: Str128
+    amount: Money
+    url: Url256
+    image_url: OptUrl256 | None = None
+    category: Annotated[str, _text(256), Req, AfterValidator(_category)]
+    qty: LenientQty
+    parent_type: Literal["SELLER"]
+    parent_id: Str64
+
+
+class PaymentCalculationRequest(SnapModel):
+    amount: Money
+    item_details: Annotated[list[CalculationItem], Field(min_length=1)]
+    additional_info: dict[str, Any] | None = None
+
+
+# --- QR checkout (service 92) -------------------------------------------------------
+
+
+class PaymentDetails(SnapModel):
+    amount: Money
+
+
+class CheckoutItem(SnapModel):
+    item_id: ItemId
+    name: Str128
+    amount: Money
+    category: Annotated[str, _text(4), Req, AfterValidator(_category)]
+    qty: StrictQty
+
+
+class CustomerDetails(SnapModel):
+    first_name: Str16
+    last_name: Opt16 | None = None
+    email: Email64
+    phone: Phone16
+
+
+class SellerAddress(SnapModel):
+    first_name: Str16
+    last_name: Opt16 | None = None
+    address: Str256
+    city: Str32
+    postal_code: Str8
+    phone: Phone16
+    country_code: Annotated[str, _text(16), Req, AfterValidator(_country)]
+
+
+class Seller(SnapModel):
+    id: Opt16 | None = None
+    name: Opt16 | None = None
+    url: OptUrl256 | None = None
+    seller_id_number: Opt32 | None = None
+    email: OptEmail64 | None = None
+    address: SellerAddress | None = None
+
+
+class QrCheckoutRequest(SnapModel):
+    partner_reference_no: Str64
+    payment_details: PaymentDetails
+    item_details: Annotated[list[CheckoutItem], Field(min_length=1)]
+    customer_details: CustomerDetails
+    sellers: list[Seller] | None = None
+    callback_url: Annotated[str, _text(2048), Req, AfterValidator(_url)]
+    additional_info: dict[str, Any] | None = None
+
+
+# --- status inquiry (service 93) -----------------------------------------------------
+
+
+class StatusInquiryRequest(SnapModel):
+    original_partner_reference_no: Annotated[str, _text(64)] | None = None
+    original_reference_no: Annotated[str, _text(64)] | None = None
+    additional_info: dict[str, Any] | None = None

@@ -1,0 +1,128 @@
+"""SNAP transaction security for BNPL requests (decisions.md §3.2).
+
+`verify_snap_request(request, session)` reads the raw body (it is signed byte for byte) and
+checks, in order, each failure with its own SNAP case (the route adds its service code):
+
+    Content-Type missing / not JSON            400xx02 / 400xx00
+    X-TIMESTAMP, X-SIGNATURE, X-PARTNER-ID,
+    X-EXTERNAL-ID, CHANNEL-ID missing          400xx02 Invalid Mandatory Field {header}
+    X-TIMESTAMP not ISO 8601 with offset       400xx01
+    X-TIMESTAMP outside the allowed skew       401xx00
+    X-EXTERNAL-ID not numeric / over 36        400xx01
+    CHANNEL-ID over 5                          400xx01
+    Authorization not a valid payment token    401xx01 Invalid Token (B2B)
+    X-PARTNER-ID not the token's merchant      401xx00
+    X-PARTNER-ID unknown                       401xx00
+    X-SIGNATURE does not verify                401xx00
+    X-EXTERNAL-ID already used today           409xx00
+
+Symmetric when `Authorization: Bearer` is present (HMAC-SHA512 with the client secret),
+asymmetric (SHA256withRSA with the merchant's public key) when it is absent.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.bnpl.models import BnplExternalId
+from kasir.bnpl.repository import bnpl_repository
+from kasir.config import get_settings
+from kasir.db import write_session
+from kasir.errors import Conflict, InvalidFieldFormat, Unauthorized
+from kasir.kit.clock import clock
+from kasir.merchants.models import Merchant
+from kasir.merchants.service import MerchantNotFound, merchant_service
+from kasir.snap.headers import check_timestamp, require_headers, require_json_content_type
+from kasir.snap.signatures import (
+    asymmetric_string_to_sign,
+    symmetric_string_to_sign,
+    verify_asymmetric,
+    verify_symmetric,
+)
+from kasir.tokens.dependencies import bearer_token
+from kasir.tokens.service import Product, read_access_token
+
+SNAP_HEADERS = ("X-TIMESTAMP", "X-SIGNATURE", "X-PARTNER-ID", "X-EXTERNAL-ID", "CHANNEL-ID")
+_EXTERNAL_ID = re.compile(r"^[0-9]{1,36}$")
+CHANNEL_ID_MAX = 5
+
+
+class ExternalIdReused(Conflict):
+    def __init__(self) -> None:
+        super().__init__("Conflict", field="X-EXTERNAL-ID")
+
+
+@dataclass(frozen=True, slots=True)
+class SnapCaller:
+    """A verified SNAP request: who sent it, and the exact bytes it signed."""
+
+    merchant: Merchant
+    external_id: str
+    channel_id: str
+    body: bytes
+    symmetric: bool
+
+
+def signed_path(request: Request) -> str:
+    """PATH as decisions.md §3.2 defines it: relative to the host, with its query string."""
+    raw = request.scope.get("raw_path")
+    path = raw.decode("latin-1") if isinstance(raw, bytes | bytearray) and raw else request.url.path
+    query = request.scope.get("query_string", b"")
+    return f"{path}?{query.decode('latin-1')}" if query else path
+
+
+async def verify_snap_request(request: Request, session: AsyncSession) -> SnapCaller:
+    headers = request.headers
+    require_json_content_type(headers)
+    timestamp, signature, partner_id, external_id, channel_id = require_headers(headers, *SNAP_HEADERS)
+    check_timestamp(timestamp, get_settings().clock_skew_seconds)
+    if not _EXTERNAL_ID.match(external_id):
+        raise InvalidFieldFormat("X-EXTERNAL-ID", "must be numeric, at most 36 digits")
+    if len(channel_id) > CHANNEL_ID_MAX:
+        raise InvalidFieldFormat("CHANNEL-ID", f"must be at most {CHANNEL_ID_MAX} characters")
+    body = await request.body()
+    method, path = request.method, signed_path(request)
+
+    token_value = bearer_token(request)  # InvalidToken when Authorization is not `Bearer <value>`
+    if token_value is not None:
+        token = read_access_token(token_value, Product.PAYMENT)
+        if token.merchant_id != partner_id:
+            raise Unauthorized("X-PARTNER-ID is not the merchant of the access token")
+        merchant = await _merchant(session, partner_id)
+        client_secret = merchant_service.secrets(merchant).client_secret
+        string_to_sign = symmetric_string_to_sign(method, path, token_value, body, timestamp)
+        valid = verify_symmetric(client_secret, string_to_sign, signature)
+    else:
+        merchant = await _merchant(session, partner_id)
+        string_to_sign = asymmetric_string_to_sign(method, path, body, timestamp)
+        valid = verify_asymmetric(merchant.public_key_pem, string_to_sign, signature)
+    if not valid:
+        raise Unauthorized("Invalid signature")
+
+    day = clock.local_now().date()
+    row = BnplExternalId(merchant_id=merchant.id, day=day, external_id=external_id, created_at=clock.now())
+    if await bnpl_repository.external_id_used(session, merchant.id, day, external_id):
+        raise ExternalIdReused()
+    if not await bnpl_repository.add_external_id(session, row):
+        raise ExternalIdReused()
+    return SnapCaller(merchant, external_id, channel_id, body, symmetric=token_value is not None)
+
+
+async def _merchant(session: AsyncSession, partner_id: str) -> Merchant:
+    try:
+        return await merchant_service.get(session, partner_id)
+    except MerchantNotFound as exc:
+        raise Unauthorized("Unknown X-PARTNER-ID") from exc
+
+
+async def _snap_caller(request: Request, session: Annotated[AsyncSession, Depends(write_session)]) -> SnapCaller:
+    return await verify_snap_request(request, session)
+
+
+# Dependency: the verified caller of a BNPL SNAP route (shares the request's unit of work).
+VerifiedSnapCaller = Annotated[SnapCaller, Depends(_snap_caller)]

@@ -1,0 +1,324 @@
+"""BNPL rules: payment calculation, QR checkout, approval, expiry, status inquiry.
+
+    KasirError
+    ├── InvalidFieldFormat
+    │   └── AmountMismatch             400xx01 Invalid Field Format amount.value
+    ├── NotFound
+    │   └── BnplTransactionNotFound     404xx01
+    └── Conflict
+        ├── DuplicatePartnerReference   409xx01 (DuplicateReference)
+        └── TransactionNotInitiated     409xx00 (states.py: only 01 may change)
+
+Every change into 00, 05, 06 records one notification (callback outbox, kind BNPL) in the
+same unit of work; the delivery engine signs it (decisions.md §3.6) and sends it after commit.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from datetime import timedelta
+from decimal import Decimal
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.bnpl.models import BnplPricing, BnplTransaction
+from kasir.bnpl.pricing import DEFAULT_PLANS, InstallmentOption, Plan, installment_options, plans_from_json
+from kasir.bnpl.repository import bnpl_repository
+from kasir.bnpl.security import SnapCaller
+from kasir.bnpl.states import NOTIFIED, BnplStatus, transition
+from kasir.callbacks.models import CallbackKind
+from kasir.callbacks.service import callback_outbox
+from kasir.callbacks.ssrf import check_callback_url
+from kasir.config import get_settings
+from kasir.db import Database
+from kasir.errors import (
+    DuplicateReference,
+    InvalidFieldFormat,
+    InvalidMandatoryField,
+    NotFound,
+    from_pydantic_errors,
+)
+from kasir.kit.clock import clock, isoformat_seconds
+from kasir.kit.ids import new_id
+from kasir.kit.money import format_snap_amount
+from kasir.merchants.models import Merchant
+from kasir.snap.headers import parse_json_body
+
+log = logging.getLogger("kasir.bnpl")
+
+VALIDITY = timedelta(hours=24)  # interface.md: default validity 24 hours
+PAYMENT_CHANNEL = "KASIR_BNPL"
+CURRENCY = "IDR"
+EXPIRED_DESC = "Expired"  # decisions.md §6
+REJECTED_DESC = "Rejected by customer"
+
+Model = TypeVar("Model", bound=BaseModel)
+
+
+class AmountMismatch(InvalidFieldFormat):
+    def __init__(self, field: str) -> None:
+        super().__init__(field, "must equal the sum of itemDetails amount.value × qty")
+
+
+class DuplicatePartnerReference(DuplicateReference):
+    def __init__(self) -> None:
+        super().__init__("Duplicate partnerReferenceNo", field="partnerReferenceNo")
+
+
+class BnplTransactionNotFound(NotFound):
+    pass
+
+
+class UnknownTenure(InvalidFieldFormat):
+    def __init__(self) -> None:
+        super().__init__("tenure", "is not one of the offered installment tenures")
+
+
+def parse_request(model: type[Model], body: bytes) -> Model:
+    """The raw (already verified) body as `model`, or a KasirError naming every bad field."""
+    data = parse_json_body(body)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise from_pydantic_errors(exc.errors()) from exc
+
+
+def money(amount: Decimal) -> dict[str, str]:
+    return {"value": format_snap_amount(amount), "currency": CURRENCY}
+
+
+def items_total(items: Sequence[Any]) -> Decimal:
+    return sum((Decimal(item.amount.value) * item.qty for item in items), Decimal("0.00"))
+
+
+class BnplService:
+    # --- pricing -------------------------------------------------------------------
+
+    async def plans(self, session: AsyncSession, merchant_id: str) -> tuple[Plan, ...]:
+        pricing = await bnpl_repository.pricing(session, merchant_id)
+        if pricing is None or not pricing.plans:
+            return DEFAULT_PLANS
+        return plans_from_json(json.loads(pricing.plans))
+
+    async def set_pricing(self, session: AsyncSession, merchant_id: str, plans: Sequence[Plan] | None) -> None:
+        """A merchant's own pricing table; None goes back to the shipped default."""
+        from kasir.bnpl.pricing import plans_to_json
+
+        encoded = json.dumps(plans_to_json(plans)) if plans else None
+        await bnpl_repository.save_pricing(
+            session, BnplPricing(merchant_id=merchant_id, plans=encoded, updated_at=clock.now())
+        )
+
+    async def options(self, session: AsyncSession, merchant_id: str, total: Decimal) -> list[InstallmentOption]:
+        return installment_options(total, await self.plans(session, merchant_id))
+
+    # --- payment calculation (service 90) -------------------------------------------
+
+    async def calculate(self, session: AsyncSession, caller: SnapCaller, request: Any) -> list[InstallmentOption]:
+        total = request.amount.decimal
+        if items_total(request.item_details) != total:
+            raise AmountMismatch("amount.value")
+        return await self.options(session, caller.merchant.id, total)
+
+    # --- QR checkout (service 92) ---------------------------------------------------
+
+    async def checkout(self, session: AsyncSession, caller: SnapCaller, request: Any) -> BnplTransaction:
+        total = request.payment_details.amount.decimal
+        if items_total(request.item_details) != total:
+            raise AmountMismatch("paymentDetails.amount.value")
+        await check_callback_url(request.callback_url, production=get_settings().is_production, field="callbackUrl")
+        merchant = caller.merchant
+        if await bnpl_repository.by_partner_reference(session, merchant.id, request.partner_reference_no):
+            raise DuplicatePartnerReference()
+        now = clock.now()
+        details = {
+            "itemDetails": [item.model_dump(by_alias=True, exclude_none=True) for item in request.item_details],
+            "customerDetails": request.customer_details.model_dump(by_alias=True, exclude_none=True),
+            "sellers": [s.model_dump(by_alias=True, exclude_none=True) for s in request.sellers or []],
+            "additionalInfo": request.additional_info or {},
+        }
+        tx = BnplTransaction(
+            id=new_id("BNPL", 24),
+            merchant_id=merchant.id,
+            partner_reference_no=request.partner_reference_no,
+            amount=total,
+            currency=CURRENCY,
+            status=BnplStatus.INITIATED.value,
+            status_desc="Initiated",
+            callback_url=request.callback_url,
+            channel_id=caller.channel_id,
+            details=json.dumps(details, ensure_ascii=False),
+            tenure=None,
+            created_at=now,
+            expires_at=now + VALIDITY,
+            updated_at=now,
+            paid_at=None,
+        )
+        if not await bnpl_repository.add_transaction(session, tx):
+            raise DuplicatePartnerReference()
+        log.info("bnpl checkout created", extra={"reference_no": tx.id, "merchant_id": merchant.id})
+        return tx
+
+    # --- approval page (staging) ------------------------------------------------------
+
+    async def get(self, session: AsyncSession, reference_no: str, *, lock: bool = False) -> BnplTransaction:
+        tx = await bnpl_repository.get(session, reference_no, lock=lock)
+        if tx is None:
+            raise BnplTransactionNotFound()
+        return tx
+
+    async def approve(self, session: AsyncSession, reference_no: str, tenure: int) -> BnplTransaction:
+        tx = await self.get(session, reference_no, lock=True)
+        self._refuse_if_due(tx)
+        offered = {option.tenure for option in await self.options(session, tx.merchant_id, tx.amount)}
+        if tenure not in offered:
+            raise UnknownTenure()
+        transition(tx, BnplStatus.SUCCESS)
+        tx.tenure = tenure
+        tx.paid_at = clock.now()
+        await self._changed(session, tx)
+        return tx
+
+    async def reject(self, session: AsyncSession, reference_no: str) -> BnplTransaction:
+        tx = await self.get(session, reference_no, lock=True)
+        self._refuse_if_due(tx)
+        transition(tx, BnplStatus.FAILED, REJECTED_DESC)
+        await self._changed(session, tx)
+        return tx
+
+    def _refuse_if_due(self, tx: BnplTransaction) -> None:
+        # Past validityPeriod the transaction is as good as expired; the expiry job records 05.
+        if tx.status == BnplStatus.INITIATED.value and tx.expires_at <= clock.now():
+            from kasir.bnpl.states import TransactionNotInitiated
+
+            raise TransactionNotInitiated("Transaction has expired")
+
+    async def expire(self, session: AsyncSession, reference_no: str) -> bool:
+        tx = await self.get(session, reference_no, lock=True)
+        if tx.status != BnplStatus.INITIATED.value or tx.expires_at > clock.now():
+            return False  # approved, rejected or expired meanwhile
+        transition(tx, BnplStatus.CANCELED, EXPIRED_DESC)
+        await self._changed(session, tx)
+        return True
+
+    async def _changed(self, session: AsyncSession, tx: BnplTransaction) -> None:
+        tx.updated_at = clock.now()
+        await session.flush()
+        if BnplStatus(tx.status) in NOTIFIED:
+            await callback_outbox.record(
+                session,
+                kind=CallbackKind.BNPL,
+                merchant_id=tx.merchant_id,
+                transaction_ref=tx.id,
+                event=tx.status,
+                url=tx.callback_url,
+                payload=await self.notification_payload(session, tx),
+                svc_signature=None,
+            )
+
+    async def notification_payload(self, session: AsyncSession, tx: BnplTransaction) -> dict[str, Any]:
+        """decisions.md §6: the body of a BNPL notification."""
+        payload: dict[str, Any] = {
+            "originalPartnerReferenceNo": tx.partner_reference_no,
+            "originalReferenceNo": tx.id,
+            "latestTransactionStatus": tx.status,
+            "transactionStatusDesc": tx.status_desc,
+            "amount": money(tx.amount),
+            "tenure": tx.tenure,
+        }
+        additional_info: dict[str, Any] = {"paymentChannel": PAYMENT_CHANNEL}
+        if tx.paid_at is not None:
+            payload["paidTime"] = isoformat_seconds(tx.paid_at)
+        if tx.tenure is not None:
+            chosen = [o for o in await self.options(session, tx.merchant_id, tx.amount) if o.tenure == tx.tenure]
+            if chosen:
+                additional_info["installment"] = option_body(chosen[0])
+        payload["additionalInfo"] = additional_info
+        return payload
+
+    # --- status inquiry (service 93) --------------------------------------------------
+
+    async def inquire(self, session: AsyncSession, merchant: Merchant, request: Any) -> BnplTransaction:
+        partner_ref, reference_no = request.original_partner_reference_no, request.original_reference_no
+        if not partner_ref and not reference_no:
+            raise InvalidMandatoryField("originalReferenceNo")
+        tx: BnplTransaction | None
+        if reference_no:
+            tx = await bnpl_repository.get(session, reference_no)
+            if tx is not None and partner_ref and tx.partner_reference_no != partner_ref:
+                tx = None
+        else:
+            assert partner_ref is not None
+            tx = await bnpl_repository.by_partner_reference(session, merchant.id, partner_ref)
+        if tx is None or tx.merchant_id != merchant.id:
+            raise BnplTransactionNotFound()
+        return tx
+
+
+bnpl_service = BnplService()
+
+
+# --- wire bodies ---------------------------------------------------------------------
+
+
+def option_body(option: InstallmentOption) -> dict[str, Any]:
+    return {
+        "id": option.id,
+        "tenure": option.tenure,
+        "tenureTimeUnit": "MONTH",
+        "paymentType": option.payment_type,
+        "rate": option.rate,
+        "amount": money(option.amount),
+        "installmentAmount": money(option.installment_amount),
+        "monthlyInstallment": money(option.monthly_installment),
+        "totalInterest": money(option.total_interest),
+        "provision": money(option.provision),
+        "totalTransactionAmount": money(option.total),
+    }
+
+
+def page_url(tx: BnplTransaction) -> str:
+    return f"{get_settings().public_url}/bnpl/pages/{tx.id}"
+
+
+def qr_image_url(tx: BnplTransaction) -> str:
+    return f"{get_settings().public_url}/bnpl/qr/{tx.id}.png"
+
+
+def transaction_body(tx: BnplTransaction) -> dict[str, Any]:
+    """The checkout response's fields for `tx` (also the status inquiry's)."""
+    body: dict[str, Any] = {
+        "partnerReferenceNo": tx.partner_reference_no,
+        "referenceNo": tx.id,
+        "paymentChannel": PAYMENT_CHANNEL,
+        "paymentDetails": {"amount": money(tx.amount), "totalAmount": money(tx.amount)},
+        "qrContent": page_url(tx),
+        "qrUrl": qr_image_url(tx),
+        "latestTransactionStatus": tx.status,
+        "transactionStatusDesc": tx.status_desc,
+        "createdAt": isoformat_seconds(tx.created_at),
+        "validityPeriod": isoformat_seconds(tx.expires_at),
+    }
+    return body
+
+
+# --- expiry (the worker scheduler calls this) -----------------------------------------
+
+
+async def expire_due_bnpl_transactions(database: Database) -> int:
+    """Move every Initiated transaction past its validityPeriod to 05 Expired; each in its own unit of work."""
+    async with database.unit_of_work(read_only=True) as session:
+        due = await bnpl_repository.due_for_expiry(session, clock.now())
+    expired = 0
+    for reference_no in due:
+        try:
+            async with database.unit_of_work() as session:
+                if await bnpl_service.expire(session, reference_no):
+                    expired += 1
+        except Exception:  # one bad row must not stop the others; the next run retries it
+            log.exception("bnpl expiry failed", extra={"reference_no": reference_no})
+    return expired
