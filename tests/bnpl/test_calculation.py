@@ -1,0 +1,168 @@
+"""Payment calculation (service code 90): validation of every field, options per pricing table."""
+
+from __future__ import annotations
+
+import copy
+from decimal import Decimal
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from kasir.bnpl.pricing import Plan
+from kasir.bnpl.service import bnpl_service
+from tests.bnpl.helpers import calculation_body, calculation_item, post_signed
+from tests.support.builders import make_merchant
+
+CALC = "/v1.0/bnpl/payment-calculation"
+
+
+def money(value: str) -> dict[str, str]:
+    return {"value": value, "currency": "IDR"}
+
+
+async def test_options_for_the_default_table(app: FastAPI, client: httpx.AsyncClient) -> None:
+    merchant = await make_merchant(app)
+    items = [
+        calculation_item(amount="40000.00", qty=2),
+        calculation_item(amount="20000.00", qty=1, item_id="shippingfee", category="FEES"),
+    ]
+    response = await post_signed(client, merchant, CALC, calculation_body("100000.00", items))
+    assert response.status_code == 200, response.text
+    data = response.json()
+    assert data["responseCode"] == "2009000"
+    assert data["responseMessage"] == "Successful"
+    assert [p["id"] for p in data["payments"]] == ["3_months", "6_months", "12_months"]
+    three = data["payments"][0]
+    assert three == {
+        "id": "3_months",
+        "tenure": 3,
+        "tenureTimeUnit": "MONTH",
+        "paymentType": three["paymentType"],
+        "rate": 0,
+        "amount": money("101500.00"),
+        "installmentAmount": money("101502.00"),
+        "monthlyInstallment": money("33834.00"),
+        "totalInterest": money("2.00"),
+        "provision": money("1500.00"),
+        "totalTransactionAmount": money("100000.00"),
+    }
+    assert isinstance(three["paymentType"], str)
+    assert data["payments"][1]["monthlyInstallment"] == money("18947.00")
+
+
+async def test_per_merchant_pricing_table(app: FastAPI, client: httpx.AsyncClient) -> None:
+    merchant = await make_merchant(app)
+    async with app.state.database.unit_of_work() as session:
+        await bnpl_service.set_pricing(session, merchant.id, [Plan(tenure=4, rate=1, provision=Decimal("0"))])
+    response = await post_signed(client, merchant, CALC, calculation_body("100000.00", [calculation_item(qty=2)]))
+    assert response.status_code == 200, response.text
+    [only] = response.json()["payments"]
+    # 100000 × (1 + 1% × 4) / 4 = 26000
+    assert only["id"] == "4_months"
+    assert only["monthlyInstallment"] == money("26000.00")
+    assert only["totalInterest"] == money("4000.00")
+    assert only["provision"] == money("0.00")
+    other = await make_merchant(app)
+    default = await post_signed(client, other, CALC, calculation_body())
+    assert len(default.json()["payments"]) == 3
+
+
+async def test_amount_must_equal_items_total(app: FastAPI, client: httpx.AsyncClient) -> None:
+    merchant = await make_merchant(app)
+    response = await post_signed(client, merchant, CALC, calculation_body("100000.01"))
+    assert response.status_code == 400
+    assert response.json() == {"responseCode": "4009001", "responseMessage": "Invalid Field Format amount.value"}
+
+
+async def test_qty_may_be_sent_as_number_or_digit_string(app: FastAPI, client: httpx.AsyncClient) -> None:
+    merchant = await make_merchant(app)
+    response = await post_signed(client, merchant, CALC, calculation_body("100000.00", [calculation_item(qty="2")]))
+    assert response.status_code == 200, response.text
+
+
+def _set(body: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    body = copy.deepcopy(body)
+    target: Any = body
+    parts = path.replace("[0]", ".0").split(".")
+    for part in parts[:-1]:
+        target = target[int(part)] if part.isdigit() else target[part]
+    last = parts[-1]
+    if value is _DELETE:
+        del target[last]
+    else:
+        target[last] = value
+    return body
+
+
+_DELETE = object()
+
+# (field path, bad value, expected case, field named in the message)
+INVALID = [
+    ("amount.value", "100000", "01", "amount.value"),
+    ("amount.value", 100000, "01", "amount.value"),
+    ("amount.value", "1" * 17 + ".00", "01", "amount.value"),
+    ("amount.value", _DELETE, "02", "amount.value"),
+    ("amount.currency", "USD", "01", "amount.currency"),
+    ("amount.currency", _DELETE, "02", "amount.currency"),
+    ("amount", _DELETE, "02", "amount"),
+    ("itemDetails", _DELETE, "02", "itemDetails"),
+    ("itemDetails", [], "01", "itemDetails"),
+    ("itemDetails", "x", "01", "itemDetails"),
+    ("itemDetails[0].itemId", "x" * 65, "01", "itemDetails[0].itemId"),
+    ("itemDetails[0].itemId", "", "02", "itemDetails[0].itemId"),
+    ("itemDetails[0].itemId", "ShippingFee", "01", "itemDetails[0].itemId"),
+    ("itemDetails[0].itemId", 12, "01", "itemDetails[0].itemId"),
+    ("itemDetails[0].name", "n" * 129, "01", "itemDetails[0].name"),
+    ("itemDetails[0].name", _DELETE, "02", "itemDetails[0].name"),
+    ("itemDetails[0].amount.value", "50000.0", "01", "itemDetails[0].amount.value"),
+    ("itemDetails[0].amount.currency", "idr", "01", "itemDetails[0].amount.currency"),
+    ("itemDetails[0].url", "shop.example/x", "01", "itemDetails[0].url"),
+    ("itemDetails[0].url", "https://shop.example/" + "u" * 240, "01", "itemDetails[0].url"),
+    ("itemDetails[0].url", _DELETE, "02", "itemDetails[0].url"),
+    ("itemDetails[0].imageUrl", "ftp://x", "01", "itemDetails[0].imageUrl"),
+    ("itemDetails[0].category", "ZZZZ", "01", "itemDetails[0].category"),
+    ("itemDetails[0].category", _DELETE, "02", "itemDetails[0].category"),
+    ("itemDetails[0].qty", 0, "01", "itemDetails[0].qty"),
+    ("itemDetails[0].qty", 100_000_000, "01", "itemDetails[0].qty"),
+    ("itemDetails[0].qty", 1.5, "01", "itemDetails[0].qty"),
+    ("itemDetails[0].qty", True, "01", "itemDetails[0].qty"),
+    ("itemDetails[0].qty", _DELETE, "02", "itemDetails[0].qty"),
+    ("itemDetails[0].parentType", "BUYER", "01", "itemDetails[0].parentType"),
+    ("itemDetails[0].parentType", _DELETE, "02", "itemDetails[0].parentType"),
+    ("itemDetails[0].parentId", _DELETE, "02", "itemDetails[0].parentId"),
+    ("itemDetails[0].parentId", " ", "02", "itemDetails[0].parentId"),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "case", "field"), INVALID)
+async def test_each_invalid_field(
+    app: FastAPI, client: httpx.AsyncClient, path: str, value: Any, case: str, field: str
+) -> None:
+    merchant = await make_merchant(app)
+    body = _set(calculation_body(), path, value)
+    response = await post_signed(client, merchant, CALC, body)
+    assert response.status_code == 400, response.text
+    kind = "Invalid Field Format" if case == "01" else "Invalid Mandatory Field"
+    assert response.json() == {"responseCode": f"40090{case}", "responseMessage": f"{kind} {field}"}
+
+
+async def test_body_must_be_an_object(app: FastAPI, client: httpx.AsyncClient) -> None:
+    merchant = await make_merchant(app)
+    response = await post_signed(client, merchant, CALC, "[1, 2]")
+    assert response.status_code == 400
+    assert response.json()["responseCode"] == "4009001"
+
+
+async def test_configured_category_table(
+    app: FastAPI, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    merchant = await make_merchant(app)
+    monkeypatch.setenv("KASIR_BNPL_CATEGORIES", "ABCD,WXYZ")
+    custom = await post_signed(
+        client, merchant, CALC, calculation_body(items=[calculation_item(category="ABCD", qty=2)])
+    )
+    assert custom.status_code == 200, custom.text
+    shipped = await post_signed(client, merchant, CALC, calculation_body(items=[calculation_item(qty=2)]))
+    assert shipped.json()["responseCode"] == "4009001"
