@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: run test test-sqlite test-postgres system-deps lint typecheck bench demo clean
+.PHONY: run test test-sqlite test-postgres system-deps lint bench demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -50,3 +50,8 @@ lint: $(VENV)/.dev
 
 clean:
 	rm -rf $(VENV) var .pytest_cache
+
+## make bench: the benchmarks of bench/ (BENCH_DB=postgres, BENCH_WORKERS=N, BENCH_SECONDS=S)
+bench: $(VENV)/.dev
+	@scripts/system-deps.sh bench
+	$(BIN)/python bench/run.py

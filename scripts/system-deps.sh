@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Installs the Debian packages the test suite needs when they are missing:
-# the PostgreSQL server (the suite starts a throwaway cluster on 127.0.0.1).
+# Installs the Debian packages Kasir's tests (or, with `bench`, its benchmarks) need when missing:
+# the PostgreSQL server (the suites start a throwaway cluster on 127.0.0.1); wrk for `make bench`.
 set -euo pipefail
 
 missing=()
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
+if [ "${1:-}" = "bench" ]; then
+    command -v wrk >/dev/null || missing+=(wrk)
+fi
 
 if [ ${#missing[@]} -eq 0 ]; then
     exit 0

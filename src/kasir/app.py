@@ -20,6 +20,7 @@ from kasir.errors import install_error_handlers
 from kasir.kit.logs import configure_logging
 from kasir.middleware import RequestContextMiddleware
 from kasir.models import ROOMS
+from kasir.ops.endpoints import bench_router
 from kasir.ops.endpoints import router as ops_router
 from kasir.snap.openapi import extra_components
 from kasir.tokens.endpoints import router as token_router
@@ -68,6 +69,8 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
     app.add_middleware(RequestContextMiddleware)
     install_error_handlers(app)
     app.include_router(ops_router)
+    if settings.bench_mode:
+        app.include_router(bench_router)
     app.include_router(token_router)
     for router in product_routers():
         app.include_router(router)

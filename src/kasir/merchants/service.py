@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from kasir.config import get_settings
 from kasir.callbacks.ssrf import check_callback_url
+from kasir.config import get_settings
 from kasir.errors import BadRequest, Conflict, InvalidFieldFormat, NotFound
 from kasir.kit.clock import clock
 from kasir.kit.crypto import KeyError_, SecretBox, load_merchant_public_key, public_key_pem

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
@@ -32,3 +34,13 @@ async def readyz(request: Request) -> JSONResponse:
             {"status": "not ready", "reason": f"database unreachable ({type(exc).__name__})"}, status_code=503
         )
     return JSONResponse({"status": "ready"})
+
+
+bench_router = APIRouter(tags=["benchmark"], include_in_schema=False)
+
+
+@bench_router.post("/bench/ceiling")
+async def bench_ceiling(request: Request) -> JSONResponse:
+    """The benchmark's ceiling: same framework, middleware and server; parse the body, answer. No database."""
+    body = json.loads(await request.body())
+    return JSONResponse({"statusCode": "00", "statusMessage": "SUCCESS", "fields": len(body)})

@@ -1,0 +1,176 @@
+"""What `make bench` sends. Each scenario builds its requests before the clock starts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from kasir_client import Credentials
+from kasir_client._client import _Core
+
+BIN = Path(sys.executable).parent
+# Unique requests are built for this rate (req/s) times the run's length, with headroom.
+MAX_EXPECTED_RPS = 2500
+
+
+def lua_string(data: bytes) -> str:
+    """A Lua string literal of `data`, byte for byte (long brackets would rewrite CR LF)."""
+    out = []
+    for byte in data:
+        if 32 <= byte < 127 and byte not in (0x22, 0x5C):
+            out.append(chr(byte))
+        else:
+            out.append(f"\\{byte:03d}")
+    return '"' + "".join(out) + '"'
+
+
+def raw_request(port: int, method: str, path: str, headers: dict[str, str], body: bytes) -> bytes:
+    head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+    head += "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    head += f"Content-Length: {len(body)}\r\n\r\n"
+    return head.encode() + body
+
+
+def write_lua(path: Path, requests: list[bytes]) -> None:
+    with path.open("w") as handle:
+        handle.write("requests = {}\n")
+        for index, request in enumerate(requests, 1):
+            handle.write(f"requests[{index}] = {lua_string(request)}\n")
+
+
+@dataclass
+class BenchContext:
+    workdir: Path
+    env: dict[str, str]
+    callback_url: str
+    server_port: int
+    credentials: Credentials
+    base_url: str = ""
+    state: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def create(cls, workdir: Path, env: dict[str, str], callback_url: str, server_port: int) -> BenchContext:
+        created = subprocess.run(
+            [
+                str(BIN / "kasir"),
+                "merchant",
+                "create",
+                "--name",
+                "Bench Merchant",
+                "--generate-key",
+                str(workdir / "keys"),
+                "--callback-url",
+                callback_url,
+                "--json",
+            ],
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        (workdir / "credentials.json").write_text(created.stdout)
+        credentials = Credentials.from_files(workdir / "credentials.json", workdir / "keys" / "private.pem")
+        return cls(workdir, env, callback_url, server_port, credentials)
+
+    @property
+    def signer(self) -> _Core:
+        return _Core(self.base_url, self.credentials)
+
+    def raw(self, method: str, path: str, headers: dict[str, str], body: bytes) -> bytes:
+        return raw_request(self.server_port, method, path, headers, body)
+
+    def routes(self) -> set[str]:
+        if "routes" not in self.state:
+            self.state["routes"] = set(httpx.get(f"{self.base_url}/openapi.json").json()["paths"])
+        return set(self.state["routes"])
+
+    def callback_benchmarks(self, server: Any, receipts: Path, log: Path) -> dict[str, Any]:
+        from bench.callbacks import run_callback_benchmarks
+
+        return run_callback_benchmarks(self, server, receipts, log)
+
+
+class Scenario:
+    name = ""
+    route: str | None = None
+    unavailable_reason = "its endpoint is not in this build"
+
+    def available(self, ctx: BenchContext) -> bool:
+        return self.route is None or self.route in ctx.routes()
+
+    def prepare(self, ctx: BenchContext) -> None:
+        """Work before the first run (objects the requests refer to)."""
+
+    def build(self, ctx: BenchContext, count: int) -> list[bytes]:
+        raise NotImplementedError
+
+    def unique(self) -> bool:
+        return False
+
+    def write_requests(self, ctx: BenchContext, path: Path, concurrency: int, seconds: float) -> None:
+        count = int(MAX_EXPECTED_RPS * seconds * 1.2) if self.unique() else max(2, concurrency)
+        write_lua(path, self.build(ctx, count))
+
+
+CARD_BODY: dict[str, Any] = {
+    "externalId": "EXT",
+    "orderId": "ORD",
+    "currency": "IDR",
+    "paymentMethod": "card",
+    "paymentChannel": "CARD",
+    "paymentMode": "OPEN",
+    "paymentDetails": {"amount": 150000, "isCustomerPayingFee": False, "transactionDescription": "Sepatu lari"},
+    "itemDetails": [{"itemId": "SKU-1", "name": "Sepatu lari", "amount": 150000, "qty": 1}],
+    "customerDetails": {
+        "email": "budi@example.com",
+        "fullName": "Budi Santoso",
+        "phone": "081234567890",
+        "ipAddress": "127.0.0.1",
+    },
+    "billingAddress": {
+        "fullName": "Budi Santoso",
+        "phone": "081234567890",
+        "address": "Jl. Merdeka 1",
+        "city": "Jakarta",
+        "postalCode": "10110",
+        "country": "ID",
+    },
+    "shippingAddress": {
+        "fullName": "Budi Santoso",
+        "phone": "081234567890",
+        "address": "Jl. Merdeka 1",
+        "city": "Jakarta",
+        "postalCode": "10110",
+        "country": "ID",
+    },
+    "returnUrl": "https://merchant.example/return",
+}
+
+
+class Ceiling(Scenario):
+    """Same framework, middleware and server; parses the card charge body and answers."""
+
+    name = "ceiling"
+    route = None
+
+    def build(self, ctx: BenchContext, count: int) -> list[bytes]:
+        body = json.dumps(CARD_BODY, separators=(",", ":")).encode()
+        return [ctx.raw("POST", "/bench/ceiling", {"Content-Type": "application/json"}, body)] * count
+
+
+class AccessToken(Scenario):
+    name = "access-token"
+    route = "/auth/merchants/v1.0/access-token/b2b"
+
+    def build(self, ctx: BenchContext, count: int) -> list[bytes]:
+        # One signature stays valid for the allowed skew (5 min): the token endpoint takes replays.
+        request = ctx.signer._token_request("payment")
+        return [ctx.raw(request.method, request.path, request.headers, request.body)] * count
+
+
+SCENARIOS: list[Scenario] = [Ceiling(), AccessToken()]
