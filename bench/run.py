@@ -301,8 +301,9 @@ def write_report(report: dict[str, Any]) -> None:
     for r in report["runs"]:
         ratio = f"{r['ratio_to_ceiling']:.2f}" if r["ratio_to_ceiling"] is not None else "-"
         lines.append(
-            f"| {r['scenario']} | {r['concurrency']} | {r['rps']:.0f} | {ratio} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} "
-            f"| {r['p999_ms']:.2f} | {r['non_2xx'] + r['socket_errors']} | {r['generator_cpu']:.2f} |"
+            f"| {r['scenario']} | {r['concurrency']} | {r['rps']:.0f} | {ratio} | {r['p50_ms']:.2f} "
+            f"| {r['p99_ms']:.2f} | {r['p999_ms']:.2f} | {r['non_2xx'] + r['socket_errors']} "
+            f"| {r['generator_cpu']:.2f} |"
         )
     lines += [
         "",
