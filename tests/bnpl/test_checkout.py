@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import copy
 from datetime import timedelta
+from typing import Any
 
 import httpx
 import pytest
@@ -76,3 +78,106 @@ async def test_amount_must_equal_items_total(app: FastAPI, client: httpx.AsyncCl
         "responseCode": "4009201",
         "responseMessage": "Invalid Field Format paymentDetails.amount.value",
     }
+
+
+_DELETE = object()
+
+
+def _set(body: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    body = copy.deepcopy(body)
+    target: Any = body
+    parts = path.replace("[0]", ".0").split(".")
+    for part in parts[:-1]:
+        target = target[int(part)] if part.isdigit() else target[part]
+    last = parts[-1]
+    if value is _DELETE:
+        del target[last]
+    else:
+        target[last] = value
+    return body
+
+
+INVALID = [
+    ("partnerReferenceNo", "p" * 65, "01"),
+    ("partnerReferenceNo", _DELETE, "02"),
+    ("partnerReferenceNo", "", "02"),
+    ("partnerReferenceNo", 123, "01"),
+    ("paymentDetails", _DELETE, "02"),
+    ("paymentDetails.amount.value", "100000", "01"),
+    ("paymentDetails.amount.value", _DELETE, "02"),
+    ("paymentDetails.amount.currency", "USD", "01"),
+    ("itemDetails", _DELETE, "02"),
+    ("itemDetails", [], "01"),
+    ("itemDetails[0].itemId", "i" * 65, "01"),
+    ("itemDetails[0].itemId", "TAXFEE", "01"),
+    ("itemDetails[0].name", "n" * 129, "01"),
+    ("itemDetails[0].amount.value", "50000", "01"),
+    ("itemDetails[0].amount.currency", "SGD", "01"),
+    ("itemDetails[0].category", "ELECTRONICS", "01"),
+    ("itemDetails[0].category", "NOPE", "01"),
+    ("itemDetails[0].qty", "2", "01"),
+    ("itemDetails[0].qty", 0, "01"),
+    ("itemDetails[0].qty", _DELETE, "02"),
+    ("customerDetails", _DELETE, "02"),
+    ("customerDetails.firstName", "f" * 17, "01"),
+    ("customerDetails.firstName", _DELETE, "02"),
+    ("customerDetails.lastName", "l" * 17, "01"),
+    ("customerDetails.email", "not-an-email", "01"),
+    ("customerDetails.email", "a" * 60 + "@x.id", "01"),
+    ("customerDetails.email", _DELETE, "02"),
+    ("customerDetails.phone", "0812-3456", "01"),
+    ("customerDetails.phone", "1" * 17, "01"),
+    ("customerDetails.phone", _DELETE, "02"),
+    ("sellers", "x", "01"),
+    ("sellers[0].id", "s" * 17, "01"),
+    ("sellers[0].name", "s" * 17, "01"),
+    ("sellers[0].url", "not a url", "01"),
+    ("sellers[0].sellerIdNumber", "9" * 33, "01"),
+    ("sellers[0].email", "nope", "01"),
+    ("sellers[0].address.firstName", _DELETE, "02"),
+    ("sellers[0].address.firstName", "f" * 17, "01"),
+    ("sellers[0].address.lastName", "l" * 17, "01"),
+    ("sellers[0].address.address", _DELETE, "02"),
+    ("sellers[0].address.address", "a" * 257, "01"),
+    ("sellers[0].address.city", _DELETE, "02"),
+    ("sellers[0].address.city", "c" * 33, "01"),
+    ("sellers[0].address.postalCode", _DELETE, "02"),
+    ("sellers[0].address.postalCode", "123456789", "01"),
+    ("sellers[0].address.phone", _DELETE, "02"),
+    ("sellers[0].address.countryCode", "Indonesia", "01"),
+    ("sellers[0].address.countryCode", _DELETE, "02"),
+    ("callbackUrl", _DELETE, "02"),
+    ("callbackUrl", "example.com/cb", "01"),
+]
+
+
+@pytest.mark.parametrize(("path", "value", "case"), INVALID)
+async def test_each_invalid_field(app: FastAPI, client: httpx.AsyncClient, path: str, value: Any, case: str) -> None:
+    merchant = await make_merchant(app)
+    response = await post_signed(client, merchant, CHECKOUT, _set(checkout_body(), path, value))
+    assert response.status_code == 400, response.text
+    kind = "Invalid Field Format" if case == "01" else "Invalid Mandatory Field"
+    assert response.json() == {"responseCode": f"40092{case}", "responseMessage": f"{kind} {path}"}
+
+
+async def test_optional_parts_may_be_left_out(app: FastAPI, client: httpx.AsyncClient) -> None:
+    merchant = await make_merchant(app)
+    body = checkout_body()
+    del body["sellers"]
+    del body["customerDetails"]["lastName"]
+    assert (await post_signed(client, merchant, CHECKOUT, body)).status_code == 200
+    body = checkout_body()
+    body["sellers"] = [{"id": "S1"}, {"name": "Two", "email": "two@shop.id"}]
+    assert (await post_signed(client, merchant, CHECKOUT, body)).status_code == 200
+
+
+async def test_callback_url_must_be_https_in_production(
+    app: FastAPI, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kasir.config import get_settings
+
+    merchant = await make_merchant(app)
+    monkeypatch.setattr(get_settings(), "env", "production")
+    response = await post_signed(client, merchant, CHECKOUT, checkout_body("http://127.0.0.1:9/cb"))
+    assert response.status_code == 400
+    assert response.json()["responseCode"] == "4009201"
