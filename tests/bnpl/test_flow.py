@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 from typing import Any
 
@@ -12,7 +13,7 @@ from fastapi import FastAPI
 from kasir.bnpl.service import expire_due_bnpl_transactions
 from kasir.config import get_settings
 from kasir.kit.clock import clock, parse_aware
-from tests.bnpl.helpers import access_token, checkout_body, item, post_signed
+from tests.bnpl.helpers import access_token, checkout_body, external_id, item, post_signed
 from tests.support import builders
 from tests.support.builders import make_merchant
 from tests.support.receiver import CallbackReceiver, ReceivedRequest
@@ -239,3 +240,32 @@ async def test_over_a_real_socket(app: FastAPI, served: ServedKasir, receiver: C
     payload = check_notification(notification, merchant, callback_url)
     assert payload["latestTransactionStatus"] == "00"
     assert payload["tenure"] == 12
+
+
+async def test_concurrent_decisions_only_one_wins(
+    app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
+) -> None:
+    merchant = await make_merchant(app)
+    callback_url = receiver.url("/bnpl/race")
+    data = await checkout(client, merchant, callback_url)
+    path = page_path(data)
+    responses = await asyncio.gather(
+        client.post(f"{path}/approve", data={"tenure": "3"}),
+        client.post(f"{path}/reject"),
+        client.post(f"{path}/approve", data={"tenure": "6"}),
+    )
+    assert sorted(r.status_code for r in responses) == [303, 409, 409]
+    [notification] = await receiver.wait_for(1, path="/bnpl/race")
+    await asyncio.sleep(0.3)
+    assert len(receiver.requests) == 1
+    status = await inquire(client, merchant, {"originalReferenceNo": data["referenceNo"]})
+    assert status.json()["latestTransactionStatus"] == notification.json()["latestTransactionStatus"]
+
+
+async def test_concurrent_requests_with_one_external_id(app: FastAPI, client: httpx.AsyncClient) -> None:
+    merchant = await make_merchant(app)
+    shared = external_id()
+    responses = await asyncio.gather(
+        *(post_signed(client, merchant, CHECKOUT, checkout_body(), external=shared) for _ in range(3))
+    )
+    assert sorted(r.status_code for r in responses) == [200, 409, 409]
