@@ -16,7 +16,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.bnpl import pages
-from kasir.bnpl.schemas import PaymentCalculationRequest, QrCheckoutRequest, StatusInquiryRequest
+from kasir.bnpl.schemas import BnplStatusInquiryRequest, PaymentCalculationRequest, QrCheckoutRequest
 from kasir.bnpl.security import SNAP_HEADERS, VerifiedSnapCaller
 from kasir.bnpl.service import bnpl_service, option_body, parse_request, transaction_body
 from kasir.config import get_settings
@@ -79,9 +79,9 @@ async def qr_checkout(caller: VerifiedSnapCaller, session: WriteSession) -> JSON
     )
 
 
-@_snap_post("status", SERVICE_STATUS_INQUIRY, StatusInquiryRequest, "BNPL status inquiry")
+@_snap_post("status", SERVICE_STATUS_INQUIRY, BnplStatusInquiryRequest, "BNPL status inquiry")
 async def status_inquiry(caller: VerifiedSnapCaller, session: WriteSession) -> JSONResponse:
-    request = parse_request(StatusInquiryRequest, caller.body)
+    request = parse_request(BnplStatusInquiryRequest, caller.body)
     tx = await bnpl_service.inquire(session, caller.merchant, request)
     body = {
         "responseCode": success_code(SERVICE_STATUS_INQUIRY),

@@ -124,7 +124,7 @@ StrictQty = Annotated[int, BeforeValidator(_strict_qty), AfterValidator(_qty_ran
 LenientQty = Annotated[int, BeforeValidator(_lenient_qty), AfterValidator(_qty_range)]
 
 
-class Money(SnapModel):
+class BnplMoney(SnapModel):
     value: AmountValue
     currency: Currency
 
@@ -136,10 +136,10 @@ class Money(SnapModel):
 # --- payment calculation (service 90) -----------------------------------------------
 
 
-class CalculationItem(SnapModel):
+class BnplCalculationItem(SnapModel):
     item_id: ItemId
     name: Str128
-    amount: Money
+    amount: BnplMoney
     url: Url256
     image_url: OptUrl256 | None = None
     category: Annotated[str, _text(256), Req, AfterValidator(_category)]
@@ -149,34 +149,34 @@ class CalculationItem(SnapModel):
 
 
 class PaymentCalculationRequest(SnapModel):
-    amount: Money
-    item_details: Annotated[list[CalculationItem], Field(min_length=1)]
+    amount: BnplMoney
+    item_details: Annotated[list[BnplCalculationItem], Field(min_length=1)]
     additional_info: dict[str, Any] | None = None
 
 
 # --- QR checkout (service 92) -------------------------------------------------------
 
 
-class PaymentDetails(SnapModel):
-    amount: Money
+class BnplPaymentDetails(SnapModel):
+    amount: BnplMoney
 
 
-class CheckoutItem(SnapModel):
+class BnplCheckoutItem(SnapModel):
     item_id: ItemId
     name: Str128
-    amount: Money
+    amount: BnplMoney
     category: Annotated[str, _text(4), Req, AfterValidator(_category)]
     qty: StrictQty
 
 
-class CustomerDetails(SnapModel):
+class BnplCustomerDetails(SnapModel):
     first_name: Str16
     last_name: Opt16 | None = None
     email: Email64
     phone: Phone16
 
 
-class SellerAddress(SnapModel):
+class BnplSellerAddress(SnapModel):
     first_name: Str16
     last_name: Opt16 | None = None
     address: Str256
@@ -186,21 +186,21 @@ class SellerAddress(SnapModel):
     country_code: Annotated[str, _text(16), Req, AfterValidator(_country)]
 
 
-class Seller(SnapModel):
+class BnplSeller(SnapModel):
     id: Opt16 | None = None
     name: Opt16 | None = None
     url: OptUrl256 | None = None
     seller_id_number: Opt32 | None = None
     email: OptEmail64 | None = None
-    address: SellerAddress | None = None
+    address: BnplSellerAddress | None = None
 
 
 class QrCheckoutRequest(SnapModel):
     partner_reference_no: Str64
-    payment_details: PaymentDetails
-    item_details: Annotated[list[CheckoutItem], Field(min_length=1)]
-    customer_details: CustomerDetails
-    sellers: list[Seller] | None = None
+    payment_details: BnplPaymentDetails
+    item_details: Annotated[list[BnplCheckoutItem], Field(min_length=1)]
+    customer_details: BnplCustomerDetails
+    sellers: list[BnplSeller] | None = None
     callback_url: Annotated[str, _text(2048), Req, AfterValidator(_url)]
     additional_info: dict[str, Any] | None = None
 
@@ -208,7 +208,7 @@ class QrCheckoutRequest(SnapModel):
 # --- status inquiry (service 93) -----------------------------------------------------
 
 
-class StatusInquiryRequest(SnapModel):
+class BnplStatusInquiryRequest(SnapModel):
     original_partner_reference_no: Annotated[str, _text(64)] | None = None
     original_reference_no: Annotated[str, _text(64)] | None = None
     additional_info: dict[str, Any] | None = None
