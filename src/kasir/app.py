@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib
 import importlib.util
 from collections.abc import AsyncIterator
@@ -52,6 +53,9 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
             app.state.database = database
             worker = DeliveryWorker(database, settings) if settings.embedded_worker else None
             worker_task = asyncio.create_task(worker.run()) if worker else None
+            # Objects made at start-up live for the whole process: keep them out of every full GC pass.
+            gc.collect()
+            gc.freeze()
             yield
         finally:
             if worker is not None and worker_task is not None:

@@ -49,6 +49,12 @@ class Settings(BaseSettings):
     )
     callback_concurrency: int = Field(32, ge=1, description="Callback attempts in flight per worker.")
     embedded_worker: bool = Field(True, description="Run the callback worker inside `kasir serve`.")
+    credential_cache_seconds: float = Field(
+        5.0,
+        ge=0,
+        description="How long a process reuses a merchant's public key for token signatures; a rotated key "
+        "takes effect in other processes within this time. 0 disables the cache.",
+    )
     db_pool_size: int = Field(10, ge=1, description="Connections per process (PostgreSQL).")
     log_level: str = Field("INFO", description="Python log level name.")
     log_format: Literal["json", "text"] = Field("json", description="Log lines as JSON (default) or plain text.")
@@ -88,8 +94,17 @@ class Settings(BaseSettings):
         return _read_or_create_secret(self.data_dir / "admin.token")
 
 
+_generated_secrets: dict[Path, str] = {}
+
+
 def _read_or_create_secret(path: Path) -> str:
-    """Read a generated secret, creating it (mode 0600) on first use; safe across processes."""
+    """A generated secret, read once per process (it is on hot paths), created (mode 0600) on first use."""
+    if path not in _generated_secrets:
+        _generated_secrets[path] = _load_or_create(path)
+    return _generated_secrets[path]
+
+
+def _load_or_create(path: Path) -> str:
     if path.exists():
         return path.read_text().strip()
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -98,6 +99,39 @@ async def validate_callback_url(url: str | None) -> str | None:
     return url
 
 
+@dataclass(frozen=True, slots=True)
+class TokenSigner:
+    """What verifying a token request needs: whose key, and the key."""
+
+    merchant_id: str
+    public_key_pem: str
+
+
+class _TokenSignerCache:
+    """client_id -> TokenSigner for a few seconds: the token endpoint's hot path skips the database."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[float, TokenSigner]] = {}
+
+    def get(self, client_id: str) -> TokenSigner | None:
+        entry = self._entries.get(client_id)
+        if entry is None or entry[0] < time.monotonic():
+            return None
+        return entry[1]
+
+    def put(self, client_id: str, signer: TokenSigner, ttl: float) -> None:
+        if ttl > 0:
+            if len(self._entries) > 10_000:
+                self._entries.clear()
+            self._entries[client_id] = (time.monotonic() + ttl, signer)
+
+    def forget(self, client_id: str) -> None:
+        self._entries.pop(client_id, None)
+
+
+token_signer_cache = _TokenSignerCache()
+
+
 class MerchantService:
     async def create(
         self, session: AsyncSession, *, name: str, public_key: str | bytes, callback_url: str | None = None
@@ -147,6 +181,19 @@ class MerchantService:
     async def get_by_client_id(self, session: AsyncSession, client_id: str) -> Merchant | None:
         return await merchant_repository.get_by_client_id(session, client_id)
 
+    def cached_token_signer(self, client_id: str) -> TokenSigner | None:
+        return token_signer_cache.get(client_id)
+
+    async def token_signer(self, session: AsyncSession, client_id: str) -> TokenSigner | None:
+        signer = token_signer_cache.get(client_id)
+        if signer is None:
+            merchant = await merchant_repository.get_by_client_id(session, client_id)
+            if merchant is None:
+                return None
+            signer = TokenSigner(merchant.id, merchant.public_key_pem)
+            token_signer_cache.put(client_id, signer, get_settings().credential_cache_seconds)
+        return signer
+
     async def list(self, session: AsyncSession) -> Sequence[Merchant]:
         return await merchant_repository.list(session)
 
@@ -154,6 +201,7 @@ class MerchantService:
         merchant = await self.get(session, merchant_id)
         merchant.public_key_pem = validate_public_key(public_key)
         merchant.updated_at = clock.now()
+        token_signer_cache.forget(merchant.client_id)
         await session.flush()
         return merchant
 

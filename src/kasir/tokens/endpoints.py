@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.config import get_settings
-from kasir.db import read_session
 from kasir.kit.clock import clock, isoformat_seconds
 from kasir.snap.codes import SERVICE_TOKEN, SUCCESS_MESSAGE, success_code
 from kasir.snap.headers import check_timestamp, parse_json_body, require_headers, require_json_content_type
@@ -37,17 +35,14 @@ _TOKEN_ROUTE: dict[str, Any] = {
     },
 }
 
-Session = Annotated[AsyncSession, Depends(read_session)]
-
-
-async def _issue(request: Request, session: AsyncSession, product: Product) -> JSONResponse:
+async def _issue(request: Request, product: Product) -> JSONResponse:
     headers = request.headers
     require_json_content_type(headers)
     timestamp, client_key, signature = require_headers(headers, "X-TIMESTAMP", "X-CLIENT-KEY", "X-SIGNATURE")
     check_timestamp(timestamp, get_settings().clock_skew_seconds)
     additional_info = parse_grant(parse_json_body(await request.body()))
-    _merchant, token = await access_token_service.issue(
-        session, product=product, client_key=client_key, timestamp=timestamp, signature=signature
+    token = await access_token_service.issue(
+        request.app.state.database, product=product, client_key=client_key, timestamp=timestamp, signature=signature
     )
     body: dict[str, Any] = {
         "responseCode": success_code(SERVICE_TOKEN),
@@ -62,10 +57,10 @@ async def _issue(request: Request, session: AsyncSession, product: Product) -> J
 
 
 @router.post("/auth/merchants/v1.0/access-token/b2b", summary="Access token (payment product)", **_TOKEN_ROUTE)
-async def payment_access_token(request: Request, session: Session) -> JSONResponse:
-    return await _issue(request, session, Product.PAYMENT)
+async def payment_access_token(request: Request) -> JSONResponse:
+    return await _issue(request, Product.PAYMENT)
 
 
 @router.post("/api/v1.0/access-token/b2b", summary="Access token (disbursement product)", **_TOKEN_ROUTE)
-async def disbursement_access_token(request: Request, session: Session) -> JSONResponse:
-    return await _issue(request, session, Product.DISBURSEMENT)
+async def disbursement_access_token(request: Request) -> JSONResponse:
+    return await _issue(request, Product.DISBURSEMENT)

@@ -18,13 +18,11 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from kasir.config import get_settings
+from kasir.db import Database
 from kasir.errors import InvalidFieldFormat, InvalidMandatoryField, InvalidToken, Unauthorized
 from kasir.kit.clock import clock
 from kasir.kit.crypto import b64decode_strict, derive_key
-from kasir.merchants.models import Merchant
 from kasir.merchants.service import merchant_service
 from kasir.snap.signatures import token_string_to_sign, verify_asymmetric
 
@@ -102,24 +100,27 @@ def read_access_token(value: str, product: Product) -> AccessToken:
 class AccessTokenService:
     async def issue(
         self,
-        session: AsyncSession,
+        database: Database,
         *,
         product: Product,
         client_key: str,
         timestamp: str,
         signature: str,
-    ) -> tuple[Merchant, AccessToken]:
+    ) -> AccessToken:
         """interface.md Authentication 1: verify SHA256withRSA over `client_id|X-TIMESTAMP`, then mint."""
         try:
             b64decode_strict(signature)
         except ValueError as exc:
             raise InvalidFieldFormat("X-SIGNATURE", "must be Base64") from exc
-        merchant = await merchant_service.get_by_client_id(session, client_key)
-        if merchant is None:
+        signer = merchant_service.cached_token_signer(client_key)
+        if signer is None:  # a database read only when the process has not seen this client lately
+            async with database.unit_of_work(read_only=True) as session:
+                signer = await merchant_service.token_signer(session, client_key)
+        if signer is None:
             raise Unauthorized("Unknown X-CLIENT-KEY")
-        if not verify_asymmetric(merchant.public_key_pem, token_string_to_sign(client_key, timestamp), signature):
+        if not verify_asymmetric(signer.public_key_pem, token_string_to_sign(client_key, timestamp), signature):
             raise Unauthorized("X-SIGNATURE does not verify with the registered public key")
-        return merchant, mint_access_token(merchant.id, product)
+        return mint_access_token(signer.merchant_id, product)
 
 
 def parse_grant(body: Any) -> dict[str, Any] | None:

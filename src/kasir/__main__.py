@@ -1,0 +1,5 @@
+"""`python -m kasir`: the kasir command."""
+
+from kasir.cli import main
+
+main()
