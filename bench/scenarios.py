@@ -173,4 +173,66 @@ class AccessToken(Scenario):
         return [ctx.raw(request.method, request.path, request.headers, request.body)] * count
 
 
-SCENARIOS: list[Scenario] = [Ceiling(), AccessToken()]
+def _bnpl_item(**extra: Any) -> dict[str, Any]:
+    return {
+        "itemId": "SKU-1",
+        "name": "Headphones",
+        "amount": {"value": "75000.00", "currency": "IDR"},
+        "category": "ELEC",
+        "qty": 2,
+        **extra,
+    }
+
+
+class _Snap(Scenario):
+    """A SNAP request signed per request (symmetric, with a token) and a fresh X-EXTERNAL-ID."""
+
+    path = ""
+
+    def unique(self) -> bool:
+        return True
+
+    def prepare(self, ctx: BenchContext) -> None:
+        from kasir_client import Client
+
+        with Client(ctx.base_url, ctx.credentials) as client:
+            ctx.state["token"] = client.access_token()
+
+    def body(self, ctx: BenchContext, n: int) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def build(self, ctx: BenchContext, count: int) -> list[bytes]:
+        signer, token = ctx.signer, ctx.state["token"]
+        run = ctx.state["run"] = ctx.state.get("run", 0) + 1
+        requests = []
+        for n in range(count):
+            body = json.dumps(self.body(ctx, run * 10_000_000 + n), separators=(",", ":")).encode()
+            request = signer._snap_request(self.path, body, f"{run}{n:09d}", token)
+            requests.append(ctx.raw(request.method, request.path, request.headers, request.body))
+        return requests
+
+
+class BnplCalculation(_Snap):
+    name = "bnpl-calculation"
+    route = path = "/v1.0/bnpl/payment-calculation"
+
+    def body(self, ctx: BenchContext, n: int) -> dict[str, Any]:
+        item = _bnpl_item(url="https://shop.example/sku-1", parentType="SELLER", parentId="SELLER-1")
+        return {"amount": {"value": "150000.00", "currency": "IDR"}, "itemDetails": [item]}
+
+
+class BnplCheckout(_Snap):
+    name = "bnpl-checkout"
+    route = path = "/v1.0/bnpl/qr-checkout"
+
+    def body(self, ctx: BenchContext, n: int) -> dict[str, Any]:
+        return {
+            "partnerReferenceNo": f"BENCH-{n}",
+            "paymentDetails": {"amount": {"value": "150000.00", "currency": "IDR"}},
+            "itemDetails": [_bnpl_item()],
+            "customerDetails": {"firstName": "Budi", "email": "budi@example.com", "phone": "081234567890"},
+            "callbackUrl": ctx.callback_url,
+        }
+
+
+SCENARIOS: list[Scenario] = [Ceiling(), AccessToken(), BnplCalculation(), BnplCheckout()]
