@@ -17,10 +17,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.bnpl import pages
 from kasir.bnpl.schemas import BnplStatusInquiryRequest, PaymentCalculationRequest, QrCheckoutRequest
-from kasir.bnpl.security import SNAP_HEADERS, VerifiedSnapCaller
+from kasir.bnpl.security import SNAP_HEADERS, UnitOfWork, VerifiedSnapCaller
 from kasir.bnpl.service import bnpl_service, option_body, parse_request, transaction_body
 from kasir.config import get_settings
-from kasir.db import read_session, write_session
+from kasir.db import read_session
 from kasir.errors import KasirError, NotFound, WireFormat, wire
 from kasir.snap.codes import (
     SERVICE_PAYMENT_CALCULATION,
@@ -33,8 +33,8 @@ from kasir.snap.openapi import snap_errors, snap_header_params, snap_route
 
 router = APIRouter(tags=["bnpl"])
 
-WriteSession = Annotated[AsyncSession, Depends(write_session)]
-ReadSession = Annotated[AsyncSession, Depends(read_session)]
+WriteSession = UnitOfWork
+ReadSession = Annotated[AsyncSession, Depends(read_session, scope="function")]
 VERSIONS = ("v1.0", "v1.1")
 
 

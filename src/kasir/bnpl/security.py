@@ -120,7 +120,13 @@ async def _merchant(session: AsyncSession, partner_id: str) -> Merchant:
         raise Unauthorized("Unknown X-PARTNER-ID") from exc
 
 
-async def _snap_caller(request: Request, session: Annotated[AsyncSession, Depends(write_session)]) -> SnapCaller:
+# The request's unit of work, committed when the endpoint returns and BEFORE the response is
+# sent (scope="function"): FastAPI's default scope would commit after the client already has
+# the answer, so a merchant could read back a transaction that is not yet committed.
+UnitOfWork = Annotated[AsyncSession, Depends(write_session, scope="function")]
+
+
+async def _snap_caller(request: Request, session: UnitOfWork) -> SnapCaller:
     return await verify_snap_request(request, session)
 
 
