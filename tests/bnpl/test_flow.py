@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -269,3 +270,38 @@ async def test_concurrent_requests_with_one_external_id(app: FastAPI, client: ht
         *(post_signed(client, merchant, CHECKOUT, checkout_body(), external=shared) for _ in range(3))
     )
     assert sorted(r.status_code for r in responses) == [200, 409, 409]
+
+
+async def test_a_checkout_is_committed_before_its_answer(app: FastAPI, served: ServedKasir) -> None:
+    """Read-after-write across a real socket: the page and inquiry see the transaction at once."""
+    merchant = await make_merchant(app)
+    async with httpx.AsyncClient(base_url=served.base_url) as http:
+        for _ in range(5):
+            data = await checkout(http, merchant, "http://127.0.0.1:9/cb")
+            assert (await http.get(data["qrContent"])).status_code == 200
+            status = await inquire(http, merchant, {"originalReferenceNo": data["referenceNo"]})
+            assert status.json()["latestTransactionStatus"] == "01"
+
+
+async def test_old_external_ids_are_forgotten(app: FastAPI) -> None:
+    from sqlalchemy import func, select
+
+    from kasir.bnpl.models import BnplExternalId
+
+    merchant = await make_merchant(app)
+    async with app.state.database.unit_of_work() as session:
+        session.add(
+            BnplExternalId(
+                merchant_id=merchant.id,
+                day=clock.local_now().date() - timedelta(days=3),
+                external_id="1",
+                created_at=clock.now(),
+            )
+        )
+    clock.advance(86400)  # a new day: the purge runs again
+    await expire_due_bnpl_transactions(app.state.database)
+    async with app.state.database.unit_of_work(read_only=True) as session:
+        count = await session.scalar(
+            select(func.count()).select_from(BnplExternalId).where(BnplExternalId.merchant_id == merchant.id)
+        )
+    assert count == 0

@@ -22,6 +22,7 @@ from kasir.bnpl.service import bnpl_service, option_body, parse_request, transac
 from kasir.config import get_settings
 from kasir.db import read_session
 from kasir.errors import KasirError, NotFound, WireFormat, wire
+from kasir.kit.clock import isoformat_seconds
 from kasir.snap.codes import (
     SERVICE_PAYMENT_CALCULATION,
     SERVICE_QR_CHECKOUT,
@@ -92,8 +93,6 @@ async def status_inquiry(caller: VerifiedSnapCaller, session: WriteSession) -> J
         "tenure": tx.tenure,
     }
     if tx.paid_at is not None:
-        from kasir.kit.clock import isoformat_seconds
-
         body["paidTime"] = isoformat_seconds(tx.paid_at)
     return JSONResponse(body)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import date, datetime
 
-from sqlalchemy import select
+from sqlalchemy import delete, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -33,6 +33,9 @@ class BnplRepository:
         except IntegrityError:
             return False
         return True
+
+    async def forget_external_ids_before(self, session: AsyncSession, day: date) -> None:
+        await session.execute(delete(BnplExternalId).where(BnplExternalId.day < day))
 
     async def add_transaction(self, session: AsyncSession, tx: BnplTransaction) -> bool:
         """False when partnerReferenceNo is taken for this merchant."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import date, timedelta
 from decimal import Decimal
 from typing import Any, TypeVar
 
@@ -26,10 +26,17 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.bnpl.models import BnplPricing, BnplTransaction
-from kasir.bnpl.pricing import DEFAULT_PLANS, InstallmentOption, Plan, installment_options, plans_from_json
+from kasir.bnpl.pricing import (
+    DEFAULT_PLANS,
+    InstallmentOption,
+    Plan,
+    installment_options,
+    plans_from_json,
+    plans_to_json,
+)
 from kasir.bnpl.repository import bnpl_repository
 from kasir.bnpl.security import SnapCaller
-from kasir.bnpl.states import NOTIFIED, BnplStatus, transition
+from kasir.bnpl.states import NOTIFIED, BnplStatus, TransactionNotInitiated, transition
 from kasir.callbacks.models import CallbackKind
 from kasir.callbacks.service import callback_outbox
 from kasir.callbacks.ssrf import check_callback_url
@@ -106,8 +113,6 @@ class BnplService:
 
     async def set_pricing(self, session: AsyncSession, merchant_id: str, plans: Sequence[Plan] | None) -> None:
         """A merchant's own pricing table; None goes back to the shipped default."""
-        from kasir.bnpl.pricing import plans_to_json
-
         encoded = json.dumps(plans_to_json(plans)) if plans else None
         await bnpl_repository.save_pricing(
             session, BnplPricing(merchant_id=merchant_id, plans=encoded, updated_at=clock.now())
@@ -193,8 +198,6 @@ class BnplService:
     def _refuse_if_due(self, tx: BnplTransaction) -> None:
         # Past validityPeriod the transaction is as good as expired; the expiry job records 05.
         if tx.status == BnplStatus.INITIATED.value and tx.expires_at <= clock.now():
-            from kasir.bnpl.states import TransactionNotInitiated
-
             raise TransactionNotInitiated("Transaction has expired")
 
     async def expire(self, session: AsyncSession, reference_no: str) -> bool:
@@ -309,11 +312,20 @@ def transaction_body(tx: BnplTransaction) -> dict[str, Any]:
 # --- expiry (the worker scheduler calls this) -----------------------------------------
 
 
+_purged_on: dict[int, date] = {}
+
+
 async def expire_due_bnpl_transactions(database: Database) -> int:
     """Move every Initiated transaction past its validityPeriod to 05 Expired; each in its own unit of work."""
     async with database.unit_of_work(read_only=True) as session:
         due = await bnpl_repository.due_for_expiry(session, clock.now())
     expired = 0
+    today = clock.local_now().date()
+    if _purged_on.get(id(database)) != today:
+        # X-EXTERNAL-ID is unique per day: ids older than yesterday are no longer needed (once a day).
+        async with database.unit_of_work() as session:
+            await bnpl_repository.forget_external_ids_before(session, today - timedelta(days=1))
+        _purged_on[id(database)] = today
     for reference_no in due:
         try:
             async with database.unit_of_work() as session:
