@@ -181,3 +181,14 @@ async def test_callback_url_must_be_https_in_production(
     response = await post_signed(client, merchant, CHECKOUT, checkout_body("http://127.0.0.1:9/cb"))
     assert response.status_code == 400
     assert response.json()["responseCode"] == "4009201"
+
+
+async def test_unknown_transactions_and_bad_tenure_values(app: FastAPI, client: httpx.AsyncClient) -> None:
+    assert (await client.get("/bnpl/qr/BNPLNOSUCH.png")).status_code == 404
+    assert (await client.get("/bnpl/pages/BNPLNOSUCH")).status_code == 404
+    assert (await client.post("/bnpl/pages/BNPLNOSUCH/approve", data={"tenure": "3"})).status_code == 404
+    merchant = await make_merchant(app)
+    data = (await post_signed(client, merchant, CHECKOUT, checkout_body())).json()
+    path = f"/bnpl/pages/{data['referenceNo']}/approve"
+    assert (await client.post(path, data={"tenure": "three"})).status_code == 400
+    assert (await client.post(path, data={})).status_code == 400
