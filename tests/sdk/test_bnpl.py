@@ -57,7 +57,8 @@ async def test_calculation_checkout_and_status(app, served, receiver, signing):
         created = await client.bnpl_checkout(checkout(reference, receiver.url("/bnpl")))
         assert created.response_code == "2009200"
         assert created.status == "01"
-        assert created.qr_url and created.qr_content
+        assert created.qr_url
+        assert created.qr_content
 
         status = await client.bnpl_status(reference_no=created.reference_no)
         assert status.status == "01"
