@@ -166,3 +166,22 @@ async def test_configured_category_table(
     assert custom.status_code == 200, custom.text
     shipped = await post_signed(client, merchant, CALC, calculation_body(items=[calculation_item(qty=2)]))
     assert shipped.json()["responseCode"] == "4009001"
+
+
+async def test_same_options_whatever_the_item_order(app: FastAPI, client: httpx.AsyncClient) -> None:
+    import itertools
+
+    merchant = await make_merchant(app)
+    items = [
+        calculation_item(amount="12345.67", qty=3, item_id="A"),
+        calculation_item(amount="999.99", qty=7, item_id="B"),
+        calculation_item(amount="15000.00", qty=1, item_id="shippingfee", category="FEES"),
+    ]
+    total = "59036.94"  # 37037.01 + 6999.93 + 15000.00
+    answers = []
+    for order in itertools.permutations(items):
+        response = await post_signed(client, merchant, CALC, calculation_body(total, list(order)))
+        assert response.status_code == 200, response.text
+        answers.append(response.json()["payments"])
+    assert all(answer == answers[0] for answer in answers)
+    assert answers[0][0]["totalTransactionAmount"] == money(total)
