@@ -1,0 +1,82 @@
+"""The example shop takes a BNPL payment through a real `kasir serve` and follows its callbacks."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+import pytest
+import uvicorn
+from examples.merchant_shop.app import create_app
+
+from tests.conftest import TEST_ADMIN_TOKEN
+from tests.sdk.helpers import sdk_credentials
+from tests.support.builders import make_merchant
+from tests.support.postgres import free_port
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+async def shop(app, served, tmp_path):
+    merchant = await make_merchant(app)
+    port = free_port()
+    shop_app = create_app(
+        kasir_url=served.base_url,
+        shop_url=f"http://127.0.0.1:{port}",
+        credentials=sdk_credentials(merchant),
+        db_path=str(tmp_path / "shop.db"),
+    )
+    server = uvicorn.Server(uvicorn.Config(shop_app, host="127.0.0.1", port=port, log_level="warning"))
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.01)
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+        yield http
+    server.should_exit = True
+    await task
+
+
+async def wait_status(shop: httpx.AsyncClient, order_id: int, status: str) -> dict:
+    for _ in range(200):
+        order = (await shop.get(f"/orders/{order_id}")).json()
+        if order["status"] == status:
+            return order
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"order {order_id} is {order['status']}, expected {status}")
+
+
+async def test_bnpl_order_is_paid_by_a_verified_callback_and_replays_change_nothing(shop, served):
+    created = (await shop.post("/orders", json={"method": "bnpl", "amount": 150000})).json()
+    assert created["status"] == "pending"
+    async with httpx.AsyncClient() as http:
+        approved = await http.post(created["pay_url"] + "/approve", data={"tenure": "3"})
+        assert approved.status_code == 303
+    order = await wait_status(shop, created["id"], "paid")
+
+    # A replayed callback (delivery is at least once) leaves the order as it is.
+    admin = {"Authorization": f"Bearer {TEST_ADMIN_TOKEN}"}
+    async with httpx.AsyncClient(base_url=served.base_url, headers=admin) as http:
+        listed = (await http.get("/admin/callbacks", params={"transaction": order["kasir_reference"]})).json()
+        [callback] = listed["callbacks"]
+        replay = (await http.post(f"/admin/callbacks/{callback['id']}/replay")).json()
+        for _ in range(100):
+            shown = (await http.get(f"/admin/callbacks/{replay['id']}")).json()
+            if shown["status"] == "delivered":
+                break
+            await asyncio.sleep(0.05)
+    assert shown["status"] == "delivered"
+    assert (await shop.get(f"/orders/{created['id']}")).json()["status"] == "paid"
+
+
+async def test_unsigned_callback_is_refused(shop):
+    created = (await shop.post("/orders", json={"method": "bnpl", "amount": 20000})).json()
+    forged = json.dumps({"originalPartnerReferenceNo": created["reference"], "latestTransactionStatus": "00"})
+    response = await shop.post(
+        "/callbacks/bnpl",
+        content=forged,
+        headers={"X-TIMESTAMP": "2026-11-22T10:00:00+07:00", "X-SIGNATURE": "Zm9yZ2Vk"},
+    )
+    assert response.status_code == 401
+    assert (await shop.get(f"/orders/{created['id']}")).json()["status"] == "pending"
