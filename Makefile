@@ -55,3 +55,7 @@ clean:
 bench: $(VENV)/.dev
 	@scripts/system-deps.sh bench
 	$(BIN)/python bench/run.py
+
+## make demo: against a running `make run`, a merchant goes through every product
+demo: $(VENV)/.dev
+	$(BIN)/python examples/demo.py
