@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -22,6 +23,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.types import TypeDecorator
+from sqlalchemy.util import await_only
 from starlette.requests import Request
 
 from kasir.config import Settings
@@ -125,6 +127,12 @@ def _ensure_sqlite_dir(url: str) -> None:
 
 
 def _configure_sqlite(engine: AsyncEngine) -> None:
+    # One writer at a time is SQLite's rule. Writers of this process queue on a FIFO lock taken
+    # just before BEGIN IMMEDIATE and released when the connection returns to the pool, instead
+    # of polling SQLite's busy handler (which sleeps up to 100 ms between tries). Writers of
+    # other processes still meet the busy timeout.
+    write_lock = _LoopLocalLock()
+
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         # Take transaction control away from the driver: SQLAlchemy emits BEGIN itself below.
@@ -139,7 +147,58 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(connection: Any) -> None:
         mode = connection.get_execution_options().get("sqlite_begin", "IMMEDIATE")
-        connection.exec_driver_sql(f"BEGIN {mode}")
+        record_info = connection.connection._connection_record.info
+        if mode == "IMMEDIATE" and not record_info.get("holds_write_lock"):
+            await_only(write_lock.acquire())
+            record_info["holds_write_lock"] = True
+        try:
+            connection.exec_driver_sql(f"BEGIN {mode}")
+        except BaseException:
+            _release(record_info, write_lock)
+            raise
+
+    @event.listens_for(engine.sync_engine.pool, "checkin")
+    def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
+        _release(record.info, write_lock)
+
+    @event.listens_for(engine.sync_engine, "commit")
+    def _on_commit(connection: Any) -> None:
+        # Released as COMMIT is sent; the next writer's BEGIN IMMEDIATE waits at most for the fsync.
+        _release(connection.connection._connection_record.info, write_lock)
+
+    @event.listens_for(engine.sync_engine, "rollback")
+    def _on_rollback(connection: Any) -> None:
+        _release(connection.connection._connection_record.info, write_lock)
+
+
+def _release(record_info: dict[str, Any], lock: _LoopLocalLock) -> None:
+    if record_info.pop("holds_write_lock", False):
+        lock.release()
+
+
+class _LoopLocalLock:
+    """An asyncio.Lock per event loop (tests and the CLI run several loops in one process)."""
+
+    def __init__(self) -> None:
+        self._locks: dict[int, asyncio.Lock] = {}
+
+    def _lock(self) -> asyncio.Lock:
+        loop = asyncio.get_running_loop()
+        lock = self._locks.get(id(loop))
+        if lock is None:
+            lock = self._locks[id(loop)] = asyncio.Lock()
+        return lock
+
+    async def acquire(self) -> None:
+        await self._lock().acquire()
+
+    def release(self) -> None:
+        try:
+            lock = self._lock()
+        except RuntimeError:  # a connection checked in outside any loop (disposal): nothing to release
+            return
+        if lock.locked():
+            lock.release()
 
 
 async def ping(database: Database) -> None:
