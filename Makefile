@@ -58,4 +58,4 @@ bench: $(VENV)/.dev
 
 ## make demo: against a running `make run`, a merchant goes through every product
 demo: $(VENV)/.dev
-	$(BIN)/python examples/demo.py
+	NO_PROXY=127.0.0.1,localhost,$$NO_PROXY $(BIN)/python examples/demo.py

@@ -20,6 +20,11 @@ from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
 
 TEST_DB = os.environ.get("KASIR_TEST_DB", "sqlite")
+
+# Every test talks to 127.0.0.1 only; machines with an HTTP(S)_PROXY for the package registries (CI) must not send
+# that traffic to the proxy. Set before any client or `kasir serve` subprocess is made, so all of them inherit it.
+for _name in ("NO_PROXY", "no_proxy"):
+    os.environ[_name] = ",".join(filter(None, ["127.0.0.1,localhost", os.environ.get(_name, "")]))
 TEST_SECRET_KEY = "test-secret-key-not-for-production"
 TEST_ADMIN_TOKEN = "test-admin-token"
 

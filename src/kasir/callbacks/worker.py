@@ -63,6 +63,9 @@ class DeliveryWorker:
         self._inflight: set[asyncio.Task[None]] = set()
         self._http = httpx.AsyncClient(
             follow_redirects=False,  # decisions.md §8: redirects are not followed
+            # Straight to the merchant: a proxy from the environment would bypass the SSRF check of the
+            # resolved address (and CI machines carry proxy variables meant for package registries).
+            trust_env=False,
             timeout=settings.callback_timeout_seconds,
             limits=httpx.Limits(max_connections=self.concurrency, max_keepalive_connections=self.concurrency),
         )
