@@ -161,6 +161,16 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
         _release(record.info, write_lock)
 
+    # A connection whose reset failed (a task cancelled mid-transaction) is invalidated or closed
+    # instead of checked in: release there too, or every later writer of the process waits forever.
+    @event.listens_for(engine.sync_engine.pool, "invalidate")
+    def _on_invalidate(_dbapi_connection: Any, record: Any, _exception: Any) -> None:
+        _release(record.info, write_lock)
+
+    @event.listens_for(engine.sync_engine.pool, "close")
+    def _on_close(_dbapi_connection: Any, record: Any) -> None:
+        _release(record.info, write_lock)
+
     @event.listens_for(engine.sync_engine, "commit")
     def _on_commit(connection: Any) -> None:
         # Released as COMMIT is sent; the next writer's BEGIN IMMEDIATE waits at most for the fsync.

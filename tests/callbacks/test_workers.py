@@ -55,9 +55,14 @@ class WorkerProcess:
         self.process.send_signal(signum)
 
     async def wait(self, timeout: float = 30) -> int:
-        code = await asyncio.to_thread(self.process.wait, timeout)
-        self.log.close()
-        return code
+        try:
+            return await asyncio.to_thread(self.process.wait, timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()  # a hung worker fails this test only, not the ones after it
+            self.process.wait()
+            raise
+        finally:
+            self.log.close()
 
 
 async def statuses(database: Database) -> Counter[str]:

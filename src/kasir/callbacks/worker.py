@@ -58,6 +58,7 @@ class DeliveryWorker:
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         self.concurrency = settings.callback_concurrency
         self._wake = asyncio.Event()
+        self._stopped = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
         self._inflight: set[asyncio.Task[None]] = set()
@@ -86,6 +87,7 @@ class DeliveryWorker:
 
     def stop(self) -> None:
         self._stopping = True
+        self._stopped.set()
         self.wake()
 
     async def run(self) -> None:
@@ -115,7 +117,9 @@ class DeliveryWorker:
                     await asyncio.wait_for(self._wake.wait(), self.settings.callback_poll_seconds)
         finally:
             unsubscribe()
-            for task in background:
+            # The expiry scheduler ends its current pass by itself (`_stopping`): cancelling it inside a
+            # database transaction could strand the SQLite write lock that in-flight attempts still need.
+            for task in background[1:]:
                 task.cancel()
             await asyncio.gather(*background, return_exceptions=True)
             if self._inflight:  # finish what was started: an attempt sent is an attempt recorded
@@ -135,13 +139,14 @@ class DeliveryWorker:
 
     async def _expiry_scheduler(self) -> None:
         jobs = expiry_jobs()
-        while True:
+        while not self._stopping:
             for job in jobs:
                 try:
                     await job(self.database)
                 except Exception:
                     log.exception("expiry job failed", extra={"job": job.__qualname__})
-            await asyncio.sleep(EXPIRY_INTERVAL_SECONDS)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopped.wait(), EXPIRY_INTERVAL_SECONDS)
 
     async def _listen(self) -> None:
         """Wake on NOTIFY from other processes (PostgreSQL only)."""
