@@ -1,0 +1,261 @@
+"""Wallet routes (decisions.md §5): create-payment, create-qr, inquiry, refund, void, dummy-payment
+(staging only), the QR image and the staging checkout page.
+
+Every API route checks, in order (each failure in the wallet format, decisions.md §4):
+
+    x-version missing / not v3                        01  400
+    Content-Type not application/json                 01  400
+    Authorization not valid Basic credentials         04  401
+    x-req-signature missing                           01  400
+    body not a JSON object, external_id / order_id
+      missing (they are signed)                       01  400
+    x-req-signature ≠ sha256(hash_key + external_id + order_id)   04  401
+    any field against its type, length and rule       01  400
+"""
+
+from __future__ import annotations
+
+import io
+from dataclasses import dataclass
+from typing import Annotated, Any, TypeVar
+
+import segno
+from fastapi import APIRouter, Depends, Form, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from pydantic import BaseModel, ValidationError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.callbacks.signing import x_req_signature
+from kasir.config import get_settings
+from kasir.db import read_session, write_session
+from kasir.errors import (
+    BadRequest,
+    InvalidFieldFormat,
+    InvalidMandatoryField,
+    KasirError,
+    NotFound,
+    Unauthorized,
+    WireFormat,
+    from_pydantic_errors,
+    wire,
+)
+from kasir.kit.crypto import constant_time_equals
+from kasir.merchants.basic_auth import BasicCaller, authenticate_basic
+from kasir.snap.headers import parse_json_body
+from kasir.snap.openapi import snap_route
+from kasir.wallet import pages
+from kasir.wallet.schemas import (
+    CreatePaymentRequest,
+    DummyPaymentRequest,
+    InquiryRequest,
+    RefundRequest,
+    VoidRequest,
+    WalletErrorBody,
+)
+from kasir.wallet.service import dummy_payment_result, wallet_service
+
+router = APIRouter(tags=["wallet"])
+
+Model = TypeVar("Model", bound=BaseModel)
+API_VERSION = "v3"  # interface.md: x-version v3 on a v2 path
+
+# The request's unit of work, committed before the response is sent (see bnpl/security.py).
+UnitOfWork = Annotated[AsyncSession, Depends(write_session, scope="function")]
+ReadSession = Annotated[AsyncSession, Depends(read_session, scope="function")]
+
+
+@dataclass(frozen=True, slots=True)
+class WalletCaller:
+    """A verified wallet request: the merchant, and its JSON body (an object)."""
+
+    merchant: BasicCaller
+    body: dict[str, Any]
+
+
+def _signed_field(body: dict[str, Any], name: str) -> str:
+    value = body.get(name)
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise InvalidMandatoryField(name)
+    if not isinstance(value, str):
+        raise InvalidFieldFormat(name, "must be a string")
+    return value
+
+
+async def verify_wallet_request(request: Request, session: AsyncSession) -> WalletCaller:
+    headers = request.headers
+    version = headers.get("x-version")
+    if version is None or not version.strip():
+        raise InvalidMandatoryField("x-version")
+    if version.strip() != API_VERSION:
+        raise InvalidFieldFormat("x-version", f"must be {API_VERSION}")
+    content_type = headers.get("content-type", "")
+    if content_type.split(";", 1)[0].strip().lower() != "application/json":
+        raise InvalidFieldFormat("Content-Type", "must be application/json")
+    caller = await authenticate_basic(session, headers.get("authorization"))
+    signature = headers.get("x-req-signature")
+    if signature is None or not signature.strip():
+        raise InvalidMandatoryField("x-req-signature")
+    body = parse_json_body(await request.body())
+    if not isinstance(body, dict):
+        raise BadRequest("body must be a JSON object", field="body")
+    external_id, order_id = _signed_field(body, "external_id"), _signed_field(body, "order_id")
+    expected = x_req_signature(caller.secrets.hash_key, external_id, order_id)
+    if not constant_time_equals(signature.strip(), expected):
+        raise Unauthorized("x-req-signature does not match sha256(hash_key + external_id + order_id)")
+    return WalletCaller(caller, body)
+
+
+async def _wallet_caller(request: Request, session: UnitOfWork) -> WalletCaller:
+    return await verify_wallet_request(request, session)
+
+
+VerifiedCaller = Annotated[WalletCaller, Depends(_wallet_caller)]
+
+
+def parse(model: type[Model], body: dict[str, Any]) -> Model:
+    try:
+        return model.model_validate(body)
+    except ValidationError as exc:
+        raise from_pydantic_errors(exc.errors()) from exc
+
+
+def _staging_only() -> None:
+    if get_settings().is_production:
+        raise NotFound("Not Found")
+
+
+Staging = Depends(_staging_only)
+
+_HEADERS = [
+    {"name": "Authorization", "in": "header", "required": True, "schema": {"type": "string"},
+     "description": "Basic base64(merchant_id:secret) or Basic base64(merchant_id:secret:hash_key)"},
+    {"name": "x-req-signature", "in": "header", "required": True, "schema": {"type": "string"},
+     "description": "lowercase hex sha256(hash_key + external_id + order_id)"},
+    {"name": "x-version", "in": "header", "required": True, "schema": {"type": "string", "enum": [API_VERSION]}},
+]  # fmt: skip
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": WalletErrorBody, "description": "`01` Request Parameter Error: names the field and the rule"},
+    401: {"model": WalletErrorBody, "description": "`04` Unauthorized Merchant"},
+    404: {"model": WalletErrorBody, "description": "`02` Data Not Found"},
+    409: {"model": WalletErrorBody, "description": "`03` Failed Request (the transaction's state refuses it)"},
+    500: {"model": WalletErrorBody, "description": "`98` System Error"},
+}
+
+
+def _extra(model: type[BaseModel]) -> dict[str, Any]:
+    """The raw-body request schema (the body is read before it is validated: signature first)."""
+    extra = snap_route("00", model)
+    extra.pop("x-snap-service-code", None)
+    extra.update(wire(WireFormat.WALLET))
+    extra["parameters"] = _HEADERS
+    return extra
+
+
+def _route(path: str, model: type[BaseModel], summary: str, *, staging: bool = False) -> Any:
+    return router.post(
+        path,
+        summary=summary,
+        openapi_extra=_extra(model),
+        responses=_ERRORS,
+        dependencies=[Staging] if staging else None,
+    )
+
+
+@_route("/ewallet/v2/create-payment", CreatePaymentRequest, "Create a wallet payment (checkout page)")
+async def create_payment(caller: VerifiedCaller, session: UnitOfWork) -> JSONResponse:
+    request = parse(CreatePaymentRequest, caller.body)
+    tx = await wallet_service.create_payment(session, caller.merchant.merchant, request)
+    return JSONResponse(await wallet_service.describe(session, tx))
+
+
+@_route("/ewallet/v2/create-qr", CreatePaymentRequest, "Create a dynamic QRIS payment")
+async def create_qr(caller: VerifiedCaller, session: UnitOfWork) -> JSONResponse:
+    request = parse(CreatePaymentRequest, caller.body)
+    tx = await wallet_service.create_payment(session, caller.merchant.merchant, request, qr=True)
+    return JSONResponse(await wallet_service.describe(session, tx))
+
+
+@_route("/ewallet/v2/inquiry", InquiryRequest, "Current state of a wallet transaction")
+async def inquiry(caller: VerifiedCaller, session: UnitOfWork) -> JSONResponse:
+    tx = await wallet_service.inquire(session, caller.merchant.merchant, parse(InquiryRequest, caller.body))
+    return JSONResponse(await wallet_service.describe(session, tx))
+
+
+@_route("/ewallet/v2/refund", RefundRequest, "Refund a paid wallet transaction (partial allowed)")
+async def refund(caller: VerifiedCaller, session: UnitOfWork) -> JSONResponse:
+    tx = await wallet_service.refund_payment(session, caller.merchant.merchant, parse(RefundRequest, caller.body))
+    return JSONResponse(await wallet_service.describe(session, tx))
+
+
+@_route("/ewallet/v2/void", VoidRequest, "Void a wallet transaction paid today (Asia/Jakarta)")
+async def void(caller: VerifiedCaller, session: UnitOfWork) -> JSONResponse:
+    tx = await wallet_service.void_payment(session, caller.merchant.merchant, parse(VoidRequest, caller.body))
+    return JSONResponse(await wallet_service.describe(session, tx))
+
+
+@_route("/ewallet/v2/dummy-payment", DummyPaymentRequest, "Simulate the customer's payment (staging)", staging=True)
+async def dummy_payment(caller: VerifiedCaller, session: UnitOfWork) -> JSONResponse:
+    request = parse(DummyPaymentRequest, caller.body)
+    tx = await wallet_service.dummy_payment(session, caller.merchant.merchant, request)
+    return JSONResponse(dummy_payment_result(tx))
+
+
+# --- QR image and the staging checkout page (payment_url) ------------------------------
+
+_PLAIN = wire(WireFormat.PLAIN)
+
+
+@router.get("/ewallet/qr/{transaction_id}.png", summary="QRIS image (qr_url)", openapi_extra=_PLAIN)
+async def qr_image(transaction_id: str, session: ReadSession) -> Response:
+    tx = await wallet_service.get(session, transaction_id)
+    if tx.qr_string is None:
+        raise NotFound("Not Found")
+    buffer = io.BytesIO()
+    segno.make(tx.qr_string, error="m", micro=False).save(buffer, kind="png", scale=6, border=4)
+    return Response(buffer.getvalue(), media_type="image/png")
+
+
+@router.get(
+    "/ewallet/pages/{transaction_id}",
+    summary="Wallet checkout page (staging)",
+    openapi_extra=_PLAIN,
+    dependencies=[Staging],
+    response_class=HTMLResponse,
+)
+async def checkout_page(transaction_id: str, session: ReadSession) -> HTMLResponse:
+    tx = await wallet_service.get(session, transaction_id)
+    return HTMLResponse(await pages.render_checkout(session, tx))
+
+
+@router.post(
+    "/ewallet/pages/{transaction_id}/pay",
+    summary="Pay on the checkout page (staging)",
+    openapi_extra=_PLAIN,
+    dependencies=[Staging],
+)
+async def pay_on_page(transaction_id: str, session: UnitOfWork) -> Response:
+    try:
+        await wallet_service.pay_on_page(session, transaction_id)
+    except KasirError as error:
+        if isinstance(error, NotFound):
+            raise
+        return HTMLResponse(pages.render_refusal(transaction_id, error.message), status_code=error.http_status)
+    return RedirectResponse(f"/ewallet/pages/{transaction_id}", status_code=303)
+
+
+@router.post(
+    "/ewallet/pages/{transaction_id}/fail",
+    summary="Fail on the checkout page (staging; OVO reports failures)",
+    openapi_extra=_PLAIN,
+    dependencies=[Staging],
+)
+async def fail_on_page(
+    transaction_id: str, session: UnitOfWork, reason: Annotated[str | None, Form(max_length=255)] = None
+) -> Response:
+    try:
+        await wallet_service.fail_on_page(session, transaction_id, reason)
+    except KasirError as error:
+        if isinstance(error, NotFound):
+            raise
+        return HTMLResponse(pages.render_refusal(transaction_id, error.message), status_code=error.http_status)
+    return RedirectResponse(f"/ewallet/pages/{transaction_id}", status_code=303)

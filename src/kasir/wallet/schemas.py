@@ -1,0 +1,257 @@
+"""Wallet request bodies (decisions.md §5), snake_case on the wire.
+
+Every field's type, length and rule is checked; a failure is `01` whose message names the
+field and the rule (`order_id may contain only letters, digits and -`). Amounts are whole
+rupiah (decisions.md §7): JSON integers only, never a float or a string.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic_core import PydanticCustomError
+
+from kasir.kit.clock import parse_aware
+
+CHANNELS = ("OVO", "DANA", "SHOPEEPAY", "LINKAJA", "VIRGO", "QRIS")
+QR_CHANNEL = "QRIS"  # the dynamic-QR-only channel: create-qr only
+FAILURE_CHANNEL = "OVO"  # the failure-reporting channel
+AMOUNT_MAX = 9_999_999_999_999_999  # 16 digits, like the other products' amounts
+QTY_MAX = 999  # the card API's item qty limit, the same for wallet items
+SIMULATED_STATUSES = ("PAID", "FAILED", "EXPIRED")
+
+_ORDER_ID = re.compile(r"^[A-Za-z0-9-]+$")
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_PHONE = re.compile(r"^\+?[0-9]{6,15}$")
+_COUNTRY = re.compile(r"^[A-Z]{2,3}$")
+
+
+class WalletModel(BaseModel):
+    model_config = ConfigDict(extra="ignore", str_strip_whitespace=False)
+
+
+def _required(value: str) -> str:
+    if not value.strip():
+        raise PydanticCustomError("missing", "is required")
+    return value
+
+
+def _string(value: Any) -> Any:
+    if not isinstance(value, str):
+        raise PydanticCustomError("string_type", "must be a string")
+    return value
+
+
+def _text(max_length: int) -> Any:
+    return StringConstraints(max_length=max_length)
+
+
+def _order_id(value: str) -> str:
+    if not _ORDER_ID.match(value):
+        raise PydanticCustomError("order_id", "may contain only letters, digits and -")
+    return value
+
+
+def _wallet_method(value: str) -> str:
+    if value != "wallet":
+        raise PydanticCustomError("payment_method", "must be wallet")
+    return value
+
+
+def _channel(value: str) -> str:
+    if value not in CHANNELS:
+        raise PydanticCustomError("payment_channel", "must be one of " + ", ".join(CHANNELS))
+    return value
+
+
+def _idr(value: str) -> str:
+    if value != "IDR":
+        raise PydanticCustomError("currency", "must be IDR")
+    return value
+
+
+def _rupiah(value: Any) -> Any:
+    # decisions.md §7: whole rupiah. 150000.0 or "150000" are refused rather than guessed at.
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PydanticCustomError("rupiah", "must be a whole number of rupiah (a JSON integer, like 150000)")
+    if not 1 <= value <= AMOUNT_MAX:
+        raise PydanticCustomError("rupiah", "must be a positive whole number of rupiah, at most 16 digits")
+    return value
+
+
+def _qty(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PydanticCustomError("qty", "must be an integer")
+    if not 1 <= value <= QTY_MAX:
+        raise PydanticCustomError("qty", f"must be between 1 and {QTY_MAX}")
+    return value
+
+
+def _email(value: str) -> str:
+    if not _EMAIL.match(value):
+        raise PydanticCustomError("email", "must be an email address")
+    return value
+
+
+def _phone(value: str) -> str:
+    if not _PHONE.match(value):
+        raise PydanticCustomError("phone", "must be 6 to 15 digits, optionally after +")
+    return value
+
+
+def _country(value: str) -> str:
+    if not _COUNTRY.match(value):
+        raise PydanticCustomError("country", "must be an ISO country code, like ID or IDN")
+    return value
+
+
+def _url(value: str) -> str:
+    if not re.match(r"^https?://[^\s/]+", value):
+        raise PydanticCustomError("url", "must be an absolute http(s) URL")
+    return value
+
+
+def _timestamp(value: Any) -> Any:
+    if not isinstance(value, str):
+        raise PydanticCustomError("timestamp", "must be an ISO 8601 string with an offset")
+    try:
+        return parse_aware(value)
+    except ValueError as exc:
+        raise PydanticCustomError(
+            "timestamp", "must be ISO 8601 with an offset, like 2026-11-23T10:15:00+07:00"
+        ) from exc
+
+
+def _simulated(value: str) -> str:
+    if value not in SIMULATED_STATUSES:
+        raise PydanticCustomError("simulate_status", "must be one of " + ", ".join(SIMULATED_STATUSES))
+    return value
+
+
+def _id_type(value: str) -> str:
+    if value not in ("HP", "EMAIL"):
+        raise PydanticCustomError("id_type", "must be HP or EMAIL")
+    return value
+
+
+Str = BeforeValidator(_string)
+Req = AfterValidator(_required)
+
+
+ExternalId = Annotated[str, Str, _text(64), Req]
+OrderId = Annotated[str, Str, _text(100), Req, AfterValidator(_order_id)]
+TransactionId = Annotated[str, Str, _text(64), Req]
+PaymentMethod = Annotated[str, Str, Req, AfterValidator(_wallet_method)]
+Channel = Annotated[str, Str, Req, AfterValidator(_channel)]
+Currency = Annotated[str, Str, Req, AfterValidator(_idr)]
+Rupiah = Annotated[int, BeforeValidator(_rupiah)]
+Qty = Annotated[int, BeforeValidator(_qty)]
+Email = Annotated[str, Str, _text(64), Req, AfterValidator(_email)]
+Phone = Annotated[str, Str, _text(16), Req, AfterValidator(_phone)]
+Country = Annotated[str, Str, _text(3), Req, AfterValidator(_country)]
+Url = Annotated[str, Str, _text(2048), Req, AfterValidator(_url)]
+Timestamp = Annotated[datetime, BeforeValidator(_timestamp)]
+Text16 = Annotated[str, Str, _text(16), Req]
+Text32 = Annotated[str, Str, _text(32), Req]
+Text64 = Annotated[str, Str, _text(64), Req]
+Text128 = Annotated[str, Str, _text(128), Req]
+Text255 = Annotated[str, Str, _text(255), Req]
+OptText255 = Annotated[str, Str, _text(255)]
+OptText1024 = Annotated[str, Str, _text(1024)]
+
+
+class WalletPaymentDetails(WalletModel):
+    amount: Rupiah
+    transaction_description: Text255
+    expired_time: Timestamp | None = None
+
+
+class WalletCustomerDetails(WalletModel):
+    email: Email
+    full_name: Text128
+    phone: Phone
+
+
+class WalletItem(WalletModel):
+    item_id: Text64
+    name: Text128
+    amount: Rupiah  # unit price
+    qty: Qty
+    description: OptText255 | None = None
+
+
+class WalletAddress(WalletModel):
+    full_name: Text128
+    phone: Phone
+    address: Text255
+    city: Text64
+    postal_code: Annotated[str, Str, _text(10), Req]
+    country: Country
+
+
+class WalletDetails(WalletModel):
+    id: Text64
+    id_type: Annotated[str, Str, Req, AfterValidator(_id_type)]
+
+
+class CreatePaymentRequest(WalletModel):
+    """The body of `/ewallet/v2/create-payment` and `/ewallet/v2/create-qr`.
+
+    `wallet_details` is mandatory on create-payment (the customer's wallet account) and
+    optional on create-qr, where whoever scans pays; the service checks that.
+    """
+
+    external_id: ExternalId
+    order_id: OrderId
+    currency: Currency
+    payment_method: PaymentMethod
+    payment_channel: Channel
+    payment_details: WalletPaymentDetails
+    customer_details: WalletCustomerDetails
+    item_details: Annotated[list[WalletItem], Field(min_length=1, max_length=100)]
+    wallet_details: WalletDetails | None = None
+    billing_address: WalletAddress | None = None
+    shipping_address: WalletAddress | None = None
+    additional_data: OptText1024 | None = None
+    callback_url: Url | None = None
+    return_url: Url | None = None
+
+
+class TransactionReference(WalletModel):
+    """Names one transaction: inquiry, void (and the base of refund and dummy payment)."""
+
+    transaction_id: TransactionId
+    external_id: ExternalId
+    order_id: OrderId
+
+
+class InquiryRequest(TransactionReference):
+    pass
+
+
+class RefundRequest(TransactionReference):
+    refund_amount: Rupiah
+    reason: OptText255 | None = None
+
+
+class VoidRequest(TransactionReference):
+    reason: OptText255 | None = None
+
+
+class DummyPaymentRequest(TransactionReference):
+    """interface.md: Dummy payment request, plus decisions.md §5's `simulate_status`."""
+
+    payment_method: PaymentMethod
+    payment_channel: Channel
+    simulate_status: Annotated[str, Str, Req, AfterValidator(_simulated)] = "PAID"
+    failure_reason: OptText255 | None = None
+
+
+class WalletErrorBody(BaseModel):
+    """Every wallet failure (decisions.md §4)."""
+
+    response_code: str
+    response_message: str

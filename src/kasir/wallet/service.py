@@ -1,0 +1,579 @@
+"""Wallet rules: create (checkout page or dynamic QR), inquiry, pay, fail, expire, refund, void.
+
+    KasirError
+    ├── BadRequest                          01  400
+    │   ├── InvalidFieldFormat
+    │   │   ├── AmountMismatch              payment_details.amount ≠ Σ item amount × qty
+    │   │   ├── ChannelNotOnThisRoute       QRIS outside create-qr, or another channel on it
+    │   │   ├── ExpiryOutOfRange            payment_details.expired_time outside 1 min … 24 h
+    │   │   └── ChannelMismatch             dummy payment for another channel than the transaction's
+    │   └── InvalidMandatoryField
+    │       └── CallbackUrlMissing          neither the request nor the merchant has one
+    ├── NotFound
+    │   └── WalletTransactionNotFound       02  404
+    └── Conflict                            03  409
+        ├── DuplicateExternalId             external_id already used by this merchant
+        └── TransactionStateRefused (states.py): any move TRANSITIONS does not allow
+            ├── TransactionExpired          PENDING past its expired_time
+            ├── NotTheFailureChannel        `failed` is for OVO only
+            ├── RefundExceedsRefundable     refund_amount > what is left of the paid amount
+            └── VoidNotSameDay              void after the Jakarta day of paid_time
+
+Every move into PAID, EXPIRED, failed, REFUNDED (each refund) and VOID records one wallet
+callback (outbox kind WALLET) in the same unit of work; the dispatcher sends it after commit
+with header and query parameter `svc-signature` (decisions.md §3.5).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.callbacks.models import CallbackKind
+from kasir.callbacks.service import callback_outbox
+from kasir.callbacks.signing import svc_signature, x_req_signature
+from kasir.callbacks.ssrf import check_callback_url
+from kasir.config import get_settings
+from kasir.db import Database
+from kasir.errors import Conflict, InvalidFieldFormat, InvalidMandatoryField, NotFound
+from kasir.kit.clock import JAKARTA, clock, isoformat_millis
+from kasir.kit.ids import new_id, random_token
+from kasir.merchants.models import Merchant
+from kasir.merchants.service import merchant_service
+from kasir.wallet.models import WalletRefund, WalletTransaction
+from kasir.wallet.qris import QrisPayment, build_payload
+from kasir.wallet.repository import wallet_repository
+from kasir.wallet.schemas import (
+    FAILURE_CHANNEL,
+    QR_CHANNEL,
+    CreatePaymentRequest,
+    DummyPaymentRequest,
+    InquiryRequest,
+    RefundRequest,
+    TransactionReference,
+    VoidRequest,
+)
+from kasir.wallet.states import (
+    NOTIFIED,
+    TransactionStateRefused,
+    WalletStatus,
+    check_transition,
+    transition,
+)
+
+log = logging.getLogger("kasir.wallet")
+
+CURRENCY = "IDR"
+PAYMENT_METHOD = "WALLET"  # interface.md: the callback's payment_method
+DEFAULT_EXPIRY = timedelta(minutes=15)  # decisions.md §5
+MIN_EXPIRY = timedelta(minutes=1)
+MAX_EXPIRY = timedelta(hours=24)
+QR_AMOUNT_MAX = 9_999_999_999_999  # EMVCo field 54 holds at most 13 characters
+DEFAULT_FAILURE_REASON = "Payment declined by the wallet"
+SUCCESS_MESSAGE = "Success"
+# payment_system: the payment system label of the callback (interface.md: "for example a QR type").
+PAYMENT_SYSTEMS = {QR_CHANNEL: "QRIS_DYNAMIC"}
+DEFAULT_PAYMENT_SYSTEM = "EWALLET"
+# The simulator's issuer of a QRIS payment: Kasir is acquirer and issuer, so the relation is on_us.
+QR_SIMULATED_ISSUER = "KASIR"
+
+
+# --- errors ----------------------------------------------------------------------------
+
+
+class AmountMismatch(InvalidFieldFormat):
+    def __init__(self) -> None:
+        super().__init__("payment_details.amount", "must equal the sum of item_details amount × qty")
+
+
+class ChannelNotOnThisRoute(InvalidFieldFormat):
+    pass
+
+
+class ExpiryOutOfRange(InvalidFieldFormat):
+    def __init__(self) -> None:
+        super().__init__("payment_details.expired_time", "must be between 1 minute and 24 hours from now")
+
+
+class ChannelMismatch(InvalidFieldFormat):
+    def __init__(self) -> None:
+        super().__init__("payment_channel", "must be the payment channel of the transaction")
+
+
+class CallbackUrlMissing(InvalidMandatoryField):
+    def __init__(self) -> None:
+        super().__init__("callback_url")
+        self.reason = "is required when the merchant has no default callback URL"
+
+
+class WalletTransactionNotFound(NotFound):
+    default_message = "Data Not Found"
+
+
+class DuplicateExternalId(Conflict):
+    def __init__(self) -> None:
+        super().__init__("external_id is already used by another transaction of this merchant", field="external_id")
+
+
+class TransactionExpired(TransactionStateRefused):
+    pass
+
+
+class NotTheFailureChannel(TransactionStateRefused):
+    pass
+
+
+class RefundExceedsRefundable(TransactionStateRefused):
+    pass
+
+
+class VoidNotSameDay(TransactionStateRefused):
+    pass
+
+
+# --- the service ---------------------------------------------------------------------
+
+
+def items_total(request: CreatePaymentRequest) -> int:
+    return sum(item.amount * item.qty for item in request.item_details)
+
+
+class WalletService:
+    # --- creation ------------------------------------------------------------------
+
+    async def create_payment(
+        self, session: AsyncSession, merchant: Merchant, request: CreatePaymentRequest, *, qr: bool = False
+    ) -> WalletTransaction:
+        """A PENDING transaction: checkout page (`qr=False`) or dynamic QRIS (`qr=True`).
+
+        Also the entry of the card charge's `paymentMethod: ewallet` (decisions.md §7).
+        """
+        channel = request.payment_channel
+        if qr and channel != QR_CHANNEL:
+            raise ChannelNotOnThisRoute("payment_channel", f"must be {QR_CHANNEL} on /ewallet/v2/create-qr")
+        if not qr and channel == QR_CHANNEL:
+            raise ChannelNotOnThisRoute(
+                "payment_channel", f"{QR_CHANNEL} is only available through /ewallet/v2/create-qr"
+            )
+        if not qr and request.wallet_details is None:
+            raise InvalidMandatoryField("wallet_details")
+        amount = request.payment_details.amount
+        if items_total(request) != amount:
+            raise AmountMismatch()
+        if qr and amount > QR_AMOUNT_MAX:
+            raise InvalidFieldFormat("payment_details.amount", "must be at most 13 digits on QRIS")
+        now = clock.now()
+        expires_at = request.payment_details.expired_time or now + DEFAULT_EXPIRY
+        if not MIN_EXPIRY <= expires_at - now <= MAX_EXPIRY:
+            raise ExpiryOutOfRange()
+        callback_url = request.callback_url or merchant.callback_url
+        if not callback_url:
+            raise CallbackUrlMissing()
+        await check_callback_url(callback_url, production=get_settings().is_production, field="callback_url")
+        if await wallet_repository.by_external_id(session, merchant.id, request.external_id) is not None:
+            raise DuplicateExternalId()
+
+        details = {
+            "customer_details": request.customer_details.model_dump(),
+            "item_details": [item.model_dump() for item in request.item_details],
+            "wallet_details": request.wallet_details.model_dump() if request.wallet_details else None,
+            "billing_address": request.billing_address.model_dump() if request.billing_address else None,
+            "shipping_address": request.shipping_address.model_dump() if request.shipping_address else None,
+            "additional_data": request.additional_data,
+        }
+        tx = WalletTransaction(
+            id=new_id("WLT", 20),
+            merchant_id=merchant.id,
+            external_id=request.external_id,
+            order_id=request.order_id,
+            reference_id=new_id("REF", 17),
+            payment_channel=channel,
+            currency=CURRENCY,
+            amount=amount,
+            refunded_amount=0,
+            status=WalletStatus.PENDING.value,
+            description=request.payment_details.transaction_description,
+            callback_url=callback_url,
+            return_url=request.return_url,
+            details=json.dumps(details, ensure_ascii=False),
+            qr_string=None,
+            terminal_id=None,
+            failure_reason=None,
+            issuer=None,
+            retrieval_reference_no=None,
+            created_at=now,
+            expires_at=expires_at,
+            updated_at=now,
+            paid_at=None,
+            voided_at=None,
+        )
+        if channel == QR_CHANNEL:
+            tx.terminal_id = terminal_id(merchant)
+            tx.qr_string = build_payload(
+                QrisPayment(
+                    merchant_id=merchant.id,
+                    merchant_name=merchant.name,
+                    amount=amount,
+                    transaction_id=tx.id,
+                    order_id=tx.order_id,
+                    terminal_id=tx.terminal_id,
+                )
+            )
+        if not await wallet_repository.add_transaction(session, tx):
+            raise DuplicateExternalId()
+        log.info("wallet transaction created", extra={"transaction_id": tx.id, "merchant_id": merchant.id})
+        return tx
+
+    # --- lookups -------------------------------------------------------------------
+
+    async def get(self, session: AsyncSession, transaction_id: str, *, lock: bool = False) -> WalletTransaction:
+        tx = await wallet_repository.get(session, transaction_id, lock=lock)
+        if tx is None:
+            raise WalletTransactionNotFound()
+        return tx
+
+    async def find(
+        self, session: AsyncSession, merchant: Merchant, ref: TransactionReference, *, lock: bool = False
+    ) -> WalletTransaction:
+        """The merchant's transaction named by transaction_id, external_id and order_id together (else `02`)."""
+        tx = await wallet_repository.get(session, ref.transaction_id, lock=lock)
+        if (
+            tx is None
+            or tx.merchant_id != merchant.id
+            or (tx.external_id, tx.order_id) != (ref.external_id, ref.order_id)
+        ):
+            raise WalletTransactionNotFound()
+        return tx
+
+    async def refunds(self, session: AsyncSession, tx: WalletTransaction) -> list[WalletRefund]:
+        return list(await wallet_repository.refunds(session, tx.id))
+
+    # --- what the endpoints ask (one call each) -----------------------------------------
+
+    async def inquire(self, session: AsyncSession, merchant: Merchant, request: InquiryRequest) -> WalletTransaction:
+        return await self.find(session, merchant, request)
+
+    async def dummy_payment(
+        self, session: AsyncSession, merchant: Merchant, request: DummyPaymentRequest
+    ) -> WalletTransaction:
+        """interface.md endpoint 3, with decisions.md §5's simulate_status (PAID, FAILED, EXPIRED)."""
+        tx = await self.find(session, merchant, request, lock=True)
+        if request.payment_channel != tx.payment_channel:
+            raise ChannelMismatch()
+        if request.simulate_status == "FAILED":
+            return await self.fail(session, tx, request.failure_reason)
+        if request.simulate_status == "EXPIRED":
+            return await self.expire_now(session, tx)
+        return await self.pay(session, tx)
+
+    async def refund_payment(
+        self, session: AsyncSession, merchant: Merchant, request: RefundRequest
+    ) -> WalletTransaction:
+        tx = await self.find(session, merchant, request, lock=True)
+        return await self.refund(session, tx, request.refund_amount, request.reason)
+
+    async def void_payment(self, session: AsyncSession, merchant: Merchant, request: VoidRequest) -> WalletTransaction:
+        tx = await self.find(session, merchant, request, lock=True)
+        return await self.void(session, tx)
+
+    async def pay_on_page(self, session: AsyncSession, transaction_id: str) -> WalletTransaction:
+        return await self.pay(session, await self.get(session, transaction_id, lock=True))
+
+    async def fail_on_page(
+        self, session: AsyncSession, transaction_id: str, reason: str | None = None
+    ) -> WalletTransaction:
+        return await self.fail(session, await self.get(session, transaction_id, lock=True), reason)
+
+    async def describe(self, session: AsyncSession, tx: WalletTransaction) -> dict[str, Any]:
+        """The answer body of create, inquiry, refund and void."""
+        return transaction_body(tx, await self.refunds(session, tx))
+
+    # --- transitions (the caller holds the row lock: get/find with lock=True) ---------
+
+    async def pay(self, session: AsyncSession, tx: WalletTransaction) -> WalletTransaction:
+        self._refuse_if_due(tx)
+        transition(tx, WalletStatus.PAID)
+        now = clock.now()
+        tx.paid_at = now
+        if tx.payment_channel == QR_CHANNEL:
+            tx.issuer = QR_SIMULATED_ISSUER
+            tx.retrieval_reference_no = random_token(12, "0123456789")
+        else:
+            tx.issuer = tx.payment_channel
+        await self._changed(session, tx)
+        return tx
+
+    async def fail(self, session: AsyncSession, tx: WalletTransaction, reason: str | None = None) -> WalletTransaction:
+        self._refuse_if_due(tx)
+        check_transition(tx, WalletStatus.FAILED)
+        if tx.payment_channel != FAILURE_CHANNEL:
+            raise NotTheFailureChannel(
+                f"Failed Request: only the {FAILURE_CHANNEL} channel reports failed payments; "
+                f"this transaction is {tx.payment_channel}"
+            )
+        transition(tx, WalletStatus.FAILED)
+        tx.failure_reason = (reason or DEFAULT_FAILURE_REASON)[:255]
+        await self._changed(session, tx)
+        return tx
+
+    async def expire_now(self, session: AsyncSession, tx: WalletTransaction) -> WalletTransaction:
+        """The dummy payment's `simulate_status: EXPIRED`: expire a PENDING transaction at once."""
+        transition(tx, WalletStatus.EXPIRED)
+        await self._changed(session, tx)
+        return tx
+
+    async def expire(self, session: AsyncSession, transaction_id: str) -> bool:
+        """The expiry job: PENDING past expired_time → EXPIRED. False when it changed meanwhile."""
+        tx = await self.get(session, transaction_id, lock=True)
+        if tx.status != WalletStatus.PENDING.value or tx.expires_at > clock.now():
+            return False
+        transition(tx, WalletStatus.EXPIRED)
+        await self._changed(session, tx)
+        return True
+
+    async def refund(
+        self, session: AsyncSession, tx: WalletTransaction, amount: int, reason: str | None = None
+    ) -> WalletTransaction:
+        check_transition(tx, WalletStatus.REFUNDED)
+        if amount > tx.refundable_amount:
+            raise RefundExceedsRefundable(
+                f"Failed Request: refund_amount exceeds the refundable amount ({tx.refundable_amount})"
+            )
+        transition(tx, WalletStatus.REFUNDED)
+        now = clock.now()
+        tx.refunded_amount += amount
+        await wallet_repository.add_refund(
+            session, WalletRefund(transaction_id=tx.id, amount=amount, reason=reason, refunded_at=now)
+        )
+        await self._changed(session, tx)
+        return tx
+
+    async def void(self, session: AsyncSession, tx: WalletTransaction) -> WalletTransaction:
+        check_transition(tx, WalletStatus.VOID)
+        assert tx.paid_at is not None
+        if tx.paid_at.astimezone(JAKARTA).date() != clock.local_now().date():
+            raise VoidNotSameDay(
+                "Failed Request: a transaction can be voided only on the day it was paid (Asia/Jakarta)"
+            )
+        transition(tx, WalletStatus.VOID)
+        tx.voided_at = clock.now()
+        await self._changed(session, tx)
+        return tx
+
+    def _refuse_if_due(self, tx: WalletTransaction) -> None:
+        # Past expired_time the transaction is as good as expired; the expiry job records EXPIRED.
+        if tx.status == WalletStatus.PENDING.value and tx.expires_at <= clock.now():
+            raise TransactionExpired("Failed Request: transaction has expired")
+
+    async def _changed(self, session: AsyncSession, tx: WalletTransaction) -> None:
+        tx.updated_at = clock.now()
+        await session.flush()
+        if WalletStatus(tx.status) not in NOTIFIED:
+            return
+        merchant = await merchant_service.get(session, tx.merchant_id)
+        hash_key = merchant_service.secrets(merchant).hash_key
+        await callback_outbox.record(
+            session,
+            kind=CallbackKind.WALLET,
+            merchant_id=tx.merchant_id,
+            transaction_ref=tx.id,
+            event=tx.status,
+            url=tx.callback_url,
+            payload=callback_payload(tx, await self.refunds(session, tx)),
+            svc_signature=svc_signature(tx.id, x_req_signature(hash_key, tx.external_id, tx.order_id)),
+        )
+
+
+wallet_service = WalletService()
+
+
+# --- links and wire bodies -------------------------------------------------------------
+
+
+def terminal_id(merchant: Merchant) -> str:
+    """The merchant's (simulated) sound-box terminal for QRIS."""
+    return "T" + merchant.id[-7:]
+
+
+def payment_url(tx: WalletTransaction) -> str:
+    """The customer's checkout page (staging: the simulator page with Pay and Fail)."""
+    return f"{get_settings().public_url}/ewallet/pages/{tx.id}"
+
+
+def qr_url(tx: WalletTransaction) -> str:
+    return f"{get_settings().public_url}/ewallet/qr/{tx.id}.png"
+
+
+def timestamp(moment: datetime | None) -> str | None:
+    return isoformat_millis(moment) if moment is not None else None
+
+
+def payment_system(tx: WalletTransaction) -> str:
+    return PAYMENT_SYSTEMS.get(tx.payment_channel, DEFAULT_PAYMENT_SYSTEM)
+
+
+def payment_details(tx: WalletTransaction) -> dict[str, Any]:
+    """interface.md: amounts as numbers, timestamps ISO 8601 with offset."""
+    return {
+        "amount": tx.amount,
+        "total_amount": tx.amount,
+        "transaction_description": tx.description,
+        "transaction_time": timestamp(tx.created_at),
+        "expired_time": timestamp(tx.expires_at),
+        "paid_time": timestamp(tx.paid_at),
+    }
+
+
+def refund_history(refunds: list[WalletRefund]) -> list[dict[str, Any]]:
+    return [{"refund_time": timestamp(r.refunded_at), "refund_amount": r.amount} for r in refunds]
+
+
+def void_history(tx: WalletTransaction) -> list[dict[str, Any]]:
+    return [{"void_time": timestamp(tx.voided_at), "void_amount": tx.amount}]
+
+
+def _response(tx: WalletTransaction) -> tuple[str, str]:
+    if tx.status == WalletStatus.FAILED.value:
+        return "03", tx.failure_reason or DEFAULT_FAILURE_REASON  # interface.md Events rule 2
+    return "00", SUCCESS_MESSAGE
+
+
+def callback_payload(tx: WalletTransaction, refunds: list[WalletRefund]) -> dict[str, Any]:
+    """interface.md: the wallet callback payload, every field, filled from the transaction."""
+    details: dict[str, Any] = json.loads(tx.details)
+    status = WalletStatus(tx.status)
+    paid = status is WalletStatus.PAID
+    qris = tx.payment_channel == QR_CHANNEL
+    customer = details["customer_details"]
+    response_code, response_message = _response(tx)
+    wallet = details.get("wallet_details") or {"id": customer["phone"], "id_type": "HP"}
+    payload: dict[str, Any] = {
+        "transaction_id": tx.id,
+        "external_id": tx.external_id,
+        "order_id": tx.order_id,
+        "merchant_id": tx.merchant_id,
+        "reference_id": tx.reference_id,
+        "currency": tx.currency,
+        "payment_method": PAYMENT_METHOD,
+        "payment_channel": tx.payment_channel,
+        "payment_system": payment_system(tx),
+        "transaction_status": tx.status,
+        "payment_details": payment_details(tx),
+        "customer_details": {
+            "phone": customer["phone"],
+            "email": customer["email"],
+            "full_name": customer["full_name"],
+        },
+        "item_details": [
+            {
+                "item_id": item["item_id"],
+                "name": item["name"],
+                "amount": item["amount"],
+                "qty": item["qty"],
+                "description": item.get("description"),
+            }
+            for item in details["item_details"]
+        ],
+        "billing_address": details.get("billing_address"),
+        "shipping_address": details.get("shipping_address"),
+        "response_code": response_code,
+        "response_message": response_message,
+        "additional_data": details.get("additional_data"),
+        "wallet_details": {"id": wallet["id"], "id_type": wallet["id_type"]},
+        "terminal_id": tx.terminal_id,
+        "payer_name": customer["full_name"] if tx.paid_at is not None else None,
+    }
+    # Fields the interface shows only in some callbacks are absent from the others.
+    if paid:
+        payload["issuer"] = tx.issuer
+        if qris:
+            payload["acquirer_issuer_relation"] = "on_us" if tx.issuer == QR_SIMULATED_ISSUER else "off_us"
+            payload["retrieval_reference_no"] = tx.retrieval_reference_no
+    if qris:
+        payload["payer_number"] = wallet["id"] if tx.paid_at is not None else None
+    if status is WalletStatus.REFUNDED:
+        payload["refund_history"] = refund_history(refunds)
+    if status is WalletStatus.VOID:
+        payload["void_history"] = void_history(tx)
+    return payload
+
+
+def transaction_body(tx: WalletTransaction, refunds: list[WalletRefund]) -> dict[str, Any]:
+    """The answer of create-payment, create-qr, inquiry, refund and void (after response_code)."""
+    body: dict[str, Any] = {
+        "response_code": "00",
+        "response_message": SUCCESS_MESSAGE,
+        "transaction_id": tx.id,
+        "external_id": tx.external_id,
+        "order_id": tx.order_id,
+        "merchant_id": tx.merchant_id,
+        "reference_id": tx.reference_id,
+        "currency": tx.currency,
+        "payment_method": PAYMENT_METHOD,
+        "payment_channel": tx.payment_channel,
+        "payment_system": payment_system(tx),
+        "transaction_status": tx.status,
+        "amount": tx.amount,
+        "refunded_amount": tx.refunded_amount,
+        "transaction_time": timestamp(tx.created_at),
+        "expired_time": timestamp(tx.expires_at),
+        "paid_time": timestamp(tx.paid_at),
+        "payment_details": payment_details(tx),
+        "payment_url": payment_url(tx),
+    }
+    if tx.qr_string is not None:
+        body["qr_string"] = tx.qr_string
+        body["qr_url"] = qr_url(tx)
+    if tx.status == WalletStatus.FAILED.value:
+        body["failure_reason"] = tx.failure_reason
+    if refunds:
+        body["refund_history"] = refund_history(refunds)
+    if tx.status == WalletStatus.VOID.value:
+        body["void_history"] = void_history(tx)
+    return body
+
+
+def dummy_payment_result(tx: WalletTransaction) -> dict[str, Any]:
+    """interface.md: the dummy payment result fields, exactly."""
+    return {
+        "external_id": tx.external_id,
+        "order_id": tx.order_id,
+        "transaction_status": tx.status,
+        "paid_time": timestamp(tx.paid_at),
+        "reference_id": tx.reference_id,
+        "response_code": "00",
+    }
+
+
+# --- expiry (the worker scheduler calls this) -----------------------------------------
+
+
+async def expire_due_wallet_transactions(database: Database) -> int:
+    """Move every PENDING transaction past its expired_time to EXPIRED; each in its own unit of work."""
+    async with database.unit_of_work(read_only=True) as session:
+        due = await wallet_repository.due_for_expiry(session, clock.now())
+    expired = 0
+    for transaction_id in due:
+        try:
+            async with database.unit_of_work() as session:
+                if await wallet_service.expire(session, transaction_id):
+                    expired += 1
+        except Exception:  # one bad row must not stop the others; the next run retries it
+            log.exception("wallet expiry failed", extra={"transaction_id": transaction_id})
+    return expired
+
+
+__all__ = [
+    "CreatePaymentRequest",
+    "WalletService",
+    "callback_payload",
+    "expire_due_wallet_transactions",
+    "payment_url",
+    "qr_url",
+    "transaction_body",
+    "wallet_service",
+]
