@@ -1,10 +1,211 @@
-"""Callback delivery: deliveries per second and commit-to-receipt latency (filled in as products land)."""
+"""Callback delivery: deliveries per second, and the latency from a payment's commit to its callback's receipt.
+
+A payment here is a BNPL approval on the staging page: it changes the transaction to `00` and
+records the notification in the same commit. Two phases per delivery mode:
+
+- latency: approvals one at a time, paced (BENCH_CALLBACK_RATE per second), so each callback meets an
+  idle worker; latency = receipt at the receiver − the callback's `created_at` (written in the
+  payment's transaction, just before its commit).
+- throughput: the rest approved as fast as BENCH_CALLBACK_CONCURRENCY clients can; deliveries/s =
+  callbacks / (last receipt − first record).
+
+Modes: the worker embedded in `kasir serve`, then `kasir serve --no-worker` beside
+BENCH_CALLBACK_WORKERS separate `kasir worker` processes. Last, the delivery capacity alone: a
+backlog recorded while no worker runs, drained by the separate workers (deliveries/s of the drain).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import time
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
+
+BIN = Path(sys.executable).parent
+COUNT = int(os.environ.get("BENCH_CALLBACKS", "600"))
+PACED = int(os.environ.get("BENCH_CALLBACKS_PACED", "200"))
+RATE = float(os.environ.get("BENCH_CALLBACK_RATE", "40"))
+CONCURRENCY = int(os.environ.get("BENCH_CALLBACK_CONCURRENCY", "32"))
+WORKERS = int(os.environ.get("BENCH_CALLBACK_WORKERS", "2"))
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+def read_receipts(path: Path) -> dict[int, float]:
+    """callback id -> first receipt time (unix seconds)."""
+    receipts: dict[int, float] = {}
+    if not path.exists():
+        return receipts
+    for line in path.read_text().splitlines():
+        stamp, _, callback_id = line.partition(" ")
+        if callback_id.isdigit():
+            receipts.setdefault(int(callback_id), float(stamp))
+    return receipts
+
+
+async def _checkouts(ctx: Any, count: int, tag: str) -> list[str]:
+    from kasir_client import AsyncClient
+
+    semaphore = asyncio.Semaphore(16)
+    async with AsyncClient(ctx.base_url, ctx.credentials) as client:
+
+        async def one(n: int) -> str:
+            async with semaphore:
+                tx = await client.bnpl_checkout(
+                    {
+                        "partnerReferenceNo": f"CB-{tag}-{n}",
+                        "paymentDetails": {"amount": {"value": "150000.00", "currency": "IDR"}},
+                        "itemDetails": [
+                            {
+                                "itemId": "SKU-1",
+                                "name": "Headphones",
+                                "amount": {"value": "75000.00", "currency": "IDR"},
+                                "category": "ELEC",
+                                "qty": 2,
+                            }
+                        ],
+                        "customerDetails": {"firstName": "Budi", "email": "budi@example.com", "phone": "0812345678"},
+                        "callbackUrl": ctx.callback_url,
+                    }
+                )
+                return tx.reference_no
+
+        return list(await asyncio.gather(*(one(n) for n in range(count))))
+
+
+async def _approve(http: httpx.AsyncClient, reference_no: str) -> None:
+    response = await http.post(f"/bnpl/pages/{reference_no}/approve", data={"tenure": "3"})
+    if response.status_code != 303:
+        raise RuntimeError(f"approval of {reference_no} answered {response.status_code}: {response.text[:200]}")
+
+
+async def _drive(ctx: Any, references: list[str]) -> None:
+    async with httpx.AsyncClient(base_url=ctx.base_url, timeout=30, trust_env=False) as http:
+        paced, rest = references[:PACED], references[PACED:]
+        for reference_no in paced:
+            started = time.monotonic()
+            await _approve(http, reference_no)
+            await asyncio.sleep(max(0.0, 1 / RATE - (time.monotonic() - started)))
+    await _drive_burst(ctx, rest)
+
+
+def _recorded(ctx: Any, references: set[str]) -> dict[int, tuple[str, float]]:
+    """callback id -> (transaction, created_at unix) for the given transactions, from the admin API."""
+    admin_token = ctx.env["KASIR_ADMIN_TOKEN"]
+    found: dict[int, tuple[str, float]] = {}
+    headers = {"Authorization": f"Bearer {admin_token}"}
+    with httpx.Client(base_url=ctx.base_url, headers=headers, timeout=30, trust_env=False) as http:
+        for status in ("delivered", "pending", "delivering", "failed"):
+            rows = http.get("/admin/callbacks", params={"status": status, "limit": 1000}).json()["callbacks"]
+            for row in rows:
+                if row["transaction_ref"] in references:
+                    found[row["id"]] = (row["transaction_ref"], datetime.fromisoformat(row["created_at"]).timestamp())
+    return found
+
+
+def measure(ctx: Any, receipts_path: Path, tag: str) -> dict[str, Any]:
+    references = asyncio.run(_checkouts(ctx, COUNT, tag))
+    asyncio.run(_drive(ctx, references))
+    wanted = set(references)
+    deadline = time.monotonic() + 120
+    while True:
+        recorded = _recorded(ctx, wanted)
+        receipts = read_receipts(receipts_path)
+        if len(recorded) >= len(wanted) and all(cid in receipts for cid in recorded):
+            break
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{tag}: {len(recorded)} callbacks recorded, not all received within 120 s")
+        time.sleep(0.5)
+    order = {reference: n for n, reference in enumerate(references)}
+    paced = [(receipts[cid] - created) * 1000 for cid, (ref, created) in recorded.items() if order[ref] < PACED]
+    burst = [(cid, created) for cid, (ref, created) in recorded.items() if order[ref] >= PACED]
+    span = max(receipts[cid] for cid, _ in burst) - min(created for _, created in burst)
+    return {
+        "count": len(recorded),
+        "per_second": round(len(burst) / span, 1) if span > 0 else 0.0,
+        "p50_ms": round(statistics.median(paced), 1),
+        "p99_ms": round(percentile(paced, 99), 1),
+        "burst_p50_ms": round(statistics.median((receipts[c] - t) * 1000 for c, t in burst), 1),
+    }
+
+
+def _start_workers(ctx: Any, log: Path) -> list[subprocess.Popen[bytes]]:
+    return [
+        subprocess.Popen([str(BIN / "kasir"), "worker"], env=ctx.env, stdout=log.open("ab"), stderr=subprocess.STDOUT)
+        for _ in range(WORKERS)
+    ]
+
+
+def _stop_workers(workers: list[subprocess.Popen[bytes]]) -> None:
+    for worker in workers:
+        worker.terminate()
+    for worker in workers:
+        try:
+            worker.wait(30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+
+
+def drain(ctx: Any, receipts_path: Path, log: Path) -> dict[str, Any]:
+    """A backlog of COUNT callbacks recorded with no worker running, then drained by WORKERS processes."""
+    references = asyncio.run(_checkouts(ctx, COUNT, "backlog"))
+    asyncio.run(_drive_burst(ctx, references))
+    started = time.time()
+    workers = _start_workers(ctx, log)
+    try:
+        wanted = set(references)
+        deadline = time.monotonic() + 120
+        while True:
+            recorded = _recorded(ctx, wanted)
+            receipts = read_receipts(receipts_path)
+            if len(recorded) >= len(wanted) and all(cid in receipts for cid in recorded):
+                break
+            if time.monotonic() > deadline:
+                raise RuntimeError("backlog not drained within 120 s")
+            time.sleep(0.5)
+    finally:
+        _stop_workers(workers)
+    span = max(receipts[cid] for cid in recorded) - started
+    return {"count": len(recorded), "per_second": round(len(recorded) / span, 1)}
+
+
+async def _drive_burst(ctx: Any, references: list[str]) -> None:
+    async with httpx.AsyncClient(base_url=ctx.base_url, timeout=30, trust_env=False) as http:
+        semaphore = asyncio.Semaphore(CONCURRENCY)
+
+        async def one(reference_no: str) -> None:
+            async with semaphore:
+                await _approve(http, reference_no)
+
+        await asyncio.gather(*(one(r) for r in references))
+
 
 def run_callback_benchmarks(ctx: Any, server: Any, receipts: Path, log: Path) -> dict[str, Any]:
-    return {}
+    results: dict[str, Any] = {}
+    results["embedded worker"] = measure(ctx, receipts, "embedded")
+    print(f"callbacks (embedded worker): {results['embedded worker']}", flush=True)
+
+    server.stop()
+    server.args = [*server.args, "--no-worker"]
+    server.start(log)
+    mode = f"{WORKERS} worker processes"
+    workers = _start_workers(ctx, log)
+    try:
+        results[mode] = measure(ctx, receipts, "separate")
+    finally:
+        _stop_workers(workers)
+    print(f"callbacks ({mode}): {results[mode]}", flush=True)
+    results[f"backlog drained by {mode}"] = backlog = drain(ctx, receipts, log)
+    backlog.update(p50_ms=None, p99_ms=None)
+    print(f"callbacks (backlog): {backlog}", flush=True)
+    return results

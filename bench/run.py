@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import resource
+import secrets
 import shutil
 import signal
 import socket
@@ -224,6 +225,7 @@ def main() -> int:
             "KASIR_DATA_DIR": str(workdir / "data"),
             "KASIR_BENCH_MODE": "true",
             "KASIR_LOG_LEVEL": "INFO",
+            "KASIR_ADMIN_TOKEN": secrets.token_urlsafe(24),  # the callback benchmark reads the admin API
         }
         if BENCH_DB == "postgres":
             cluster = PostgresCluster()
@@ -318,7 +320,9 @@ def write_report(report: dict[str, Any]) -> None:
             "|---|---:|---:|---:|---:|",
         ]
         for mode, c in report["callbacks"].items():
-            lines.append(f"| {mode} | {c['count']} | {c['per_second']:.0f} | {c['p50_ms']:.1f} | {c['p99_ms']:.1f} |")
+            p50 = "-" if c["p50_ms"] is None else f"{c['p50_ms']:.1f}"
+            p99 = "-" if c["p99_ms"] is None else f"{c['p99_ms']:.1f}"
+            lines.append(f"| {mode} | {c['count']} | {c['per_second']:.0f} | {p50} | {p99} |")
         lines.append("")
     (out / f"{stem}{suffix}.md").write_text("\n".join(lines))
     print("\n".join(lines))
