@@ -75,7 +75,14 @@ async def test_create_pay_callback_inquiry(
     paid = await dummy_payment(client, merchant, tx)
     assert paid.status_code == 200, paid.text
     result = paid.json()
-    assert set(result) == {"external_id", "order_id", "transaction_status", "paid_time", "reference_id", "response_code"}
+    assert set(result) == {
+        "external_id",
+        "order_id",
+        "transaction_status",
+        "paid_time",
+        "reference_id",
+        "response_code",
+    }
     assert result["transaction_status"] == "PAID"
     assert result["response_code"] == "00"
     assert result["external_id"] == tx["external_id"]
@@ -97,12 +104,17 @@ async def test_create_pay_callback_inquiry(
     assert payload["transaction_status"] == "PAID"
     assert payload["response_code"] == "00"
     details = payload["payment_details"]
-    assert details["amount"] == 100_000 and details["total_amount"] == 100_000
+    assert details["amount"] == 100_000
+    assert details["total_amount"] == 100_000
     assert details["paid_time"] == result["paid_time"]
     assert details["transaction_description"] == "Order at Toko Maju"
     for key in ("expired_time", "transaction_time", "paid_time"):
         assert parse_aware(details[key]).utcoffset() is not None
-    assert payload["customer_details"] == {"phone": "081234567890", "email": "siti@example.id", "full_name": "Siti Rahayu"}
+    assert payload["customer_details"] == {
+        "phone": "081234567890",
+        "email": "siti@example.id",
+        "full_name": "Siti Rahayu",
+    }
     assert payload["item_details"][0] == {
         "item_id": "SKU-1",
         "name": "Sepatu Lari",
@@ -116,7 +128,8 @@ async def test_create_pay_callback_inquiry(
     assert payload["wallet_details"] == {"id": "081234567890", "id_type": "HP"}
     assert payload["issuer"]
     assert payload["payer_name"] == "Siti Rahayu"
-    assert "refund_history" not in payload and "void_history" not in payload
+    assert "refund_history" not in payload
+    assert "void_history" not in payload
     if channel == "QRIS":
         assert payload["acquirer_issuer_relation"] in ("on_us", "off_us")
         assert re.fullmatch(r"\d{12}", payload["retrieval_reference_no"])
