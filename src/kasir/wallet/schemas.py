@@ -11,7 +11,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
 from pydantic_core import PydanticCustomError
 
 from kasir.kit.clock import parse_aware
@@ -21,6 +21,7 @@ QR_CHANNEL = "QRIS"  # the dynamic-QR-only channel: create-qr only
 FAILURE_CHANNEL = "OVO"  # the failure-reporting channel
 AMOUNT_MAX = 9_999_999_999_999_999  # 16 digits, like the other products' amounts
 QTY_MAX = 999  # the card API's item qty limit, the same for wallet items
+ITEMS_MAX = 100
 SIMULATED_STATUSES = ("PAID", "FAILED", "EXPIRED")
 
 _ORDER_ID = re.compile(r"^[A-Za-z0-9-]+$")
@@ -46,7 +47,18 @@ def _string(value: Any) -> Any:
 
 
 def _text(max_length: int) -> Any:
-    return StringConstraints(max_length=max_length)
+    def check(value: str) -> str:
+        if len(value) > max_length:
+            raise PydanticCustomError("too_long", "must be at most {max_length} characters", {"max_length": max_length})
+        return value
+
+    return AfterValidator(check)
+
+
+def _items(value: list[Any]) -> list[Any]:
+    if not 1 <= len(value) <= ITEMS_MAX:
+        raise PydanticCustomError("item_details", "must list 1 to {max} items", {"max": ITEMS_MAX})
+    return value
 
 
 def _order_id(value: str) -> str:
@@ -211,7 +223,7 @@ class CreatePaymentRequest(WalletModel):
     payment_channel: Channel
     payment_details: WalletPaymentDetails
     customer_details: WalletCustomerDetails
-    item_details: Annotated[list[WalletItem], Field(min_length=1, max_length=100)]
+    item_details: Annotated[list[WalletItem], AfterValidator(_items)]
     wallet_details: WalletDetails | None = None
     billing_address: WalletAddress | None = None
     shipping_address: WalletAddress | None = None
