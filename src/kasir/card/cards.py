@@ -1,0 +1,203 @@
+"""Card numbers: Luhn, brand, masking, the staging test cards, acquirers.
+
+`parse_card()` is the only place a full card number (PAN) or CVN is handled. It returns a
+`ParsedCard` that holds the masked number (first 6, last 4), the brand, the expiry and the
+staging outcome the number selects; the PAN and the CVN are dropped on the spot. Errors
+name the field and say what is wrong, never what was sent.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from kasir.errors import FieldError
+
+
+class Outcome(StrEnum):
+    """What the staging issuer does with a card (decisions.md §7)."""
+
+    APPROVED = "approved"  # frictionless success
+    CHALLENGE = "challenge"  # success behind the 3-D Secure one-time-password page
+    DECLINED = "declined"
+    INSUFFICIENT_FUNDS = "insufficient_funds"
+    ISSUER_UNAVAILABLE = "issuer_unavailable"
+    EXPIRED_CARD = "expired_card"
+    UNKNOWN_CARD = "unknown_card"  # any other valid number: staging charges no real card
+
+
+@dataclass(frozen=True, slots=True)
+class TestCard:
+    number: str
+    brand: str
+    outcome: Outcome
+    description: str
+
+
+# The staging test cards (README "Card charge" and the payment page print this table).
+# Any future expiry date and any CVN of the right length work with them.
+TEST_CARDS: tuple[TestCard, ...] = (
+    TestCard("4811111111111114", "VISA", Outcome.APPROVED, "Success, no 3-D Secure (frictionless)"),
+    TestCard("5211111111111117", "MASTERCARD", Outcome.APPROVED, "Success, no 3-D Secure (frictionless)"),
+    TestCard("4000000000003220", "VISA", Outcome.CHALLENGE, "Success after the 3-D Secure one-time password"),
+    TestCard("4000000000000002", "VISA", Outcome.DECLINED, "Declined by the issuer"),
+    TestCard("4000000000009995", "VISA", Outcome.INSUFFICIENT_FUNDS, "Declined: insufficient funds"),
+    TestCard("5100000000000511", "MASTERCARD", Outcome.ISSUER_UNAVAILABLE, "Failed: the issuer does not respond"),
+    TestCard("4000000000000069", "VISA", Outcome.EXPIRED_CARD, "Declined: expired card"),
+)
+_BY_NUMBER = {card.number: card for card in TEST_CARDS}
+
+# response_message of the payment-page callback and the message the page shows.
+MESSAGES: dict[Outcome, str] = {
+    Outcome.APPROVED: "Approved",
+    Outcome.CHALLENGE: "3-D Secure authentication required",
+    Outcome.DECLINED: "Card declined by the issuer",
+    Outcome.INSUFFICIENT_FUNDS: "Insufficient funds",
+    Outcome.ISSUER_UNAVAILABLE: "Issuer not responding",
+    Outcome.EXPIRED_CARD: "Expired card",
+    Outcome.UNKNOWN_CARD: "Card not recognised by the staging issuer; use a test card",
+}
+OTP_FAILED_MESSAGE = "3-D Secure authentication failed"
+
+# --- acquirers (decisions.md §7) ------------------------------------------------------
+
+# Channel -> acquirer; `CARD` is "any acquirer": the brand picks one (_BRAND_ACQUIRER).
+DEFAULT_CHANNELS: dict[str, str | None] = {"CARD": None, "BCACC": "BCA", "CIMBCC": "CIMB", "BRICC": "BRI"}
+CHANNELS_ENV = "KASIR_CARD_CHANNELS"
+_BRAND_ACQUIRER = {"VISA": "BCA", "MASTERCARD": "CIMB"}
+DEFAULT_ACQUIRER = "BRI"  # other brands on the CARD channel, and the CARD channel before any card was tried
+
+
+def card_channels() -> dict[str, str | None]:
+    """The configured channels: `KASIR_CARD_CHANNELS=CARD,BCACC:BCA,...` replaces the shipped list."""
+    configured = os.environ.get(CHANNELS_ENV, "").strip()
+    if not configured:
+        return DEFAULT_CHANNELS
+    channels: dict[str, str | None] = {}
+    for entry in configured.split(","):
+        code, _, acquirer = entry.strip().partition(":")
+        if code:
+            channels[code] = acquirer or None
+    return channels
+
+
+def acquirer_for(channel: str, brand: str | None) -> str:
+    fixed = card_channels().get(channel)
+    if fixed:
+        return fixed
+    return _BRAND_ACQUIRER.get(brand or "", DEFAULT_ACQUIRER)
+
+
+# --- numbers -------------------------------------------------------------------------
+
+_DIGITS = re.compile(r"^[0-9]+$")
+
+
+def luhn_valid(digits: str) -> bool:
+    total = 0
+    for index, char in enumerate(reversed(digits)):
+        value = ord(char) - 48
+        if index % 2 == 1:
+            value *= 2
+            if value > 9:
+                value -= 9
+        total += value
+    return total % 10 == 0
+
+
+def brand_of(digits: str) -> str:
+    if digits.startswith("4"):
+        return "VISA"
+    prefix2, prefix4 = int(digits[:2]), int(digits[:4])
+    if 51 <= prefix2 <= 55 or 2221 <= prefix4 <= 2720:
+        return "MASTERCARD"
+    if prefix2 in (34, 37):
+        return "AMEX"
+    if 3528 <= prefix4 <= 3589:
+        return "JCB"
+    return "OTHER"
+
+
+def mask(digits: str) -> str:
+    """First 6 and last 4 digits; the rest as `*`."""
+    return digits[:6] + "*" * (len(digits) - 10) + digits[-4:]
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedCard:
+    """What is kept of a card: never the full number, never the CVN."""
+
+    masked: str
+    brand: str
+    exp_month: str  # "MM"
+    exp_year: str  # "YYYY"
+    holder_name: str  # upper-cased
+    outcome: Outcome
+
+    def __repr__(self) -> str:
+        return f"ParsedCard({self.masked}, {self.brand}, {self.exp_month}/{self.exp_year})"
+
+
+class InvalidCardData(ValueError):
+    """Every rejected card field at once; the messages never repeat the card data."""
+
+    def __init__(self, errors: list[FieldError]) -> None:
+        super().__init__("card data rejected")
+        self.errors = errors
+
+
+def parse_card(
+    *,
+    number: str,
+    exp_month: str,
+    exp_year: str,
+    cvn: str,
+    holder_name: str,
+    now: datetime,
+    prefix: str = "cardDetails.",
+) -> ParsedCard:
+    """Validate and mask a card; raise InvalidCardData naming every bad field (prefix + wire name)."""
+    errors: list[FieldError] = []
+    digits = number.replace(" ", "")
+    if not _DIGITS.match(digits) or not 13 <= len(digits) <= 19:
+        errors.append(FieldError(prefix + "cardNumber", "must be 13 to 19 digits"))
+    elif not luhn_valid(digits):
+        errors.append(FieldError(prefix + "cardNumber", "is not a valid card number (check digit)"))
+
+    month = exp_month.strip()
+    year = exp_year.strip()
+    month_ok = bool(re.match(r"^(0?[1-9]|1[0-2])$", month))
+    year_ok = bool(re.match(r"^([0-9]{2}|[0-9]{4})$", year))
+    if not month_ok:
+        errors.append(FieldError(prefix + "cardExpiredMonth", "must be a month, 01 to 12"))
+    if not year_ok:
+        errors.append(FieldError(prefix + "cardExpiredYear", "must be a year as YY or YYYY"))
+    full_year = (2000 + int(year) if len(year) == 2 else int(year)) if year_ok else 0
+    if month_ok and year_ok:
+        # A card is valid through the last day of its expiry month.
+        if (full_year, int(month)) < (now.year, now.month):
+            errors.append(FieldError(prefix + "cardExpiredYear", "the card has expired (expiry is in the past)"))
+
+    if not re.match(r"^[0-9]{3,4}$", cvn.strip()):
+        errors.append(FieldError(prefix + "cardCvn", "must be 3 or 4 digits"))
+
+    holder = " ".join(holder_name.split()).upper()
+    if not holder:
+        errors.append(FieldError(prefix + "cardHolderName", "is required"))
+    elif len(holder) > 64 or not re.match(r"^[A-Z][A-Z .'-]*$", holder):
+        errors.append(FieldError(prefix + "cardHolderName", "must be at most 64 letters, spaces, . ' -"))
+
+    if errors:
+        raise InvalidCardData(errors)
+    test_card = _BY_NUMBER.get(digits)
+    return ParsedCard(
+        masked=mask(digits),
+        brand=test_card.brand if test_card else brand_of(digits),
+        exp_month=f"{int(month):02d}",
+        exp_year=str(full_year),
+        holder_name=holder,
+        outcome=test_card.outcome if test_card else Outcome.UNKNOWN_CARD,
+    )

@@ -1,0 +1,273 @@
+"""Card routes: the charge API (interface.md endpoint 6) and the staging payment pages.
+
+    POST /card-v2/v1/charge               Basic auth, X-Idempotency-Key; card error format
+    GET  /card/pages/{id}                 hosted payment page (or the paid / closed page)
+    POST /card/pages/{id}/pay             one attempt with the card entered on the page
+    GET  /card/pages/{id}/3ds             3-D Secure one-time-password page (OTP shown in staging)
+    POST /card/pages/{id}/3ds             the OTP
+
+Idempotency (decisions.md §7): a request that passes authentication and validation claims
+its (merchant, key) row in its own committed transaction. The charge and its stored
+response commit together; a 4xx refusal from then on (409 DUPLICATE_ORDER) is stored as the
+first complete response too; a 5xx lets go of the key so a retry runs afresh. Requests
+refused by validation (400, 422 INVALID_CARD) are answered before the key is claimed: their
+answer depends on the body alone.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.card import pages
+from kasir.card.repository import card_repository
+from kasir.card.schemas import CardErrorBody, ChargeRequest, ChargeResponse
+from kasir.card.service import (
+    IDEMPOTENCY_KEY_MAX,
+    AttemptAlreadySubmitted,
+    InvalidCard,
+    card_from_fields,
+    card_service,
+    charge_body,
+    check_page_token,
+    one_time_password,
+    page_token,
+    request_fingerprint,
+    return_redirect,
+)
+from kasir.card.states import CardOrderStatus
+from kasir.config import get_settings
+from kasir.db import read_session, write_session
+from kasir.errors import InvalidFieldFormat, KasirError, NotFound, ServiceUnavailable, WireFormat, render, wire
+from kasir.kit.clock import clock
+from kasir.snap.openapi import snap_route
+
+router = APIRouter(tags=["card"])
+
+WriteSession = Annotated[AsyncSession, Depends(write_session, scope="function")]
+ReadSession = Annotated[AsyncSession, Depends(read_session, scope="function")]
+REPLAYED = "Idempotent-Replayed"
+
+_CARD = wire(WireFormat.CARD)
+_CHARGE_OPENAPI = {
+    **_CARD,
+    # The body is read raw (its hash keys idempotency); its schema is documented from the model.
+    "requestBody": snap_route("00", ChargeRequest)["requestBody"],
+    "parameters": [
+        {"name": "Authorization", "in": "header", "required": True, "schema": {"type": "string"}},
+        {"name": "X-Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string"}},
+    ],
+}
+
+
+def _error_responses() -> dict[int | str, dict[str, Any]]:
+    described = {
+        400: "VALIDATION_ERROR",
+        401: "UNAUTHORIZED",
+        409: "DUPLICATE_ORDER or REQUEST_IN_PROGRESS",
+        422: "INVALID_CARD or IDEMPOTENCY_KEY_REUSED",
+        500: "INTERNAL_ERROR",
+        503: "SERVICE_UNAVAILABLE",
+    }
+    return {status: {"model": CardErrorBody, "description": text} for status, text in described.items()}
+
+
+@router.post(
+    "/card-v2/v1/charge",
+    summary="Card charge",
+    openapi_extra=_CHARGE_OPENAPI,
+    response_model=ChargeResponse,
+    responses=_error_responses(),
+)
+async def charge(request: Request) -> Response:
+    try:
+        return await _charge(request)
+    except (OperationalError, InterfaceError, PoolTimeout, ConnectionError):
+        # The database is unreachable or overloaded: retry later (interface.md: 503, exponential backoff).
+        raise ServiceUnavailable("Service temporarily unavailable; retry with exponential backoff", field="") from None
+
+
+async def _charge(request: Request) -> Response:
+    database = request.app.state.database
+    caller = await card_service.authenticate(database, request.headers.get("authorization"))
+    key = request.headers.get("x-idempotency-key")
+    if key is not None and not 1 <= len(key) <= IDEMPOTENCY_KEY_MAX:
+        raise InvalidFieldFormat("X-Idempotency-Key", f"must be 1 to {IDEMPOTENCY_KEY_MAX} characters")
+    body = await request.body()
+    charge_request, card = card_service.parse(body)
+    if key is None:
+        async with database.unit_of_work() as session:
+            order = await card_service.charge(session, caller, charge_request, card)
+            return JSONResponse(charge_body(order))
+
+    claim = await card_service.claim_key(database, caller.merchant.id, key, request_fingerprint(body))
+    if claim.replay is not None:
+        status, stored = claim.replay
+        return Response(stored, status_code=status, media_type="application/json", headers={REPLAYED: "true"})
+    assert claim.key_id is not None
+    try:
+        async with database.unit_of_work() as session:
+            order = await card_service.charge(session, caller, charge_request, card)
+            response = JSONResponse(charge_body(order))
+            await card_service.complete_key(session, claim.key_id, 200, bytes(response.body).decode())
+        return response
+    except KasirError as error:
+        if error.http_status >= 500:
+            await card_service.forget_key(database, claim.key_id)
+            raise
+        refused = render(request, error)
+        await card_service.store_key_response(database, claim.key_id, refused.status_code, bytes(refused.body).decode())
+        return refused
+    except BaseException:
+        await card_service.forget_key(database, claim.key_id)
+        raise
+
+
+# --- the pages (staging simulator, decisions.md §1) --------------------------------------
+
+_PLAIN = wire(WireFormat.PLAIN)
+
+
+def _staging_only() -> None:
+    if get_settings().is_production:
+        raise NotFound("Not Found")
+
+
+Staging = Depends(_staging_only)
+_PAGE = {"openapi_extra": _PLAIN, "dependencies": [Staging], "include_in_schema": False}
+
+
+def _see_other(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+def _page_path(order_id: str, suffix: str = "") -> str:
+    return f"/card/pages/{order_id}{suffix}"
+
+
+async def _form(request: Request) -> dict[str, str]:
+    form = await request.form()
+    return {name: value for name, value in form.items() if isinstance(value, str)}
+
+
+def _attempt_number(form: dict[str, str]) -> int:
+    value = form.get("attempt", "")
+    return int(value) if value.isdigit() and len(value) < 6 else -1
+
+
+@router.get("/card/pages/{order_id}", response_class=HTMLResponse, **_PAGE)  # type: ignore[arg-type]
+async def payment_page(order_id: str, session: ReadSession) -> Response:
+    order = await card_service.get(session, order_id)
+    if order.status == CardOrderStatus.AUTHENTICATING.value:
+        return _see_other(_page_path(order.id, "/3ds"))
+    if order.status != CardOrderStatus.PENDING.value:
+        return HTMLResponse(await pages.render_closed(session, order, return_url=return_redirect(order, order.status)))
+    csrf = page_token(order.id, order.attempts_made + 1, "pay")
+    return HTMLResponse(await pages.render_payment(session, order, csrf=csrf))
+
+
+@router.post("/card/pages/{order_id}/pay", **_PAGE)  # type: ignore[arg-type]
+async def pay(order_id: str, request: Request, session: WriteSession) -> Response:
+    form = await _form(request)
+    order = await card_service.get(session, order_id)
+    attempt_number = _attempt_number(form)
+    if not check_page_token(order.id, attempt_number, "pay", form.get("csrf", "")):
+        return await _refused(session, order, "This form is no longer valid", status=403)
+    # Kept for the page after a refusal: never the card number, never the CVN.
+    tenor, save_card = form.get("tenor", "0"), form.get("saveCard") == "true"
+    values: dict[str, Any] = {
+        "cardExpiredMonth": form.get("cardExpiredMonth", "")[:2],
+        "cardExpiredYear": form.get("cardExpiredYear", "")[:4],
+        "cardHolderName": form.get("cardHolderName", "").upper()[:64],
+        "tenor": tenor,
+        "saveCard": save_card,
+    }
+    try:
+        card = card_from_fields(form, now=clock.local_now(), prefix="")
+        order, attempt = await card_service.pay_on_page(session, order.id, attempt_number, card, tenor, save_card)
+    except InvalidCard as error:
+        await session.rollback()
+        errors = {e.field: e.message for e in error.field_errors()}
+        html = await pages.render_payment(
+            session,
+            order,
+            csrf=form.get("csrf", ""),
+            message="Check the card details and try again.",
+            values=values,
+            errors=errors,
+        )
+        return HTMLResponse(html, status_code=422)
+    except AttemptAlreadySubmitted:
+        await session.rollback()
+        return await _refused(session, order, "This payment attempt was already submitted", status=409)
+    except KasirError as error:
+        if isinstance(error, NotFound):
+            raise
+        await session.rollback()
+        order = await card_service.get(session, order_id)
+        if order.status != CardOrderStatus.PENDING.value:
+            return _see_other(_page_path(order.id))
+        return await _refused(session, order, error.message, status=error.http_status)
+    if order.status == CardOrderStatus.SUCCESS.value:
+        return _see_other(return_redirect(order, "SUCCESS"))
+    if order.status == CardOrderStatus.AUTHENTICATING.value:
+        return _see_other(_page_path(order.id, "/3ds"))
+    if order.status == CardOrderStatus.EXPIRED.value:
+        return _see_other(return_redirect(order, "EXPIRED"))
+    # Declined with attempts left: the same page, values kept, the reason said.
+    csrf = page_token(order.id, order.attempts_made + 1, "pay")
+    left = 3 - order.attempts_failed
+    message = f"Payment failed: {attempt.response_message}. Enter the card number and CVN again ({left} left)."
+    return HTMLResponse(await pages.render_payment(session, order, csrf=csrf, message=message, values=values))
+
+
+async def _refused(session: AsyncSession, order: Any, heading: str, *, status: int) -> HTMLResponse:
+    html = await pages.render_notice(
+        session,
+        order,
+        heading=heading,
+        message="Nothing was charged by this request. Open the payment page again to see where the payment stands.",
+        link=_page_path(order.id),
+    )
+    return HTMLResponse(html, status_code=status)
+
+
+@router.get("/card/pages/{order_id}/3ds", response_class=HTMLResponse, **_PAGE)  # type: ignore[arg-type]
+async def otp_page(order_id: str, session: ReadSession) -> Response:
+    order = await card_service.get(session, order_id)
+    if order.status != CardOrderStatus.AUTHENTICATING.value:
+        return _see_other(_page_path(order.id))
+    attempt = await card_repository.attempt(session, order.id, order.attempts_made)
+    assert attempt is not None
+    csrf = page_token(order.id, attempt.number, "3ds")
+    html = await pages.render_otp(session, order, attempt, otp=one_time_password(order.id, attempt.number), csrf=csrf)
+    return HTMLResponse(html)
+
+
+@router.post("/card/pages/{order_id}/3ds", **_PAGE)  # type: ignore[arg-type]
+async def verify_otp(order_id: str, request: Request, session: WriteSession) -> Response:
+    form = await _form(request)
+    order = await card_service.get(session, order_id)
+    attempt_number = _attempt_number(form)
+    if not check_page_token(order.id, attempt_number, "3ds", form.get("csrf", "")):
+        return await _refused(session, order, "This form is no longer valid", status=403)
+    try:
+        order = await card_service.verify_otp(session, order.id, attempt_number, form.get("otp", ""))
+    except AttemptAlreadySubmitted:
+        await session.rollback()
+        return await _refused(session, order, "This verification was already submitted", status=409)
+    except KasirError as error:
+        if isinstance(error, NotFound):
+            raise
+        await session.rollback()
+        return _see_other(_page_path(order.id))
+    if order.status == CardOrderStatus.SUCCESS.value:
+        return _see_other(return_redirect(order, "SUCCESS"))
+    if order.status == CardOrderStatus.EXPIRED.value:
+        return _see_other(return_redirect(order, "EXPIRED"))
+    return _see_other(_page_path(order.id))  # wrong OTP, attempts left: the page says why

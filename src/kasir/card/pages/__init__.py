@@ -1,0 +1,148 @@
+"""The hosted payment page, the 3-D Secure OTP page and the closed page (Jinja2, no build step).
+
+Card numbers and CVNs are never rendered back: after a declined attempt the page keeps the
+expiry, the holder name, the tenor and the save-card choice, and asks for the number and
+the CVN again (they exist only in the browser and in the request that carried them).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.card.cards import TEST_CARDS
+from kasir.card.models import CardAttempt, CardOrder
+from kasir.card.schemas import TENORS
+from kasir.card.states import MAX_FAILED_ATTEMPTS, CardOrderStatus
+from kasir.merchants.service import merchant_service
+
+_env = Environment(
+    loader=FileSystemLoader(Path(__file__).parent),
+    autoescape=select_autoescape(["html"]),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def rupiah(amount: int) -> str:
+    """`150000` -> `Rp150.000` (Indonesian thousands separator)."""
+    return "Rp" + f"{amount:,}".replace(",", ".")
+
+
+def _test_cards() -> list[dict[str, str]]:
+    return [
+        {"number_text": " ".join(card.number[i : i + 4] for i in range(0, len(card.number), 4)), **vars_of(card)}
+        for card in TEST_CARDS
+    ]
+
+
+def vars_of(card: Any) -> dict[str, str]:
+    return {"number": card.number, "brand": card.brand, "description": card.description}
+
+
+def tenor_options(amount: int) -> list[dict[str, str]]:
+    from kasir.card.service import installment
+
+    options = []
+    for tenor in TENORS:
+        monthly = rupiah(installment(amount, tenor))
+        label = f"Full payment · {monthly}" if tenor == "0" else f"{tenor} months · {monthly} / month"
+        options.append({"tenor": tenor, "monthly_text": monthly, "label": label})
+    return options
+
+
+def chosen_installment(amount: int, tenor: str) -> str:
+    from kasir.card.service import installment
+
+    if tenor == "0":
+        return f"Full payment: {rupiah(amount)}"
+    return f"{tenor} × {rupiah(installment(amount, tenor))} per month (0% interest)"
+
+
+async def _common(session: AsyncSession, order: CardOrder) -> dict[str, Any]:
+    merchant = await merchant_service.get(session, order.merchant_id)
+    details: dict[str, Any] = json.loads(order.details)
+    items = [
+        {"name": item["name"], "qty": item["qty"], "price_text": rupiah(int(item["amount"]) * int(item["qty"]))}
+        for item in details.get("itemDetails", [])
+    ]
+    return {
+        "order": order,
+        "merchant_name": merchant.name,
+        "amount_text": rupiah(order.amount),
+        "items": items,
+        "description": details.get("paymentDetails", {}).get("transactionDescription", ""),
+        "test_cards": _test_cards(),
+    }
+
+
+async def render_payment(
+    session: AsyncSession,
+    order: CardOrder,
+    *,
+    csrf: str,
+    message: str | None = None,
+    values: dict[str, Any] | None = None,
+    errors: dict[str, str] | None = None,
+) -> str:
+    values = dict(values or {})
+    values.setdefault("tenor", order.tenor if order.tenor in TENORS else "0")
+    if message is None and order.attempts_failed and order.status == CardOrderStatus.PENDING.value:
+        left = MAX_FAILED_ATTEMPTS - order.attempts_failed
+        message = f"Payment failed: {order.response_message}. {left} attempt{'s' if left != 1 else ''} left."
+    return _env.get_template("payment.html").render(
+        **await _common(session, order),
+        action=f"/card/pages/{order.id}/pay",
+        attempt=order.attempts_made + 1,
+        attempt_label=order.attempts_failed + 1,
+        max_attempts=MAX_FAILED_ATTEMPTS,
+        csrf=csrf,
+        message=message,
+        values=values,
+        errors=errors or {},
+        tenors=tenor_options(order.amount),
+        chosen_installment=chosen_installment(order.amount, values["tenor"]),
+    )
+
+
+async def render_otp(session: AsyncSession, order: CardOrder, attempt: CardAttempt, *, otp: str, csrf: str) -> str:
+    return _env.get_template("otp.html").render(
+        **await _common(session, order),
+        action=f"/card/pages/{order.id}/3ds",
+        attempt=attempt.number,
+        csrf=csrf,
+        otp=otp,
+        masked_card=attempt.masked_card,
+    )
+
+
+async def render_closed(
+    session: AsyncSession, order: CardOrder, *, return_url: str | None, message: str | None = None
+) -> str:
+    """The page of a paid or closed order."""
+    paid = order.status == CardOrderStatus.SUCCESS.value
+    heading = "Payment successful" if paid else "This payment link is closed"
+    return _env.get_template("closed.html").render(
+        **await _common(session, order),
+        status=order.status,
+        heading=heading,
+        message=message or (None if paid else order.response_message),
+        return_url=return_url,
+        link_text=None,
+    )
+
+
+async def render_notice(session: AsyncSession, order: CardOrder, *, heading: str, message: str, link: str) -> str:
+    """A refused form (sent twice, stale token): say so and link back to the page."""
+    return _env.get_template("closed.html").render(
+        **await _common(session, order),
+        status="NOTICE",
+        heading=heading,
+        message=message,
+        return_url=link,
+        link_text="Back to the payment page",
+    )

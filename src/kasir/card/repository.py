@@ -1,0 +1,132 @@
+"""Every card query."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import delete, or_, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.card.models import CardAttempt, CardIdempotencyKey, CardOrder
+from kasir.card.states import CardOrderStatus
+
+OPEN_STATUSES = (CardOrderStatus.PENDING.value, CardOrderStatus.AUTHENTICATING.value)
+
+
+class CardRepository:
+    # --- orders ------------------------------------------------------------------------
+
+    async def add_order(self, session: AsyncSession, order: CardOrder) -> bool:
+        """False when orderId or externalId is taken for this merchant (the unique constraints decide races)."""
+        try:
+            async with session.begin_nested():
+                session.add(order)
+                await session.flush()
+        except IntegrityError:
+            return False
+        return True
+
+    async def used_reference(
+        self, session: AsyncSession, merchant_id: str, order_id: str, external_id: str
+    ) -> CardOrder | None:
+        return await session.scalar(
+            select(CardOrder)
+            .where(
+                CardOrder.merchant_id == merchant_id,
+                or_(CardOrder.order_id == order_id, CardOrder.external_id == external_id),
+            )
+            .limit(1)
+        )
+
+    async def get(self, session: AsyncSession, order_id: str, *, lock: bool = False) -> CardOrder | None:
+        query = select(CardOrder).where(CardOrder.id == order_id)
+        if lock:
+            query = query.with_for_update()
+        return await session.scalar(query.execution_options(populate_existing=True))
+
+    async def due_for_expiry(self, session: AsyncSession, now: datetime, limit: int = 500) -> Sequence[str]:
+        result = await session.scalars(
+            select(CardOrder.id)
+            .where(CardOrder.status.in_(OPEN_STATUSES), CardOrder.expires_at <= now)
+            .order_by(CardOrder.expires_at)
+            .limit(limit)
+        )
+        return result.all()
+
+    # --- attempts ----------------------------------------------------------------------
+
+    async def add_attempt(self, session: AsyncSession, attempt: CardAttempt) -> None:
+        session.add(attempt)
+        await session.flush()
+
+    async def attempts(self, session: AsyncSession, order_id: str) -> Sequence[CardAttempt]:
+        result = await session.scalars(
+            select(CardAttempt).where(CardAttempt.card_order_id == order_id).order_by(CardAttempt.number)
+        )
+        return result.all()
+
+    async def attempt(self, session: AsyncSession, order_id: str, number: int) -> CardAttempt | None:
+        return await session.scalar(
+            select(CardAttempt).where(CardAttempt.card_order_id == order_id, CardAttempt.number == number)
+        )
+
+    # --- idempotency keys --------------------------------------------------------------
+
+    async def add_key(self, session: AsyncSession, row: CardIdempotencyKey) -> bool:
+        """False when (merchant, key) is taken."""
+        try:
+            async with session.begin_nested():
+                session.add(row)
+                await session.flush()
+        except IntegrityError:
+            return False
+        return True
+
+    async def key(self, session: AsyncSession, merchant_id: str, key: str) -> CardIdempotencyKey | None:
+        return await session.scalar(
+            select(CardIdempotencyKey)
+            .where(CardIdempotencyKey.merchant_id == merchant_id, CardIdempotencyKey.key == key)
+            .execution_options(populate_existing=True)
+        )
+
+    async def take_over_key(
+        self, session: AsyncSession, row: CardIdempotencyKey, request_hash: str, now: datetime, expires_at: datetime
+    ) -> bool:
+        """Re-claim an expired or abandoned key row; only one of several racing claimers wins."""
+        result = await session.execute(
+            update(CardIdempotencyKey)
+            .where(
+                CardIdempotencyKey.id == row.id,
+                CardIdempotencyKey.status == row.status,
+                CardIdempotencyKey.created_at == row.created_at,
+            )
+            .values(
+                request_hash=request_hash,
+                status="in_progress",
+                response_status=None,
+                response_body=None,
+                created_at=now,
+                expires_at=expires_at,
+            )
+            .execution_options(synchronize_session=False)
+        )
+        return bool(getattr(result, "rowcount", 0) == 1)
+
+    async def complete_key(self, session: AsyncSession, key_id: int, status: int, body: str) -> None:
+        await session.execute(
+            update(CardIdempotencyKey)
+            .where(CardIdempotencyKey.id == key_id)
+            .values(status="complete", response_status=status, response_body=body)
+            .execution_options(synchronize_session=False)
+        )
+
+    async def delete_key(self, session: AsyncSession, key_id: int) -> None:
+        await session.execute(delete(CardIdempotencyKey).where(CardIdempotencyKey.id == key_id))
+
+    async def forget_keys_before(self, session: AsyncSession, now: datetime) -> None:
+        await session.execute(delete(CardIdempotencyKey).where(CardIdempotencyKey.expires_at <= now))
+
+
+card_repository = CardRepository()

@@ -1,0 +1,359 @@
+"""The card charge request (interface.md "Card charge request"), camelCase on the wire.
+
+`parse_charge_request(body, now)` answers a `ChargeRequest` or raises one `CardValidationError`
+(400 VALIDATION_ERROR) listing every violated field at once as dotted camelCase paths: the
+field rules of the model and the rules across fields (amount = items total, channel for
+the payment method, card details in CLOSE mode, expiredTime in the future). Card data is
+only checked for presence here; its content (Luhn, expiry, CVN) is `cards.parse_card`'s
+(422 INVALID_CARD). Models hide their input in errors: a message never repeats a card
+number.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import re
+from datetime import datetime
+from typing import Annotated, Any
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+)
+from pydantic.alias_generators import to_camel
+from pydantic_core import PydanticCustomError
+
+from kasir.card.cards import card_channels
+from kasir.errors import BadRequest, FieldError, from_pydantic_errors
+from kasir.kit.clock import parse_aware
+
+QTY_MAX = 999  # interface.md Limits
+AMOUNT_MAX = 10**15  # whole rupiah; far beyond any card limit, inside BigInteger
+TENORS = ("0", "3", "6", "12")
+WALLET_CHANNELS = ("OVO", "DANA", "SHOPEEPAY", "LINKAJA", "VIRGO", "QRIS")  # decisions.md §5
+
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_PHONE = re.compile(r"^\+?[0-9]{6,15}$")
+_URL = re.compile(r"^https?://[^\s/?#]+[^\s]*$")
+
+# ISO 3166-1 alpha-2 and alpha-3 codes.
+ISO_ALPHA2 = frozenset(
+    """AD AE AF AG AI AL AM AO AQ AR AS AT AU AW AX AZ BA BB BD BE BF BG BH BI BJ BL BM BN BO BQ BR BS BT BV BW
+    BY BZ CA CC CD CF CG CH CI CK CL CM CN CO CR CU CV CW CX CY CZ DE DJ DK DM DO DZ EC EE EG EH ER ES ET FI FJ FK
+    FM FO FR GA GB GD GE GF GG GH GI GL GM GN GP GQ GR GS GT GU GW GY HK HM HN HR HT HU ID IE IL IM IN IO IQ IR IS
+    IT JE JM JO JP KE KG KH KI KM KN KP KR KW KY KZ LA LB LC LI LK LR LS LT LU LV LY MA MC MD ME MF MG MH MK ML MM
+    MN MO MP MQ MR MS MT MU MV MW MX MY MZ NA NC NE NF NG NI NL NO NP NR NU NZ OM PA PE PF PG PH PK PL PM PN PR PS
+    PT PW PY QA RE RO RS RU RW SA SB SC SD SE SG SH SI SJ SK SL SM SN SO SR SS ST SV SX SY SZ TC TD TF TG TH TJ TK
+    TL TM TN TO TR TT TV TW TZ UA UG UM US UY UZ VA VC VE VG VI VN VU WF WS YE YT ZA ZM ZW""".split()
+)
+ISO_ALPHA3 = frozenset(
+    """ABW AFG AGO AIA ALA ALB AND ARE ARG ARM ASM ATA ATF ATG AUS AUT AZE BDI BEL BEN BES BFA BGD BGR BHR BHS
+    BIH BLM BLR BLZ BMU BOL BRA BRB BRN BTN BVT BWA CAF CAN CCK CHE CHL CHN CIV CMR COD COG COK COL COM CPV CRI
+    CUB CUW CXR CYM CYP CZE DEU DJI DMA DNK DOM DZA ECU EGY ERI ESH ESP EST ETH FIN FJI FLK FRA FRO FSM GAB GBR
+    GEO GGY GHA GIB GIN GLP GMB GNB GNQ GRC GRD GRL GTM GUF GUM GUY HKG HMD HND HRV HTI HUN IDN IMN IND IOT IRL
+    IRN IRQ ISL ISR ITA JAM JEY JOR JPN KAZ KEN KGZ KHM KIR KNA KOR KWT LAO LBN LBR LBY LCA LIE LKA LSO LTU LUX
+    LVA MAC MAF MAR MCO MDA MDG MDV MEX MHL MKD MLI MLT MMR MNE MNG MNP MOZ MRT MSR MTQ MUS MWI MYS MYT NAM NCL
+    NER NFK NGA NIC NIU NLD NOR NPL NRU NZL OMN PAK PAN PCN PER PHL PLW PNG POL PRI PRK PRT PRY PSE PYF QAT REU
+    ROU RUS RWA SAU SDN SEN SGP SGS SHN SJM SLB SLE SLV SMR SOM SPM SRB SSD STP SUR SVK SVN SWE SWZ SXM SYC SYR
+    TCA TCD TGO THA TJK TKL TKM TLS TON TTO TUN TUR TUV TWN TZA UGA UKR UMI URY USA UZB VAT VCT VEN VGB VIR VNM
+    VUT WLF WSM YEM ZAF ZMB ZWE""".split()
+)
+
+
+class CardValidationError(BadRequest):
+    """400 VALIDATION_ERROR with every violated field."""
+
+    def __init__(self, errors: list[FieldError]) -> None:
+        super().__init__("Request fails validation", errors=errors)
+
+
+# --- field types ----------------------------------------------------------------------
+
+
+def _required(value: str) -> str:
+    if not value.strip():
+        raise PydanticCustomError("missing", "is required")
+    return value
+
+
+def _email(value: str) -> str:
+    if not _EMAIL.match(value):
+        raise PydanticCustomError("email", "must be an email address")
+    return value
+
+
+def _phone(value: str) -> str:
+    if not _PHONE.match(value):
+        raise PydanticCustomError("phone", "must be 6 to 15 digits, optionally after +")
+    return value
+
+
+def _country(value: str) -> str:
+    if value not in ISO_ALPHA2 and value not in ISO_ALPHA3:
+        raise PydanticCustomError("country", "must be an ISO 3166-1 country code, like ID or IDN")
+    return value
+
+
+def _url(value: str) -> str:
+    if not _URL.match(value):
+        raise PydanticCustomError("url", "must be an absolute http(s) URL")
+    return value
+
+
+def _ip(value: str) -> str:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError as exc:
+        raise PydanticCustomError("ip", "must be an IPv4 or IPv6 address") from exc
+    return value
+
+
+def _strict_int(value: Any) -> Any:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PydanticCustomError("int_type", "must be an integer (whole rupiah)")
+    return value
+
+
+def _strict_bool(value: Any) -> Any:
+    if not isinstance(value, bool):
+        raise PydanticCustomError("bool_type", "must be true or false")
+    return value
+
+
+def _one_of(*allowed: str) -> Any:
+    def check(value: str) -> str:
+        if value not in allowed:
+            raise PydanticCustomError("enum", "must be one of {allowed}", {"allowed": ", ".join(allowed)})
+        return value
+
+    return AfterValidator(check)
+
+
+def _expired_time(value: str) -> str:
+    try:
+        parse_aware(value)
+    except ValueError as exc:
+        raise PydanticCustomError("datetime", "must be ISO 8601 with a UTC offset") from exc
+    return value
+
+
+def _text(max_length: int) -> Any:
+    return StringConstraints(max_length=max_length)
+
+
+Req = AfterValidator(_required)
+Str16 = Annotated[str, _text(16), Req]
+Str64 = Annotated[str, _text(64), Req]
+Str128 = Annotated[str, _text(128), Req]
+Str255 = Annotated[str, _text(255), Req]
+Str256 = Annotated[str, _text(256), Req]
+Email = Annotated[str, _text(64), Req, AfterValidator(_email)]
+Phone = Annotated[str, _text(16), Req, AfterValidator(_phone)]
+Country = Annotated[str, _text(3), Req, AfterValidator(_country)]
+Url = Annotated[str, _text(2048), Req, AfterValidator(_url)]
+Amount = Annotated[int, BeforeValidator(_strict_int), Field(gt=0, le=AMOUNT_MAX)]
+UnitPrice = Annotated[int, BeforeValidator(_strict_int), Field(ge=0, le=AMOUNT_MAX)]
+Qty = Annotated[int, BeforeValidator(_strict_int), Field(ge=1, le=QTY_MAX)]
+StrictBool = Annotated[bool, BeforeValidator(_strict_bool)]
+CardText = Annotated[str, _text(32)]
+
+
+class CardModel(BaseModel):
+    # hide_input_in_errors: a ValidationError's text would otherwise carry the card number.
+    model_config = ConfigDict(
+        alias_generator=to_camel, populate_by_name=True, extra="ignore", hide_input_in_errors=True
+    )
+
+
+class CardPaymentDetails(CardModel):
+    amount: Amount
+    is_customer_paying_fee: StrictBool
+    transaction_description: Str255
+    expired_time: Annotated[str, _text(40), AfterValidator(_expired_time)] | None = None
+
+
+class CardItem(CardModel):
+    item_id: Str64
+    name: Str128
+    amount: UnitPrice
+    qty: Qty
+    description: Annotated[str, _text(255)] | None = None
+
+
+class CardCustomerDetails(CardModel):
+    email: Email
+    full_name: Str128
+    phone: Phone
+    ip_address: Annotated[str, _text(45), Req, AfterValidator(_ip)]
+
+
+class CardAddress(CardModel):
+    full_name: Str128
+    phone: Phone
+    address: Str256
+    city: Str64
+    postal_code: Annotated[str, _text(10), Req]
+    country: Country
+
+
+class CardDetails(CardModel):
+    card_number: CardText | None = None
+    card_expired_month: Annotated[str, _text(2)] | None = None
+    card_expired_year: Annotated[str, _text(4)] | None = None
+    card_cvn: Annotated[str, _text(4)] | None = None
+    card_holder_name: Annotated[str, _text(64)] | None = None
+
+
+class CardPaymentOptions(CardModel):
+    use_rewards: StrictBool | None = None
+    # interface.md: campaign_code is snake_case on the wire.
+    campaign_code: Annotated[str, _text(64)] | None = Field(None, alias="campaign_code")
+    tenor: Annotated[str, _one_of(*TENORS)] | None = None
+
+
+class ChargeRequest(CardModel):
+    external_id: Str64
+    order_id: Str64
+    currency: Annotated[str, _one_of("IDR")]
+    source: Annotated[str, _text(64)] | None = None
+    payment_method: Annotated[str, _one_of("card", "ewallet")]
+    payment_channel: Str16
+    payment_mode: Annotated[str, _one_of("CLOSE", "OPEN")]
+    payment_details: CardPaymentDetails
+    item_details: Annotated[list[CardItem], Field(min_length=1, max_length=100)]
+    customer_details: CardCustomerDetails
+    billing_address: CardAddress
+    shipping_address: CardAddress
+    card_details: CardDetails | None = None
+    return_url: Url
+    callback_url: Annotated[str, _text(2048), AfterValidator(_url)] | None = None
+    payment_options: CardPaymentOptions | None = None
+    additional_data: Annotated[str, _text(1024)] | None = None
+
+    @property
+    def tenor(self) -> str:
+        return (self.payment_options.tenor if self.payment_options else None) or "0"
+
+    def stored_details(self) -> dict[str, Any]:
+        """What the order keeps of the request: everything but the card (JSON-ready)."""
+        return self.model_dump(
+            by_alias=True,
+            exclude_none=True,
+            include={
+                "source",
+                "payment_details",
+                "item_details",
+                "customer_details",
+                "billing_address",
+                "shipping_address",
+                "payment_options",
+                "additional_data",
+            },
+        )
+
+
+CARD_FIELDS = ("cardNumber", "cardExpiredMonth", "cardExpiredYear", "cardCvn", "cardHolderName")
+
+
+def parse_charge_request(body: bytes, now: datetime) -> ChargeRequest:
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise CardValidationError([FieldError("body", "is not valid JSON")]) from None
+    errors: list[FieldError] = []
+    request: ChargeRequest | None = None
+    try:
+        request = ChargeRequest.model_validate(data)
+    except ValidationError as exc:
+        errors.extend(from_pydantic_errors(exc.errors(include_input=False)).errors)
+    if isinstance(data, dict):
+        flagged = {error.field for error in errors}
+        errors.extend(e for e in _cross_field_errors(data, now) if e.field not in flagged)
+    if errors:
+        raise CardValidationError(errors)
+    assert request is not None
+    return request
+
+
+def _cross_field_errors(data: dict[str, Any], now: datetime) -> list[FieldError]:
+    """Rules across fields, on the raw body so they are reported next to the field errors."""
+    errors: list[FieldError] = []
+    details = data.get("paymentDetails")
+    items = data.get("itemDetails")
+    if isinstance(details, dict) and isinstance(items, list) and items:
+        amount = details.get("amount")
+        pairs: list[tuple[Any, Any]] = [(i.get("amount"), i.get("qty")) for i in items if isinstance(i, dict)]
+        if (
+            _is_int(amount)
+            and len(pairs) == len(items)
+            and all(_is_int(price) and _is_int(qty) for price, qty in pairs)
+        ):
+            total = sum(int(price) * int(qty) for price, qty in pairs)
+            if total != amount:
+                errors.append(
+                    FieldError("paymentDetails.amount", f"must equal the sum of itemDetails amount × qty ({total})")
+                )
+    if isinstance(details, dict) and isinstance(details.get("expiredTime"), str):
+        try:
+            if parse_aware(details["expiredTime"]) <= now:
+                errors.append(FieldError("paymentDetails.expiredTime", "must be in the future"))
+        except ValueError:
+            pass  # reported by the field rule
+
+    method, channel = data.get("paymentMethod"), data.get("paymentChannel")
+    if isinstance(channel, str) and channel.strip():
+        if method == "card" and channel not in card_channels():
+            allowed = ", ".join(card_channels())
+            errors.append(FieldError("paymentChannel", f"must be a card channel: {allowed}"))
+        elif method == "ewallet" and channel not in WALLET_CHANNELS:
+            errors.append(FieldError("paymentChannel", f"must be a wallet channel: {', '.join(WALLET_CHANNELS)}"))
+
+    if method == "card" and data.get("paymentMode") == "CLOSE":
+        card = data.get("cardDetails")
+        if card is None:
+            errors.append(FieldError("cardDetails", "is required when paymentMode is CLOSE"))
+        elif isinstance(card, dict):
+            for name in CARD_FIELDS:
+                value = card.get(name)
+                if value is None or (isinstance(value, str) and not value.strip()):
+                    errors.append(FieldError(f"cardDetails.{name}", "is required when paymentMode is CLOSE"))
+    return errors
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+# --- responses ------------------------------------------------------------------------
+
+
+class ChargeData(BaseModel):
+    transactionId: str  # noqa: N815 (wire name)
+    externalId: str  # noqa: N815
+    paymentStatus: str  # noqa: N815
+    link: str
+
+
+class ChargeResponse(BaseModel):
+    """HTTP 200: statusCode "00", statusMessage "SUCCESS" (decisions.md §4)."""
+
+    statusCode: str  # noqa: N815
+    statusMessage: str  # noqa: N815
+    data: ChargeData
+
+
+class CardFieldError(BaseModel):
+    field: str
+    message: str
+
+
+class CardErrorBody(BaseModel):
+    statusCode: str  # noqa: N815
+    statusMessage: str  # noqa: N815
+    errors: list[CardFieldError]

@@ -1,0 +1,569 @@
+"""Card charge rules: the charge, attempts, 3-D Secure, expiry, payment-page callbacks, idempotency.
+
+    KasirError
+    ├── BadRequest
+    │   ├── CardValidationError (schemas.py)  400 VALIDATION_ERROR, every violated field
+    │   └── EwalletUnavailable                400 VALIDATION_ERROR paymentMethod
+    ├── NotFound
+    │   └── CardOrderNotFound                 404 NOT_FOUND
+    ├── Conflict
+    │   ├── DuplicateOrder                    409 DUPLICATE_ORDER (DuplicateReference)
+    │   ├── RequestInProgress                 409 REQUEST_IN_PROGRESS (errors.py)
+    │   ├── CardOrderClosed (states.py)       409 CONFLICT
+    │   └── AttemptAlreadySubmitted           409 CONFLICT (a page form sent twice)
+    └── UnprocessableEntity
+        ├── InvalidCard                       422 INVALID_CARD, every rejected card field
+        └── IdempotencyKeyReused              422 IDEMPOTENCY_KEY_REUSED
+
+An attempt's outcome is decided by the staging test card (cards.py). Each failed attempt
+records a payment-page callback FAILED, success records SUCCESS, and the third failure or
+the order's expiry records the final EXPIRED, each in the unit of work of the change
+(callbacks/service.py sends it after commit, signed per decisions.md §3.5).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.callbacks.models import CallbackKind
+from kasir.callbacks.service import callback_outbox
+from kasir.callbacks.signing import svc_signature, x_req_signature
+from kasir.callbacks.ssrf import check_callback_url
+from kasir.card.cards import (
+    MESSAGES,
+    OTP_FAILED_MESSAGE,
+    InvalidCardData,
+    Outcome,
+    ParsedCard,
+    acquirer_for,
+    parse_card,
+)
+from kasir.card.models import CardAttempt, CardIdempotencyKey, CardOrder
+from kasir.card.repository import card_repository
+from kasir.card.schemas import TENORS, ChargeRequest, parse_charge_request
+from kasir.card.states import (
+    MAX_FAILED_ATTEMPTS,
+    PAYMENT_STATUS,
+    CardAttemptStatus,
+    CardOrderClosed,
+    CardOrderStatus,
+    transition,
+)
+from kasir.config import get_settings
+from kasir.db import Database
+from kasir.errors import (
+    BadRequest,
+    Conflict,
+    DuplicateReference,
+    InvalidFieldFormat,
+    NotFound,
+    RequestInProgress,
+    UnprocessableEntity,
+)
+from kasir.kit.clock import JAKARTA, clock, isoformat_seconds, parse_aware
+from kasir.kit.crypto import constant_time_equals, derive_key
+from kasir.kit.ids import new_id
+from kasir.merchants.basic_auth import BasicCaller, authenticate_basic
+from kasir.merchants.service import merchant_service
+
+log = logging.getLogger("kasir.card")
+
+CURRENCY = "IDR"
+VALIDITY = timedelta(hours=24)  # decisions.md §7: expiredTime defaults to 24 h
+IDEMPOTENCY_TTL = timedelta(hours=24)  # decisions.md §7
+IDEMPOTENCY_KEY_MAX = 255
+# An in-progress key older than this belongs to a request that died (crash, kill): it may be taken over.
+ABANDONED_AFTER = timedelta(seconds=60)
+EXPIRED_BY_TIME = "Payment link expired"
+EXPIRED_BY_ATTEMPTS = f"Payment failed {MAX_FAILED_ATTEMPTS} times; the payment link is closed"
+
+
+# --- errors ----------------------------------------------------------------------------
+
+
+class InvalidCard(UnprocessableEntity):
+    card_status = "INVALID_CARD"
+    default_message = "Card data rejected"
+
+
+class IdempotencyKeyReused(UnprocessableEntity):
+    card_status = "IDEMPOTENCY_KEY_REUSED"
+
+    def __init__(self) -> None:
+        super().__init__("X-Idempotency-Key was already used with a different request body", field="X-Idempotency-Key")
+
+
+class DuplicateOrder(DuplicateReference):
+    def __init__(self, field: str) -> None:
+        super().__init__(f"{field} is already used; use a new unused {field}", field=field)
+
+
+class CardOrderNotFound(NotFound):
+    pass
+
+
+class AttemptAlreadySubmitted(Conflict):
+    default_message = "This payment attempt was already submitted"
+
+
+class EwalletUnavailable(BadRequest):
+    def __init__(self) -> None:
+        super().__init__("ewallet is not available yet", field="paymentMethod")
+
+
+# --- page and API helpers --------------------------------------------------------------
+
+
+@lru_cache(maxsize=8)
+def _key(secret_key: str, purpose: str) -> bytes:
+    return derive_key(secret_key, purpose)
+
+
+def _service_key(purpose: str) -> bytes:
+    return _key(get_settings().resolved_secret_key(), purpose)
+
+
+def request_fingerprint(body: bytes) -> str:
+    """Keyed hash of the raw charge body: a plain SHA-256 of a body with a card number could be brute-forced."""
+    return hmac.new(_service_key("kasir/card-idempotency"), body, hashlib.sha256).hexdigest()
+
+
+def page_token(order_id: str, attempt: int, purpose: str) -> str:
+    """The CSRF token of a page form: bound to the order, the attempt number and the form."""
+    message = f"{order_id}:{attempt}:{purpose}".encode()
+    return hmac.new(_service_key("kasir/card-page-csrf"), message, hashlib.sha256).hexdigest()
+
+
+def check_page_token(order_id: str, attempt: int, purpose: str, token: str) -> bool:
+    return constant_time_equals(page_token(order_id, attempt, purpose), token)
+
+
+def one_time_password(order_id: str, attempt: int) -> str:
+    """The staging 3-D Secure OTP of an attempt (derived, so it is never stored)."""
+    digest = hmac.new(_service_key("kasir/card-otp"), f"{order_id}:{attempt}".encode(), hashlib.sha256).digest()
+    return str(int.from_bytes(digest[:8], "big") % 1_000_000).zfill(6)
+
+
+def page_url(order: CardOrder) -> str:
+    return f"{get_settings().public_url}/card/pages/{order.id}"
+
+
+def otp_url(order: CardOrder) -> str:
+    return f"{page_url(order)}/3ds"
+
+
+def return_redirect(order: CardOrder, status: str) -> str:
+    """returnUrl with transaction_id, order_id and status added to its query."""
+    parts = urlsplit(order.return_url)
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    query += [("transaction_id", order.id), ("order_id", order.order_id), ("status", status)]
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def payment_status(order: CardOrder) -> str:
+    return PAYMENT_STATUS[CardOrderStatus(order.status)]
+
+
+def charge_link(order: CardOrder) -> str:
+    if order.status == CardOrderStatus.AUTHENTICATING.value:
+        return otp_url(order)
+    return page_url(order)
+
+
+def charge_body(order: CardOrder) -> dict[str, Any]:
+    """HTTP 200 of the charge (decisions.md §4)."""
+    return {
+        "statusCode": "00",
+        "statusMessage": "SUCCESS",
+        "data": {
+            "transactionId": order.id,
+            "externalId": order.external_id,
+            "paymentStatus": payment_status(order),
+            "link": charge_link(order),
+        },
+    }
+
+
+def installment(amount: int, tenor: str) -> int:
+    """Installment per month at 0 % interest, rounded up to whole rupiah (the last month pays less)."""
+    months = int(tenor)
+    return amount if months == 0 else -(-amount // months)
+
+
+def card_from_fields(fields: dict[str, Any], *, now: datetime, prefix: str = "cardDetails.") -> ParsedCard:
+    """Parse card fields (wire names) or raise InvalidCard naming each rejected one."""
+    try:
+        return parse_card(
+            number=str(fields.get("cardNumber") or ""),
+            exp_month=str(fields.get("cardExpiredMonth") or ""),
+            exp_year=str(fields.get("cardExpiredYear") or ""),
+            cvn=str(fields.get("cardCvn") or ""),
+            holder_name=str(fields.get("cardHolderName") or ""),
+            now=now,
+            prefix=prefix,
+        )
+    except InvalidCardData as exc:
+        raise InvalidCard(errors=exc.errors) from None
+
+
+@dataclass(frozen=True, slots=True)
+class KeyClaim:
+    """Either this request owns the key row (`key_id`), or it gets the stored answer (`replay`)."""
+
+    key_id: int | None = None
+    replay: tuple[int, str] | None = None
+
+
+class CardService:
+    # --- the charge API (interface.md endpoint 6) ---------------------------------------
+
+    async def authenticate(self, database: Database, authorization: str | None) -> BasicCaller:
+        async with database.unit_of_work(read_only=True) as session:
+            return await authenticate_basic(session, authorization)
+
+    def parse(self, body: bytes) -> tuple[ChargeRequest, ParsedCard | None]:
+        """400 for the request's fields, then 422 for the card's content (CLOSE mode, method card)."""
+        now = clock.now()
+        request = parse_charge_request(body, now)
+        card = None
+        if request.payment_method == "card" and request.payment_mode == "CLOSE":
+            assert request.card_details is not None
+            card = card_from_fields(request.card_details.model_dump(by_alias=True), now=clock.local_now())
+        return request, card
+
+    async def charge(
+        self, session: AsyncSession, caller: BasicCaller, request: ChargeRequest, card: ParsedCard | None
+    ) -> CardOrder:
+        merchant = caller.merchant
+        if request.callback_url:
+            await check_callback_url(request.callback_url, production=get_settings().is_production, field="callbackUrl")
+        if request.payment_method == "ewallet":
+            raise EwalletUnavailable()
+        await self._refuse_duplicate(session, merchant.id, request)
+        now = clock.now()
+        expires_at = parse_aware(request.payment_details.expired_time) if request.payment_details.expired_time else None
+        order = CardOrder(
+            id=new_id("CARD", 20),
+            merchant_id=merchant.id,
+            external_id=request.external_id,
+            order_id=request.order_id,
+            currency=CURRENCY,
+            amount=request.payment_details.amount,
+            payment_method=request.payment_method,
+            payment_channel=request.payment_channel,
+            payment_mode=request.payment_mode,
+            status=CardOrderStatus.PENDING.value,
+            tenor=request.payment_options.tenor if request.payment_options else None,
+            attempts_made=0,
+            attempts_failed=0,
+            details=json.dumps(request.stored_details(), ensure_ascii=False),
+            return_url=request.return_url,
+            callback_url=request.callback_url or merchant.callback_url,
+            acq=None,
+            response_message=None,
+            save_card=False,
+            card_token=None,
+            created_at=now,
+            expires_at=(expires_at or now + VALIDITY).astimezone(UTC),
+            updated_at=now,
+            paid_at=None,
+        )
+        if not await card_repository.add_order(session, order):
+            await self._refuse_duplicate(session, merchant.id, request)
+            raise DuplicateOrder("orderId")
+        log.info("card order created", extra={"transaction_id": order.id, "merchant_id": merchant.id})
+        if card is not None:
+            await self._attempt(session, order, card, request.tenor, save_card=False)
+        return order
+
+    async def _refuse_duplicate(self, session: AsyncSession, merchant_id: str, request: ChargeRequest) -> None:
+        used = await card_repository.used_reference(session, merchant_id, request.order_id, request.external_id)
+        if used is not None:
+            raise DuplicateOrder("orderId" if used.order_id == request.order_id else "externalId")
+
+    # --- idempotency (decisions.md §7) --------------------------------------------------
+
+    async def claim_key(self, database: Database, merchant_id: str, key: str, fingerprint: str) -> KeyClaim:
+        """Own the key in a short committed transaction; the unique (merchant, key) decides races."""
+        for _ in range(3):
+            now = clock.now()
+            async with database.unit_of_work() as session:
+                row = CardIdempotencyKey(
+                    merchant_id=merchant_id,
+                    key=key,
+                    request_hash=fingerprint,
+                    status="in_progress",
+                    created_at=now,
+                    expires_at=now + IDEMPOTENCY_TTL,
+                )
+                if await card_repository.add_key(session, row):
+                    return KeyClaim(key_id=row.id)
+                existing = await card_repository.key(session, merchant_id, key)
+                if existing is None:
+                    continue  # the first request failed with a 5xx and let go of the key: try again
+                stale = existing.expires_at <= now or (
+                    existing.status == "in_progress" and existing.created_at <= now - ABANDONED_AFTER
+                )
+                if stale:
+                    if await card_repository.take_over_key(session, existing, fingerprint, now, now + IDEMPOTENCY_TTL):
+                        return KeyClaim(key_id=existing.id)
+                    raise RequestInProgress(field="X-Idempotency-Key")
+                if not constant_time_equals(existing.request_hash, fingerprint):
+                    raise IdempotencyKeyReused()
+                if existing.status != "complete" or existing.response_status is None or existing.response_body is None:
+                    raise RequestInProgress(field="X-Idempotency-Key")
+                return KeyClaim(replay=(existing.response_status, existing.response_body))
+        raise RequestInProgress(field="X-Idempotency-Key")
+
+    async def complete_key(self, session: AsyncSession, key_id: int, status: int, body: str) -> None:
+        await card_repository.complete_key(session, key_id, status, body)
+
+    async def store_key_response(self, database: Database, key_id: int, status: int, body: str) -> None:
+        async with database.unit_of_work() as session:
+            await card_repository.complete_key(session, key_id, status, body)
+
+    async def forget_key(self, database: Database, key_id: int) -> None:
+        async with database.unit_of_work() as session:
+            await card_repository.delete_key(session, key_id)
+
+    # --- attempts -------------------------------------------------------------------------
+
+    async def get(self, session: AsyncSession, order_id: str, *, lock: bool = False) -> CardOrder:
+        order = await card_repository.get(session, order_id, lock=lock)
+        if order is None or order.payment_method != "card":
+            raise CardOrderNotFound("Payment not found")
+        return order
+
+    def _refuse_unless_open(self, order: CardOrder, now: datetime, expected: CardOrderStatus) -> None:
+        if order.status != expected.value:
+            raise CardOrderClosed(f"The payment is {order.status.lower()}")
+        if order.expires_at <= now:
+            raise CardOrderClosed("The payment link has expired")
+
+    async def pay_on_page(
+        self, session: AsyncSession, order_id: str, attempt_number: int, card: ParsedCard, tenor: str, save_card: bool
+    ) -> tuple[CardOrder, CardAttempt]:
+        order = await self.get(session, order_id, lock=True)
+        if attempt_number != order.attempts_made + 1:
+            raise AttemptAlreadySubmitted()
+        if tenor not in TENORS:
+            raise InvalidFieldFormat("tenor", "must be one of 0, 3, 6, 12")
+        attempt = await self._attempt(session, order, card, tenor, save_card=save_card)
+        return order, attempt
+
+    async def _attempt(
+        self, session: AsyncSession, order: CardOrder, card: ParsedCard, tenor: str, *, save_card: bool
+    ) -> CardAttempt:
+        now = clock.now()
+        self._refuse_unless_open(order, now, CardOrderStatus.PENDING)
+        order.attempts_made += 1
+        acq = acquirer_for(order.payment_channel, card.brand)
+        order.acq, order.tenor, order.save_card = acq, tenor, save_card
+        attempt = CardAttempt(
+            card_order_id=order.id,
+            number=order.attempts_made,
+            status=CardAttemptStatus.FAILED.value,
+            masked_card=card.masked,
+            card_brand=card.brand,
+            card_exp_month=card.exp_month,
+            card_exp_year=card.exp_year,
+            tenor=tenor,
+            acq=acq,
+            response_message=MESSAGES[card.outcome],
+            created_at=now,
+            completed_at=now,
+        )
+        if card.outcome is Outcome.APPROVED:
+            attempt.status = CardAttemptStatus.SUCCESS.value
+            await card_repository.add_attempt(session, attempt)
+            await self._succeed(session, order, now)
+        elif card.outcome is Outcome.CHALLENGE:
+            attempt.status, attempt.completed_at = CardAttemptStatus.CHALLENGE.value, None
+            await card_repository.add_attempt(session, attempt)
+            transition(order, CardOrderStatus.AUTHENTICATING)
+            order.response_message = MESSAGES[Outcome.CHALLENGE]
+            order.updated_at = now
+            await session.flush()
+        else:
+            await card_repository.add_attempt(session, attempt)
+            await self._fail(session, order, MESSAGES[card.outcome], now)
+        log.info(
+            "card attempt",
+            extra={"transaction_id": order.id, "attempt": attempt.number, "status": attempt.status},
+        )
+        return attempt
+
+    async def verify_otp(self, session: AsyncSession, order_id: str, attempt_number: int, otp: str) -> CardOrder:
+        order = await self.get(session, order_id, lock=True)
+        now = clock.now()
+        if order.status == CardOrderStatus.AUTHENTICATING.value and attempt_number != order.attempts_made:
+            raise AttemptAlreadySubmitted()
+        self._refuse_unless_open(order, now, CardOrderStatus.AUTHENTICATING)
+        attempt = await card_repository.attempt(session, order.id, attempt_number)
+        if attempt is None or attempt.status != CardAttemptStatus.CHALLENGE.value:
+            raise AttemptAlreadySubmitted()
+        attempt.completed_at = now
+        if constant_time_equals(otp.strip(), one_time_password(order.id, attempt.number)):
+            attempt.status = CardAttemptStatus.SUCCESS.value
+            attempt.response_message = MESSAGES[Outcome.APPROVED]
+            await self._succeed(session, order, now)
+        else:
+            attempt.status = CardAttemptStatus.FAILED.value
+            attempt.response_message = OTP_FAILED_MESSAGE
+            await self._fail(session, order, OTP_FAILED_MESSAGE, now)
+        return order
+
+    async def _succeed(self, session: AsyncSession, order: CardOrder, now: datetime) -> None:
+        transition(order, CardOrderStatus.SUCCESS)
+        order.paid_at = now
+        order.response_message = MESSAGES[Outcome.APPROVED]
+        if order.save_card:
+            order.card_token = new_id("CTK", 32)  # opaque: derived from nothing about the card
+        await self._changed(session, order, "SUCCESS", now)
+
+    async def _fail(self, session: AsyncSession, order: CardOrder, message: str, now: datetime) -> None:
+        order.attempts_failed += 1
+        order.response_message = message
+        final = order.attempts_failed >= MAX_FAILED_ATTEMPTS
+        if order.status == CardOrderStatus.AUTHENTICATING.value and not final:
+            transition(order, CardOrderStatus.PENDING)
+        await self._changed(session, order, "FAILED", now)
+        if final:
+            transition(order, CardOrderStatus.EXPIRED)
+            order.response_message = EXPIRED_BY_ATTEMPTS
+            await self._changed(session, order, "EXPIRED", now)
+
+    async def expire(self, session: AsyncSession, order_id: str) -> bool:
+        order = await self.get(session, order_id, lock=True)
+        now = clock.now()
+        if order.status not in (CardOrderStatus.PENDING.value, CardOrderStatus.AUTHENTICATING.value):
+            return False
+        if order.expires_at > now:
+            return False
+        if order.status == CardOrderStatus.AUTHENTICATING.value:
+            challenge = await card_repository.attempt(session, order.id, order.attempts_made)
+            if challenge is not None and challenge.status == CardAttemptStatus.CHALLENGE.value:
+                challenge.status, challenge.completed_at = CardAttemptStatus.FAILED.value, now
+                challenge.response_message = EXPIRED_BY_TIME
+        transition(order, CardOrderStatus.EXPIRED)
+        order.response_message = EXPIRED_BY_TIME
+        await self._changed(session, order, "EXPIRED", now)
+        return True
+
+    # --- payment-page callbacks -------------------------------------------------------------
+
+    async def _changed(self, session: AsyncSession, order: CardOrder, event: str, now: datetime) -> None:
+        order.updated_at = now
+        await session.flush()
+        if not order.callback_url:
+            return  # neither the request nor the merchant named a callback URL
+        merchant = await merchant_service.get(session, order.merchant_id)
+        hash_key = merchant_service.secrets(merchant).hash_key
+        await callback_outbox.record(
+            session,
+            kind=CallbackKind.PAYMENT_PAGE,
+            merchant_id=order.merchant_id,
+            transaction_ref=order.id,
+            event=event,
+            url=order.callback_url,
+            payload=callback_payload(order, event),
+            svc_signature=svc_signature(order.id, x_req_signature(hash_key, order.external_id, order.order_id)),
+        )
+
+
+card_service = CardService()
+
+
+def _utc_iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _address(address: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "full_name": address.get("fullName"),
+        "phone": address.get("phone"),
+        "address": address.get("address"),
+        "city": address.get("city"),
+        "postal_code": address.get("postalCode"),
+        "country": address.get("country"),
+    }
+
+
+def callback_payload(order: CardOrder, transaction_status: str) -> dict[str, Any]:
+    """interface.md "Payment-page callback payload": every field, snake_case."""
+    details: dict[str, Any] = json.loads(order.details)
+    customer = details.get("customerDetails", {})
+    billing = details.get("billingAddress", {})
+    acq = order.acq or acquirer_for(order.payment_channel, None)
+    return {
+        "transaction_id": order.id,
+        "order_id": order.order_id,
+        "external_id": order.external_id,
+        "currency": order.currency,
+        "transaction_status": transaction_status,
+        "response_message": order.response_message or "",
+        "payment_method": "CARD",
+        "payment_channel": "CARD",
+        "acq": acq,
+        "paid_date": _utc_iso(order.paid_at) if order.paid_at is not None else None,
+        "amount": order.amount,
+        "selected_channels": [{"channel": order.payment_channel, "acq": acq}],
+        "is_customer_paying_fee": bool(details.get("paymentDetails", {}).get("isCustomerPayingFee", False)),
+        "item_details": [
+            {"item_id": item["itemId"], "name": item["name"], "amount": item["amount"], "qty": item["qty"]}
+            for item in details.get("itemDetails", [])
+        ],
+        "save_card": order.save_card,
+        "card_token": order.card_token,
+        "customer_details": {
+            "full_name": customer.get("fullName"),
+            "email": customer.get("email"),
+            "phone": customer.get("phone"),
+            "address": billing.get("address"),
+            "is_email_show": True,
+            "is_phone_show": True,
+        },
+        "shipping_address": _address(details.get("shippingAddress", {})),
+        "billing_address": _address(billing),
+        "callback_url": order.callback_url,
+        "success_redirect_url": return_redirect(order, "SUCCESS"),
+        "failed_redirect_url": return_redirect(order, "EXPIRED"),
+        "expired_time": isoformat_seconds(order.expires_at, JAKARTA),
+    }
+
+
+# --- expiry (the worker scheduler calls this) -----------------------------------------------
+
+
+_purged_at: dict[int, datetime] = {}
+
+
+async def expire_due_card_orders(database: Database) -> int:
+    """Close every open order past its expiredTime (EXPIRED callback); each in its own unit of work."""
+    now = clock.now()
+    async with database.unit_of_work(read_only=True) as session:
+        due = await card_repository.due_for_expiry(session, now)
+    last = _purged_at.get(id(database))
+    if last is None or now - last >= timedelta(minutes=1):
+        async with database.unit_of_work() as session:
+            await card_repository.forget_keys_before(session, now)
+        _purged_at[id(database)] = now
+    expired = 0
+    for order_id in due:
+        try:
+            async with database.unit_of_work() as session:
+                if await card_service.expire(session, order_id):
+                    expired += 1
+        except Exception:  # one bad row must not stop the others; the next run retries it
+            log.exception("card expiry failed", extra={"transaction_id": order_id})
+    return expired
