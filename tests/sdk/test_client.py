@@ -6,7 +6,14 @@ import asyncio
 
 import kasir_client
 import pytest
-from kasir_client import AsyncClient, AuthenticationError, Client, ConfigurationError, TransportError
+from kasir_client import (
+    AsyncClient,
+    AuthenticationError,
+    Client,
+    ConfigurationError,
+    ConflictError,
+    TransportError,
+)
 from kasir_client._client import _Core
 
 from tests.sdk.helpers import sdk_credentials
@@ -161,3 +168,54 @@ async def test_wallet_request_headers(app, receiver):
     assert request.path == "/ewallet/v2/create-payment"
     assert request.headers["x-version"] == "v3"
     assert request.headers["x-req-signature"] == x_req_signature(merchant.credentials.hash_key, "E-9", "O-9")
+
+
+WALLET_OK = {"response_code": "00", "response_message": "Success", "transaction_id": "W1", "transaction_status": "PAID"}
+WALLET_503 = {"response_code": "98", "response_message": "System Error"}
+
+
+async def test_wallet_refund_is_not_sent_again_after_a_read_timeout(app, receiver):
+    # A refund carries no idempotency key: after a timeout the first one may have been applied.
+    merchant = await make_merchant(app)
+    receiver.answer(Answer(delay=1.0, body=WALLET_OK), Answer(body=WALLET_OK))
+    async with AsyncClient(
+        receiver.url("").rstrip("/"), sdk_credentials(merchant), timeout=0.3, backoff=0.01
+    ) as client:
+        with pytest.raises(TransportError) as caught:
+            await client.wallet_refund(
+                {"transaction_id": "W1", "external_id": "E", "order_id": "O", "refund_amount": 1}
+            )
+    assert "wallet_inquiry" in str(caught.value)
+    await asyncio.sleep(0.8)
+    assert len(receiver.requests) == 1
+
+
+async def test_wallet_calls_are_retried_on_503_and_inquiry_after_a_timeout(app, receiver):
+    merchant = await make_merchant(app)
+    receiver.answer(
+        Answer(status=503, body=WALLET_503),
+        Answer(body=WALLET_OK),
+        Answer(delay=1.0, body=WALLET_OK),
+        Answer(body=WALLET_OK),
+    )
+    reference = {"transaction_id": "W1", "external_id": "E", "order_id": "O"}
+    async with AsyncClient(
+        receiver.url("").rstrip("/"), sdk_credentials(merchant), timeout=0.5, backoff=0.01
+    ) as client:
+        refunded = await client.wallet_refund({**reference, "refund_amount": 1})
+        assert refunded.transaction_status == "PAID"
+        inquiry = await client.wallet_inquiry(reference)  # read-only: safe to send again
+        assert inquiry.transaction_id == "W1"
+    requests = await receiver.wait_for(4)
+    assert [r.path for r in requests] == ["/ewallet/v2/refund"] * 2 + ["/ewallet/v2/inquiry"] * 2
+    assert requests[0].body == requests[1].body
+
+
+async def test_wallet_calls_are_not_retried_on_4xx(app, receiver):
+    merchant = await make_merchant(app)
+    receiver.answer(Answer(status=409, body={"response_code": "03", "response_message": "Failed Request"}))
+    async with AsyncClient(receiver.url("").rstrip("/"), sdk_credentials(merchant), backoff=0.01) as client:
+        with pytest.raises(ConflictError) as caught:
+            await client.wallet_void({"transaction_id": "W1", "external_id": "E", "order_id": "O"})
+    assert caught.value.code == "03"
+    assert len(receiver.requests) == 1

@@ -23,7 +23,7 @@ Exceptions (see `kasir_client._errors`):
     └── SignatureError
 
 Callbacks: `verify_wallet_callback`, `verify_payment_page_callback`, `verify_bnpl_notification`;
-for your own tests `sign_wallet_callback` and `sign_bnpl_notification`.
+for your own tests `sign_wallet_callback`, `sign_payment_page_callback` and `sign_bnpl_notification`.
 """
 
 from kasir_client._client import AsyncClient, Client
@@ -52,6 +52,7 @@ from kasir_client._models import (
 )
 from kasir_client._webhooks import (
     sign_bnpl_notification,
+    sign_payment_page_callback,
     sign_wallet_callback,
     verify_bnpl_notification,
     verify_payment_page_callback,
@@ -81,6 +82,7 @@ __all__ = [
     "WalletCallback",
     "WalletResult",
     "sign_bnpl_notification",
+    "sign_payment_page_callback",
     "sign_wallet_callback",
     "verify_bnpl_notification",
     "verify_payment_page_callback",

@@ -43,6 +43,11 @@ TOKEN_PATHS: dict[str, str] = {
 }
 TOKEN_REFRESH_MARGIN = 60.0  # seconds before expiry a cached token is replaced
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
+# Failures after which the request certainly did not reach the service: always safe to send again.
+UNSENT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+# Answers after which the service certainly changed nothing (its unit of work rolled back, or it
+# was not reached); a gateway's 502/504 may come after the service acted, so they are not among them.
+UNCHANGED_STATUSES = frozenset({500, 503})
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,13 @@ def _json(response: httpx.Response) -> Any:
         return response.json()
     except ValueError:
         return {"message": response.text[:500]}
+
+
+def _transport_error(exc: httpx.TransportError, replay_safe: bool) -> TransportError:
+    message = f"{type(exc).__name__}: {exc}"
+    if not replay_safe and not isinstance(exc, UNSENT_ERRORS):
+        message += " (the service may have processed the request: check with wallet_inquiry before repeating it)"
+    return TransportError(message)
 
 
 class _Core:
@@ -214,16 +226,37 @@ class _Core:
         )
 
     @staticmethod
-    def _wallet(response: httpx.Response) -> WalletResult:
+    def _wallet(response: httpx.Response, payload: Mapping[str, Any]) -> WalletResult:
         body = _json(response)
         if not 200 <= response.status_code < 300 or not isinstance(body, dict):
             raise error_for(response.status_code, body)
+
+        def text(name: str, default: Any = None) -> str | None:
+            value = body.get(name, default)
+            return None if value is None else str(value)
+
+        def rupiah(name: str) -> int | None:
+            value = body.get(name)
+            return value if isinstance(value, int) and not isinstance(value, bool) else None
+
         return WalletResult(
             response_code=str(body.get("response_code", "")),
             response_message=str(body.get("response_message", "")),
-            transaction_id=body.get("transaction_id"),
-            transaction_status=body.get("transaction_status"),
+            # The dummy payment's result has no transaction_id (interface.md): it is the request's.
+            transaction_id=text("transaction_id", payload.get("transaction_id")),
+            transaction_status=text("transaction_status"),
             raw=body,
+            external_id=text("external_id"),
+            order_id=text("order_id"),
+            reference_id=text("reference_id"),
+            payment_channel=text("payment_channel", payload.get("payment_channel")),
+            amount=rupiah("amount"),
+            refunded_amount=rupiah("refunded_amount"),
+            paid_time=text("paid_time"),
+            expired_time=text("expired_time"),
+            payment_url=text("payment_url"),
+            qr_string=text("qr_string"),
+            qr_url=text("qr_url"),
         )
 
     @staticmethod
@@ -272,8 +305,12 @@ class Client(_Core):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _send(self, build: Callable[[], _Request]) -> httpx.Response:
-        """Retries connection errors and 5xx with backoff and jitter; never 4xx."""
+    def _send(self, build: Callable[[], _Request], *, replay_safe: bool = True) -> httpx.Response:
+        """Retries connection errors and 5xx with backoff and jitter; never 4xx.
+
+        `replay_safe=False` (wallet calls, which carry no idempotency key): a failure after the
+        request may have reached the service (read timeout, dropped connection) is raised, not retried.
+        """
         for attempt in range(self.max_retries + 1):
             request = build()
             try:
@@ -281,10 +318,11 @@ class Client(_Core):
                     request.method, request.path, headers=request.headers, content=request.body
                 )
             except httpx.TransportError as exc:
-                if attempt == self.max_retries:
-                    raise TransportError(f"{type(exc).__name__}: {exc}") from exc
+                if attempt == self.max_retries or not (replay_safe or isinstance(exc, UNSENT_ERRORS)):
+                    raise _transport_error(exc, replay_safe) from exc
             else:
-                if response.status_code not in RETRY_STATUSES or attempt == self.max_retries:
+                retry_on = RETRY_STATUSES if replay_safe else UNCHANGED_STATUSES
+                if response.status_code not in retry_on or attempt == self.max_retries:
                     return response
             time.sleep(self._delay(attempt))
         raise AssertionError("unreachable")
@@ -323,8 +361,9 @@ class Client(_Core):
         }
         return self._bnpl_transaction(self._snap("/v1.0/bnpl/status", payload, signing))
 
-    def _wallet_call(self, path: str, payload: Mapping[str, Any]) -> WalletResult:
-        return self._wallet(self._send(lambda: self._wallet_request(path, payload)))
+    def _wallet_call(self, path: str, payload: Mapping[str, Any], *, replay_safe: bool = False) -> WalletResult:
+        response = self._send(lambda: self._wallet_request(path, payload), replay_safe=replay_safe)
+        return self._wallet(response, payload)
 
     def wallet_create_payment(self, payload: Mapping[str, Any]) -> WalletResult:
         return self._wallet_call("/ewallet/v2/create-payment", payload)
@@ -333,7 +372,7 @@ class Client(_Core):
         return self._wallet_call("/ewallet/v2/create-qr", payload)
 
     def wallet_inquiry(self, payload: Mapping[str, Any]) -> WalletResult:
-        return self._wallet_call("/ewallet/v2/inquiry", payload)
+        return self._wallet_call("/ewallet/v2/inquiry", payload, replay_safe=True)
 
     def wallet_refund(self, payload: Mapping[str, Any]) -> WalletResult:
         return self._wallet_call("/ewallet/v2/refund", payload)
@@ -367,7 +406,7 @@ class AsyncClient(_Core):
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def _send(self, build: Callable[[], _Request]) -> httpx.Response:
+    async def _send(self, build: Callable[[], _Request], *, replay_safe: bool = True) -> httpx.Response:
         for attempt in range(self.max_retries + 1):
             request = build()
             try:
@@ -375,10 +414,11 @@ class AsyncClient(_Core):
                     request.method, request.path, headers=request.headers, content=request.body
                 )
             except httpx.TransportError as exc:
-                if attempt == self.max_retries:
-                    raise TransportError(f"{type(exc).__name__}: {exc}") from exc
+                if attempt == self.max_retries or not (replay_safe or isinstance(exc, UNSENT_ERRORS)):
+                    raise _transport_error(exc, replay_safe) from exc
             else:
-                if response.status_code not in RETRY_STATUSES or attempt == self.max_retries:
+                retry_on = RETRY_STATUSES if replay_safe else UNCHANGED_STATUSES
+                if response.status_code not in retry_on or attempt == self.max_retries:
                     return response
             await asyncio.sleep(self._delay(attempt))
         raise AssertionError("unreachable")
@@ -417,8 +457,9 @@ class AsyncClient(_Core):
         }
         return self._bnpl_transaction(await self._snap("/v1.0/bnpl/status", payload, signing))
 
-    async def _wallet_call(self, path: str, payload: Mapping[str, Any]) -> WalletResult:
-        return self._wallet(await self._send(lambda: self._wallet_request(path, payload)))
+    async def _wallet_call(self, path: str, payload: Mapping[str, Any], *, replay_safe: bool = False) -> WalletResult:
+        response = await self._send(lambda: self._wallet_request(path, payload), replay_safe=replay_safe)
+        return self._wallet(response, payload)
 
     async def wallet_create_payment(self, payload: Mapping[str, Any]) -> WalletResult:
         return await self._wallet_call("/ewallet/v2/create-payment", payload)
@@ -427,7 +468,7 @@ class AsyncClient(_Core):
         return await self._wallet_call("/ewallet/v2/create-qr", payload)
 
     async def wallet_inquiry(self, payload: Mapping[str, Any]) -> WalletResult:
-        return await self._wallet_call("/ewallet/v2/inquiry", payload)
+        return await self._wallet_call("/ewallet/v2/inquiry", payload, replay_safe=True)
 
     async def wallet_refund(self, payload: Mapping[str, Any]) -> WalletResult:
         return await self._wallet_call("/ewallet/v2/refund", payload)

@@ -79,14 +79,33 @@ class BnplTransaction:
 
 @dataclass(frozen=True)
 class WalletResult:
+    """The answer of a wallet call (decisions.md §5), snake_case fields as on the wire.
+
+    create-payment, create-qr, inquiry, refund and void answer the whole transaction;
+    the dummy payment answers interface.md's short result (external_id, order_id,
+    transaction_status, paid_time, reference_id, response_code), so its `transaction_id`
+    is the one the request named. Amounts are whole rupiah (int).
+    """
+
     response_code: str
     response_message: str
     transaction_id: str | None
     transaction_status: str | None
     raw: dict[str, Any]
+    external_id: str | None = None
+    order_id: str | None = None
+    reference_id: str | None = None
+    payment_channel: str | None = None
+    amount: int | None = None
+    refunded_amount: int | None = None
+    paid_time: str | None = None
+    expired_time: str | None = None
+    payment_url: str | None = None  # the customer's checkout page (create-payment)
+    qr_string: str | None = None  # QRIS payload (create-qr)
+    qr_url: str | None = None  # QRIS image, PNG (create-qr)
 
     def get(self, name: str) -> Any:
-        """Any other field of the answer (payment_url, qr_string, qr_url, paid_time, ...)."""
+        """Any other field of the answer (refund_history, void_history, payment_details, ...)."""
         return self.raw.get(name)
 
 
@@ -108,22 +127,31 @@ class ChargeResult:
 
 @dataclass(frozen=True)
 class WalletCallback:
+    """A verified wallet callback. `transaction_status`: PAID, EXPIRED, REFUNDED, VOID or failed (OVO)."""
+
     transaction_id: str
     external_id: str
     order_id: str
     transaction_status: str
     amount: Decimal | None
     raw: dict[str, Any]
+    payment_channel: str = ""
+    response_code: str = ""
+    response_message: str = ""  # the failure reason of OVO's `failed` (response_code 03)
 
 
 @dataclass(frozen=True)
 class PaymentPageCallback:
+    """A verified payment-page (card) callback."""
+
     transaction_id: str
     external_id: str
     order_id: str
     transaction_status: str  # SUCCESS, FAILED or EXPIRED
     amount: Decimal | None
     raw: dict[str, Any]
+    response_message: str = ""
+    acq: str = ""  # the acquirer that processed the attempt (BCA, CIMB, BRI)
 
 
 @dataclass(frozen=True)

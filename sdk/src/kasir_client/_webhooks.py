@@ -1,10 +1,15 @@
 """Verify (and, for your own tests, sign) the callbacks Kasir sends you.
 
-    event = verify_wallet_callback(body, headers, hash_key=HASH_KEY, query=request.query_params)
+    event = verify_wallet_callback(body, headers, hash_key=HASH_KEY, query=request.query_params,
+                                   order=(order.external_id, order.order_id))
     if event.transaction_status == "PAID": ...
 
-Check the signature against YOUR order: pass `order=(external_id, order_id)` from your own
-database so a callback about another order cannot pass as this one.
+The wallet and payment-page signature (`svc-signature`, decisions.md §3.5) is
+sha256(transaction_id + sha256(hash_key + external_id + order_id)): it covers which transaction
+and which order, not the status or the amount. Check it against YOUR order: pass
+`order=(external_id, order_id)` from your own database so a callback about another order
+cannot pass as this one, and take the amount from your order, not from the callback.
+Comparisons are constant-time.
 """
 
 from __future__ import annotations
@@ -47,11 +52,22 @@ def _amount(value: Any) -> Decimal | None:
 
 def _check_svc(data: dict[str, Any], signature: str | None, hash_key: str, order: tuple[str, str] | None) -> None:
     if not signature:
-        raise SignatureError("svc-signature header is missing")
+        raise SignatureError("svc-signature is missing (header and query parameter)")
     external_id, order_id = order if order else (str(data.get("external_id", "")), str(data.get("order_id", "")))
     expected = svc_signature(str(data.get("transaction_id", "")), x_req_signature(hash_key, external_id, order_id))
-    if not hmac.compare_digest(expected, signature):
+    if not hmac.compare_digest(expected.encode(), signature.strip().encode()):
         raise SignatureError("svc-signature does not match this order")
+    if order is not None and (data.get("external_id"), data.get("order_id")) != order:
+        raise SignatureError("the callback names another order")
+
+
+def _svc_from(headers: Mapping[str, str], query: Mapping[str, str] | None) -> str | None:
+    """The header, else the query parameter; when both are present they must agree."""
+    header = _header(headers, SVC_SIGNATURE)
+    parameter = query.get(SVC_SIGNATURE) if query is not None else None
+    if header and parameter is not None and not hmac.compare_digest(header.encode(), str(parameter).encode()):
+        raise SignatureError("svc-signature query parameter differs from the header")
+    return header or (str(parameter) if parameter is not None else None)
 
 
 def verify_wallet_callback(
@@ -62,13 +78,13 @@ def verify_wallet_callback(
     query: Mapping[str, str] | None = None,
     order: tuple[str, str] | None = None,
 ) -> WalletCallback:
-    """Check the `svc-signature` header (and the query parameter when given) and parse the event."""
+    """Check `svc-signature` (header, or the query parameter of the callback URL) and parse the event.
+
+    `order=(external_id, order_id)` of your own order: the signature is checked against it
+    (and the callback must name it) instead of against the ids the body claims.
+    """
     data = _decode(body)
-    signature = _header(headers, SVC_SIGNATURE)
-    _check_svc(data, signature, hash_key, order)
-    if query is not None and SVC_SIGNATURE in query:
-        if not hmac.compare_digest(str(query[SVC_SIGNATURE]), signature or ""):
-            raise SignatureError("svc-signature query parameter differs from the header")
+    _check_svc(data, _svc_from(headers, query), hash_key, order)
     details = data.get("payment_details") if isinstance(data.get("payment_details"), dict) else {}
     assert isinstance(details, dict)
     return WalletCallback(
@@ -78,14 +94,27 @@ def verify_wallet_callback(
         transaction_status=str(data.get("transaction_status", "")),
         amount=_amount(details.get("total_amount", details.get("amount"))),
         raw=data,
+        payment_channel=str(data.get("payment_channel") or ""),
+        response_code=str(data.get("response_code") or ""),
+        response_message=str(data.get("response_message") or ""),
     )
 
 
 def verify_payment_page_callback(
-    body: bytes | str, headers: Mapping[str, str], *, hash_key: str, order: tuple[str, str] | None = None
+    body: bytes | str,
+    headers: Mapping[str, str],
+    *,
+    hash_key: str,
+    query: Mapping[str, str] | None = None,
+    order: tuple[str, str] | None = None,
 ) -> PaymentPageCallback:
+    """Check the payment-page (card) callback's `svc-signature` and parse the event.
+
+    Answer it with HTTP 200, `Content-Type: application/json` and a body like
+    `{"message": "ok"}`, or Kasir sends it again (interface.md: retried 3 times).
+    """
     data = _decode(body)
-    _check_svc(data, _header(headers, SVC_SIGNATURE), hash_key, order)
+    _check_svc(data, _svc_from(headers, query), hash_key, order)
     return PaymentPageCallback(
         transaction_id=str(data.get("transaction_id", "")),
         external_id=str(data.get("external_id", "")),
@@ -93,6 +122,8 @@ def verify_payment_page_callback(
         transaction_status=str(data.get("transaction_status", "")),
         amount=_amount(data.get("amount")),
         raw=data,
+        response_message=str(data.get("response_message") or ""),
+        acq=str(data.get("acq") or ""),
     )
 
 
@@ -130,13 +161,22 @@ def verify_bnpl_notification(
 
 
 def sign_wallet_callback(payload: dict[str, Any], *, hash_key: str) -> tuple[bytes, dict[str, str]]:
-    """A fake wallet or payment-page callback for your own tests: (body, headers)."""
+    """A fake wallet callback for your own tests: (body, headers).
+
+    Kasir also repeats the signature as the query parameter `svc-signature` of the callback URL:
+    `headers["svc-signature"]` is that value.
+    """
     body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
     sig = svc_signature(
         str(payload.get("transaction_id", "")),
         x_req_signature(hash_key, str(payload.get("external_id", "")), str(payload.get("order_id", ""))),
     )
     return body, {"Content-Type": "application/json", SVC_SIGNATURE: sig}
+
+
+def sign_payment_page_callback(payload: dict[str, Any], *, hash_key: str) -> tuple[bytes, dict[str, str]]:
+    """A fake payment-page (card) callback for your own tests: (body, headers). Header only, no query."""
+    return sign_wallet_callback(payload, hash_key=hash_key)
 
 
 def sign_bnpl_notification(
