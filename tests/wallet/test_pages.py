@@ -1,0 +1,148 @@
+"""The staging checkout page (payment_url): Pay and Fail drive the dummy payment's transitions."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from kasir.config import get_settings
+from tests.support.builders import make_merchant
+from tests.support.receiver import CallbackReceiver
+from tests.support.server import ServedKasir
+from tests.wallet.helpers import check_callback, create, dummy_payment, inquire, item
+
+ITEMS = [item(40_000, 2, name="Sepatu Lari"), item(20_000, 1, item_id="shippingfee", name="Ongkir")]
+
+
+def page_path(tx: dict[str, str]) -> str:
+    return tx["payment_url"].removeprefix(get_settings().public_url)
+
+
+async def test_page_shows_the_payment_and_pay_sends_the_callback(
+    app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
+) -> None:
+    merchant = await make_merchant(app)
+    tx = await create(
+        client, merchant, receiver.url("/page-pay"), channel="DANA", items=ITEMS, return_url="https://shop.example/done"
+    )
+    page = await client.get(page_path(tx))
+    assert page.status_code == 200
+    assert page.headers["content-type"].startswith("text/html")
+    html = page.text
+    assert merchant.credentials.name in html
+    assert "Sepatu Lari" in html
+    assert "Ongkir" in html
+    assert "Rp100.000" in html
+    assert 'id="channel">DANA<' in html
+    assert 'data-status="PENDING"' in html
+    pay = re.search(r'action="([^"]+/pay)"', html)
+    fail = re.search(r'action="([^"]+/fail)"', html)
+    assert pay is not None
+    assert fail is not None
+
+    paid = await client.post(pay.group(1))
+    assert paid.status_code == 303
+    after = await client.get(paid.headers["location"])
+    assert 'data-status="PAID"' in after.text
+    assert "pay-form" not in after.text
+    assert 'href="https://shop.example/done"' in after.text
+
+    [request] = await receiver.wait_for(1, path="/page-pay")
+    payload = check_callback(request, merchant, tx)
+    assert payload["transaction_status"] == "PAID"
+    assert (await inquire(client, merchant, tx))["transaction_status"] == "PAID"
+
+    again = await client.post(pay.group(1))
+    assert again.status_code == 409
+    assert "PAID" in again.text
+    assert (await dummy_payment(client, merchant, tx)).status_code == 409
+    assert len(receiver.requests) == 1
+
+
+async def test_fail_on_the_page_for_ovo(app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver) -> None:
+    merchant = await make_merchant(app)
+    tx = await create(client, merchant, receiver.url("/page-fail"), channel="OVO")
+    failed = await client.post(f"{page_path(tx)}/fail", data={"reason": "Customer cancelled in OVO"})
+    assert failed.status_code == 303
+    [request] = await receiver.wait_for(1, path="/page-fail")
+    payload = check_callback(request, merchant, tx)
+    assert payload["transaction_status"] == "failed"
+    assert payload["response_code"] == "03"
+    assert payload["response_message"] == "Customer cancelled in OVO"
+    assert (await client.post(f"{page_path(tx)}/pay")).status_code == 409
+
+
+async def test_fail_on_the_page_is_refused_outside_ovo(app: FastAPI, client: httpx.AsyncClient) -> None:
+    merchant = await make_merchant(app)
+    tx = await create(client, merchant, channel="SHOPEEPAY")
+    refused = await client.post(f"{page_path(tx)}/fail")
+    assert refused.status_code == 409
+    assert "OVO" in refused.text
+    assert (await inquire(client, merchant, tx))["transaction_status"] == "PENDING"
+
+
+async def test_qris_page_shows_the_code(app: FastAPI, client: httpx.AsyncClient) -> None:
+    merchant = await make_merchant(app)
+    tx = await create(client, merchant, channel="QRIS")
+    html = (await client.get(page_path(tx))).text
+    assert f'src="/ewallet/qr/{tx["transaction_id"]}.png"' in html
+    assert (await client.get("/ewallet/pages/WLTNOSUCH")).status_code == 404
+
+
+async def test_concurrent_page_payments_only_one_wins(
+    app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
+) -> None:
+    merchant = await make_merchant(app)
+    tx = await create(client, merchant, receiver.url("/page-race"), channel="OVO")
+    path = page_path(tx)
+    responses = await asyncio.gather(
+        client.post(f"{path}/pay"),
+        client.post(f"{path}/fail"),
+        client.post(f"{path}/pay"),
+        dummy_payment(client, merchant, tx),
+    )
+    statuses = sorted(r.status_code for r in responses)
+    assert statuses in ([200, 409, 409, 409], [303, 409, 409, 409])  # one wins, by page (303) or API (200)
+    await receiver.wait_for(1, path="/page-race")
+    await asyncio.sleep(0.3)
+    assert len(receiver.requests) == 1
+
+
+@pytest.mark.slow
+async def test_over_a_real_socket(app: FastAPI, served: ServedKasir, receiver: CallbackReceiver) -> None:
+    """create-qr, page, dummy payment and the signed callback across `kasir serve` in a subprocess."""
+    merchant = await make_merchant(app)
+    async with httpx.AsyncClient(base_url=served.base_url) as http:
+        qr = await create(http, merchant, receiver.url("/served-qr"), channel="QRIS")
+        assert qr["qr_url"].startswith(served.base_url)
+        assert (await http.get(qr["qr_url"])).content.startswith(b"\x89PNG")
+        assert (await http.get(qr["payment_url"])).status_code == 200
+        paid = await dummy_payment(http, merchant, qr)
+        assert paid.status_code == 200, paid.text
+        wallet = await create(http, merchant, receiver.url("/served-page"), channel="LINKAJA")
+        assert (await http.post(f"{wallet['payment_url']}/pay")).status_code == 303
+        responses = await asyncio.gather(*(dummy_payment(http, merchant, wallet) for _ in range(3)))
+        assert all(r.status_code == 409 for r in responses)
+        assert (await inquire(http, merchant, qr))["transaction_status"] == "PAID"
+    [qr_callback] = await receiver.wait_for(1, path="/served-qr")
+    assert check_callback(qr_callback, merchant, qr)["retrieval_reference_no"]
+    [page_callback] = await receiver.wait_for(1, path="/served-page")
+    assert check_callback(page_callback, merchant, wallet)["transaction_status"] == "PAID"
+
+
+@pytest.mark.slow
+async def test_concurrent_dummy_payments_across_a_real_socket(
+    app: FastAPI, served: ServedKasir, receiver: CallbackReceiver
+) -> None:
+    merchant = await make_merchant(app)
+    async with httpx.AsyncClient(base_url=served.base_url) as http:
+        tx = await create(http, merchant, receiver.url("/served-race"), channel="VIRGO")
+        responses = await asyncio.gather(*(dummy_payment(http, merchant, tx) for _ in range(5)))
+    assert sorted(r.status_code for r in responses) == [200, 409, 409, 409, 409]
+    await receiver.wait_for(1, path="/served-race")
+    await asyncio.sleep(0.5)
+    assert len([r for r in receiver.requests if r.path == "/served-race"]) == 1
