@@ -32,9 +32,7 @@ async def stored(app: FastAPI, transaction_id: str) -> tuple[CardOrder, list[Car
     async with app.state.database.unit_of_work(read_only=True) as session:
         order = await session.get(CardOrder, transaction_id)
         assert order is not None
-        attempts = (
-            await session.scalars(select(CardAttempt).where(CardAttempt.card_order_id == transaction_id))
-        ).all()
+        attempts = (await session.scalars(select(CardAttempt).where(CardAttempt.card_order_id == transaction_id))).all()
         return order, list(attempts)
 
 
@@ -112,7 +110,13 @@ async def test_frictionless_card_is_charged_at_once(
     ],
 )
 async def test_failing_cards_leave_the_order_payable_and_send_failed(
-    app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver, number: str, message: str, acq: str, channel: str
+    app: FastAPI,
+    client: httpx.AsyncClient,
+    receiver: CallbackReceiver,
+    number: str,
+    message: str,
+    acq: str,
+    channel: str,
 ) -> None:
     merchant = await make_merchant(app)
     path = f"/card/fail/{channel}"

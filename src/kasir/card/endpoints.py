@@ -89,7 +89,9 @@ async def charge(request: Request) -> Response:
         return await _charge(request)
     except (OperationalError, InterfaceError, PoolTimeout, ConnectionError):
         # The database is unreachable or overloaded: retry later (interface.md: 503, exponential backoff).
-        raise ServiceUnavailable("Service temporarily unavailable; retry with exponential backoff", field="") from None
+        raise ServiceUnavailable(
+            "Service temporarily unavailable; retry with exponential backoff", field="", headers={"Retry-After": "1"}
+        ) from None
 
 
 async def _charge(request: Request) -> Response:

@@ -292,8 +292,12 @@ def _cross_field_errors(data: dict[str, Any], now: datetime) -> list[FieldError]
         if (
             _is_int(amount)
             and len(pairs) == len(items)
-            and all(_is_int(price) and _is_int(qty) for price, qty in pairs)
+            and all(
+                _is_int(price) and 0 <= price <= AMOUNT_MAX and _is_int(qty) and 1 <= qty <= QTY_MAX
+                for price, qty in pairs
+            )
         ):
+            # Only when every item is valid on its own: a bad qty is reported once, at the qty.
             total = sum(int(price) * int(qty) for price, qty in pairs)
             if total != amount:
                 errors.append(

@@ -1,0 +1,184 @@
+"""X-Idempotency-Key (decisions.md §7): replay, reuse with another body, in progress, and a 20-way race."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import func, select
+
+from kasir.card.models import CardIdempotencyKey, CardOrder
+from kasir.card.service import card_service
+from kasir.kit.clock import clock
+from tests.card.helpers import DECLINED, charge_body, post_charge
+from tests.support import builders
+from tests.support.builders import make_merchant
+from tests.support.receiver import CallbackReceiver
+from tests.support.server import ServedKasir
+from tests.support.signing import compact
+
+
+def new_key() -> str:
+    return f"idem-{secrets.token_hex(12)}"
+
+
+async def orders_for(app: FastAPI, merchant: builders.TestMerchant) -> int:
+    async with app.state.database.unit_of_work(read_only=True) as session:
+        count = await session.scalar(
+            select(func.count()).select_from(CardOrder).where(CardOrder.merchant_id == merchant.id)
+        )
+        return int(count or 0)
+
+
+async def test_replay_returns_the_same_answer(
+    app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
+) -> None:
+    merchant = await make_merchant(app)
+    key = new_key()
+    body = compact(charge_body(number=DECLINED, callback_url=receiver.url("/idem")))
+    first = await post_charge(client, merchant, body, key=key)
+    assert first.status_code == 200, first.text
+    assert "idempotent-replayed" not in first.headers
+    again = await post_charge(client, merchant, body, key=key)
+    assert again.status_code == 200
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.content == first.content
+    assert await orders_for(app, merchant) == 1
+    await receiver.wait_for(1, path="/idem")
+    await asyncio.sleep(0.3)
+    assert len(receiver.requests) == 1  # one attempt, one FAILED callback: the replay charged nothing
+
+
+async def test_same_key_other_body_is_refused(app: FastAPI, client: httpx.AsyncClient) -> None:
+    merchant = await make_merchant(app)
+    key = new_key()
+    assert (await post_charge(client, merchant, charge_body(), key=key)).status_code == 200
+    other = await post_charge(client, merchant, charge_body(), key=key)
+    assert other.status_code == 422
+    assert other.json() == {
+        "statusCode": "422",
+        "statusMessage": "IDEMPOTENCY_KEY_REUSED",
+        "errors": [
+            {
+                "field": "X-Idempotency-Key",
+                "message": "X-Idempotency-Key was already used with a different request body",
+            }
+        ],
+    }
+    assert await orders_for(app, merchant) == 1
+
+
+async def test_keys_belong_to_one_merchant(app: FastAPI, client: httpx.AsyncClient) -> None:
+    one, two = await make_merchant(app), await make_merchant(app)
+    key = new_key()
+    assert (await post_charge(client, one, charge_body(), key=key)).status_code == 200
+    answer = await post_charge(client, two, charge_body(), key=key)
+    assert answer.status_code == 200
+    assert "idempotent-replayed" not in answer.headers
+
+
+async def test_duplicate_order_is_the_stored_answer_of_its_key(app: FastAPI, client: httpx.AsyncClient) -> None:
+    merchant = await make_merchant(app)
+    first = charge_body()
+    assert (await post_charge(client, merchant, first)).status_code == 200
+    duplicate = compact({**charge_body(), "orderId": first["orderId"]})
+    key = new_key()
+    refused = await post_charge(client, merchant, duplicate, key=key)
+    assert refused.status_code == 409
+    assert refused.json()["statusMessage"] == "DUPLICATE_ORDER"
+    replayed = await post_charge(client, merchant, duplicate, key=key)
+    assert (replayed.status_code, replayed.headers["idempotent-replayed"]) == (409, "true")
+    assert replayed.content == refused.content
+
+
+async def test_a_replay_of_the_original_is_not_a_duplicate(app: FastAPI, client: httpx.AsyncClient) -> None:
+    merchant = await make_merchant(app)
+    key, body = new_key(), compact(charge_body())
+    first = await post_charge(client, merchant, body, key=key)
+    second = await post_charge(client, merchant, body, key=key)
+    assert (first.status_code, second.status_code) == (200, 200)
+    assert second.json()["data"]["transactionId"] == first.json()["data"]["transactionId"]
+
+
+async def test_validation_failures_do_not_use_up_the_key(app: FastAPI, client: httpx.AsyncClient) -> None:
+    merchant = await make_merchant(app)
+    key = new_key()
+    bad = charge_body()
+    bad["currency"] = "USD"
+    assert (await post_charge(client, merchant, bad, key=key)).status_code == 400
+    assert (await post_charge(client, merchant, charge_body(), key=key)).status_code == 200
+
+
+async def test_in_progress_then_abandoned(app: FastAPI, client: httpx.AsyncClient) -> None:
+    """A key claimed by a request that has not finished answers 409; one left by a dead process is taken over."""
+    merchant = await make_merchant(app)
+    key, body = new_key(), compact(charge_body())
+    from kasir.card.service import request_fingerprint
+
+    claim = await card_service.claim_key(app.state.database, merchant.id, key, request_fingerprint(body.encode()))
+    assert claim.key_id is not None
+    busy = await post_charge(client, merchant, body, key=key)
+    assert busy.status_code == 409
+    assert busy.json()["statusMessage"] == "REQUEST_IN_PROGRESS"
+    assert [e["field"] for e in busy.json()["errors"]] == ["X-Idempotency-Key"]
+    clock.advance(61)
+    taken_over = await post_charge(client, merchant, body, key=key)
+    assert taken_over.status_code == 200, taken_over.text
+    assert await orders_for(app, merchant) == 1
+
+
+async def test_a_server_error_lets_go_of_the_key(
+    app: FastAPI, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    merchant = await make_merchant(app)
+    key, body = new_key(), compact(charge_body())
+    original = card_service.charge
+
+    async def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(card_service, "charge", broken)
+    assert (await post_charge(client, merchant, body, key=key)).status_code == 500
+    monkeypatch.setattr(card_service, "charge", original)
+    retried = await post_charge(client, merchant, body, key=key)
+    assert retried.status_code == 200
+    assert "idempotent-replayed" not in retried.headers
+
+
+async def test_keys_expire_after_24_hours(app: FastAPI, client: httpx.AsyncClient) -> None:
+    merchant = await make_merchant(app)
+    key = new_key()
+    assert (await post_charge(client, merchant, charge_body(), key=key)).status_code == 200
+    async with app.state.database.unit_of_work(read_only=True) as session:
+        row = await session.scalar(select(CardIdempotencyKey).where(CardIdempotencyKey.key == key))
+        assert row is not None
+        assert row.status == "complete"
+        assert row.response_status == 200
+        assert (row.expires_at - row.created_at).total_seconds() == 24 * 3600
+    clock.advance(24 * 3600 + 1)
+    fresh = await post_charge(client, merchant, charge_body(), key=key)  # another body: no longer a reuse
+    assert fresh.status_code == 200
+    assert "idempotent-replayed" not in fresh.headers
+
+
+async def test_twenty_simultaneous_charges_with_one_key(app: FastAPI, served: ServedKasir) -> None:
+    """Across a real `kasir serve`: exactly one order; every answer is 409 in progress or the replayed 200."""
+    merchant = await make_merchant(app)
+    key, body = new_key(), compact(charge_body())
+    async with httpx.AsyncClient(base_url=served.base_url, timeout=30) as http:
+        answers = await asyncio.gather(*(post_charge(http, merchant, body, key=key) for _ in range(20)))
+    statuses = sorted(a.status_code for a in answers)
+    assert set(statuses) <= {200, 409}, [a.text for a in answers]
+    originals = [a for a in answers if a.status_code == 200 and "idempotent-replayed" not in a.headers]
+    assert len(originals) == 1
+    transaction_id = originals[0].json()["data"]["transactionId"]
+    for answer in answers:
+        if answer.status_code == 200:
+            assert answer.json()["data"]["transactionId"] == transaction_id
+        else:
+            assert answer.json()["statusMessage"] == "REQUEST_IN_PROGRESS"
+    assert await orders_for(app, merchant) == 1
