@@ -2,22 +2,45 @@
 
 Reads the demo merchant from var/demo/, receives callbacks on a local receiver, verifies every
 signature with kasir-client, and ends with a table of what happened and how long it took.
+
+    token   access token (RSA-signed)
+    wallet  create-payment → dummy payment → PAID callback; partial refund → REFUNDED callback;
+            a second payment → dummy payment → void → VOID callback
+    bnpl    calculation → QR checkout → approval page → notification → status inquiry
+    card    CLOSE charge with the 3-D Secure test card → the OTP page, driven over HTTP like a
+            browser → SUCCESS callback; CLOSE charge with the declined test card → FAILED callback
+
+KASIR_URL (default http://127.0.0.1:8000) and KASIR_DEMO_DIR (default var/demo) point it elsewhere.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
 import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import date
+from html import unescape
 from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import httpx
-from kasir_client import AsyncClient, Credentials, verify_bnpl_notification
+from kasir_client import (
+    AsyncClient,
+    ChargeResult,
+    Credentials,
+    WalletResult,
+    verify_bnpl_notification,
+    verify_payment_page_callback,
+    verify_wallet_callback,
+)
 from rich.console import Console
+from rich.status import Status
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,7 +98,7 @@ class Receiver:
             # The merchant closed the connection, or the demo is over.
             writer.close()
 
-    async def wait(self, path: str, count: int = 1, timeout: float = 20) -> list[Received]:
+    async def wait(self, path: str, count: int = 1, timeout: float = 30) -> list[Received]:
         deadline = time.monotonic() + timeout
         while True:
             matching = [r for r in self.received if r.path == path]
@@ -97,12 +120,45 @@ class Step:
     run: Callable[[], Awaitable[str]]
 
 
+# The staging test cards (README "Card charge"; also printed on the payment page).
+CHALLENGE_CARD = "4000 0000 0000 3220"  # success behind the 3-D Secure one-time password
+DECLINED_CARD = "4000 0000 0000 0002"  # declined by the issuer
+
+
+def hidden_fields(html: str) -> dict[str, str]:
+    """The hidden inputs of a page's form (attempt number, CSRF token), as a browser would send them."""
+    fields: dict[str, str] = {}
+    for tag in re.findall(r"<input\b[^>]*>", html):
+        attributes = dict(re.findall(r'(\w[\w-]*)="([^"]*)"', tag))
+        if attributes.get("type") == "hidden" and "name" in attributes:
+            fields[attributes["name"]] = unescape(attributes.get("value", ""))
+    return fields
+
+
+def staging_otp(html: str) -> str:
+    """The one-time password the staging 3-D Secure page prints for the tester."""
+    found = re.search(r'id="staging-otp"[^>]*>\s*([0-9]+)\s*<', html)
+    if found is None:
+        raise RuntimeError("the 3-D Secure page shows no staging one-time password")
+    return found.group(1)
+
+
+def rupiah(amount: int) -> str:
+    return f"Rp{amount:,}".replace(",", ".")
+
+
 @dataclass
 class Demo:
     client: AsyncClient
     credentials: Credentials
     receiver: Receiver
     http: httpx.AsyncClient
+    status: Status | None = None
+    paid_wallet: tuple[WalletResult, str] | None = None  # (transaction, callback path) for the refund step
+
+    def progress(self, text: str) -> None:
+        if self.status is not None:
+            self.status.update(text)
 
     async def token(self) -> str:
         token = await self.client.access_token()
@@ -155,11 +211,181 @@ class Demo:
             raise RuntimeError(f"BNPL ended {event.latest_transaction_status}/{status.status}")
         return f"options {tenures}; approved 3 months; notification 00 verified; inquiry 00"
 
+    # --- wallet -------------------------------------------------------------------------
+
+    def _wallet_order(self, channel: str, amount: int) -> dict[str, Any]:
+        reference = uuid.uuid4().hex[:12]
+        return {
+            "external_id": f"DEMO-W-{reference}",
+            "order_id": f"DEMO-{reference}",
+            "currency": "IDR",
+            "payment_method": "wallet",
+            "payment_channel": channel,
+            "payment_details": {"amount": amount, "transaction_description": "Kopi Susu × 2"},
+            "customer_details": {"email": "siti@example.id", "full_name": "Siti Rahayu", "phone": "081234567890"},
+            "item_details": [{"item_id": "SKU-1", "name": "Kopi Susu", "amount": amount // 2, "qty": 2}],
+            "wallet_details": {"id": "081234567890", "id_type": "HP"},
+            "callback_url": self.receiver.url(f"/wallet/{reference}"),
+        }
+
+    @staticmethod
+    def _ref(tx: WalletResult) -> dict[str, Any]:
+        return {"transaction_id": tx.transaction_id, "external_id": tx.external_id, "order_id": tx.order_id}
+
+    async def _wallet_callback(self, tx: WalletResult, path: str, count: int, status: str) -> None:
+        """The count-th callback at `path`, verified against our own order (header and query)."""
+        callback = (await self.receiver.wait(path, count))[count - 1]
+        event = verify_wallet_callback(
+            callback.body,
+            callback.headers,
+            hash_key=self.credentials.hash_key,
+            query=dict(parse_qsl(callback.query)),
+            order=(tx.external_id or "", tx.order_id or ""),
+        )
+        if event.transaction_status != status:
+            raise RuntimeError(f"callback says {event.transaction_status}, expected {status}")
+
+    async def _wallet_paid(self, order: dict[str, Any]) -> tuple[WalletResult, str]:
+        path = urlsplit(order["callback_url"]).path
+        self.progress(f"wallet: create-payment {order['payment_channel']} {rupiah(order['payment_details']['amount'])}")
+        created = await self.client.wallet_create_payment(order)
+        if created.transaction_status != "PENDING" or not created.payment_url:
+            raise RuntimeError(f"create-payment answered {created.transaction_status}")
+        self.progress(f"wallet: dummy payment of {created.transaction_id}")
+        paid = await self.client.wallet_dummy_payment(
+            {**self._ref(created), "payment_method": "wallet", "payment_channel": order["payment_channel"]}
+        )
+        if paid.transaction_status != "PAID":
+            raise RuntimeError(f"dummy payment answered {paid.transaction_status}")
+        self.progress("wallet: waiting for the PAID callback")
+        await self._wallet_callback(created, path, 1, "PAID")
+        return created, path
+
+    async def wallet_pay(self) -> str:
+        tx, path = await self._wallet_paid(self._wallet_order("DANA", 100_000))
+        self.paid_wallet = (tx, path)
+        return f"{tx.transaction_id} DANA {rupiah(tx.amount or 0)}: PENDING → PAID; PAID callback verified"
+
+    async def wallet_refund(self) -> str:
+        if self.paid_wallet is None:
+            raise RuntimeError("no paid wallet transaction to refund (the payment step failed)")
+        tx, path = self.paid_wallet
+        self.progress(f"wallet: refund {rupiah(30_000)} of {tx.transaction_id}")
+        refunded = await self.client.wallet_refund({**self._ref(tx), "refund_amount": 30_000, "reason": "one cup"})
+        if refunded.transaction_status != "REFUNDED" or refunded.refunded_amount != 30_000:
+            raise RuntimeError(f"refund answered {refunded.transaction_status} {refunded.refunded_amount}")
+        await self._wallet_callback(tx, path, 2, "REFUNDED")
+        inquiry = await self.client.wallet_inquiry(self._ref(tx))
+        if inquiry.transaction_status != "REFUNDED":
+            raise RuntimeError(f"inquiry answered {inquiry.transaction_status}")
+        return f"{rupiah(30_000)} of {rupiah(tx.amount or 0)} refunded; REFUNDED callback verified; inquiry REFUNDED"
+
+    async def wallet_void(self) -> str:
+        tx, path = await self._wallet_paid(self._wallet_order("SHOPEEPAY", 50_000))
+        self.progress(f"wallet: void {tx.transaction_id}")
+        voided = await self.client.wallet_void({**self._ref(tx), "reason": "customer cancelled"})
+        if voided.transaction_status != "VOID":
+            raise RuntimeError(f"void answered {voided.transaction_status}")
+        await self._wallet_callback(tx, path, 2, "VOID")
+        return f"{tx.transaction_id} SHOPEEPAY {rupiah(tx.amount or 0)}: PAID → VOID; both callbacks verified"
+
+    # --- card ---------------------------------------------------------------------------
+
+    def _card_order(self, number: str) -> dict[str, Any]:
+        reference = uuid.uuid4().hex[:12]
+        address = {
+            "fullName": "Siti Rahayu",
+            "phone": "081234567890",
+            "address": "Jl. Sudirman 1",
+            "city": "Jakarta",
+            "postalCode": "10220",
+            "country": "ID",
+        }
+        return {
+            "externalId": f"DEMO-C-{reference}",
+            "orderId": f"DEMO-{reference}",
+            "currency": "IDR",
+            "paymentMethod": "card",
+            "paymentChannel": "CARD",
+            "paymentMode": "CLOSE",
+            "paymentDetails": {"amount": 150_000, "isCustomerPayingFee": False, "transactionDescription": "Sepatu"},
+            "itemDetails": [{"itemId": "SKU-2", "name": "Sepatu Lari", "amount": 75_000, "qty": 2}],
+            "customerDetails": {
+                "email": "siti@example.id",
+                "fullName": "Siti Rahayu",
+                "phone": "081234567890",
+                "ipAddress": "203.0.113.7",
+            },
+            "billingAddress": address,
+            "shippingAddress": address,
+            "cardDetails": {
+                "cardNumber": number,
+                "cardExpiredMonth": "12",
+                "cardExpiredYear": str(date.today().year + 3),
+                "cardCvn": "123",
+                "cardHolderName": "Siti Rahayu",
+            },
+            "returnUrl": "https://shop.example/return",
+            "callbackUrl": self.receiver.url(f"/card/{reference}"),
+        }
+
+    async def _card_callback(self, order: dict[str, Any], status: str) -> str:
+        path = urlsplit(order["callbackUrl"]).path
+        [callback] = await self.receiver.wait(path)
+        event = verify_payment_page_callback(
+            callback.body,
+            callback.headers,
+            hash_key=self.credentials.hash_key,
+            order=(order["externalId"], order["orderId"]),
+        )
+        if event.transaction_status != status:
+            raise RuntimeError(f"payment-page callback says {event.transaction_status}, expected {status}")
+        return event.response_message
+
+    async def _charge(self, order: dict[str, Any]) -> ChargeResult:
+        self.progress(f"card: CLOSE charge of {rupiah(order['paymentDetails']['amount'])}")
+        result = await self.client.card_charge(order)
+        if not result.is_success:
+            raise RuntimeError(f"charge refused: {result.status_code} {result.message}")
+        return result
+
+    async def card_3ds(self) -> str:
+        order = self._card_order(CHALLENGE_CARD)
+        result = await self._charge(order)
+        if result.payment_status != "PENDING" or not result.link:
+            raise RuntimeError(f"charge answered {result.payment_status}, expected PENDING with a link")
+        # The customer's browser: open the link, read the one-time password (staging prints it), submit.
+        self.progress("card: 3-D Secure page (GET, read the OTP and the CSRF token, POST)")
+        page = await self.http.get(result.link, follow_redirects=True)
+        page.raise_for_status()
+        form = {**hidden_fields(page.text), "otp": staging_otp(page.text)}
+        answer = await self.http.post(str(page.url), data=form)
+        location = answer.headers.get("location", "")
+        if answer.status_code != 303 or "status=SUCCESS" not in location:
+            raise RuntimeError(f"the OTP form answered {answer.status_code} {location}")
+        self.progress("card: waiting for the SUCCESS callback")
+        await self._card_callback(order, "SUCCESS")
+        return f"{result.transaction_id}: PENDING + 3-D Secure link → OTP → SUCCESS; callback verified"
+
+    async def card_declined(self) -> str:
+        order = self._card_order(DECLINED_CARD)
+        result = await self._charge(order)
+        if result.payment_status != "PENDING":
+            raise RuntimeError(f"charge answered {result.payment_status}, expected PENDING")
+        self.progress("card: waiting for the FAILED callback")
+        reason = await self._card_callback(order, "FAILED")
+        return f"{result.transaction_id}: statusCode 00, PENDING (link stays open); FAILED callback verified: {reason}"
+
 
 def steps(demo: Demo) -> list[Step]:
     return [
         Step("token", "access token (RSA-signed request)", demo.token),
+        Step("wallet", "create-payment → dummy payment → PAID callback", demo.wallet_pay),
+        Step("wallet", "partial refund → REFUNDED callback → inquiry", demo.wallet_refund),
+        Step("wallet", "second payment → dummy payment → void → VOID callback", demo.wallet_void),
         Step("bnpl", "calculate → checkout → approve → notification", demo.bnpl),
+        Step("card", "CLOSE charge, 3-D Secure card → OTP page → SUCCESS callback", demo.card_3ds),
+        Step("card", "CLOSE charge, declined card → FAILED callback", demo.card_declined),
     ]
 
 
@@ -181,7 +407,8 @@ async def main() -> int:
         demo = Demo(client, credentials, receiver, http)
         for step in steps(demo):
             started = time.perf_counter()
-            with console.status(f"{step.product}: {step.name}"):
+            with console.status(f"{step.product}: {step.name}") as status:
+                demo.status = status
                 try:
                     detail, ok = await step.run(), True
                 except Exception as exc:  # the demo reports every failure and goes on
