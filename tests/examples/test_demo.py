@@ -1,0 +1,58 @@
+"""`make demo` (examples/demo.py) against a real `kasir serve`: every step green."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives import serialization
+
+from tests.support.builders import make_merchant
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+STEPS = 7
+
+
+async def test_demo_runs_every_product_against_the_served_service(app, served, tmp_path):
+    merchant = await make_merchant(app)
+    credentials = merchant.credentials
+    (tmp_path / "credentials.json").write_text(
+        json.dumps(
+            {
+                "merchant_id": credentials.merchant_id,
+                "client_id": credentials.client_id,
+                "client_secret": credentials.client_secret,
+                "secret": credentials.secret,
+                "hash_key": credentials.hash_key,
+            }
+        )
+    )
+    (tmp_path / "private.pem").write_bytes(
+        merchant.private_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
+    env = {**os.environ, "KASIR_URL": served.base_url, "KASIR_DEMO_DIR": str(tmp_path), "COLUMNS": "200"}
+    completed = await asyncio.to_thread(
+        subprocess.run,
+        [sys.executable, str(ROOT / "examples" / "demo.py")],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    output = completed.stdout + completed.stderr
+    assert completed.returncode == 0, output
+    assert output.count("✓") == STEPS, output
+    assert "✗" not in output
+    for product in ("token", "wallet", "bnpl", "card"):
+        assert f"✓ {product}:" in output
+    assert f"callbacks received and verified: {STEPS}" in output  # PAID, REFUNDED, PAID, VOID, BNPL, SUCCESS, FAILED
