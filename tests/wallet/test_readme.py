@@ -1,0 +1,94 @@
+"""The README's wallet flow (curl) runs as written against `kasir serve`, and its callbacks verify."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+from fastapi import FastAPI
+
+from tests.support.builders import make_merchant
+from tests.support.receiver import CallbackReceiver
+from tests.support.server import ServedKasir
+from tests.support.signing import callback_signature, x_req_signature
+
+README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+
+
+def wallet_section() -> str:
+    return README.split("\n## Wallet\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_section_sits_before_bnpl_and_names_every_channel() -> None:
+    assert README.index("\n## Wallet\n") < README.index("\n## BNPL\n")
+    section = wallet_section()
+    for channel in ("OVO", "DANA", "SHOPEEPAY", "LINKAJA", "VIRGO", "QRIS"):
+        assert f"`{channel}`" in section
+    for path in ("create-payment", "create-qr", "inquiry", "refund", "void", "dummy-payment"):
+        assert f"/ewallet/v2/{path}" in section
+
+
+@pytest.mark.slow
+async def test_the_curl_flow_runs(
+    app: FastAPI, served: ServedKasir, receiver: CallbackReceiver, tmp_path: Path
+) -> None:
+    match = re.search(r"```sh\n(.*?)```", wallet_section(), re.S)
+    assert match is not None
+    merchant = await make_merchant(app)
+    creds = tmp_path / "credentials.json"
+    creds.write_text(
+        json.dumps(
+            {
+                "merchant_id": merchant.id,
+                "secret": merchant.credentials.secret,
+                "hash_key": merchant.credentials.hash_key,
+            }
+        )
+    )
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "KASIR": served.base_url,
+        "CREDS": str(creds),
+        "CALLBACK_URL": receiver.url("/readme"),
+        "NO_PROXY": "127.0.0.1,localhost",
+        "TZ": "Asia/Jakarta",
+    }
+    process = await asyncio.create_subprocess_exec(
+        "bash",
+        "-euo",
+        "pipefail",
+        "-c",
+        match.group(1),
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode == 0, err.decode()
+    answers = [json.loads(line) for line in out.decode().splitlines() if line.startswith("{")]
+    assert [a["response_code"] for a in answers] == ["00"] * 8, answers
+    assert [a["transaction_status"] for a in answers] == [
+        "PENDING", "PAID", "PAID", "REFUNDED", "REFUNDED", "PENDING", "PAID", "VOID",
+    ]  # fmt: skip
+    assert answers[4]["refunded_amount"] == 150_000
+    assert (tmp_path / "qris.png").read_bytes().startswith(b"\x89PNG")
+
+    callbacks = await receiver.wait_for(5, path="/readme")
+    seen = []
+    for request in callbacks:
+        payload = request.json()
+        expected = callback_signature(
+            payload["transaction_id"],
+            x_req_signature(merchant.credentials.hash_key, payload["external_id"], payload["order_id"]),
+        )
+        assert request.headers["svc-signature"] == expected
+        assert request.query["svc-signature"] == expected
+        seen.append((payload["payment_channel"], payload["transaction_status"]))
+    assert sorted(seen) == sorted(
+        [("DANA", "PAID"), ("DANA", "REFUNDED"), ("DANA", "REFUNDED"), ("QRIS", "PAID"), ("QRIS", "VOID")]
+    )
