@@ -1,0 +1,28 @@
+"""Migration 0005 creates exactly the tables, columns, indexes and constraints of wallet/models.py."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from fastapi import FastAPI
+
+from kasir.db import Base
+from kasir.models import import_all_models
+
+
+def _wallet_diffs(diffs: list[Any]) -> list[Any]:
+    def names(diff: Any) -> str:
+        return repr(diff)
+
+    return [d for d in diffs if "wallet_" in names(d)]
+
+
+async def test_migration_matches_the_models(app: FastAPI) -> None:
+    import_all_models()
+    async with app.state.database.engine.connect() as connection:
+        diffs = await connection.run_sync(
+            lambda sync: compare_metadata(MigrationContext.configure(sync, opts={"compare_type": False}), Base.metadata)
+        )
+    assert _wallet_diffs(list(diffs)) == []
