@@ -55,6 +55,12 @@ class Settings(BaseSettings):
         description="How long a process reuses a merchant's public key for token signatures; a rotated key "
         "takes effect in other processes within this time. 0 disables the cache.",
     )
+    sqlite_group_commit: bool = Field(
+        False,
+        description="SQLite: the writers of a process share one transaction, committed (fsync) once per batch; "
+        "each request still answers only after its data is durable.",
+    )
+    sqlite_group_commit_max: int = Field(64, ge=1, description="SQLite group commit: most units of work per COMMIT.")
     db_pool_size: int = Field(10, ge=1, description="Connections per process (PostgreSQL).")
     log_level: str = Field("INFO", description="Python log level name.")
     log_format: Literal["json", "text"] = Field("json", description="Log lines as JSON (default) or plain text.")

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
@@ -19,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import DateTime, MetaData, event, text
-from sqlalchemy.engine import Dialect
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
-from sqlalchemy.orm import DeclarativeBase
+from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.orm import DeclarativeBase, Session
 from sqlalchemy.types import TypeDecorator
 from sqlalchemy.util import await_only
 from starlette.requests import Request
@@ -74,6 +75,8 @@ def on_commit(session: AsyncSession, action: AfterCommit) -> None:
 class Database:
     """One engine per process, and the sessions made from it."""
 
+    group: GroupCommit | None = None
+
     def __init__(self, settings: Settings) -> None:
         self.url = settings.resolved_database_url
         self.is_sqlite = self.url.startswith("sqlite")
@@ -87,6 +90,14 @@ class Database:
         if self.is_sqlite:
             _configure_sqlite(self.engine)
         self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
+        if self.is_sqlite and settings.sqlite_group_commit:
+            self.group = GroupCommit(self.engine, max_batch=settings.sqlite_group_commit_max)
+            self.sessionmaker = async_sessionmaker(
+                self.engine,
+                expire_on_commit=False,
+                sync_session_class=_GroupSession,
+                join_transaction_mode="create_savepoint",
+            )
         # Read-only work on SQLite starts a deferred transaction, so it never waits for the write lock.
         self.read_sessionmaker = async_sessionmaker(
             self.engine.execution_options(sqlite_begin="DEFERRED"), expire_on_commit=False
@@ -95,6 +106,10 @@ class Database:
     @asynccontextmanager
     async def unit_of_work(self, *, read_only: bool = False) -> AsyncIterator[AsyncSession]:
         """Commit on success, roll back on any exception; then run the after-commit actions."""
+        if self.group is not None and not read_only:
+            async with self._group_unit_of_work(self.group) as session:
+                yield session
+            return
         maker = self.read_sessionmaker if read_only else self.sessionmaker
         async with maker() as session:
             try:
@@ -103,6 +118,28 @@ class Database:
                 await session.rollback()
                 raise
             await session.commit()
+            await run_after_commit(session)
+
+    @asynccontextmanager
+    async def _group_unit_of_work(self, group: GroupCommit) -> AsyncIterator[AsyncSession]:
+        """A savepoint in the process's shared write transaction; done once that transaction is durable."""
+        seat = _Seat(group)
+        async with self.sessionmaker() as session:
+            session.info["group_seat"] = seat
+            try:
+                yield session
+            except BaseException:
+                try:
+                    await session.rollback()  # to this unit's savepoint: the batch's other work stands
+                finally:
+                    await seat.leave(joined=False)
+                raise
+            try:
+                await session.commit()  # releases the savepoint
+            except BaseException:
+                await seat.leave(joined=False)
+                raise
+            await seat.leave(joined=True)  # returns once the batch's COMMIT is on disk
             await run_after_commit(session)
 
     async def dispose(self) -> None:
@@ -179,6 +216,112 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "rollback")
     def _on_rollback(connection: Any) -> None:
         _release(connection.connection._connection_record.info, write_lock)
+
+
+class GroupCommit:
+    """SQLite group commit: the writers of one process share a write transaction, made durable once per batch.
+
+    With `synchronous=FULL` every COMMIT waits for an fsync, and SQLite admits one writer at a
+    time, so a process commits at most once per fsync however many requests wait. Here each
+    unit of work is a SAVEPOINT inside one shared transaction: a unit that fails rolls back to
+    its savepoint only; a unit that succeeds releases it and waits. The transaction is
+    committed when no other writer is waiting for it (so a lone request commits at once, as
+    before), or after `max_batch` units, and every unit of the batch returns only after that
+    COMMIT: nothing is answered, and no after-commit action runs, before its data is durable.
+    If the COMMIT fails, every unit of the batch fails.
+    """
+
+    def __init__(self, engine: AsyncEngine, *, max_batch: int) -> None:
+        self.engine = engine
+        self.max_batch = max_batch
+        self._lock = _LoopLocalLock()
+        self._waiting = 0
+        self._connection: AsyncConnection | None = None
+        self._joined: list[asyncio.Future[None]] = []
+
+    async def enter(self) -> Connection:
+        """Wait for the write seat; the shared transaction's connection (begun on first use)."""
+        self._waiting += 1
+        try:
+            await self._lock.acquire()
+        finally:
+            self._waiting -= 1
+        try:
+            if self._connection is None:
+                connection = await self.engine.connect()
+                try:
+                    await connection.begin()
+                except BaseException:
+                    await connection.close()
+                    raise
+                self._connection = connection
+        except BaseException:
+            self._lock.release()
+            raise
+        return self._connection.sync_connection  # type: ignore[return-value]
+
+    async def leave(self, *, joined: bool) -> None:
+        done: asyncio.Future[None] | None = None
+        if joined:
+            done = asyncio.get_running_loop().create_future()
+            self._joined.append(done)
+        try:
+            if self._waiting == 0 or len(self._joined) >= self.max_batch:
+                await self._commit()
+        finally:
+            self._lock.release()
+        if done is not None:
+            await done
+
+    async def _commit(self) -> None:
+        connection, self._connection = self._connection, None
+        joined, self._joined = self._joined, []
+        if connection is None:
+            return
+        try:
+            await connection.commit()
+        except BaseException as exc:
+            for waiter in joined:
+                if not waiter.done():
+                    waiter.set_exception(exc if isinstance(exc, Exception) else RuntimeError("commit interrupted"))
+            with contextlib.suppress(Exception):
+                await connection.rollback()
+        else:
+            for waiter in joined:
+                if not waiter.done():
+                    waiter.set_result(None)
+        finally:
+            await connection.close()
+
+
+class _Seat:
+    """One unit of work's place in the group: taken at its first statement, left at its end."""
+
+    def __init__(self, group: GroupCommit) -> None:
+        self.group = group
+        self.connection: Connection | None = None
+
+    def connection_for_statement(self) -> Connection:
+        # Runs inside SQLAlchemy's greenlet (sync Session code), so it may wait on the event loop.
+        if self.connection is None:
+            self.connection = await_only(self.group.enter())
+        return self.connection
+
+    async def leave(self, *, joined: bool) -> None:
+        if self.connection is None:
+            return  # never wrote: nothing to join
+        self.connection = None
+        await self.group.leave(joined=joined)
+
+
+class _GroupSession(Session):
+    """A Session whose bind is the group's shared connection, taken lazily at the first statement."""
+
+    def get_bind(self, mapper: Any = None, **kwargs: Any) -> Any:
+        seat: _Seat | None = self.info.get("group_seat")
+        if seat is None:
+            return super().get_bind(mapper, **kwargs)
+        return seat.connection_for_statement()
 
 
 def _release(record_info: dict[str, Any], lock: _LoopLocalLock) -> None:
