@@ -204,6 +204,7 @@ async def test_open_mode_links_to_the_payment_page(app: FastAPI, client: httpx.A
     assert "Rp150.000" in html
     assert "Sepatu Lari" in html
     assert "Rp25.000 / month" in html  # 6 months of 150.000 at 0 %
-    assert 'value="6" id="tenor-6"' in html and "checked" in html.split('id="tenor-6"')[1].split(">")[0]
+    assert 'value="6" id="tenor-6"' in html
+    assert "checked" in html.split('id="tenor-6"')[1].split(">")[0]
     for number in ("4811 1111 1111 1114", "4000 0000 0000 3220", "4000 0000 0000 0002"):
         assert number in html  # the test-card table

@@ -57,7 +57,8 @@ async def test_unauthorized_forms(merchant: builders.TestMerchant, client: httpx
         response = await client.post("/card-v2/v1/charge", content=b"{}", headers=headers)
         [error] = card_error(response, 401, "UNAUTHORIZED")
         assert error["field"] == "authorization", name
-        assert creds.secret not in response.text and creds.hash_key not in response.text
+        assert creds.secret not in response.text
+        assert creds.hash_key not in response.text
 
 
 async def test_both_basic_forms_are_accepted(merchant: builders.TestMerchant, client: httpx.AsyncClient) -> None:

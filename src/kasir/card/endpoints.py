@@ -194,6 +194,7 @@ async def pay(order_id: str, request: Request, session: WriteSession) -> Respons
         order, attempt = await card_service.pay_on_page(session, order.id, attempt_number, card, tenor, save_card)
     except InvalidCard as error:
         await session.rollback()
+        order = await card_service.get(session, order_id)
         errors = {e.field: e.message for e in error.field_errors()}
         html = await pages.render_payment(
             session,
@@ -206,6 +207,7 @@ async def pay(order_id: str, request: Request, session: WriteSession) -> Respons
         return HTMLResponse(html, status_code=422)
     except AttemptAlreadySubmitted:
         await session.rollback()
+        order = await card_service.get(session, order_id)
         return await _refused(session, order, "This payment attempt was already submitted", status=409)
     except KasirError as error:
         if isinstance(error, NotFound):
@@ -262,12 +264,13 @@ async def verify_otp(order_id: str, request: Request, session: WriteSession) -> 
         order = await card_service.verify_otp(session, order.id, attempt_number, form.get("otp", ""))
     except AttemptAlreadySubmitted:
         await session.rollback()
+        order = await card_service.get(session, order_id)
         return await _refused(session, order, "This verification was already submitted", status=409)
     except KasirError as error:
         if isinstance(error, NotFound):
             raise
         await session.rollback()
-        return _see_other(_page_path(order.id))
+        return _see_other(_page_path(order_id))
     if order.status == CardOrderStatus.SUCCESS.value:
         return _see_other(return_redirect(order, "SUCCESS"))
     if order.status == CardOrderStatus.EXPIRED.value:
