@@ -127,6 +127,8 @@ def _url(value: str) -> str:
 
 
 def _timestamp(value: Any) -> Any:
+    if isinstance(value, datetime) and value.utcoffset() is not None:  # built in Python (the card room)
+        return value
     if not isinstance(value, str):
         raise PydanticCustomError("timestamp", "must be an ISO 8601 string with an offset")
     try:
