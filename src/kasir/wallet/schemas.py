@@ -8,11 +8,13 @@ rupiah (decisions.md §7): JSON integers only, never a float or a string.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict
-from pydantic_core import PydanticCustomError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 from kasir.kit.clock import parse_aware
 
@@ -46,13 +48,28 @@ def _string(value: Any) -> Any:
     return value
 
 
-def _text(max_length: int) -> Any:
-    def check(value: str) -> str:
-        if len(value) > max_length:
-            raise PydanticCustomError("too_long", "must be at most {max_length} characters", {"max_length": max_length})
+@dataclass(frozen=True, slots=True)
+class MaxLength:
+    """At most `limit` characters, said in plain words, and `maxLength` in the OpenAPI schema."""
+
+    limit: int
+
+    def _check(self, value: str) -> str:
+        if len(value) > self.limit:
+            raise PydanticCustomError("too_long", "must be at most {limit} characters", {"limit": self.limit})
         return value
 
-    return AfterValidator(check)
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.no_info_after_validator_function(self._check, handler(source))
+
+    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        json_schema = handler(schema)
+        json_schema["maxLength"] = self.limit
+        return json_schema
+
+
+def _text(max_length: int) -> MaxLength:
+    return MaxLength(max_length)
 
 
 def _items(value: list[Any]) -> list[Any]:
