@@ -6,6 +6,8 @@ from collections.abc import Sequence
 from datetime import date, datetime
 
 from sqlalchemy import delete, select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -14,25 +16,22 @@ from kasir.bnpl.states import BnplStatus
 
 
 class BnplRepository:
-    async def external_id_used(self, session: AsyncSession, merchant_id: str, day: date, external_id: str) -> bool:
-        found = await session.scalar(
-            select(BnplExternalId.id).where(
-                BnplExternalId.merchant_id == merchant_id,
-                BnplExternalId.day == day,
-                BnplExternalId.external_id == external_id,
-            )
-        )
-        return found is not None
+    async def claim_external_id(
+        self, session: AsyncSession, merchant_id: str, day: date, external_id: str, now: datetime
+    ) -> bool:
+        """Record the (merchant, day, X-EXTERNAL-ID); False when it is taken.
 
-    async def add_external_id(self, session: AsyncSession, row: BnplExternalId) -> bool:
-        """False when the (merchant, day, external id) is taken (the unique constraint decides races)."""
-        try:
-            async with session.begin_nested():
-                session.add(row)
-                await session.flush()
-        except IntegrityError:
-            return False
-        return True
+        One `INSERT ... ON CONFLICT DO NOTHING` (SQLite and PostgreSQL alike): the unique constraint
+        decides races, with no look-up before it and no savepoint around it (every SNAP request pays this).
+        """
+        insert = postgresql_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
+        statement = (
+            insert(BnplExternalId)
+            .values(merchant_id=merchant_id, day=day, external_id=external_id, created_at=now)
+            .on_conflict_do_nothing(index_elements=["merchant_id", "day", "external_id"])
+            .returning(BnplExternalId.id)
+        )
+        return (await session.execute(statement)).scalar_one_or_none() is not None
 
     async def forget_external_ids_before(self, session: AsyncSession, day: date) -> None:
         await session.execute(delete(BnplExternalId).where(BnplExternalId.day < day))

@@ -29,7 +29,6 @@ from typing import Annotated
 from fastapi import Depends, Request
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from kasir.bnpl.models import BnplExternalId
 from kasir.bnpl.repository import bnpl_repository
 from kasir.config import get_settings
 from kasir.db import write_session
@@ -105,10 +104,7 @@ async def verify_snap_request(request: Request, session: AsyncSession) -> SnapCa
         raise Unauthorized("Invalid signature")
 
     day = clock.local_now().date()
-    row = BnplExternalId(merchant_id=merchant.id, day=day, external_id=external_id, created_at=clock.now())
-    if await bnpl_repository.external_id_used(session, merchant.id, day, external_id):
-        raise ExternalIdReused()
-    if not await bnpl_repository.add_external_id(session, row):
+    if not await bnpl_repository.claim_external_id(session, merchant.id, day, external_id, clock.now()):
         raise ExternalIdReused()
     return SnapCaller(merchant, external_id, channel_id, body, symmetric=token_value is not None)
 
