@@ -116,7 +116,7 @@ async def test_void_the_next_day_is_refused(app: FastAPI, client: httpx.AsyncCli
 async def test_expiry_without_any_request(app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver) -> None:
     merchant = await make_merchant(app)
     tx = await create(client, merchant, receiver.url("/expire"), expired_time=clock.now() + timedelta(seconds=65))
-    kept = await create(client, merchant, receiver.url("/expire-kept"))  # default: 15 minutes
+    kept = await create(client, merchant)  # default expiry: 15 minutes
     assert parse_aware(kept["expired_time"]) - parse_aware(kept["transaction_time"]) == timedelta(minutes=15)
     clock.advance(66)
     # Nothing is called: the embedded worker's scheduler expires it and the callback arrives.
