@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Kasir's tests (or, with `bench`, its benchmarks) need when missing:
-# the PostgreSQL server (the suites start a throwaway cluster on 127.0.0.1); wrk for `make bench`.
+# the PostgreSQL server (the suites start a throwaway cluster on 127.0.0.1); chromium for the payment-page
+# browser tests (Playwright drives /usr/bin/chromium: `playwright install` is never run); wrk for `make bench`.
 set -euo pipefail
 
 missing=()
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
 if [ "${1:-}" = "bench" ]; then
     command -v wrk >/dev/null || missing+=(wrk)
 fi
