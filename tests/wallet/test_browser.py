@@ -1,0 +1,74 @@
+"""A customer in Chromium (Playwright) on the staging checkout page served by `kasir serve`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from tests.support.builders import make_merchant
+from tests.support.receiver import CallbackReceiver
+from tests.support.server import ServedKasir
+from tests.wallet.helpers import check_callback, create, inquire, item
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+PHONE = {"width": 390, "height": 844}
+
+
+async def phone_page(browser: Any) -> Any:
+    context = await browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
+    return await context.new_page()
+
+
+async def test_pay_in_the_browser(
+    app: FastAPI, served: ServedKasir, receiver: CallbackReceiver, wallet_chromium: Any
+) -> None:
+    merchant = await make_merchant(app)
+    items = [item(40_000, 2, name="Sepatu Lari"), item(20_000, 1, item_id="shippingfee", name="Ongkir")]
+    async with httpx.AsyncClient(base_url=served.base_url) as http:
+        tx = await create(
+            http, merchant, receiver.url("/browser/pay"), channel="SHOPEEPAY", items=items,
+            return_url=receiver.url("/shop/return"),
+        )  # fmt: skip
+        page = await phone_page(wallet_chromium)
+        await page.goto(tx["payment_url"])
+        assert await page.inner_text("#merchant") == merchant.credentials.name
+        assert await page.inner_text("#channel") == "SHOPEEPAY"
+        assert await page.inner_text("#total") == "Rp100.000"
+        assert "Sepatu Lari" in await page.inner_text("#items")
+        async with page.expect_navigation():
+            await page.click("#pay")
+        assert await page.get_attribute("#status", "data-status") == "PAID"
+        assert await page.locator("#pay").count() == 0
+        assert await page.get_attribute("#return", "href") == receiver.url("/shop/return")
+        assert (await inquire(http, merchant, tx))["transaction_status"] == "PAID"
+    [callback] = await receiver.wait_for(1, path="/browser/pay")
+    assert check_callback(callback, merchant, tx)["transaction_status"] == "PAID"
+    await page.context.close()
+
+
+async def test_qris_code_and_ovo_failure_in_the_browser(
+    app: FastAPI, served: ServedKasir, receiver: CallbackReceiver, wallet_chromium: Any
+) -> None:
+    merchant = await make_merchant(app)
+    async with httpx.AsyncClient(base_url=served.base_url) as http:
+        qris = await create(http, merchant, receiver.url("/browser/qris"), channel="QRIS")
+        ovo = await create(http, merchant, receiver.url("/browser/ovo"), channel="OVO")
+    page = await phone_page(wallet_chromium)
+    await page.goto(qris["payment_url"])
+    width = await page.eval_on_selector("#qr", "img => img.complete ? img.naturalWidth : 0")
+    assert width > 100  # the PNG loaded and is a real image
+
+    await page.goto(ovo["payment_url"])
+    async with page.expect_navigation():
+        await page.click("#fail")
+    assert await page.get_attribute("#status", "data-status") == "failed"
+    [callback] = await receiver.wait_for(1, path="/browser/ovo")
+    payload = check_callback(callback, merchant, ovo)
+    assert payload["transaction_status"] == "failed"
+    assert payload["response_code"] == "03"
+    assert payload["response_message"] == "Declined on the checkout page"
+    await page.context.close()
