@@ -104,8 +104,8 @@ async def _charge(request: Request) -> Response:
     charge_request, card = card_service.parse(body)
     if key is None:
         async with database.unit_of_work() as session:
-            order = await card_service.charge(session, caller, charge_request, card)
-            return JSONResponse(charge_body(order))
+            outcome = await card_service.charge(session, caller, charge_request, card)
+            return JSONResponse(charge_body(outcome))
 
     claim = await card_service.claim_key(database, caller.merchant.id, key, request_fingerprint(body))
     if claim.replay is not None:
@@ -114,8 +114,8 @@ async def _charge(request: Request) -> Response:
     assert claim.key_id is not None
     try:
         async with database.unit_of_work() as session:
-            order = await card_service.charge(session, caller, charge_request, card)
-            response = JSONResponse(charge_body(order))
+            outcome = await card_service.charge(session, caller, charge_request, card)
+            response = JSONResponse(charge_body(outcome))
             await card_service.complete_key(session, claim.key_id, 200, bytes(response.body).decode())
         return response
     except KasirError as error:

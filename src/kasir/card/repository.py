@@ -40,6 +40,24 @@ class CardRepository:
             .limit(1)
         )
 
+    async def wallet_reference(
+        self, session: AsyncSession, merchant_id: str, order_id: str, external_id: str
+    ) -> tuple[str, str] | None:
+        """(order_id, external_id) of a wallet transaction of this merchant using either reference."""
+        from kasir.wallet.models import WalletTransaction
+
+        row = (
+            await session.execute(
+                select(WalletTransaction.order_id, WalletTransaction.external_id)
+                .where(
+                    WalletTransaction.merchant_id == merchant_id,
+                    or_(WalletTransaction.order_id == order_id, WalletTransaction.external_id == external_id),
+                )
+                .limit(1)
+            )
+        ).first()
+        return (row[0], row[1]) if row is not None else None
+
     async def get(self, session: AsyncSession, order_id: str, *, lock: bool = False) -> CardOrder | None:
         query = select(CardOrder).where(CardOrder.id == order_id)
         if lock:

@@ -36,7 +36,8 @@ from kasir.kit.clock import parse_aware
 QTY_MAX = 999  # interface.md Limits
 AMOUNT_MAX = 10**15  # whole rupiah; far beyond any card limit, inside BigInteger
 TENORS = ("0", "3", "6", "12")
-WALLET_CHANNELS = ("OVO", "DANA", "SHOPEEPAY", "LINKAJA", "VIRGO", "QRIS")  # decisions.md §5
+# decisions.md §5 without QRIS: a dynamic QR is not a page the customer is sent to.
+WALLET_CHANNELS = ("OVO", "DANA", "SHOPEEPAY", "LINKAJA", "VIRGO")
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _PHONE = re.compile(r"^\+?[0-9]{6,15}$")

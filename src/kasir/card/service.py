@@ -3,7 +3,7 @@
     KasirError
     ├── BadRequest
     │   ├── CardValidationError (schemas.py)  400 VALIDATION_ERROR, every violated field
-    │   └── EwalletUnavailable                400 VALIDATION_ERROR paymentMethod
+    │   └── (the wallet room's refusals of an ewallet charge, fields renamed to camelCase)
     ├── NotFound
     │   └── CardOrderNotFound                 404 NOT_FOUND
     ├── Conflict
@@ -27,12 +27,15 @@ import hashlib
 import hmac
 import json
 import logging
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from pydantic import ValidationError
+from pydantic.alias_generators import to_camel
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.callbacks.models import CallbackKind
@@ -50,7 +53,7 @@ from kasir.card.cards import (
 )
 from kasir.card.models import CardAttempt, CardIdempotencyKey, CardOrder
 from kasir.card.repository import card_repository
-from kasir.card.schemas import TENORS, ChargeRequest, parse_charge_request
+from kasir.card.schemas import TENORS, CardValidationError, ChargeRequest, parse_charge_request
 from kasir.card.states import (
     MAX_FAILED_ATTEMPTS,
     PAYMENT_STATUS,
@@ -62,13 +65,15 @@ from kasir.card.states import (
 from kasir.config import get_settings
 from kasir.db import Database
 from kasir.errors import (
-    BadRequest,
     Conflict,
     DuplicateReference,
+    FieldError,
     InvalidFieldFormat,
+    KasirError,
     NotFound,
     RequestInProgress,
     UnprocessableEntity,
+    from_pydantic_errors,
 )
 from kasir.kit.clock import JAKARTA, clock, isoformat_seconds, parse_aware
 from kasir.kit.crypto import constant_time_equals, derive_key
@@ -114,11 +119,6 @@ class CardOrderNotFound(NotFound):
 
 class AttemptAlreadySubmitted(Conflict):
     default_message = "This payment attempt was already submitted"
-
-
-class EwalletUnavailable(BadRequest):
-    def __init__(self) -> None:
-        super().__init__("ewallet is not available yet", field="paymentMethod")
 
 
 # --- page and API helpers --------------------------------------------------------------
@@ -180,16 +180,30 @@ def charge_link(order: CardOrder) -> str:
     return page_url(order)
 
 
-def charge_body(order: CardOrder) -> dict[str, Any]:
+@dataclass(frozen=True, slots=True)
+class ChargeOutcome:
+    """What the charge answers: a card order, or a wallet transaction (`paymentMethod` ewallet)."""
+
+    transaction_id: str
+    external_id: str
+    payment_status: str
+    link: str
+
+    @classmethod
+    def of(cls, order: CardOrder) -> ChargeOutcome:
+        return cls(order.id, order.external_id, payment_status(order), charge_link(order))
+
+
+def charge_body(outcome: ChargeOutcome) -> dict[str, Any]:
     """HTTP 200 of the charge (decisions.md §4)."""
     return {
         "statusCode": "00",
         "statusMessage": "SUCCESS",
         "data": {
-            "transactionId": order.id,
-            "externalId": order.external_id,
-            "paymentStatus": payment_status(order),
-            "link": charge_link(order),
+            "transactionId": outcome.transaction_id,
+            "externalId": outcome.external_id,
+            "paymentStatus": outcome.payment_status,
+            "link": outcome.link,
         },
     }
 
@@ -243,13 +257,13 @@ class CardService:
 
     async def charge(
         self, session: AsyncSession, caller: BasicCaller, request: ChargeRequest, card: ParsedCard | None
-    ) -> CardOrder:
+    ) -> ChargeOutcome:
         merchant = caller.merchant
         if request.callback_url:
             await check_callback_url(request.callback_url, production=get_settings().is_production, field="callbackUrl")
-        if request.payment_method == "ewallet":
-            raise EwalletUnavailable()
         await self._refuse_duplicate(session, merchant.id, request)
+        if request.payment_method == "ewallet":
+            return await self._charge_wallet(session, caller, request)
         now = clock.now()
         expires_at = parse_aware(request.payment_details.expired_time) if request.payment_details.expired_time else None
         order = CardOrder(
@@ -284,12 +298,40 @@ class CardService:
         log.info("card order created", extra={"transaction_id": order.id, "merchant_id": merchant.id})
         if card is not None:
             await self._attempt(session, order, card, request.tenor, save_card=False)
-        return order
+        return ChargeOutcome.of(order)
 
     async def _refuse_duplicate(self, session: AsyncSession, merchant_id: str, request: ChargeRequest) -> None:
+        """orderId and externalId are unique per merchant across card orders and wallet transactions."""
         used = await card_repository.used_reference(session, merchant_id, request.order_id, request.external_id)
         if used is not None:
             raise DuplicateOrder("orderId" if used.order_id == request.order_id else "externalId")
+        wallet = await card_repository.wallet_reference(session, merchant_id, request.order_id, request.external_id)
+        if wallet is not None:
+            raise DuplicateOrder("orderId" if wallet[0] == request.order_id else "externalId")
+
+    async def _charge_wallet(self, session: AsyncSession, caller: BasicCaller, request: ChargeRequest) -> ChargeOutcome:
+        """decisions.md §7: `paymentMethod` ewallet creates a wallet transaction (wallet callbacks follow)."""
+        from kasir.wallet.schemas import CreatePaymentRequest
+        from kasir.wallet.service import DuplicateExternalId, payment_url, wallet_service
+
+        try:
+            wallet_request = CreatePaymentRequest.model_validate(wallet_request_body(request))
+        except ValidationError as exc:
+            errors = from_pydantic_errors(exc.errors(include_input=False)).errors
+            raise CardValidationError([FieldError(card_field(e.field), e.message) for e in errors]) from None
+        try:
+            tx = await wallet_service.create_payment(session, caller.merchant, wallet_request, qr=False)
+        except DuplicateExternalId:
+            raise DuplicateOrder("externalId") from None
+        except KasirError as error:
+            reason = getattr(error, "reason", None)
+            error.errors = [
+                FieldError(card_field(e.field), reason if (reason and not error.errors) else e.message)
+                for e in error.field_errors()
+            ]
+            raise
+        log.info("card charge paid by wallet", extra={"transaction_id": tx.id, "merchant_id": caller.merchant.id})
+        return ChargeOutcome(tx.id, tx.external_id, "PENDING", payment_url(tx))
 
     # --- idempotency (decisions.md §7) --------------------------------------------------
 
@@ -482,6 +524,63 @@ class CardService:
 
 
 card_service = CardService()
+
+
+def _address_body(address: Any) -> dict[str, Any]:
+    return {
+        "full_name": address.full_name,
+        "phone": address.phone,
+        "address": address.address,
+        "city": address.city,
+        "postal_code": address.postal_code,
+        "country": address.country,
+    }
+
+
+def wallet_request_body(request: ChargeRequest) -> dict[str, Any]:
+    """The card request as a wallet create-payment body (decisions.md §5 field names)."""
+    details = request.payment_details
+    body: dict[str, Any] = {
+        "external_id": request.external_id,
+        "order_id": request.order_id,
+        "currency": request.currency,
+        "payment_method": "wallet",
+        "payment_channel": request.payment_channel,
+        "payment_details": {"amount": details.amount, "transaction_description": details.transaction_description},
+        "customer_details": {
+            "email": request.customer_details.email,
+            "full_name": request.customer_details.full_name,
+            "phone": request.customer_details.phone,
+        },
+        "item_details": [
+            {"item_id": i.item_id, "name": i.name, "amount": i.amount, "qty": i.qty}
+            | ({"description": i.description} if i.description else {})
+            for i in request.item_details
+        ],
+        # The card request names no wallet account: the customer's phone is it.
+        "wallet_details": {"id": request.customer_details.phone, "id_type": "HP"},
+        "billing_address": _address_body(request.billing_address),
+        "shipping_address": _address_body(request.shipping_address),
+        "return_url": request.return_url,
+    }
+    if details.expired_time:
+        body["payment_details"]["expired_time"] = details.expired_time
+    if request.callback_url:
+        body["callback_url"] = request.callback_url
+    if request.additional_data:
+        body["additional_data"] = request.additional_data
+    return body
+
+
+# The wallet room's field names that are not the camelCase of the card request's.
+_WALLET_FIELDS = {"wallet_details.id": "customerDetails.phone", "wallet_details": "customerDetails.phone"}
+
+
+def card_field(field: str) -> str:
+    """`payment_details.expired_time` -> `paymentDetails.expiredTime` (errors of an ewallet charge)."""
+    if field in _WALLET_FIELDS:
+        return _WALLET_FIELDS[field]
+    return ".".join(re.sub(r"^[a-z_]+", lambda m: to_camel(m.group(0)), part) for part in field.split("."))
 
 
 def _utc_iso(moment: datetime) -> str:
