@@ -235,4 +235,97 @@ class BnplCheckout(_Snap):
         }
 
 
-SCENARIOS: list[Scenario] = [Ceiling(), AccessToken(), BnplCalculation(), BnplCheckout()]
+class CardCharge(Scenario):
+    """OPEN mode (the SDK's hosted-page flow): a unique orderId, externalId and idempotency key per request."""
+
+    name = "card-charge"
+    route = "/card-v2/v1/charge"
+
+    def unique(self) -> bool:
+        return True
+
+    def build(self, ctx: BenchContext, count: int) -> list[bytes]:
+        signer = ctx.signer
+        run = ctx.state["card-run"] = ctx.state.get("card-run", 0) + 1
+        requests = []
+        for n in range(count):
+            body = {**CARD_BODY, "externalId": f"EXT-{run}-{n}", "orderId": f"ORD-{run}-{n}"}
+            request = signer._card_request(body, f"IDEM-{run}-{n}")
+            requests.append(ctx.raw(request.method, request.path, request.headers, request.body))
+        return requests
+
+
+def wallet_body(external_id: str, order_id: str, callback_url: str) -> dict[str, Any]:
+    return {
+        "external_id": external_id,
+        "order_id": order_id,
+        "currency": "IDR",
+        "payment_method": "wallet",
+        "payment_channel": "DANA",
+        "payment_details": {"amount": 150000, "transaction_description": "Kopi and cake"},
+        "customer_details": {"email": "siti@example.id", "full_name": "Siti Rahayu", "phone": "081234567890"},
+        "item_details": [
+            {"item_id": "KOPI-1", "name": "Kopi Susu", "amount": 25000, "qty": 2},
+            {"item_id": "CAKE-1", "name": "Cake", "amount": 100000, "qty": 1},
+        ],
+        "wallet_details": {"id": "081234567890", "id_type": "HP"},
+        "callback_url": callback_url,
+    }
+
+
+class WalletCreatePayment(Scenario):
+    """A unique external_id (and so x-req-signature) per request."""
+
+    name = "wallet-create"
+    route = "/ewallet/v2/create-payment"
+
+    def unique(self) -> bool:
+        return True
+
+    def build(self, ctx: BenchContext, count: int) -> list[bytes]:
+        signer = ctx.signer
+        run = ctx.state["wallet-run"] = ctx.state.get("wallet-run", 0) + 1
+        requests = []
+        for n in range(count):
+            body = wallet_body(f"W-{run}-{n}", f"ORDER-{run}-{n}", ctx.callback_url)
+            request = signer._wallet_request(self.route, body)
+            requests.append(ctx.raw(request.method, request.path, request.headers, request.body))
+        return requests
+
+
+class WalletInquiry(Scenario):
+    """Inquiries of a few existing transactions, replayed (a read path)."""
+
+    name = "wallet-inquiry"
+    route = "/ewallet/v2/inquiry"
+
+    def prepare(self, ctx: BenchContext) -> None:
+        from kasir_client import Client
+
+        references = []
+        with Client(ctx.base_url, ctx.credentials) as client:
+            for n in range(16):
+                created = client.wallet_create_payment(wallet_body(f"WQ-{n}", f"ORDER-Q-{n}", ctx.callback_url))
+                references.append(
+                    {"transaction_id": created.transaction_id, "external_id": f"WQ-{n}", "order_id": f"ORDER-Q-{n}"}
+                )
+        ctx.state["wallet-references"] = references
+
+    def build(self, ctx: BenchContext, count: int) -> list[bytes]:
+        signer, references = ctx.signer, ctx.state["wallet-references"]
+        requests = []
+        for n in range(count):
+            request = signer._wallet_request(self.route, references[n % len(references)])
+            requests.append(ctx.raw(request.method, request.path, request.headers, request.body))
+        return requests
+
+
+SCENARIOS: list[Scenario] = [
+    Ceiling(),
+    AccessToken(),
+    CardCharge(),
+    WalletCreatePayment(),
+    WalletInquiry(),
+    BnplCalculation(),
+    BnplCheckout(),
+]

@@ -10,10 +10,12 @@ constant time, and an unknown merchant costs the same comparison as a known one.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from kasir.config import get_settings
 from kasir.errors import Unauthorized
 from kasir.kit.crypto import b64decode_strict, constant_time_equals
 from kasir.merchants.models import Merchant
@@ -49,15 +51,53 @@ def parse_basic(header: str | None) -> tuple[str, str, str | None]:
     return parts[0], parts[1], parts[2] if len(parts) == 3 else None
 
 
+class _KnownMerchants:
+    """merchant_id -> (merchant, decrypted secrets) for KASIR_CREDENTIAL_CACHE_SECONDS.
+
+    Every wallet and card request authenticates: this skips a query and three decryptions on the
+    hot path. Safe to hold briefly: a merchant's secrets never change once created, and the
+    fields read from the merchant here (id, name, default callback URL) are not edited in place.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[str, tuple[float, BasicCaller]] = {}
+
+    def get(self, merchant_id: str) -> BasicCaller | None:
+        entry = self._entries.get(merchant_id)
+        if entry is None or entry[0] < time.monotonic():
+            return None
+        return entry[1]
+
+    def put(self, caller: BasicCaller) -> None:
+        ttl = get_settings().credential_cache_seconds
+        if ttl > 0:
+            if len(self._entries) > 10_000:
+                self._entries.clear()
+            self._entries[caller.merchant.id] = (time.monotonic() + ttl, caller)
+
+
+known_merchants = _KnownMerchants()
+
+
+def _detached_copy(merchant: Merchant) -> Merchant:
+    """A copy belonging to no session: a rollback elsewhere cannot expire its attributes under a later request."""
+    columns = Merchant.__table__.columns.keys()
+    return Merchant(**{name: getattr(merchant, name) for name in columns})
+
+
 async def authenticate_basic(session: AsyncSession, header: str | None) -> BasicCaller:
     merchant_id, secret, hash_key = parse_basic(header)
-    merchant = await merchant_repository.get(session, merchant_id)
-    if merchant is None:
-        constant_time_equals(secret, _UNKNOWN_SECRET)
-        raise Unauthorized("invalid merchant credentials")
-    secrets = merchant_service.secrets(merchant)
+    known = known_merchants.get(merchant_id)
+    if known is None:
+        merchant = await merchant_repository.get(session, merchant_id)
+        if merchant is None:
+            constant_time_equals(secret, _UNKNOWN_SECRET)
+            raise Unauthorized("invalid merchant credentials")
+        known = BasicCaller(merchant=_detached_copy(merchant), secrets=merchant_service.secrets(merchant))
+    merchant, secrets = known.merchant, known.secrets
     secret_ok = constant_time_equals(secret, secrets.secret)
     hash_ok = hash_key is None or constant_time_equals(hash_key, secrets.hash_key)
     if not (secret_ok and hash_ok):
         raise Unauthorized("invalid merchant credentials")
-    return BasicCaller(merchant=merchant, secrets=secrets)
+    known_merchants.put(known)  # only proven credentials are remembered
+    return known
