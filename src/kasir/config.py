@@ -52,8 +52,8 @@ class Settings(BaseSettings):
     credential_cache_seconds: float = Field(
         5.0,
         ge=0,
-        description="How long a process reuses a merchant's public key for token signatures; a rotated key "
-        "takes effect in other processes within this time. 0 disables the cache.",
+        description="How long a process reuses a merchant's public key for token signatures and its proven "
+        "Basic-auth credentials; a rotated key takes effect in other processes within this time. 0 disables the cache.",
     )
     sqlite_group_commit: bool = Field(
         False,
