@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from kasir.card.models import CardAttempt, CardOrder
 from kasir.config import get_settings
@@ -208,3 +208,31 @@ async def test_open_mode_links_to_the_payment_page(app: FastAPI, client: httpx.A
     assert "checked" in html.split('id="tenor-6"')[1].split(">")[0]
     for number in ("4811 1111 1111 1114", "4000 0000 0000 3220", "4000 0000 0000 0002"):
         assert number in html  # the test-card table
+
+
+async def test_callbacks_follow_the_payment_page_acceptance_rule(
+    app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
+) -> None:
+    """200 without a JSON `message` is not an acceptance: the callback stays due for one of its 3 retries."""
+    import asyncio
+
+    from kasir.callbacks.models import Callback
+    from tests.support.receiver import Answer
+
+    receiver.answer(Answer(status=200, body="OK", content_type="text/plain"))
+    merchant = await make_merchant(app)
+    body = charge_body(number=APPROVED, callback_url=receiver.url("/card/picky"))
+    transaction_id = (await post_charge(client, merchant, body)).json()["data"]["transactionId"]
+    await receiver.wait_for(1, path="/card/picky")
+    for _ in range(50):
+        async with app.state.database.unit_of_work(read_only=True) as session:
+            callback = await session.scalar(select(Callback).where(Callback.transaction_ref == transaction_id))
+        assert callback is not None
+        if callback.attempts_made == 1:
+            break
+        await asyncio.sleep(0.1)
+    assert (callback.kind, callback.event, callback.max_attempts) == ("payment_page", "SUCCESS", 4)
+    assert (callback.status, callback.attempts_made) == ("pending", 1)
+    assert callback.last_error == "HTTP 200 not accepted"
+    async with app.state.database.unit_of_work() as session:  # no retry may reach a later test's receiver
+        await session.execute(update(Callback).where(Callback.id == callback.id).values(status="failed"))

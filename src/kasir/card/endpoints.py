@@ -28,6 +28,7 @@ from kasir.card import pages
 from kasir.card.repository import card_repository
 from kasir.card.schemas import CardErrorBody, ChargeRequest, ChargeResponse
 from kasir.card.service import (
+    EXPIRED_BY_TIME,
     IDEMPOTENCY_KEY_MAX,
     AttemptAlreadySubmitted,
     InvalidCard,
@@ -165,6 +166,16 @@ def _attempt_number(form: dict[str, str]) -> int:
 @router.get("/card/pages/{order_id}", response_class=HTMLResponse, **_PAGE)  # type: ignore[arg-type]
 async def payment_page(order_id: str, session: ReadSession) -> Response:
     order = await card_service.get(session, order_id)
+    if card_service.is_due(order):
+        return HTMLResponse(
+            await pages.render_closed(
+                session,
+                order,
+                return_url=return_redirect(order, "EXPIRED"),
+                message=EXPIRED_BY_TIME,
+                status=CardOrderStatus.EXPIRED.value,
+            )
+        )
     if order.status == CardOrderStatus.AUTHENTICATING.value:
         return _see_other(_page_path(order.id, "/3ds"))
     if order.status != CardOrderStatus.PENDING.value:
@@ -244,7 +255,7 @@ async def _refused(session: AsyncSession, order: Any, heading: str, *, status: i
 @router.get("/card/pages/{order_id}/3ds", response_class=HTMLResponse, **_PAGE)  # type: ignore[arg-type]
 async def otp_page(order_id: str, session: ReadSession) -> Response:
     order = await card_service.get(session, order_id)
-    if order.status != CardOrderStatus.AUTHENTICATING.value:
+    if order.status != CardOrderStatus.AUTHENTICATING.value or card_service.is_due(order):
         return _see_other(_page_path(order.id))
     attempt = await card_repository.attempt(session, order.id, order.attempts_made)
     assert attempt is not None

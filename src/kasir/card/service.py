@@ -386,6 +386,11 @@ class CardService:
             raise CardOrderNotFound("Payment not found")
         return order
 
+    def is_due(self, order: CardOrder) -> bool:
+        """Open but past expiredTime: as good as expired (the expiry job records it within a second)."""
+        open_statuses = (CardOrderStatus.PENDING.value, CardOrderStatus.AUTHENTICATING.value)
+        return order.status in open_statuses and order.expires_at <= clock.now()
+
     def _refuse_unless_open(self, order: CardOrder, now: datetime, expected: CardOrderStatus) -> None:
         if order.status != expected.value:
             raise CardOrderClosed(f"The payment is {order.status.lower()}")

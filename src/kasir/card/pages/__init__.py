@@ -121,14 +121,19 @@ async def render_otp(session: AsyncSession, order: CardOrder, attempt: CardAttem
 
 
 async def render_closed(
-    session: AsyncSession, order: CardOrder, *, return_url: str | None, message: str | None = None
+    session: AsyncSession,
+    order: CardOrder,
+    *,
+    return_url: str | None,
+    message: str | None = None,
+    status: str | None = None,
 ) -> str:
-    """The page of a paid or closed order."""
+    """The page of a paid or closed order (`status` EXPIRED for one past expiredTime the worker has yet to close)."""
     paid = order.status == CardOrderStatus.SUCCESS.value
     heading = "Payment successful" if paid else "This payment link is closed"
     return _env.get_template("closed.html").render(
         **await _common(session, order),
-        status=order.status,
+        status=status or order.status,
         heading=heading,
         message=message or (None if paid else order.response_message),
         return_url=return_url,
