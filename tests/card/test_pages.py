@@ -243,6 +243,15 @@ async def test_pages_are_staging_only(app: FastAPI, client: httpx.AsyncClient, m
     assert (await client.get("/card/pages/CARDNOSUCH")).status_code == 404
 
 
+async def test_pages_are_neither_cached_nor_framed(app: FastAPI, client: httpx.AsyncClient) -> None:
+    merchant = await make_merchant(app)
+    _, data = await open_order(client, merchant)
+    page = await client.get(local(data["link"]))
+    assert page.headers["cache-control"] == "no-store"
+    assert page.headers["x-frame-options"] == "DENY"
+    assert page.headers["content-security-policy"] == "frame-ancestors 'none'"
+
+
 async def test_unknown_order_page(client: httpx.AsyncClient) -> None:
     assert (await client.get("/card/pages/CARDNOSUCH")).status_code == 404
 

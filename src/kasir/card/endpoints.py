@@ -145,6 +145,19 @@ Staging = Depends(_staging_only)
 _PAGE = {"openapi_extra": _PLAIN, "dependencies": [Staging], "include_in_schema": False}
 
 
+# Card forms are never cached, and never framed by another site (clickjacking).
+_PAGE_HEADERS = {
+    "Cache-Control": "no-store",
+    "X-Frame-Options": "DENY",
+    "Content-Security-Policy": "frame-ancestors 'none'",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+def _html(content: str, status_code: int = 200) -> HTMLResponse:
+    return HTMLResponse(content, status_code=status_code, headers=_PAGE_HEADERS)
+
+
 def _see_other(url: str) -> RedirectResponse:
     return RedirectResponse(url, status_code=303)
 
@@ -167,7 +180,7 @@ def _attempt_number(form: dict[str, str]) -> int:
 async def payment_page(order_id: str, session: ReadSession) -> Response:
     order = await card_service.get(session, order_id)
     if card_service.is_due(order):
-        return HTMLResponse(
+        return _html(
             await pages.render_closed(
                 session,
                 order,
@@ -179,9 +192,9 @@ async def payment_page(order_id: str, session: ReadSession) -> Response:
     if order.status == CardOrderStatus.AUTHENTICATING.value:
         return _see_other(_page_path(order.id, "/3ds"))
     if order.status != CardOrderStatus.PENDING.value:
-        return HTMLResponse(await pages.render_closed(session, order, return_url=return_redirect(order, order.status)))
+        return _html(await pages.render_closed(session, order, return_url=return_redirect(order, order.status)))
     csrf = page_token(order.id, order.attempts_made + 1, "pay")
-    return HTMLResponse(await pages.render_payment(session, order, csrf=csrf))
+    return _html(await pages.render_payment(session, order, csrf=csrf))
 
 
 @router.post("/card/pages/{order_id}/pay", **_PAGE)  # type: ignore[arg-type]
@@ -215,7 +228,7 @@ async def pay(order_id: str, request: Request, session: WriteSession) -> Respons
             values=values,
             errors=errors,
         )
-        return HTMLResponse(html, status_code=422)
+        return _html(html, status_code=422)
     except AttemptAlreadySubmitted:
         await session.rollback()
         order = await card_service.get(session, order_id)
@@ -238,7 +251,7 @@ async def pay(order_id: str, request: Request, session: WriteSession) -> Respons
     csrf = page_token(order.id, order.attempts_made + 1, "pay")
     left = 3 - order.attempts_failed
     message = f"Payment failed: {attempt.response_message}. Enter the card number and CVN again ({left} left)."
-    return HTMLResponse(await pages.render_payment(session, order, csrf=csrf, message=message, values=values))
+    return _html(await pages.render_payment(session, order, csrf=csrf, message=message, values=values))
 
 
 async def _refused(session: AsyncSession, order: Any, heading: str, *, status: int) -> HTMLResponse:
@@ -249,7 +262,7 @@ async def _refused(session: AsyncSession, order: Any, heading: str, *, status: i
         message="Nothing was charged by this request. Open the payment page again to see where the payment stands.",
         link=_page_path(order.id),
     )
-    return HTMLResponse(html, status_code=status)
+    return _html(html, status_code=status)
 
 
 @router.get("/card/pages/{order_id}/3ds", response_class=HTMLResponse, **_PAGE)  # type: ignore[arg-type]
@@ -261,7 +274,7 @@ async def otp_page(order_id: str, session: ReadSession) -> Response:
     assert attempt is not None
     csrf = page_token(order.id, attempt.number, "3ds")
     html = await pages.render_otp(session, order, attempt, otp=one_time_password(order.id, attempt.number), csrf=csrf)
-    return HTMLResponse(html)
+    return _html(html)
 
 
 @router.post("/card/pages/{order_id}/3ds", **_PAGE)  # type: ignore[arg-type]
