@@ -1,14 +1,19 @@
-"""`kasir-client` commands: keygen, sign, verify-callback."""
+"""`kasir-client` commands: keygen, token, sign, verify-callback."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
+import pytest
 from cryptography.hazmat.primitives import serialization
+from kasir_client import AsyncClient
 from kasir_client._cli import main
 from kasir_client._webhooks import sign_wallet_callback
 
+from tests.sdk.helpers import sdk_credentials
+from tests.sdk.test_card import charge_body
 from tests.support.builders import make_merchant
 from tests.support.signing import token_signature, x_req_signature
 
@@ -69,3 +74,34 @@ async def test_verify_callback_from_a_raw_request(app, tmp_path, capsys):
     # transaction id is refused.
     request.write_bytes(raw.encode() + body.replace(b'"T"', b'"T2"'))
     assert main(["verify-callback", "wallet", "--credentials", str(credentials), "--file", str(request)]) == 1
+
+
+@pytest.mark.slow
+async def test_token_command_against_the_served_service(app, served, tmp_path, capsys):
+    _merchant, credentials, key = await _files(app, tmp_path)
+    common = ["--credentials", str(credentials), "--private-key", str(key), "--base-url", served.base_url]
+    assert await asyncio.to_thread(main, ["token", *common]) == 0
+    payment = capsys.readouterr().out.strip()
+    assert await asyncio.to_thread(main, ["token", *common, "--product", "disbursement"]) == 0
+    disbursement = capsys.readouterr().out.strip()
+    assert payment
+    assert disbursement
+    assert payment != disbursement
+
+
+@pytest.mark.slow
+async def test_verify_callback_of_a_real_payment_page_callback(app, served, receiver, tmp_path, capsys):
+    merchant, credentials, _key = await _files(app, tmp_path)
+    body = charge_body(receiver.url("/card"))
+    async with AsyncClient(served.base_url, sdk_credentials(merchant)) as client:
+        assert (await client.card_charge(body)).is_success
+    [callback] = await receiver.wait_for(1, path="/card")
+    head = f"POST {callback.path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in callback.headers.items())
+    request = tmp_path / "callback.http"
+    request.write_bytes(head.encode() + b"\r\n" + callback.body)
+    own_order = ["--external-id", body["externalId"], "--order-id", body["orderId"]]
+    args = ["verify-callback", "payment-page", "--credentials", str(credentials), "--file", str(request)]
+    assert main([*args, *own_order]) == 0
+    assert capsys.readouterr().out.startswith("OK PaymentPageCallback")
+    assert main([*args, "--external-id", body["externalId"], "--order-id", "ORD-another"]) == 1
+    assert "INVALID" in capsys.readouterr().err

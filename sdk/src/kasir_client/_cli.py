@@ -7,6 +7,7 @@ import json
 import os
 import sys
 from pathlib import Path
+from urllib.parse import parse_qsl, urlsplit
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -65,15 +66,16 @@ def sign(args: argparse.Namespace) -> int:
 
 def _parse_http(raw: bytes) -> tuple[str, dict[str, str], dict[str, str], bytes]:
     """A raw HTTP request (request line, headers, blank line, body) -> (target, headers, query, body)."""
-    head, _, body = raw.replace(b"\r\n", b"\n").partition(b"\n\n")
-    lines = head.decode("latin-1").split("\n")
+    # Only the head is normalised: the body is kept byte for byte (it is what was signed).
+    ends = [(raw.find(sep), sep) for sep in (b"\r\n\r\n", b"\n\n") if raw.find(sep) >= 0]
+    at, separator = min(ends) if ends else (len(raw), b"")
+    head, body = raw[:at], raw[at + len(separator) :]
+    lines = head.decode("latin-1").replace("\r\n", "\n").split("\n")
     target = lines[0].split(" ")[1] if " " in lines[0] else "/"
     headers = {}
     for line in lines[1:]:
         name, _, value = line.partition(":")
         headers[name.strip()] = value.strip()
-    from urllib.parse import parse_qsl, urlsplit
-
     query = dict(parse_qsl(urlsplit(target).query))
     return target, headers, query, body
 
@@ -82,11 +84,12 @@ def verify_callback(args: argparse.Namespace) -> int:
     raw = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
     _target, headers, query, body = _parse_http(raw)
     data = json.loads(Path(args.credentials).read_text())
+    order = (args.external_id, args.order_id) if args.external_id and args.order_id else None
     try:
         if args.kind == "wallet":
-            event: object = verify_wallet_callback(body, headers, hash_key=data["hash_key"], query=query)
+            event: object = verify_wallet_callback(body, headers, hash_key=data["hash_key"], query=query, order=order)
         elif args.kind == "payment-page":
-            event = verify_payment_page_callback(body, headers, hash_key=data["hash_key"])
+            event = verify_payment_page_callback(body, headers, hash_key=data["hash_key"], query=query, order=order)
         else:
             if not args.callback_url:
                 print("error: --callback-url is required for bnpl", file=sys.stderr)
@@ -141,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("kind", choices=["wallet", "payment-page", "bnpl"])
     p.add_argument("--file", default="-")
     p.add_argument("--callback-url", help="the callbackUrl the BNPL notification was sent to")
+    p.add_argument("--external-id", help="your order's external_id: the signature is checked against it")
+    p.add_argument("--order-id", help="your order's order_id (with --external-id)")
     p.set_defaults(run=verify_callback)
 
     args = parser.parse_args(argv)
