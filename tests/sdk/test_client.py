@@ -20,7 +20,7 @@ from tests.sdk.helpers import sdk_credentials
 from tests.support.builders import make_merchant
 from tests.support.postgres import free_port
 from tests.support.receiver import Answer
-from tests.support.signing import basic_auth, token_signature, x_req_signature
+from tests.support.signing import basic_auth, snap_asymmetric, token_signature, x_req_signature
 
 
 def test_public_surface_is_exactly_all():
@@ -219,3 +219,64 @@ async def test_wallet_calls_are_not_retried_on_4xx(app, receiver):
             await client.wallet_void({"transaction_id": "W1", "external_id": "E", "order_id": "O"})
     assert caught.value.code == "03"
     assert len(receiver.requests) == 1
+
+
+def token_answer(token: str, expires_in: str = "900") -> Answer:
+    return Answer(
+        body={
+            "responseCode": "2007300",
+            "responseMessage": "Successful",
+            "accessToken": token,
+            "tokenType": "Bearer",
+            "expiresIn": expires_in,
+        }
+    )
+
+
+async def test_token_is_refreshed_before_it_expires(app, receiver):
+    merchant = await make_merchant(app)
+    # A token with 30 s left is inside the refresh margin: the next call fetches a new one.
+    receiver.answer(token_answer("first", expires_in="30"), token_answer("second"), token_answer("third"))
+    async with AsyncClient(receiver.url("").rstrip("/"), sdk_credentials(merchant)) as client:
+        assert await client.access_token() == "first"
+        assert await client.access_token() == "second"
+        assert await client.access_token() == "second"  # cached
+        assert await client.access_token("disbursement") == "third"  # per product
+    paths = [r.path for r in await receiver.wait_for(3)]
+    assert paths == [
+        "/auth/merchants/v1.0/access-token/b2b",
+        "/auth/merchants/v1.0/access-token/b2b",
+        "/api/v1.0/access-token/b2b",
+    ]
+
+
+async def test_bnpl_external_id_is_fresh_per_call_and_kept_across_retries(app, receiver):
+    merchant = await make_merchant(app)
+    calculation = {"responseCode": "2009000", "responseMessage": "Successful", "payments": []}
+    receiver.answer(
+        Answer(status=503, body={"responseCode": "5039000", "responseMessage": "busy"}),
+        Answer(body=calculation),
+        Answer(body=calculation),
+    )
+    body = {"amount": {"value": "10000.00", "currency": "IDR"}, "itemDetails": []}
+    async with AsyncClient(
+        receiver.url("").rstrip("/"), sdk_credentials(merchant), signing="asymmetric", backoff=0.01
+    ) as client:
+        await client.bnpl_calculate(body)
+        await client.bnpl_calculate(body)
+    first, retry, second = await receiver.wait_for(3)
+    assert first.headers["x-external-id"] == retry.headers["x-external-id"]
+    assert second.headers["x-external-id"] != first.headers["x-external-id"]
+    for request in (first, retry, second):
+        external_id = request.headers["x-external-id"]
+        assert external_id.isdigit()
+        assert len(external_id) <= 36
+        assert request.headers["x-partner-id"] == merchant.id
+        assert "authorization" not in request.headers
+        assert request.headers["x-signature"] == snap_asymmetric(
+            merchant.private_key,
+            "POST",
+            "/v1.0/bnpl/payment-calculation",
+            request.body.decode(),
+            request.headers["x-timestamp"],
+        )
