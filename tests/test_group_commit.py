@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 from pathlib import Path
 
@@ -81,3 +82,40 @@ async def test_a_unit_that_never_writes_takes_no_seat(grouped):
     async with database.unit_of_work() as session:
         await session.execute(text("INSERT INTO item (name) VALUES ('solo')"))
     assert committed_names(path) == {"solo"}
+
+
+async def test_a_batch_is_committed_even_when_the_writer_expected_to_commit_it_is_cancelled(grouped, monkeypatch):
+    database, path = grouped
+    group = database.group
+    assert group is not None
+    first_wrote, release_first = asyncio.Event(), asyncio.Event()
+
+    async def first() -> None:
+        async with database.unit_of_work() as session:
+            await session.execute(text("INSERT INTO item (name) VALUES ('first')"))
+            first_wrote.set()
+            await release_first.wait()
+
+    async def second() -> None:
+        async with database.unit_of_work() as session:
+            await session.execute(text("INSERT INTO item (name) VALUES ('second')"))
+
+    first_task = asyncio.create_task(first())
+    await asyncio.wait_for(first_wrote.wait(), 5)
+    second_task = asyncio.create_task(second())  # waits for the seat, so `first` leaves the COMMIT to it
+    while group._waiting == 0:
+        await asyncio.sleep(0.001)
+
+    release = group._lock.release
+
+    def release_then_cancel_the_waiter() -> None:
+        release()
+        second_task.cancel()  # the waiter gives up right after `first` handed it the seat
+
+    monkeypatch.setattr(group._lock, "release", release_then_cancel_the_waiter)
+    release_first.set()
+    await asyncio.wait_for(first_task, 5)  # committed by the fallback instead of waiting forever
+    monkeypatch.undo()
+    assert committed_names(path) == {"first"}
+    with contextlib.suppress(asyncio.CancelledError):
+        await second_task

@@ -218,6 +218,9 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
         _release(connection.connection._connection_record.info, write_lock)
 
 
+_BATCH_FALLBACK_SECONDS = 0.05
+
+
 class GroupCommit:
     """SQLite group commit: the writers of one process share a write transaction, made durable once per batch.
 
@@ -270,8 +273,25 @@ class GroupCommit:
                 await self._commit()
         finally:
             self._lock.release()
+        while done is not None and not done.done():
+            try:
+                # Normally the writer that was waiting commits the batch within milliseconds.
+                await asyncio.wait_for(asyncio.shield(done), _BATCH_FALLBACK_SECONDS)
+            except TimeoutError:
+                # That writer gave up (cancelled while waiting): commit the batch ourselves.
+                async with self._seat():
+                    if not done.done():
+                        await self._commit()
         if done is not None:
             await done
+
+    @asynccontextmanager
+    async def _seat(self) -> AsyncIterator[None]:
+        await self._lock.acquire()
+        try:
+            yield
+        finally:
+            self._lock.release()
 
     async def _commit(self) -> None:
         connection, self._connection = self._connection, None
