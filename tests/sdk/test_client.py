@@ -22,10 +22,53 @@ from tests.support.postgres import free_port
 from tests.support.receiver import Answer
 from tests.support.signing import basic_auth, snap_asymmetric, token_signature, x_req_signature
 
+PUBLIC = {
+    # clients and credentials
+    "Client",
+    "AsyncClient",
+    "Credentials",
+    # results and events
+    "BnplCalculation",
+    "BnplNotification",
+    "BnplTransaction",
+    "ChargeResult",
+    "InstallmentOption",
+    "PaymentPageCallback",
+    "WalletCallback",
+    "WalletResult",
+    # exceptions
+    "KasirError",
+    "ConfigurationError",
+    "TransportError",
+    "APIError",
+    "AuthenticationError",
+    "ValidationError",
+    "NotFoundError",
+    "ConflictError",
+    "ServerError",
+    "SignatureError",
+    # callbacks
+    "verify_wallet_callback",
+    "verify_payment_page_callback",
+    "verify_bnpl_notification",
+    "sign_wallet_callback",
+    "sign_payment_page_callback",
+    "sign_bnpl_notification",
+}
+
 
 def test_public_surface_is_exactly_all():
     public = {name for name in dir(kasir_client) if not name.startswith("_")}
     assert set(kasir_client.__all__) == public
+    assert public == PUBLIC  # a change of the public surface is a decision, made here too
+    assert len(kasir_client.__all__) == len(set(kasir_client.__all__))
+    for name in ("KasirError", "APIError", "SignatureError", "ServerError"):
+        assert name in kasir_client.__doc__
+    # The tree drawn in the docstring is the class tree.
+    for name in ("ConfigurationError", "TransportError", "APIError", "SignatureError"):
+        assert getattr(kasir_client, name).__bases__ == (kasir_client.KasirError,)
+    for name in ("AuthenticationError", "ValidationError", "NotFoundError", "ConflictError", "ServerError"):
+        assert getattr(kasir_client, name).__bases__ == (kasir_client.APIError,)
     for name in kasir_client.__all__:
         assert getattr(kasir_client, name) is not None
     assert "ValidationError" in kasir_client.__doc__  # the exception tree is drawn

@@ -3,11 +3,15 @@
     from kasir_client import Client, Credentials
 
     credentials = Credentials.from_files("var/demo/credentials.json", "var/demo/private.pem")
-    with Client("http://127.0.0.1:8000", credentials) as client:
-        token = client.access_token()                  # cached, refreshed before expiry
+    with Client("http://127.0.0.1:8000", credentials) as client:   # AsyncClient: same methods, awaited
+        token = client.access_token()                  # cached, refreshed before expiry ("disbursement" too)
+        tx = client.wallet_create_payment({...})       # Basic auth, x-req-signature, x-version: v3
+        options = client.bnpl_calculate({...})         # SNAP-signed, fresh X-EXTERNAL-ID
         result = client.card_charge({...})             # X-Idempotency-Key reused across retries
-        if result.is_success:
+        if result.is_success:                          # statusCode "00"
             print(result.link)
+
+Retries: 5xx and connection errors, exponential backoff with full jitter, never 4xx.
 
 Exceptions (see `kasir_client._errors`):
 
