@@ -62,7 +62,10 @@ async def test_bnpl_order_is_paid_by_a_verified_callback_and_replays_change_noth
         [callback] = listed["callbacks"]
         replay = (await http.post(f"/admin/callbacks/{callback['id']}/replay")).json()
         for _ in range(100):
-            shown = (await http.get(f"/admin/callbacks/{replay['id']}")).json()
+            # The replay endpoint's unit of work commits after its answer is sent (FastAPI's default
+            # dependency scope), so the new row may not be visible yet: 404 until it is.
+            answer = await http.get(f"/admin/callbacks/{replay['id']}")
+            shown = answer.json() if answer.status_code == 200 else {"status": f"HTTP {answer.status_code}"}
             if shown["status"] == "delivered":
                 break
             await asyncio.sleep(0.05)
