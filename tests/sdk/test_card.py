@@ -11,7 +11,14 @@ from datetime import date
 
 import httpx
 import pytest
-from kasir_client import AsyncClient, ChargeResult, Client, SignatureError, verify_payment_page_callback
+from kasir_client import (
+    AsyncClient,
+    ChargeResult,
+    Client,
+    SignatureError,
+    verify_payment_page_callback,
+    verify_wallet_callback,
+)
 
 from tests.sdk.helpers import sdk_credentials
 from tests.support import builders
@@ -230,3 +237,31 @@ async def test_real_payment_page_callback_refuses_tampering(app, served, receive
     for tampered_body, headers, key, expected_order in cases:
         with pytest.raises(SignatureError):
             verify_payment_page_callback(tampered_body, headers, hash_key=key, order=expected_order)
+
+
+async def test_ewallet_payment_method_answers_a_wallet_checkout_with_wallet_callbacks(
+    app, served, receiver: CallbackReceiver
+):
+    merchant = await make_merchant(app)
+    body = {**charge_body(receiver.url("/ewallet"), None), "paymentMethod": "ewallet", "paymentChannel": "DANA"}
+    async with AsyncClient(served.base_url, sdk_credentials(merchant)) as client:
+        result = await client.card_charge(body)
+    assert result.is_success, result.message
+    assert result.payment_status == "PENDING"
+    assert result.link == f"{served.base_url}/ewallet/pages/{result.transaction_id}"
+    async with httpx.AsyncClient() as browser:
+        paid = await browser.post(f"{result.link}/pay")
+    assert paid.status_code == 303
+    [callback] = await receiver.wait_for(1, path="/ewallet")
+    event = verify_wallet_callback(
+        callback.body,
+        callback.headers,
+        hash_key=merchant.credentials.hash_key,
+        query=callback.query,
+        order=(body["externalId"], body["orderId"]),
+    )
+    assert event.transaction_id == result.transaction_id
+    assert event.transaction_status == "PAID"
+    assert callback.headers["svc-signature"] == callback_signature(
+        result.transaction_id or "", x_req_signature(merchant.credentials.hash_key, body["externalId"], body["orderId"])
+    )
