@@ -323,3 +323,21 @@ async def test_bnpl_external_id_is_fresh_per_call_and_kept_across_retries(app, r
             request.body.decode(),
             request.headers["x-timestamp"],
         )
+
+
+async def test_sync_client_retries_with_the_same_idempotency_key(app, receiver):
+    merchant = await make_merchant(app)
+    receiver.answer(
+        Answer(status=502, body="bad gateway", content_type="text/plain"),
+        Answer(status=200, body=CHARGE_OK),
+    )
+
+    def charge():
+        with Client(receiver.url("").rstrip("/"), sdk_credentials(merchant), backoff=0.01) as client:
+            return client.card_charge({"externalId": "E1", "orderId": "O1"}, idempotency_key="key-1")
+
+    result = await asyncio.to_thread(charge)
+    assert result.is_success
+    first, second = await receiver.wait_for(2)
+    assert first.headers["x-idempotency-key"] == second.headers["x-idempotency-key"] == "key-1"
+    assert first.body == second.body
