@@ -44,3 +44,32 @@ async def chromium() -> AsyncIterator[Any]:
 def artifacts() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
+
+
+@pytest.fixture
+async def receiver(app: Any) -> AsyncIterator[Any]:
+    """The shared receiver, and afterwards nothing left pointing at it.
+
+    Orders still open would send EXPIRED when a later test moves the clock, and callbacks still
+    due would be retried: either could reach a later test's receiver that got the same port.
+    """
+    from sqlalchemy import update
+
+    from kasir.callbacks.models import Callback
+    from kasir.card.models import CardOrder
+    from tests.support.receiver import CallbackReceiver
+
+    async with CallbackReceiver() as callback_receiver:
+        yield callback_receiver
+    prefix = callback_receiver.url("/")
+    async with app.state.database.unit_of_work() as session:
+        await session.execute(
+            update(CardOrder)
+            .where(CardOrder.callback_url.startswith(prefix), CardOrder.status.in_(("PENDING", "AUTHENTICATING")))
+            .values(callback_url=None)
+        )
+        await session.execute(
+            update(Callback)
+            .where(Callback.url.startswith(prefix), Callback.status.in_(("pending", "delivering")))
+            .values(status="failed", last_error="test receiver closed")
+        )
