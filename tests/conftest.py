@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import tempfile
 from collections.abc import AsyncIterator, Iterator
@@ -120,14 +121,19 @@ def _reset_clock() -> Iterator[None]:
 
 
 @pytest.fixture(scope="session")
-def served(settings_env: dict[str, str], migrated: None) -> Iterator[ServedKasir]:
-    """`kasir serve` in a subprocess on a free loopback port, sharing the test database."""
+async def served(settings_env: dict[str, str], migrated: None) -> AsyncIterator[ServedKasir]:
+    """`kasir serve` in a subprocess on a free loopback port, sharing the test database.
+
+    Started and stopped in a thread: blocking the session loop for the seconds a server takes to
+    start would freeze the in-process app's worker, possibly inside a SQLite write transaction
+    that the new server then waits on.
+    """
     server = ServedKasir(settings_env)
-    server.start()
+    await asyncio.to_thread(server.start)
     try:
         yield server
     finally:
-        server.stop()
+        await asyncio.to_thread(server.stop)
 
 
 @pytest.fixture

@@ -56,7 +56,7 @@ class Settings(BaseSettings):
         "Basic-auth credentials; a rotated key takes effect in other processes within this time. 0 disables the cache.",
     )
     sqlite_group_commit: bool = Field(
-        False,
+        True,
         description="SQLite: the writers of a process share one transaction, committed (fsync) once per batch; "
         "each request still answers only after its data is durable.",
     )

@@ -17,8 +17,9 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
+from fastapi import Depends
 from sqlalchemy import DateTime, MetaData, event, text
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
@@ -374,8 +375,13 @@ class _LoopLocalLock:
             lock.release()
 
 
+def _read_connection(database: Database) -> Any:
+    """A connection whose transactions start DEFERRED on SQLite: checks never wait for the write lock."""
+    return database.engine.execution_options(sqlite_begin="DEFERRED").connect()
+
+
 async def ping(database: Database) -> None:
-    async with database.engine.connect() as connection:
+    async with _read_connection(database) as connection:
         await connection.execute(text("SELECT 1"))
 
 
@@ -405,7 +411,7 @@ def head_revision() -> str | None:
 async def current_revision(database: Database) -> str | None:
     from alembic.runtime.migration import MigrationContext
 
-    async with database.engine.connect() as connection:
+    async with _read_connection(database) as connection:
         return await connection.run_sync(lambda sync: MigrationContext.configure(sync).get_current_revision())
 
 
@@ -444,3 +450,10 @@ async def write_session(request: Request) -> AsyncIterator[AsyncSession]:
 async def read_session(request: Request) -> AsyncIterator[AsyncSession]:
     async with request.app.state.database.unit_of_work(read_only=True) as session:
         yield session
+
+
+# What endpoints declare. scope="function": the unit of work ends (commits) when the endpoint
+# returns, BEFORE the response is sent; FastAPI's default would commit after the client already
+# has the answer, so a merchant reading back at once could miss what it was just told exists.
+WriteSession = Annotated[AsyncSession, Depends(write_session, scope="function")]
+ReadSession = Annotated[AsyncSession, Depends(read_session, scope="function")]

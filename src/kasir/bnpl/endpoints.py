@@ -13,14 +13,13 @@ from typing import Annotated, Any
 import segno
 from fastapi import APIRouter, Depends, Form
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.bnpl import pages
 from kasir.bnpl.schemas import BnplStatusInquiryRequest, PaymentCalculationRequest, QrCheckoutRequest
 from kasir.bnpl.security import SNAP_HEADERS, UnitOfWork, VerifiedSnapCaller
 from kasir.bnpl.service import bnpl_service, option_body, parse_request, transaction_body
 from kasir.config import get_settings
-from kasir.db import read_session
+from kasir.db import ReadSession
 from kasir.errors import KasirError, NotFound, WireFormat, wire
 from kasir.kit.clock import isoformat_seconds
 from kasir.snap.codes import (
@@ -35,7 +34,6 @@ from kasir.snap.openapi import snap_errors, snap_header_params, snap_route
 router = APIRouter(tags=["bnpl"])
 
 WriteSession = UnitOfWork
-ReadSession = Annotated[AsyncSession, Depends(read_session, scope="function")]
 VERSIONS = ("v1.0", "v1.1")
 
 

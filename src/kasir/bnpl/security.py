@@ -31,7 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.bnpl.repository import bnpl_repository
 from kasir.config import get_settings
-from kasir.db import write_session
+from kasir.db import WriteSession
 from kasir.errors import Conflict, InvalidFieldFormat, Unauthorized
 from kasir.kit.clock import clock
 from kasir.merchants.models import Merchant
@@ -116,10 +116,8 @@ async def _merchant(session: AsyncSession, partner_id: str) -> Merchant:
         raise Unauthorized("Unknown X-PARTNER-ID") from exc
 
 
-# The request's unit of work, committed when the endpoint returns and BEFORE the response is
-# sent (scope="function"): FastAPI's default scope would commit after the client already has
-# the answer, so a merchant could read back a transaction that is not yet committed.
-UnitOfWork = Annotated[AsyncSession, Depends(write_session, scope="function")]
+# The request's unit of work (kasir.db.WriteSession: committed before the response is sent).
+UnitOfWork = WriteSession
 
 
 async def _snap_caller(request: Request, session: UnitOfWork) -> SnapCaller:

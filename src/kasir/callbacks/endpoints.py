@@ -7,14 +7,13 @@ from typing import Annotated
 from fastapi import APIRouter, Depends, Query, Response
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from prometheus_client.core import GaugeMetricFamily
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.admin import require_admin
 from kasir.callbacks.models import CallbackStatus
 from kasir.callbacks.repository import callback_repository
 from kasir.callbacks.schemas import CallbackList, CallbackView
 from kasir.callbacks.service import callback_outbox
-from kasir.db import read_session, write_session
+from kasir.db import ReadSession, WriteSession
 
 router = APIRouter()
 admin = APIRouter(prefix="/admin/callbacks", tags=["admin"], dependencies=[Depends(require_admin)])
@@ -22,7 +21,7 @@ admin = APIRouter(prefix="/admin/callbacks", tags=["admin"], dependencies=[Depen
 
 @admin.get("", summary="List callbacks, newest first")
 async def list_callbacks(
-    session: Annotated[AsyncSession, Depends(read_session)],
+    session: ReadSession,
     status: Annotated[CallbackStatus | None, Query()] = None,
     merchant_id: Annotated[str | None, Query()] = None,
     transaction: Annotated[str | None, Query(description="The product's transaction id")] = None,
@@ -39,13 +38,13 @@ async def list_callbacks(
 
 
 @admin.get("/{callback_id}", summary="One callback with its payload and every attempt")
-async def show_callback(callback_id: int, session: Annotated[AsyncSession, Depends(read_session)]) -> CallbackView:
+async def show_callback(callback_id: int, session: ReadSession) -> CallbackView:
     callback, attempts = await callback_outbox.show(session, callback_id)
     return CallbackView.of(callback, attempts, with_payload=True)
 
 
 @admin.post("/{callback_id}/replay", status_code=201, summary="Deliver again: same payload, fresh signature headers")
-async def replay_callback(callback_id: int, session: Annotated[AsyncSession, Depends(write_session)]) -> CallbackView:
+async def replay_callback(callback_id: int, session: WriteSession) -> CallbackView:
     replay = await callback_outbox.replay(session, callback_id)
     return CallbackView.of(replay)
 
@@ -70,6 +69,6 @@ REGISTRY.register(_pending)  # type: ignore[arg-type]
 
 
 @router.get("/metrics", tags=["operations"], summary="Prometheus metrics")
-async def metrics(session: Annotated[AsyncSession, Depends(read_session)]) -> Response:
+async def metrics(session: ReadSession) -> Response:
     _pending.counts = await callback_repository.count_by_status(session)
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)

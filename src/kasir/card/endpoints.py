@@ -16,7 +16,7 @@ answer depends on the body alone.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -43,15 +43,13 @@ from kasir.card.service import (
 )
 from kasir.card.states import CardOrderStatus
 from kasir.config import get_settings
-from kasir.db import read_session, write_session
+from kasir.db import ReadSession, WriteSession
 from kasir.errors import InvalidFieldFormat, KasirError, NotFound, ServiceUnavailable, WireFormat, render, wire
 from kasir.kit.clock import clock
 from kasir.snap.openapi import snap_route
 
 router = APIRouter(tags=["card"])
 
-WriteSession = Annotated[AsyncSession, Depends(write_session, scope="function")]
-ReadSession = Annotated[AsyncSession, Depends(read_session, scope="function")]
 REPLAYED = "Idempotent-Replayed"
 
 _CARD = wire(WireFormat.CARD)

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from fastapi import APIRouter, Depends
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.admin import require_admin
-from kasir.db import read_session, write_session
+from kasir.db import ReadSession, WriteSession
 from kasir.kit.crypto import public_key_fingerprint
 from kasir.merchants.models import Merchant
 from kasir.merchants.schemas import MerchantCreate, MerchantCreated, MerchantKey, MerchantList, MerchantView
@@ -31,7 +28,7 @@ def _view(merchant: Merchant) -> MerchantView:
 
 @router.post("", status_code=201, summary="Create a merchant; the answer holds its secrets, shown once")
 async def create_merchant(
-    body: MerchantCreate, session: Annotated[AsyncSession, Depends(write_session)]
+    body: MerchantCreate, session: WriteSession
 ) -> MerchantCreated:
     merchant, credentials = await merchant_service.create(
         session, name=body.name, public_key=body.public_key, callback_url=body.callback_url
@@ -45,17 +42,17 @@ async def create_merchant(
 
 
 @router.get("", summary="List merchants (no secrets)")
-async def list_merchants(session: Annotated[AsyncSession, Depends(read_session)]) -> MerchantList:
+async def list_merchants(session: ReadSession) -> MerchantList:
     return MerchantList(merchants=[_view(m) for m in await merchant_service.list(session)])
 
 
 @router.get("/{merchant_id}", summary="One merchant (no secrets)")
-async def show_merchant(merchant_id: str, session: Annotated[AsyncSession, Depends(read_session)]) -> MerchantView:
+async def show_merchant(merchant_id: str, session: ReadSession) -> MerchantView:
     return _view(await merchant_service.get(session, merchant_id))
 
 
 @router.post("/{merchant_id}/rotate-key", summary="Replace the merchant's RSA public key")
 async def rotate_key(
-    merchant_id: str, body: MerchantKey, session: Annotated[AsyncSession, Depends(write_session)]
+    merchant_id: str, body: MerchantKey, session: WriteSession
 ) -> MerchantView:
     return _view(await merchant_service.rotate_key(session, merchant_id, body.public_key))

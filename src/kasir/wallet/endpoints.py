@@ -27,7 +27,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.callbacks.signing import x_req_signature
 from kasir.config import get_settings
-from kasir.db import read_session, write_session
+from kasir.db import ReadSession, WriteSession
 from kasir.errors import (
     BadRequest,
     InvalidFieldFormat,
@@ -60,8 +60,7 @@ Model = TypeVar("Model", bound=BaseModel)
 API_VERSION = "v3"  # interface.md: x-version v3 on a v2 path
 
 # The request's unit of work, committed before the response is sent (see bnpl/security.py).
-UnitOfWork = Annotated[AsyncSession, Depends(write_session, scope="function")]
-ReadSession = Annotated[AsyncSession, Depends(read_session, scope="function")]
+UnitOfWork = WriteSession
 
 
 @dataclass(frozen=True, slots=True)
