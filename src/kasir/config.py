@@ -55,6 +55,11 @@ class Settings(BaseSettings):
         description="How long a process reuses a merchant's public key for token signatures and its proven "
         "Basic-auth credentials; a rotated key takes effect in other processes within this time. 0 disables the cache.",
     )
+    sqlite_driver: Literal["inline", "thread"] = Field(
+        "inline",
+        description="SQLite: `inline` runs statements on the event loop's thread (microseconds each; "
+        "lock waits retried without blocking); `thread` is aiosqlite's worker thread per connection.",
+    )
     sqlite_group_commit: bool = Field(
         True,
         description="SQLite: the writers of a process share one transaction, committed (fsync) once per batch; "
