@@ -16,6 +16,7 @@ from kasir.app import create_app
 from kasir.config import Settings, configure
 from kasir.db import Database, upgrade_schema
 from kasir.kit.clock import clock
+from tests.support.browser import artifacts, chromium  # noqa: F401 (fixtures)
 from tests.support.postgres import PostgresCluster
 from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
@@ -28,6 +29,10 @@ for _name in ("NO_PROXY", "no_proxy"):
     os.environ[_name] = ",".join(filter(None, ["127.0.0.1,localhost", os.environ.get(_name, "")]))
 TEST_SECRET_KEY = "test-secret-key-not-for-production"
 TEST_ADMIN_TOKEN = "test-admin-token"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "browser: drives Chromium through Playwright (run alone: -m browser)")
 
 
 def pytest_report_header() -> str:

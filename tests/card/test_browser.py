@@ -27,14 +27,12 @@ from tests.card.helpers import (
     post_charge,
 )
 from tests.support import builders
+from tests.support.browser import phone_page
 from tests.support.builders import make_merchant
 from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-PHONE = {"width": 390, "height": 844}
-
 
 async def open_order(
     served: ServedKasir, merchant: builders.TestMerchant, receiver: CallbackReceiver, path: str, **kwargs: Any
@@ -46,11 +44,6 @@ async def open_order(
     data = response.json()["data"]
     assert data["link"].startswith(served.base_url)
     return body, data
-
-
-async def phone_page(chromium: Any) -> Any:
-    context = await chromium.new_context(viewport=PHONE, device_scale_factor=2, is_mobile=True, has_touch=True)
-    return await context.new_page()
 
 
 async def fill_card(page: Any, number: str, *, cvn: str = "123", name: str = "siti rahayu") -> None:

@@ -8,6 +8,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from tests.support.browser import phone_page
 from tests.support.builders import make_merchant
 from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
@@ -15,16 +16,8 @@ from tests.wallet.helpers import check_callback, create, inquire, item
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-PHONE = {"width": 390, "height": 844}
-
-
-async def phone_page(browser: Any) -> Any:
-    context = await browser.new_context(viewport=PHONE, is_mobile=True, has_touch=True)
-    return await context.new_page()
-
-
 async def test_pay_in_the_browser(
-    app: FastAPI, served: ServedKasir, receiver: CallbackReceiver, wallet_chromium: Any
+    app: FastAPI, served: ServedKasir, receiver: CallbackReceiver, chromium: Any
 ) -> None:
     merchant = await make_merchant(app)
     items = [item(40_000, 2, name="Sepatu Lari"), item(20_000, 1, item_id="shippingfee", name="Ongkir")]
@@ -33,7 +26,7 @@ async def test_pay_in_the_browser(
             http, merchant, receiver.url("/browser/pay"), channel="SHOPEEPAY", items=items,
             return_url=receiver.url("/shop/return"),
         )  # fmt: skip
-        page = await phone_page(wallet_chromium)
+        page = await phone_page(chromium)
         await page.goto(tx["payment_url"])
         assert await page.inner_text("#merchant") == merchant.credentials.name
         assert await page.inner_text("#channel") == "SHOPEEPAY"
@@ -51,13 +44,13 @@ async def test_pay_in_the_browser(
 
 
 async def test_qris_code_and_ovo_failure_in_the_browser(
-    app: FastAPI, served: ServedKasir, receiver: CallbackReceiver, wallet_chromium: Any
+    app: FastAPI, served: ServedKasir, receiver: CallbackReceiver, chromium: Any
 ) -> None:
     merchant = await make_merchant(app)
     async with httpx.AsyncClient(base_url=served.base_url) as http:
         qris = await create(http, merchant, receiver.url("/browser/qris"), channel="QRIS")
         ovo = await create(http, merchant, receiver.url("/browser/ovo"), channel="OVO")
-    page = await phone_page(wallet_chromium)
+    page = await phone_page(chromium)
     await page.goto(qris["payment_url"])
     width = await page.eval_on_selector("#qr", "img => img.complete ? img.naturalWidth : 0")
     assert width > 100  # the PNG loaded and is a real image
