@@ -6,7 +6,6 @@ missing (`400xx02`), anything else wrong is `400xx01 Invalid Field Format {field
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
@@ -14,19 +13,13 @@ from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
 from pydantic_core import PydanticCustomError
 
 from kasir.bnpl.categories import FEE_ITEM_IDS, allowed_categories
+from kasir.kit.fields import country_code, email, http_url, phone, required
 from kasir.kit.money import parse_snap_amount
 from kasir.snap.schemas import SnapModel
 
 QTY_MAX = 99_999_999  # interface.md: qty length 8
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-_PHONE = re.compile(r"^\+?[0-9]{6,15}$")
-_COUNTRY = re.compile(r"^[A-Z]{2,3}$")
 
 
-def _required(value: str) -> str:
-    if not value.strip():
-        raise PydanticCustomError("missing", "is required")
-    return value
 
 
 def _amount(value: str) -> str:
@@ -55,28 +48,12 @@ def _item_id(value: str) -> str:
     return value
 
 
-def _url(value: str) -> str:
-    if not re.match(r"^https?://[^\s/]+", value):
-        raise PydanticCustomError("url", "must be an absolute http(s) URL")
-    return value
 
 
-def _email(value: str) -> str:
-    if not _EMAIL.match(value):
-        raise PydanticCustomError("email", "must be an email address")
-    return value
 
 
-def _phone(value: str) -> str:
-    if not _PHONE.match(value):
-        raise PydanticCustomError("phone", "must be 6 to 15 digits, optionally after +")
-    return value
 
 
-def _country(value: str) -> str:
-    if not _COUNTRY.match(value):
-        raise PydanticCustomError("country", "must be an ISO country code, like ID or IDN")
-    return value
 
 
 def _strict_qty(value: Any) -> Any:
@@ -102,7 +79,7 @@ def _text(max_length: int) -> Any:
     return StringConstraints(max_length=max_length)
 
 
-Req = AfterValidator(_required)
+Req = AfterValidator(required)
 Str3 = Annotated[str, _text(3), Req]
 Str8 = Annotated[str, _text(8), Req]
 Str16 = Annotated[str, _text(16), Req]
@@ -114,11 +91,11 @@ Opt16 = Annotated[str, _text(16)]
 Opt32 = Annotated[str, _text(32)]
 AmountValue = Annotated[str, _text(19), Req, AfterValidator(_amount)]
 Currency = Annotated[str, _text(3), Req, AfterValidator(_idr)]
-Url256 = Annotated[str, _text(256), Req, AfterValidator(_url)]
-OptUrl256 = Annotated[str, _text(256), AfterValidator(_url)]
-Email64 = Annotated[str, _text(64), Req, AfterValidator(_email)]
-OptEmail64 = Annotated[str, _text(64), AfterValidator(_email)]
-Phone16 = Annotated[str, _text(16), Req, AfterValidator(_phone)]
+Url256 = Annotated[str, _text(256), Req, AfterValidator(http_url)]
+OptUrl256 = Annotated[str, _text(256), AfterValidator(http_url)]
+Email64 = Annotated[str, _text(64), Req, AfterValidator(email)]
+OptEmail64 = Annotated[str, _text(64), AfterValidator(email)]
+Phone16 = Annotated[str, _text(16), Req, AfterValidator(phone)]
 ItemId = Annotated[str, _text(64), Req, AfterValidator(_item_id)]
 StrictQty = Annotated[int, BeforeValidator(_strict_qty), AfterValidator(_qty_range)]
 LenientQty = Annotated[int, BeforeValidator(_lenient_qty), AfterValidator(_qty_range)]
@@ -183,7 +160,7 @@ class BnplSellerAddress(SnapModel):
     city: Str32
     postal_code: Str8
     phone: Phone16
-    country_code: Annotated[str, _text(16), Req, AfterValidator(_country)]
+    country_code: Annotated[str, _text(16), Req, AfterValidator(country_code)]
 
 
 class BnplSeller(SnapModel):
@@ -201,7 +178,7 @@ class QrCheckoutRequest(SnapModel):
     item_details: Annotated[list[BnplCheckoutItem], Field(min_length=1)]
     customer_details: BnplCustomerDetails
     sellers: list[BnplSeller] | None = None
-    callback_url: Annotated[str, _text(2048), Req, AfterValidator(_url)]
+    callback_url: Annotated[str, _text(2048), Req, AfterValidator(http_url)]
     additional_info: dict[str, Any] | None = None
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ipaddress
 import json
-import re
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -32,39 +31,13 @@ from pydantic_core import PydanticCustomError
 from kasir.card.cards import card_channels
 from kasir.errors import BadRequest, FieldError, from_pydantic_errors
 from kasir.kit.clock import parse_aware
+from kasir.kit.fields import country_code, email, http_url, phone, required
 
 QTY_MAX = 999  # interface.md Limits
 AMOUNT_MAX = 10**15  # whole rupiah; far beyond any card limit, inside BigInteger
 TENORS = ("0", "3", "6", "12")
 # decisions.md §5 without QRIS: a dynamic QR is not a page the customer is sent to.
 WALLET_CHANNELS = ("OVO", "DANA", "SHOPEEPAY", "LINKAJA", "VIRGO")
-
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-_PHONE = re.compile(r"^\+?[0-9]{6,15}$")
-_URL = re.compile(r"^https?://[^\s/?#]+[^\s]*$")
-
-# ISO 3166-1 alpha-2 and alpha-3 codes.
-ISO_ALPHA2 = frozenset(
-    """AD AE AF AG AI AL AM AO AQ AR AS AT AU AW AX AZ BA BB BD BE BF BG BH BI BJ BL BM BN BO BQ BR BS BT BV BW
-    BY BZ CA CC CD CF CG CH CI CK CL CM CN CO CR CU CV CW CX CY CZ DE DJ DK DM DO DZ EC EE EG EH ER ES ET FI FJ FK
-    FM FO FR GA GB GD GE GF GG GH GI GL GM GN GP GQ GR GS GT GU GW GY HK HM HN HR HT HU ID IE IL IM IN IO IQ IR IS
-    IT JE JM JO JP KE KG KH KI KM KN KP KR KW KY KZ LA LB LC LI LK LR LS LT LU LV LY MA MC MD ME MF MG MH MK ML MM
-    MN MO MP MQ MR MS MT MU MV MW MX MY MZ NA NC NE NF NG NI NL NO NP NR NU NZ OM PA PE PF PG PH PK PL PM PN PR PS
-    PT PW PY QA RE RO RS RU RW SA SB SC SD SE SG SH SI SJ SK SL SM SN SO SR SS ST SV SX SY SZ TC TD TF TG TH TJ TK
-    TL TM TN TO TR TT TV TW TZ UA UG UM US UY UZ VA VC VE VG VI VN VU WF WS YE YT ZA ZM ZW""".split()
-)
-ISO_ALPHA3 = frozenset(
-    """ABW AFG AGO AIA ALA ALB AND ARE ARG ARM ASM ATA ATF ATG AUS AUT AZE BDI BEL BEN BES BFA BGD BGR BHR BHS
-    BIH BLM BLR BLZ BMU BOL BRA BRB BRN BTN BVT BWA CAF CAN CCK CHE CHL CHN CIV CMR COD COG COK COL COM CPV CRI
-    CUB CUW CXR CYM CYP CZE DEU DJI DMA DNK DOM DZA ECU EGY ERI ESH ESP EST ETH FIN FJI FLK FRA FRO FSM GAB GBR
-    GEO GGY GHA GIB GIN GLP GMB GNB GNQ GRC GRD GRL GTM GUF GUM GUY HKG HMD HND HRV HTI HUN IDN IMN IND IOT IRL
-    IRN IRQ ISL ISR ITA JAM JEY JOR JPN KAZ KEN KGZ KHM KIR KNA KOR KWT LAO LBN LBR LBY LCA LIE LKA LSO LTU LUX
-    LVA MAC MAF MAR MCO MDA MDG MDV MEX MHL MKD MLI MLT MMR MNE MNG MNP MOZ MRT MSR MTQ MUS MWI MYS MYT NAM NCL
-    NER NFK NGA NIC NIU NLD NOR NPL NRU NZL OMN PAK PAN PCN PER PHL PLW PNG POL PRI PRK PRT PRY PSE PYF QAT REU
-    ROU RUS RWA SAU SDN SEN SGP SGS SHN SJM SLB SLE SLV SMR SOM SPM SRB SSD STP SUR SVK SVN SWE SWZ SXM SYC SYR
-    TCA TCD TGO THA TJK TKL TKM TLS TON TTO TUN TUR TUV TWN TZA UGA UKR UMI URY USA UZB VAT VCT VEN VGB VIR VNM
-    VUT WLF WSM YEM ZAF ZMB ZWE""".split()
-)
 
 
 class CardValidationError(BadRequest):
@@ -77,34 +50,14 @@ class CardValidationError(BadRequest):
 # --- field types ----------------------------------------------------------------------
 
 
-def _required(value: str) -> str:
-    if not value.strip():
-        raise PydanticCustomError("missing", "is required")
-    return value
 
 
-def _email(value: str) -> str:
-    if not _EMAIL.match(value):
-        raise PydanticCustomError("email", "must be an email address")
-    return value
 
 
-def _phone(value: str) -> str:
-    if not _PHONE.match(value):
-        raise PydanticCustomError("phone", "must be 6 to 15 digits, optionally after +")
-    return value
 
 
-def _country(value: str) -> str:
-    if value not in ISO_ALPHA2 and value not in ISO_ALPHA3:
-        raise PydanticCustomError("country", "must be an ISO 3166-1 country code, like ID or IDN")
-    return value
 
 
-def _url(value: str) -> str:
-    if not _URL.match(value):
-        raise PydanticCustomError("url", "must be an absolute http(s) URL")
-    return value
 
 
 def _ip(value: str) -> str:
@@ -148,16 +101,16 @@ def _text(max_length: int) -> Any:
     return StringConstraints(max_length=max_length)
 
 
-Req = AfterValidator(_required)
+Req = AfterValidator(required)
 Str16 = Annotated[str, _text(16), Req]
 Str64 = Annotated[str, _text(64), Req]
 Str128 = Annotated[str, _text(128), Req]
 Str255 = Annotated[str, _text(255), Req]
 Str256 = Annotated[str, _text(256), Req]
-Email = Annotated[str, _text(64), Req, AfterValidator(_email)]
-Phone = Annotated[str, _text(16), Req, AfterValidator(_phone)]
-Country = Annotated[str, _text(3), Req, AfterValidator(_country)]
-Url = Annotated[str, _text(2048), Req, AfterValidator(_url)]
+Email = Annotated[str, _text(64), Req, AfterValidator(email)]
+Phone = Annotated[str, _text(16), Req, AfterValidator(phone)]
+Country = Annotated[str, _text(3), Req, AfterValidator(country_code)]
+Url = Annotated[str, _text(2048), Req, AfterValidator(http_url)]
 Amount = Annotated[int, BeforeValidator(_strict_int), Field(gt=0, le=AMOUNT_MAX)]
 UnitPrice = Annotated[int, BeforeValidator(_strict_int), Field(ge=0, le=AMOUNT_MAX)]
 Qty = Annotated[int, BeforeValidator(_strict_int), Field(ge=1, le=QTY_MAX)]
@@ -233,7 +186,7 @@ class ChargeRequest(CardModel):
     shipping_address: CardAddress
     card_details: CardDetails | None = None
     return_url: Url
-    callback_url: Annotated[str, _text(2048), AfterValidator(_url)] | None = None
+    callback_url: Annotated[str, _text(2048), AfterValidator(http_url)] | None = None
     payment_options: CardPaymentOptions | None = None
     additional_data: Annotated[str, _text(1024)] | None = None
 

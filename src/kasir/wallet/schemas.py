@@ -17,6 +17,7 @@ from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 from kasir.kit.clock import parse_aware
+from kasir.kit.fields import country_code, email, http_url, phone, required
 
 CHANNELS = ("OVO", "DANA", "SHOPEEPAY", "LINKAJA", "VIRGO", "QRIS")
 QR_CHANNEL = "QRIS"  # the dynamic-QR-only channel: create-qr only
@@ -27,19 +28,12 @@ ITEMS_MAX = 100
 SIMULATED_STATUSES = ("PAID", "FAILED", "EXPIRED")
 
 _ORDER_ID = re.compile(r"^[A-Za-z0-9-]+$")
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-_PHONE = re.compile(r"^\+?[0-9]{6,15}$")
-_COUNTRY = re.compile(r"^[A-Z]{2,3}$")
 
 
 class WalletModel(BaseModel):
     model_config = ConfigDict(extra="ignore", str_strip_whitespace=False)
 
 
-def _required(value: str) -> str:
-    if not value.strip():
-        raise PydanticCustomError("missing", "is required")
-    return value
 
 
 def _string(value: Any) -> Any:
@@ -119,28 +113,12 @@ def _qty(value: Any) -> Any:
     return value
 
 
-def _email(value: str) -> str:
-    if not _EMAIL.match(value):
-        raise PydanticCustomError("email", "must be an email address")
-    return value
 
 
-def _phone(value: str) -> str:
-    if not _PHONE.match(value):
-        raise PydanticCustomError("phone", "must be 6 to 15 digits, optionally after +")
-    return value
 
 
-def _country(value: str) -> str:
-    if not _COUNTRY.match(value):
-        raise PydanticCustomError("country", "must be an ISO country code, like ID or IDN")
-    return value
 
 
-def _url(value: str) -> str:
-    if not re.match(r"^https?://[^\s/]+", value):
-        raise PydanticCustomError("url", "must be an absolute http(s) URL")
-    return value
 
 
 def _timestamp(value: Any) -> Any:
@@ -169,7 +147,7 @@ def _id_type(value: str) -> str:
 
 
 Str = BeforeValidator(_string)
-Req = AfterValidator(_required)
+Req = AfterValidator(required)
 
 
 ExternalId = Annotated[str, Str, _text(64), Req]
@@ -180,10 +158,10 @@ Channel = Annotated[str, Str, Req, AfterValidator(_channel)]
 Currency = Annotated[str, Str, Req, AfterValidator(_idr)]
 Rupiah = Annotated[int, BeforeValidator(_rupiah)]
 Qty = Annotated[int, BeforeValidator(_qty)]
-Email = Annotated[str, Str, _text(64), Req, AfterValidator(_email)]
-Phone = Annotated[str, Str, _text(16), Req, AfterValidator(_phone)]
-Country = Annotated[str, Str, _text(3), Req, AfterValidator(_country)]
-Url = Annotated[str, Str, _text(2048), Req, AfterValidator(_url)]
+Email = Annotated[str, Str, _text(64), Req, AfterValidator(email)]
+Phone = Annotated[str, Str, _text(16), Req, AfterValidator(phone)]
+Country = Annotated[str, Str, _text(3), Req, AfterValidator(country_code)]
+Url = Annotated[str, Str, _text(2048), Req, AfterValidator(http_url)]
 Timestamp = Annotated[datetime, BeforeValidator(_timestamp)]
 Text64 = Annotated[str, Str, _text(64), Req]
 Text128 = Annotated[str, Str, _text(128), Req]

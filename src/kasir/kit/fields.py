@@ -1,0 +1,68 @@
+"""Field rules every product's schemas share (no domain knowledge): Pydantic `AfterValidator` functions.
+
+Each raises a `PydanticCustomError` whose message finishes the sentence "<field> ...", so the
+wire formats can say which field and why (kasir.errors.from_pydantic_errors).
+"""
+
+from __future__ import annotations
+
+import re
+
+from pydantic_core import PydanticCustomError
+
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+_PHONE = re.compile(r"^\+?[0-9]{6,15}$")
+_URL = re.compile(r"^https?://[^\s/?#]+[^\s]*$")
+
+# ISO 3166-1 alpha-2 and alpha-3 codes.
+ISO_ALPHA2 = frozenset(
+    """AD AE AF AG AI AL AM AO AQ AR AS AT AU AW AX AZ BA BB BD BE BF BG BH BI BJ BL BM BN BO BQ BR BS BT BV BW
+    BY BZ CA CC CD CF CG CH CI CK CL CM CN CO CR CU CV CW CX CY CZ DE DJ DK DM DO DZ EC EE EG EH ER ES ET FI FJ FK
+    FM FO FR GA GB GD GE GF GG GH GI GL GM GN GP GQ GR GS GT GU GW GY HK HM HN HR HT HU ID IE IL IM IN IO IQ IR IS
+    IT JE JM JO JP KE KG KH KI KM KN KP KR KW KY KZ LA LB LC LI LK LR LS LT LU LV LY MA MC MD ME MF MG MH MK ML MM
+    MN MO MP MQ MR MS MT MU MV MW MX MY MZ NA NC NE NF NG NI NL NO NP NR NU NZ OM PA PE PF PG PH PK PL PM PN PR PS
+    PT PW PY QA RE RO RS RU RW SA SB SC SD SE SG SH SI SJ SK SL SM SN SO SR SS ST SV SX SY SZ TC TD TF TG TH TJ TK
+    TL TM TN TO TR TT TV TW TZ UA UG UM US UY UZ VA VC VE VG VI VN VU WF WS YE YT ZA ZM ZW""".split()
+)
+ISO_ALPHA3 = frozenset(
+    """ABW AFG AGO AIA ALA ALB AND ARE ARG ARM ASM ATA ATF ATG AUS AUT AZE BDI BEL BEN BES BFA BGD BGR BHR BHS
+    BIH BLM BLR BLZ BMU BOL BRA BRB BRN BTN BVT BWA CAF CAN CCK CHE CHL CHN CIV CMR COD COG COK COL COM CPV CRI
+    CUB CUW CXR CYM CYP CZE DEU DJI DMA DNK DOM DZA ECU EGY ERI ESH ESP EST ETH FIN FJI FLK FRA FRO FSM GAB GBR
+    GEO GGY GHA GIB GIN GLP GMB GNB GNQ GRC GRD GRL GTM GUF GUM GUY HKG HMD HND HRV HTI HUN IDN IMN IND IOT IRL
+    IRN IRQ ISL ISR ITA JAM JEY JOR JPN KAZ KEN KGZ KHM KIR KNA KOR KWT LAO LBN LBR LBY LCA LIE LKA LSO LTU LUX
+    LVA MAC MAF MAR MCO MDA MDG MDV MEX MHL MKD MLI MLT MMR MNE MNG MNP MOZ MRT MSR MTQ MUS MWI MYS MYT NAM NCL
+    NER NFK NGA NIC NIU NLD NOR NPL NRU NZL OMN PAK PAN PCN PER PHL PLW PNG POL PRI PRK PRT PRY PSE PYF QAT REU
+    ROU RUS RWA SAU SDN SEN SGP SGS SHN SJM SLB SLE SLV SMR SOM SPM SRB SSD STP SUR SVK SVN SWE SWZ SXM SYC SYR
+    TCA TCD TGO THA TJK TKL TKM TLS TON TTO TUN TUR TUV TWN TZA UGA UKR UMI URY USA UZB VAT VCT VEN VGB VIR VNM
+    VUT WLF WSM YEM ZAF ZMB ZWE""".split()
+)
+
+
+def required(value: str) -> str:
+    if not value.strip():
+        raise PydanticCustomError("missing", "is required")
+    return value
+
+
+def email(value: str) -> str:
+    if not _EMAIL.match(value):
+        raise PydanticCustomError("email", "must be an email address")
+    return value
+
+
+def phone(value: str) -> str:
+    if not _PHONE.match(value):
+        raise PydanticCustomError("phone", "must be 6 to 15 digits, optionally after +")
+    return value
+
+
+def country_code(value: str) -> str:
+    if value not in ISO_ALPHA2 and value not in ISO_ALPHA3:
+        raise PydanticCustomError("country", "must be an ISO 3166-1 country code, like ID or IDN")
+    return value
+
+
+def http_url(value: str) -> str:
+    if not _URL.match(value):
+        raise PydanticCustomError("url", "must be an absolute http(s) URL")
+    return value
