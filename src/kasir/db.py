@@ -22,6 +22,7 @@ from typing import Annotated, Any
 from fastapi import Depends
 from sqlalchemy import DateTime, MetaData, event, text
 from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Session
 from sqlalchemy.types import TypeDecorator
@@ -67,6 +68,20 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 
 AfterCommit = Callable[[], Awaitable[None] | None]
+
+
+async def add_unless_duplicate(session: AsyncSession, row: Any) -> bool:
+    """Insert `row` in a savepoint; False (and nothing written) when a unique constraint refuses it.
+
+    The constraint decides races between concurrent requests; the rest of the unit of work stands.
+    """
+    try:
+        async with session.begin_nested():
+            session.add(row)
+            await session.flush()
+    except IntegrityError:
+        return False
+    return True
 
 
 def on_commit(session: AsyncSession, action: AfterCommit) -> None:

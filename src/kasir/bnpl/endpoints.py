@@ -11,14 +11,13 @@ from collections.abc import Callable
 from typing import Annotated, Any
 
 import segno
-from fastapi import APIRouter, Depends, Form
+from fastapi import APIRouter, Form
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from kasir.bnpl import pages
 from kasir.bnpl.schemas import BnplStatusInquiryRequest, PaymentCalculationRequest, QrCheckoutRequest
 from kasir.bnpl.security import SNAP_HEADERS, UnitOfWork, VerifiedSnapCaller
 from kasir.bnpl.service import bnpl_service, option_body, parse_request, transaction_body
-from kasir.config import get_settings
 from kasir.db import ReadSession
 from kasir.errors import KasirError, NotFound, WireFormat, wire
 from kasir.kit.clock import isoformat_seconds
@@ -30,6 +29,7 @@ from kasir.snap.codes import (
     success_code,
 )
 from kasir.snap.openapi import snap_errors, snap_header_params, snap_route
+from kasir.staging import Staging
 
 router = APIRouter(tags=["bnpl"])
 
@@ -108,12 +108,6 @@ async def qr_image(reference_no: str, session: ReadSession) -> Response:
     return Response(buffer.getvalue(), media_type="image/png")
 
 
-def _staging_only() -> None:
-    if get_settings().is_production:
-        raise NotFound("Not Found")
-
-
-Staging = Depends(_staging_only)
 
 
 @router.get(

@@ -8,11 +8,11 @@ from datetime import date, datetime
 from sqlalchemy import delete, select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.bnpl.models import BnplExternalId, BnplPricing, BnplTransaction
 from kasir.bnpl.states import BnplStatus
+from kasir.db import add_unless_duplicate
 
 
 class BnplRepository:
@@ -38,13 +38,7 @@ class BnplRepository:
 
     async def add_transaction(self, session: AsyncSession, tx: BnplTransaction) -> bool:
         """False when partnerReferenceNo is taken for this merchant."""
-        try:
-            async with session.begin_nested():
-                session.add(tx)
-                await session.flush()
-        except IntegrityError:
-            return False
-        return True
+        return await add_unless_duplicate(session, tx)
 
     async def by_partner_reference(
         self, session: AsyncSession, merchant_id: str, partner_reference_no: str

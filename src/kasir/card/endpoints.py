@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
@@ -42,11 +42,11 @@ from kasir.card.service import (
     return_redirect,
 )
 from kasir.card.states import CardOrderStatus
-from kasir.config import get_settings
 from kasir.db import ReadSession, WriteSession
 from kasir.errors import InvalidFieldFormat, KasirError, NotFound, ServiceUnavailable, WireFormat, render, wire
 from kasir.kit.clock import clock
 from kasir.snap.openapi import snap_route
+from kasir.staging import Staging
 
 router = APIRouter(tags=["card"])
 
@@ -134,12 +134,6 @@ async def _charge(request: Request) -> Response:
 _PLAIN = wire(WireFormat.PLAIN)
 
 
-def _staging_only() -> None:
-    if get_settings().is_production:
-        raise NotFound("Not Found")
-
-
-Staging = Depends(_staging_only)
 _PAGE = {"openapi_extra": _PLAIN, "dependencies": [Staging], "include_in_schema": False}
 
 

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import delete, or_, select, update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.card.models import CardAttempt, CardIdempotencyKey, CardOrder
 from kasir.card.states import CardOrderStatus
+from kasir.db import add_unless_duplicate
 
 OPEN_STATUSES = (CardOrderStatus.PENDING.value, CardOrderStatus.AUTHENTICATING.value)
 
@@ -20,13 +20,7 @@ class CardRepository:
 
     async def add_order(self, session: AsyncSession, order: CardOrder) -> bool:
         """False when orderId or externalId is taken for this merchant (the unique constraints decide races)."""
-        try:
-            async with session.begin_nested():
-                session.add(order)
-                await session.flush()
-        except IntegrityError:
-            return False
-        return True
+        return await add_unless_duplicate(session, order)
 
     async def used_reference(
         self, session: AsyncSession, merchant_id: str, order_id: str, external_id: str
@@ -94,13 +88,7 @@ class CardRepository:
 
     async def add_key(self, session: AsyncSession, row: CardIdempotencyKey) -> bool:
         """False when (merchant, key) is taken."""
-        try:
-            async with session.begin_nested():
-                session.add(row)
-                await session.flush()
-        except IntegrityError:
-            return False
-        return True
+        return await add_unless_duplicate(session, row)
 
     async def key(self, session: AsyncSession, merchant_id: str, key: str) -> CardIdempotencyKey | None:
         return await session.scalar(

@@ -26,7 +26,6 @@ from pydantic import BaseModel, ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.callbacks.signing import x_req_signature
-from kasir.config import get_settings
 from kasir.db import ReadSession, WriteSession
 from kasir.errors import (
     BadRequest,
@@ -43,6 +42,7 @@ from kasir.kit.crypto import constant_time_equals
 from kasir.merchants.basic_auth import BasicCaller, authenticate_basic
 from kasir.snap.headers import parse_json_body
 from kasir.snap.openapi import snap_route
+from kasir.staging import Staging
 from kasir.wallet import pages
 from kasir.wallet.schemas import (
     CreatePaymentRequest,
@@ -118,12 +118,6 @@ def parse(model: type[Model], body: dict[str, Any]) -> Model:
         raise from_pydantic_errors(exc.errors()) from exc
 
 
-def _staging_only() -> None:
-    if get_settings().is_production:
-        raise NotFound("Not Found")
-
-
-Staging = Depends(_staging_only)
 
 _HEADERS = [
     {"name": "Authorization", "in": "header", "required": True, "schema": {"type": "string"},

@@ -6,9 +6,9 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import select
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from kasir.db import add_unless_duplicate
 from kasir.wallet.models import WalletRefund, WalletTransaction
 from kasir.wallet.states import WalletStatus
 
@@ -16,13 +16,7 @@ from kasir.wallet.states import WalletStatus
 class WalletRepository:
     async def add_transaction(self, session: AsyncSession, tx: WalletTransaction) -> bool:
         """False when the merchant already used the external_id (the unique constraint decides races)."""
-        try:
-            async with session.begin_nested():
-                session.add(tx)
-                await session.flush()
-        except IntegrityError:
-            return False
-        return True
+        return await add_unless_duplicate(session, tx)
 
     async def by_external_id(
         self, session: AsyncSession, merchant_id: str, external_id: str
