@@ -34,12 +34,14 @@ class ServedKasir:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
+                self._log.close()
                 raise RuntimeError(f"kasir serve exited: {self.log()}")
             try:
                 if httpx.get(f"{self.base_url}/healthz", timeout=1).status_code == 200:
                     return
             except httpx.TransportError:
                 time.sleep(0.1)
+        self.stop()  # never leave a half-started server running after the tests
         raise RuntimeError(f"kasir serve did not start: {self.log()}")
 
     def log(self) -> str:
