@@ -21,6 +21,8 @@ from typing import Annotated, Any
 
 from fastapi import Depends
 from sqlalchemy import DateTime, MetaData, event, text
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
@@ -70,6 +72,18 @@ class UTCDateTime(TypeDecorator[datetime]):
 AfterCommit = Callable[[], Awaitable[None] | None]
 
 
+def dialect_name(session: AsyncSession) -> str:
+    """`sqlite` or `postgresql`, without taking a connection (a group-commit seat is taken lazily)."""
+    bind = session.bind
+    assert bind is not None, "sessions are made bound to the engine"
+    return bind.dialect.name
+
+
+def upsert_insert(session: AsyncSession, table: Any) -> Any:
+    """The dialect's INSERT, which has `on_conflict_do_nothing()` on SQLite and PostgreSQL alike."""
+    return postgresql_insert(table) if dialect_name(session) == "postgresql" else sqlite_insert(table)
+
+
 async def add_unless_duplicate(session: AsyncSession, row: Any) -> bool:
     """Insert `row` in a savepoint; False (and nothing written) when a unique constraint refuses it.
 
@@ -102,7 +116,8 @@ class Database:
     def __init__(self, settings: Settings) -> None:
         self.url = settings.resolved_database_url
         self.is_sqlite = self.url.startswith("sqlite")
-        kwargs: dict[str, Any] = {}
+        # Statement parameters never reach a log line or an exception message (merchant data, hashes, tokens).
+        kwargs: dict[str, Any] = {"hide_parameters": True}
         if self.is_sqlite:
             path = _ensure_sqlite_dir(self.url)
             self.inline_sqlite = settings.sqlite_driver == "inline" and path != ":memory:"

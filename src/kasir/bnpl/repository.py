@@ -6,13 +6,11 @@ from collections.abc import Sequence
 from datetime import date, datetime
 
 from sqlalchemy import delete, select
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.bnpl.models import BnplExternalId, BnplPricing, BnplTransaction
 from kasir.bnpl.states import BnplStatus
-from kasir.db import add_unless_duplicate
+from kasir.db import add_unless_duplicate, upsert_insert
 
 
 class BnplRepository:
@@ -24,9 +22,8 @@ class BnplRepository:
         One `INSERT ... ON CONFLICT DO NOTHING` (SQLite and PostgreSQL alike): the unique constraint
         decides races, with no look-up before it and no savepoint around it (every SNAP request pays this).
         """
-        insert = postgresql_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
         statement = (
-            insert(BnplExternalId)
+            upsert_insert(session, BnplExternalId)
             .values(merchant_id=merchant_id, day=day, external_id=external_id, created_at=now)
             .on_conflict_do_nothing(index_elements=["merchant_id", "day", "external_id"])
             .returning(BnplExternalId.id)

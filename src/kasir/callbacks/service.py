@@ -21,7 +21,7 @@ from kasir.callbacks.models import Callback, CallbackAttempt, CallbackKind, Call
 from kasir.callbacks.policies import POLICIES
 from kasir.callbacks.repository import callback_repository
 from kasir.callbacks.wakeup import NOTIFY_CHANNEL, wake_dispatcher
-from kasir.db import on_commit
+from kasir.db import dialect_name, on_commit
 from kasir.errors import NotFound
 from kasir.kit.clock import clock
 
@@ -64,7 +64,7 @@ class CallbackOutbox:
         )
         await callback_repository.add(session, callback)
         on_commit(session, wake_dispatcher)
-        if session.get_bind().dialect.name == "postgresql":
+        if dialect_name(session) == "postgresql":
             # Delivered to LISTENing workers at commit, never on rollback.
             await session.execute(text(f"NOTIFY {NOTIFY_CHANNEL}"))
         return callback

@@ -16,6 +16,7 @@ answer depends on the body alone.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -47,6 +48,8 @@ from kasir.errors import InvalidFieldFormat, KasirError, NotFound, ServiceUnavai
 from kasir.kit.clock import clock
 from kasir.snap.openapi import snap_route
 from kasir.staging import Staging
+
+log = logging.getLogger("kasir.card")
 
 router = APIRouter(tags=["card"])
 
@@ -88,6 +91,8 @@ async def charge(request: Request) -> Response:
         return await _charge(request)
     except (OperationalError, InterfaceError, PoolTimeout, ConnectionError):
         # The database is unreachable or overloaded: retry later (interface.md: 503, exponential backoff).
+        # Logged with its cause: an OperationalError can also be a bug, which must not pass for an outage.
+        log.exception("card charge: database unavailable")
         raise ServiceUnavailable(
             "Service temporarily unavailable; retry with exponential backoff", field="", headers={"Retry-After": "1"}
         ) from None

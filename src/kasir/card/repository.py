@@ -4,15 +4,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import delete, or_, select, update
+from sqlalchemy import bindparam, delete, or_, select, union_all, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.card.models import CardAttempt, CardIdempotencyKey, CardOrder
 from kasir.card.states import CardOrderStatus
-from kasir.db import add_unless_duplicate
+from kasir.db import add_unless_duplicate, upsert_insert
+from kasir.wallet.models import WalletTransaction
 
 OPEN_STATUSES = (CardOrderStatus.PENDING.value, CardOrderStatus.AUTHENTICATING.value)
+
+
+def _reference_query(table: Any) -> Any:
+    return select(table.order_id, table.external_id).where(
+        table.merchant_id == bindparam("merchant_id"),
+        or_(table.order_id == bindparam("order_id"), table.external_id == bindparam("external_id")),
+    )
+
+
+# Built once (every charge runs it): orderId and externalId are unique per merchant across card
+# orders and wallet transactions (decisions.md §7).
+_USED_REFERENCE = union_all(_reference_query(CardOrder), _reference_query(WalletTransaction)).limit(1)
 
 
 class CardRepository:
@@ -24,30 +38,11 @@ class CardRepository:
 
     async def used_reference(
         self, session: AsyncSession, merchant_id: str, order_id: str, external_id: str
-    ) -> CardOrder | None:
-        return await session.scalar(
-            select(CardOrder)
-            .where(
-                CardOrder.merchant_id == merchant_id,
-                or_(CardOrder.order_id == order_id, CardOrder.external_id == external_id),
-            )
-            .limit(1)
-        )
-
-    async def wallet_reference(
-        self, session: AsyncSession, merchant_id: str, order_id: str, external_id: str
     ) -> tuple[str, str] | None:
-        """(order_id, external_id) of a wallet transaction of this merchant using either reference."""
-        from kasir.wallet.models import WalletTransaction
-
+        """(order_id, external_id) of this merchant's card order or wallet transaction using either reference."""
         row = (
             await session.execute(
-                select(WalletTransaction.order_id, WalletTransaction.external_id)
-                .where(
-                    WalletTransaction.merchant_id == merchant_id,
-                    or_(WalletTransaction.order_id == order_id, WalletTransaction.external_id == external_id),
-                )
-                .limit(1)
+                _USED_REFERENCE, {"merchant_id": merchant_id, "order_id": order_id, "external_id": external_id}
             )
         ).first()
         return (row[0], row[1]) if row is not None else None
@@ -86,9 +81,26 @@ class CardRepository:
 
     # --- idempotency keys --------------------------------------------------------------
 
-    async def add_key(self, session: AsyncSession, row: CardIdempotencyKey) -> bool:
-        """False when (merchant, key) is taken."""
-        return await add_unless_duplicate(session, row)
+    async def add_key(self, session: AsyncSession, row: CardIdempotencyKey) -> int | None:
+        """The new row's id; None when (merchant, key) is taken.
+
+        One `INSERT ... ON CONFLICT DO NOTHING RETURNING id`: no savepoint on every charge's path.
+        """
+        statement = (
+            upsert_insert(session, CardIdempotencyKey)
+            .values(
+                merchant_id=row.merchant_id,
+                key=row.key,
+                request_hash=row.request_hash,
+                status=row.status,
+                created_at=row.created_at,
+                expires_at=row.expires_at,
+            )
+            .on_conflict_do_nothing(index_elements=["merchant_id", "key"])
+            .returning(CardIdempotencyKey.id)
+        )
+        key_id: int | None = (await session.execute(statement)).scalar_one_or_none()
+        return key_id
 
     async def key(self, session: AsyncSession, merchant_id: str, key: str) -> CardIdempotencyKey | None:
         return await session.scalar(

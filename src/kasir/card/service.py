@@ -304,10 +304,7 @@ class CardService:
         """orderId and externalId are unique per merchant across card orders and wallet transactions."""
         used = await card_repository.used_reference(session, merchant_id, request.order_id, request.external_id)
         if used is not None:
-            raise DuplicateOrder("orderId" if used.order_id == request.order_id else "externalId")
-        wallet = await card_repository.wallet_reference(session, merchant_id, request.order_id, request.external_id)
-        if wallet is not None:
-            raise DuplicateOrder("orderId" if wallet[0] == request.order_id else "externalId")
+            raise DuplicateOrder("orderId" if used[0] == request.order_id else "externalId")
 
     async def _charge_wallet(self, session: AsyncSession, caller: BasicCaller, request: ChargeRequest) -> ChargeOutcome:
         """decisions.md §7: `paymentMethod` ewallet creates a wallet transaction (wallet callbacks follow)."""
@@ -348,8 +345,9 @@ class CardService:
                     created_at=now,
                     expires_at=now + IDEMPOTENCY_TTL,
                 )
-                if await card_repository.add_key(session, row):
-                    return KeyClaim(key_id=row.id)
+                key_id = await card_repository.add_key(session, row)
+                if key_id is not None:
+                    return KeyClaim(key_id=key_id)
                 existing = await card_repository.key(session, merchant_id, key)
                 if existing is None:
                     continue  # the first request failed with a 5xx and let go of the key: try again
