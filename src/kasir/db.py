@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
@@ -96,6 +96,28 @@ async def add_unless_duplicate(session: AsyncSession, row: Any) -> bool:
     except IntegrityError:
         return False
     return True
+
+
+async def each_in_own_unit_of_work(
+    database: Database,
+    keys: Iterable[str],
+    action: Callable[[AsyncSession, str], Awaitable[bool]],
+    *,
+    what: str,
+) -> int:
+    """Run `action(session, key)` for each key in a unit of work of its own; how many returned True.
+
+    For the worker's jobs (expiries): one bad row must not stop the others, and the next run retries it.
+    """
+    done = 0
+    for key in keys:
+        try:
+            async with database.unit_of_work() as session:
+                if await action(session, key):
+                    done += 1
+        except Exception:
+            log.exception("%s failed", what, extra={"transaction_id": key})
+    return done
 
 
 def on_commit(session: AsyncSession, action: AfterCommit) -> None:

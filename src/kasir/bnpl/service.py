@@ -41,7 +41,7 @@ from kasir.callbacks.models import CallbackKind
 from kasir.callbacks.service import callback_outbox
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import get_settings
-from kasir.db import Database
+from kasir.db import Database, each_in_own_unit_of_work
 from kasir.errors import (
     DuplicateReference,
     InvalidFieldFormat,
@@ -319,18 +319,10 @@ async def expire_due_bnpl_transactions(database: Database) -> int:
     """Move every Initiated transaction past its validityPeriod to 05 Expired; each in its own unit of work."""
     async with database.unit_of_work(read_only=True) as session:
         due = await bnpl_repository.due_for_expiry(session, clock.now())
-    expired = 0
     today = clock.local_now().date()
     if _purged_on.get(id(database)) != today:
         # X-EXTERNAL-ID is unique per day: ids older than yesterday are no longer needed (once a day).
         async with database.unit_of_work() as session:
             await bnpl_repository.forget_external_ids_before(session, today - timedelta(days=1))
         _purged_on[id(database)] = today
-    for reference_no in due:
-        try:
-            async with database.unit_of_work() as session:
-                if await bnpl_service.expire(session, reference_no):
-                    expired += 1
-        except Exception:  # one bad row must not stop the others; the next run retries it
-            log.exception("bnpl expiry failed", extra={"reference_no": reference_no})
-    return expired
+    return await each_in_own_unit_of_work(database, due, bnpl_service.expire, what="bnpl expiry")

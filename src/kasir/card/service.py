@@ -63,7 +63,7 @@ from kasir.card.states import (
     transition,
 )
 from kasir.config import get_settings
-from kasir.db import Database
+from kasir.db import Database, each_in_own_unit_of_work
 from kasir.errors import (
     Conflict,
     DuplicateReference,
@@ -660,12 +660,4 @@ async def expire_due_card_orders(database: Database) -> int:
         async with database.unit_of_work() as session:
             await card_repository.forget_keys_before(session, now)
         _purged_at[id(database)] = now
-    expired = 0
-    for order_id in due:
-        try:
-            async with database.unit_of_work() as session:
-                if await card_service.expire(session, order_id):
-                    expired += 1
-        except Exception:  # one bad row must not stop the others; the next run retries it
-            log.exception("card expiry failed", extra={"transaction_id": order_id})
-    return expired
+    return await each_in_own_unit_of_work(database, due, card_service.expire, what="card expiry")

@@ -38,7 +38,7 @@ from kasir.callbacks.service import callback_outbox
 from kasir.callbacks.signing import svc_signature, x_req_signature
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import get_settings
-from kasir.db import Database
+from kasir.db import Database, each_in_own_unit_of_work
 from kasir.errors import Conflict, InvalidFieldFormat, InvalidMandatoryField, NotFound
 from kasir.kit.clock import JAKARTA, clock, isoformat_millis
 from kasir.kit.ids import new_id, random_token
@@ -556,15 +556,7 @@ async def expire_due_wallet_transactions(database: Database) -> int:
     """Move every PENDING transaction past its expired_time to EXPIRED; each in its own unit of work."""
     async with database.unit_of_work(read_only=True) as session:
         due = await wallet_repository.due_for_expiry(session, clock.now())
-    expired = 0
-    for transaction_id in due:
-        try:
-            async with database.unit_of_work() as session:
-                if await wallet_service.expire(session, transaction_id):
-                    expired += 1
-        except Exception:  # one bad row must not stop the others; the next run retries it
-            log.exception("wallet expiry failed", extra={"transaction_id": transaction_id})
-    return expired
+    return await each_in_own_unit_of_work(database, due, wallet_service.expire, what="wallet expiry")
 
 
 __all__ = [
