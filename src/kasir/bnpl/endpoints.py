@@ -6,11 +6,9 @@ interface's sample request); both reach the same handler.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Callable
 from typing import Annotated, Any
 
-import segno
 from fastapi import APIRouter, Form
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
@@ -21,6 +19,7 @@ from kasir.bnpl.service import bnpl_service, option_body, parse_request, transac
 from kasir.db import ReadSession
 from kasir.errors import KasirError, NotFound, WireFormat, wire
 from kasir.kit.clock import isoformat_seconds
+from kasir.kit.qr import qr_png
 from kasir.snap.codes import (
     SERVICE_PAYMENT_CALCULATION,
     SERVICE_QR_CHECKOUT,
@@ -103,11 +102,7 @@ _PLAIN = wire(WireFormat.PLAIN)
 @router.get("/bnpl/qr/{reference_no}.png", summary="BNPL QR image (qrUrl)", openapi_extra=_PLAIN)
 async def qr_image(reference_no: str, session: ReadSession) -> Response:
     tx = await bnpl_service.get(session, reference_no)
-    buffer = io.BytesIO()
-    segno.make(pages.qr_content(tx), error="m").save(buffer, kind="png", scale=6, border=2)
-    return Response(buffer.getvalue(), media_type="image/png")
-
-
+    return Response(qr_png(pages.qr_content(tx), border=2), media_type="image/png")
 
 
 @router.get(

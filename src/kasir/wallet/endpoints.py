@@ -15,11 +15,9 @@ Every API route checks, in order (each failure in the wallet format, decisions.m
 
 from __future__ import annotations
 
-import io
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
-import segno
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel, ValidationError
@@ -39,6 +37,7 @@ from kasir.errors import (
     wire,
 )
 from kasir.kit.crypto import constant_time_equals
+from kasir.kit.qr import qr_png
 from kasir.merchants.basic_auth import BasicCaller, authenticate_basic
 from kasir.snap.headers import parse_json_body
 from kasir.snap.openapi import snap_route
@@ -203,9 +202,7 @@ async def qr_image(transaction_id: str, session: ReadSession) -> Response:
     tx = await wallet_service.get(session, transaction_id)
     if tx.qr_string is None:
         raise NotFound("Not Found")
-    buffer = io.BytesIO()
-    segno.make(tx.qr_string, error="m", micro=False).save(buffer, kind="png", scale=6, border=4)
-    return Response(buffer.getvalue(), media_type="image/png")
+    return Response(qr_png(tx.qr_string), media_type="image/png")
 
 
 @router.get(

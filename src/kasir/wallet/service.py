@@ -436,6 +436,22 @@ def void_history(tx: WalletTransaction) -> list[dict[str, Any]]:
     return [{"void_time": timestamp(tx.voided_at), "void_amount": tx.amount}]
 
 
+def transaction_fields(tx: WalletTransaction) -> dict[str, Any]:
+    """Who and what the transaction is: the fields the callback and every wallet answer begin with."""
+    return {
+        "transaction_id": tx.id,
+        "external_id": tx.external_id,
+        "order_id": tx.order_id,
+        "merchant_id": tx.merchant_id,
+        "reference_id": tx.reference_id,
+        "currency": tx.currency,
+        "payment_method": PAYMENT_METHOD,
+        "payment_channel": tx.payment_channel,
+        "payment_system": payment_system(tx),
+        "transaction_status": tx.status,
+    }
+
+
 def _response(tx: WalletTransaction) -> tuple[str, str]:
     if tx.status == WalletStatus.FAILED.value:
         return "03", tx.failure_reason or DEFAULT_FAILURE_REASON  # interface.md Events rule 2
@@ -452,16 +468,7 @@ def callback_payload(tx: WalletTransaction, refunds: list[WalletRefund]) -> dict
     response_code, response_message = _response(tx)
     wallet = details.get("wallet_details") or {"id": customer["phone"], "id_type": "HP"}
     payload: dict[str, Any] = {
-        "transaction_id": tx.id,
-        "external_id": tx.external_id,
-        "order_id": tx.order_id,
-        "merchant_id": tx.merchant_id,
-        "reference_id": tx.reference_id,
-        "currency": tx.currency,
-        "payment_method": PAYMENT_METHOD,
-        "payment_channel": tx.payment_channel,
-        "payment_system": payment_system(tx),
-        "transaction_status": tx.status,
+        **transaction_fields(tx),
         "payment_details": payment_details(tx),
         "customer_details": {
             "phone": customer["phone"],
@@ -507,16 +514,7 @@ def transaction_body(tx: WalletTransaction, refunds: list[WalletRefund]) -> dict
     body: dict[str, Any] = {
         "response_code": "00",
         "response_message": SUCCESS_MESSAGE,
-        "transaction_id": tx.id,
-        "external_id": tx.external_id,
-        "order_id": tx.order_id,
-        "merchant_id": tx.merchant_id,
-        "reference_id": tx.reference_id,
-        "currency": tx.currency,
-        "payment_method": PAYMENT_METHOD,
-        "payment_channel": tx.payment_channel,
-        "payment_system": payment_system(tx),
-        "transaction_status": tx.status,
+        **transaction_fields(tx),
         "amount": tx.amount,
         "refunded_amount": tx.refunded_amount,
         "transaction_time": timestamp(tx.created_at),
