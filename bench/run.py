@@ -140,7 +140,7 @@ class Server:
 
 def run_wrk(ctx: BenchContext, server: Server, scenario: Scenario, concurrency: int) -> Run:
     threads = min(2, concurrency)
-    requests_file = ctx.workdir / f"{scenario.name}-{concurrency}.lua"
+    requests_file = ctx.workdir / f"{scenario.name}-{concurrency}.requests"
     result_file = ctx.workdir / f"{scenario.name}-{concurrency}.json"
     scenario.write_requests(ctx, requests_file, concurrency, SECONDS)
     env = {**os.environ, "REQUESTS_FILE": str(requests_file), "RESULT_FILE": str(result_file), "THREADS": str(threads)}

@@ -18,17 +18,6 @@ BIN = Path(sys.executable).parent
 MAX_EXPECTED_RPS = 2500
 
 
-def lua_string(data: bytes) -> str:
-    """A Lua string literal of `data`, byte for byte (long brackets would rewrite CR LF)."""
-    out = []
-    for byte in data:
-        if 32 <= byte < 127 and byte not in (0x22, 0x5C):
-            out.append(chr(byte))
-        else:
-            out.append(f"\\{byte:03d}")
-    return '"' + "".join(out) + '"'
-
-
 def raw_request(port: int, method: str, path: str, headers: dict[str, str], body: bytes) -> bytes:
     head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
     head += "".join(f"{name}: {value}\r\n" for name, value in headers.items())
@@ -36,11 +25,15 @@ def raw_request(port: int, method: str, path: str, headers: dict[str, str], body
     return head.encode() + body
 
 
-def write_lua(path: Path, requests: list[bytes]) -> None:
-    with path.open("w") as handle:
-        handle.write("requests = {}\n")
-        for index, request in enumerate(requests, 1):
-            handle.write(f"requests[{index}] = {lua_string(request)}\n")
+def write_requests_file(path: Path, requests: list[bytes]) -> None:
+    """Requests as `<length>\n<bytes>` records, read by bench/lua/replay.lua.
+
+    A data file, not a Lua chunk: a chunk of more than 65536 string constants does not load.
+    """
+    with path.open("wb") as handle:
+        for request in requests:
+            handle.write(b"%d\n" % len(request))
+            handle.write(request)
 
 
 @dataclass
@@ -114,7 +107,7 @@ class Scenario:
 
     def write_requests(self, ctx: BenchContext, path: Path, concurrency: int, seconds: float) -> None:
         count = int(MAX_EXPECTED_RPS * seconds * 1.2) if self.unique() else max(2, concurrency)
-        write_lua(path, self.build(ctx, count))
+        write_requests_file(path, self.build(ctx, count))
 
 
 CARD_BODY: dict[str, Any] = {

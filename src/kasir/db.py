@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -84,6 +85,17 @@ def upsert_insert(session: AsyncSession, table: Any) -> Any:
     return postgresql_insert(table) if dialect_name(session) == "postgresql" else sqlite_insert(table)
 
 
+async def rollback_unit(session: AsyncSession) -> None:
+    """Undo what this unit of work wrote so far and go on in the same unit (a page re-read after a refusal).
+
+    `session.rollback()` alone would undo only the ORM's part under group commit.
+    """
+    await session.rollback()
+    seat: _Seat | None = session.info.get("group_seat")
+    if seat is not None:
+        seat.rollback_to_start()
+
+
 async def add_unless_duplicate(session: AsyncSession, row: Any) -> bool:
     """Insert `row` in a savepoint; False (and nothing written) when a unique constraint refuses it.
 
@@ -153,7 +165,7 @@ class Database:
         if self.is_sqlite:
             _configure_sqlite(self.engine, busy_timeout_ms=0 if self.inline_sqlite else int(SQLITE_BUSY_SECONDS * 1000))
         self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
-        if self.is_sqlite and settings.sqlite_group_commit:
+        if self.inline_sqlite and settings.sqlite_group_commit:
             self.group = GroupCommit(self.engine, max_batch=settings.sqlite_group_commit_max)
             self.sessionmaker = async_sessionmaker(
                 self.engine,
@@ -185,25 +197,27 @@ class Database:
 
     @asynccontextmanager
     async def _group_unit_of_work(self, group: GroupCommit) -> AsyncIterator[AsyncSession]:
-        """A savepoint in the process's shared write transaction; done once that transaction is durable."""
+        """A savepoint in the process's shared write transaction; done once that transaction is durable.
+
+        The seat's savepoint holds all the unit's writes (ORM and kasir.prepared alike); the ORM
+        session, when the unit uses it, nests a savepoint of its own inside.
+        """
         seat = _Seat(group)
         async with self.sessionmaker() as session:
             session.info["group_seat"] = seat
             try:
                 yield session
+                if session.in_transaction():
+                    await session.commit()  # flushes, and releases the ORM's savepoint
             except BaseException:
                 try:
-                    await session.rollback()  # to this unit's savepoint: the batch's other work stands
+                    if session.in_transaction():
+                        await session.rollback()
                 finally:
-                    await seat.leave(joined=False)
+                    await seat.leave(ok=False)  # back to the unit's savepoint: the batch's other work stands
                 raise
-            try:
-                await session.commit()  # releases the savepoint
-            except BaseException:
-                await seat.leave(joined=False)
-                raise
-            await seat.leave(joined=True)  # returns once the batch's COMMIT is on disk
-            await run_after_commit(session)
+            await seat.leave(ok=True)  # returns once the batch's COMMIT is on disk
+        await run_after_commit(session)
 
     async def dispose(self) -> None:
         await self.engine.dispose()
@@ -328,7 +342,18 @@ class GroupCommit:
             raise
         return self._connection.sync_connection  # type: ignore[return-value]
 
-    async def leave(self, *, joined: bool) -> None:
+    async def leave(self, *, joined: bool, broken: BaseException | None = None) -> None:
+        """Give the seat back; with `joined`, return once the unit's batch is durable.
+
+        `broken`: the unit could not restore its savepoint, so the shared transaction is rolled
+        back and every unit of the batch fails with it.
+        """
+        if broken is not None:
+            try:
+                await self._abort(broken)
+            finally:
+                self._lock.release()
+            return
         done: asyncio.Future[None] | None = None
         if joined:
             done = asyncio.get_running_loop().create_future()
@@ -364,44 +389,96 @@ class GroupCommit:
             self._lock.release()
 
     async def _commit(self) -> None:
-        connection, self._connection = self._connection, None
-        joined, self._joined = self._joined, []
+        connection = self._connection
         if connection is None:
+            self._fail_joined(RuntimeError("no shared transaction to commit"))
             return
         try:
             await connection.commit()
         except BaseException as exc:
-            for waiter in joined:
-                if not waiter.done():
-                    waiter.set_exception(exc if isinstance(exc, Exception) else RuntimeError("commit interrupted"))
-            with contextlib.suppress(Exception):
-                await connection.rollback()
-        else:
+            await self._abort(exc)
+            return
+        self._connection = None
+        joined, self._joined = self._joined, []
+        try:
             for waiter in joined:
                 if not waiter.done():
                     waiter.set_result(None)
         finally:
             await connection.close()
 
+    async def _abort(self, exc: BaseException) -> None:
+        """Roll the shared transaction back; every unit that joined it fails with `exc`."""
+        connection, self._connection = self._connection, None
+        self._fail_joined(exc)
+        if connection is not None:
+            try:
+                with contextlib.suppress(Exception):
+                    await connection.rollback()
+            finally:
+                await connection.close()
+
+    def _fail_joined(self, exc: BaseException) -> None:
+        joined, self._joined = self._joined, []
+        error = exc if isinstance(exc, Exception) else RuntimeError("commit interrupted")
+        for waiter in joined:
+            if not waiter.done():
+                waiter.set_exception(error)
+
 
 class _Seat:
-    """One unit of work's place in the group: taken at its first statement, left at its end."""
+    """One unit of work's place in the group: taken at its first statement, left at its end.
+
+    Taking it opens the unit's savepoint on the shared transaction; leaving releases it, or
+    first rolls back to it when the unit failed. Run on the sqlite3 connection directly: a
+    SAVEPOINT through SQLAlchemy costs a statement compilation each time (its name changes).
+    """
+
+    _SAVEPOINT = "kasir_unit"  # one at a time: units hold the seat in turn
 
     def __init__(self, group: GroupCommit) -> None:
         self.group = group
         self.connection: Connection | None = None
+        self.sqlite: sqlite3.Connection | None = None
+
+    async def take(self) -> Connection:
+        if self.connection is None:
+            connection = await self.group.enter()
+            raw: sqlite3.Connection = connection.connection.driver_connection.sqlite  # type: ignore[union-attr]
+            try:
+                raw.execute(f"SAVEPOINT {self._SAVEPOINT}")
+            except BaseException:
+                await self.group.leave(joined=False)
+                raise
+            self.connection, self.sqlite = connection, raw
+        return self.connection
+
+    async def sqlite_connection(self) -> sqlite3.Connection:
+        await self.take()
+        assert self.sqlite is not None
+        return self.sqlite
 
     def connection_for_statement(self) -> Connection:
         # Runs inside SQLAlchemy's greenlet (sync Session code), so it may wait on the event loop.
-        if self.connection is None:
-            self.connection = await_only(self.group.enter())
-        return self.connection
+        return self.connection if self.connection is not None else await_only(self.take())
 
-    async def leave(self, *, joined: bool) -> None:
-        if self.connection is None:
+    def rollback_to_start(self) -> None:
+        if self.sqlite is not None:
+            self.sqlite.execute(f"ROLLBACK TO {self._SAVEPOINT}")
+
+    async def leave(self, *, ok: bool) -> None:
+        if self.connection is None or self.sqlite is None:
             return  # never wrote: nothing to join
-        self.connection = None
-        await self.group.leave(joined=joined)
+        raw, self.connection, self.sqlite = self.sqlite, None, None
+        try:
+            if not ok:
+                raw.execute(f"ROLLBACK TO {self._SAVEPOINT}")
+            raw.execute(f"RELEASE {self._SAVEPOINT}")
+        except BaseException as exc:
+            # The shared transaction is in a state nobody can vouch for: the whole batch fails.
+            await self.group.leave(joined=False, broken=exc)
+            raise
+        await self.group.leave(joined=ok)
 
 
 class _GroupSession(Session):

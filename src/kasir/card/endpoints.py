@@ -43,7 +43,7 @@ from kasir.card.service import (
     return_redirect,
 )
 from kasir.card.states import CardOrderStatus
-from kasir.db import ReadSession, WriteSession
+from kasir.db import ReadSession, WriteSession, rollback_unit
 from kasir.errors import InvalidFieldFormat, KasirError, NotFound, ServiceUnavailable, WireFormat, render, wire
 from kasir.kit.clock import clock
 from kasir.snap.openapi import snap_route
@@ -214,7 +214,7 @@ async def pay(order_id: str, request: Request, session: WriteSession) -> Respons
         card = card_from_fields(form, now=clock.local_now(), prefix="")
         order, attempt = await card_service.pay_on_page(session, order.id, attempt_number, card, tenor, save_card)
     except InvalidCard as error:
-        await session.rollback()
+        await rollback_unit(session)
         order = await card_service.get(session, order_id)
         errors = {e.field: e.message for e in error.field_errors()}
         html = await pages.render_payment(
@@ -227,13 +227,13 @@ async def pay(order_id: str, request: Request, session: WriteSession) -> Respons
         )
         return _html(html, status_code=422)
     except AttemptAlreadySubmitted:
-        await session.rollback()
+        await rollback_unit(session)
         order = await card_service.get(session, order_id)
         return await _refused(session, order, "This payment attempt was already submitted", status=409)
     except KasirError as error:
         if isinstance(error, NotFound):
             raise
-        await session.rollback()
+        await rollback_unit(session)
         order = await card_service.get(session, order_id)
         if order.status != CardOrderStatus.PENDING.value:
             return _see_other(_page_path(order.id))
@@ -284,13 +284,13 @@ async def verify_otp(order_id: str, request: Request, session: WriteSession) -> 
     try:
         order = await card_service.verify_otp(session, order.id, attempt_number, form.get("otp", ""))
     except AttemptAlreadySubmitted:
-        await session.rollback()
+        await rollback_unit(session)
         order = await card_service.get(session, order_id)
         return await _refused(session, order, "This verification was already submitted", status=409)
     except KasirError as error:
         if isinstance(error, NotFound):
             raise
-        await session.rollback()
+        await rollback_unit(session)
         return _see_other(_page_path(order_id))
     if order.status == CardOrderStatus.SUCCESS.value:
         return _see_other(return_redirect(order, "SUCCESS"))

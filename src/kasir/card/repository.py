@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, delete, or_, select, union_all, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.card.models import CardAttempt, CardIdempotencyKey, CardOrder
 from kasir.card.states import CardOrderStatus
-from kasir.db import add_unless_duplicate, upsert_insert
+from kasir.prepared import Prepared, binds
 from kasir.wallet.models import WalletTransaction
 
 OPEN_STATUSES = (CardOrderStatus.PENDING.value, CardOrderStatus.AUTHENTICATING.value)
@@ -24,27 +27,77 @@ def _reference_query(table: Any) -> Any:
     )
 
 
-# Built once (every charge runs it): orderId and externalId are unique per merchant across card
-# orders and wallet transactions (decisions.md §7).
-_USED_REFERENCE = union_all(_reference_query(CardOrder), _reference_query(WalletTransaction)).limit(1)
+def _insert(dialect_name: str) -> Any:
+    """The dialect's INSERT (both have `on_conflict_do_nothing()`)."""
+    return postgresql_insert if dialect_name == "postgresql" else sqlite_insert
+
+
+# The charge's statements are prepared (kasir.prepared): every charge runs them.
+
+# orderId and externalId are unique per merchant across card orders and wallet transactions (decisions.md §7).
+_USED_REFERENCE = Prepared(union_all(_reference_query(CardOrder), _reference_query(WalletTransaction)).limit(1))
+
+# Either unique constraint (orderId, externalId) refuses the row: no savepoint, no exception on the path.
+_ADD_ORDER = Prepared(
+    lambda dialect: _insert(dialect)(CardOrder)
+    .values(binds(CardOrder))
+    .on_conflict_do_nothing()
+    .returning(CardOrder.id)
+)
+
+_KEY_COLUMNS = ("merchant_id", "key", "request_hash", "status", "created_at", "expires_at")
+_ADD_KEY = Prepared(
+    lambda dialect: _insert(dialect)(CardIdempotencyKey)
+    .values(binds(CardIdempotencyKey, _KEY_COLUMNS))
+    .on_conflict_do_nothing(index_elements=["merchant_id", "key"])
+    .returning(CardIdempotencyKey.id)
+)
+_KEY = Prepared(
+    select(
+        CardIdempotencyKey.id,
+        CardIdempotencyKey.request_hash,
+        CardIdempotencyKey.status,
+        CardIdempotencyKey.response_status,
+        CardIdempotencyKey.response_body,
+        CardIdempotencyKey.created_at,
+        CardIdempotencyKey.expires_at,
+    ).where(CardIdempotencyKey.merchant_id == bindparam("merchant_id"), CardIdempotencyKey.key == bindparam("key"))
+)
+_COMPLETE_KEY = Prepared(
+    update(CardIdempotencyKey)
+    .where(CardIdempotencyKey.id == bindparam("key_id"))
+    .values(status="complete", **binds(CardIdempotencyKey, ("response_status", "response_body")))
+)
+
+
+@dataclass(frozen=True, slots=True)
+class KeyRow:
+    """A stored idempotency key (decisions.md §7)."""
+
+    id: int
+    request_hash: str
+    status: str  # in_progress | complete
+    response_status: int | None
+    response_body: str | None
+    created_at: datetime
+    expires_at: datetime
 
 
 class CardRepository:
     # --- orders ------------------------------------------------------------------------
 
-    async def add_order(self, session: AsyncSession, order: CardOrder) -> bool:
-        """False when orderId or externalId is taken for this merchant (the unique constraints decide races)."""
-        return await add_unless_duplicate(session, order)
+    async def add_order(self, session: AsyncSession, values: dict[str, Any]) -> bool:
+        """Insert a card order (every column); False when orderId or externalId is taken for this merchant.
+
+        The unique constraints decide races between concurrent charges.
+        """
+        return await _ADD_ORDER.scalar(session, **values) is not None
 
     async def used_reference(
         self, session: AsyncSession, merchant_id: str, order_id: str, external_id: str
     ) -> tuple[str, str] | None:
         """(order_id, external_id) of this merchant's card order or wallet transaction using either reference."""
-        row = (
-            await session.execute(
-                _USED_REFERENCE, {"merchant_id": merchant_id, "order_id": order_id, "external_id": external_id}
-            )
-        ).first()
+        row = await _USED_REFERENCE.first(session, merchant_id=merchant_id, order_id=order_id, external_id=external_id)
         return (row[0], row[1]) if row is not None else None
 
     async def get(self, session: AsyncSession, order_id: str, *, lock: bool = False) -> CardOrder | None:
@@ -81,36 +134,27 @@ class CardRepository:
 
     # --- idempotency keys --------------------------------------------------------------
 
-    async def add_key(self, session: AsyncSession, row: CardIdempotencyKey) -> int | None:
-        """The new row's id; None when (merchant, key) is taken.
-
-        One `INSERT ... ON CONFLICT DO NOTHING RETURNING id`: no savepoint on every charge's path.
-        """
-        statement = (
-            upsert_insert(session, CardIdempotencyKey)
-            .values(
-                merchant_id=row.merchant_id,
-                key=row.key,
-                request_hash=row.request_hash,
-                status=row.status,
-                created_at=row.created_at,
-                expires_at=row.expires_at,
-            )
-            .on_conflict_do_nothing(index_elements=["merchant_id", "key"])
-            .returning(CardIdempotencyKey.id)
+    async def add_key(
+        self, session: AsyncSession, merchant_id: str, key: str, request_hash: str, now: datetime, expires_at: datetime
+    ) -> int | None:
+        """Claim (merchant, key) as in progress: the new row's id, or None when the key is taken."""
+        key_id: int | None = await _ADD_KEY.scalar(
+            session,
+            merchant_id=merchant_id,
+            key=key,
+            request_hash=request_hash,
+            status="in_progress",
+            created_at=now,
+            expires_at=expires_at,
         )
-        key_id: int | None = (await session.execute(statement)).scalar_one_or_none()
         return key_id
 
-    async def key(self, session: AsyncSession, merchant_id: str, key: str) -> CardIdempotencyKey | None:
-        return await session.scalar(
-            select(CardIdempotencyKey)
-            .where(CardIdempotencyKey.merchant_id == merchant_id, CardIdempotencyKey.key == key)
-            .execution_options(populate_existing=True)
-        )
+    async def key(self, session: AsyncSession, merchant_id: str, key: str) -> KeyRow | None:
+        row = await _KEY.first(session, merchant_id=merchant_id, key=key)
+        return None if row is None else KeyRow(*row)
 
     async def take_over_key(
-        self, session: AsyncSession, row: CardIdempotencyKey, request_hash: str, now: datetime, expires_at: datetime
+        self, session: AsyncSession, row: KeyRow, request_hash: str, now: datetime, expires_at: datetime
     ) -> bool:
         """Re-claim an expired or abandoned key row; only one of several racing claimers wins."""
         result = await session.execute(
@@ -133,12 +177,7 @@ class CardRepository:
         return bool(getattr(result, "rowcount", 0) == 1)
 
     async def complete_key(self, session: AsyncSession, key_id: int, status: int, body: str) -> None:
-        await session.execute(
-            update(CardIdempotencyKey)
-            .where(CardIdempotencyKey.id == key_id)
-            .values(status="complete", response_status=status, response_body=body)
-            .execution_options(synchronize_session=False)
-        )
+        await _COMPLETE_KEY.execute(session, key_id=key_id, response_status=status, response_body=body)
 
     async def delete_key(self, session: AsyncSession, key_id: int) -> None:
         await session.execute(delete(CardIdempotencyKey).where(CardIdempotencyKey.id == key_id))

@@ -51,7 +51,7 @@ from kasir.card.cards import (
     acquirer_for,
     parse_card,
 )
-from kasir.card.models import CardAttempt, CardIdempotencyKey, CardOrder
+from kasir.card.models import CardAttempt, CardOrder
 from kasir.card.repository import card_repository
 from kasir.card.schemas import TENORS, CardValidationError, ChargeRequest, parse_charge_request
 from kasir.card.states import (
@@ -78,7 +78,7 @@ from kasir.errors import (
 from kasir.kit.clock import JAKARTA, clock, isoformat_seconds, parse_aware
 from kasir.kit.crypto import constant_time_equals, derive_key
 from kasir.kit.ids import new_id
-from kasir.merchants.basic_auth import BasicCaller, authenticate_basic
+from kasir.merchants.basic_auth import BasicCaller, authenticate_basic_in
 from kasir.merchants.service import merchant_service
 
 log = logging.getLogger("kasir.card")
@@ -154,12 +154,12 @@ def one_time_password(order_id: str, attempt: int) -> str:
     return str(int.from_bytes(digest[:8], "big") % 1_000_000).zfill(6)
 
 
-def page_url(order: CardOrder) -> str:
-    return f"{get_settings().public_url}/card/pages/{order.id}"
+def page_url(order_id: str) -> str:
+    return f"{get_settings().public_url}/card/pages/{order_id}"
 
 
 def otp_url(order: CardOrder) -> str:
-    return f"{page_url(order)}/3ds"
+    return f"{page_url(order.id)}/3ds"
 
 
 def return_redirect(order: CardOrder, status: str) -> str:
@@ -177,7 +177,7 @@ def payment_status(order: CardOrder) -> str:
 def charge_link(order: CardOrder) -> str:
     if order.status == CardOrderStatus.AUTHENTICATING.value:
         return otp_url(order)
-    return page_url(order)
+    return page_url(order.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -242,8 +242,7 @@ class CardService:
     # --- the charge API (interface.md endpoint 6) ---------------------------------------
 
     async def authenticate(self, database: Database, authorization: str | None) -> BasicCaller:
-        async with database.unit_of_work(read_only=True) as session:
-            return await authenticate_basic(session, authorization)
+        return await authenticate_basic_in(database, authorization)
 
     def parse(self, body: bytes) -> tuple[ChargeRequest, ParsedCard | None]:
         """400 for the request's fields, then 422 for the card's content (CLOSE mode, method card)."""
@@ -266,38 +265,42 @@ class CardService:
             return await self._charge_wallet(session, caller, request)
         now = clock.now()
         expires_at = parse_aware(request.payment_details.expired_time) if request.payment_details.expired_time else None
-        order = CardOrder(
-            id=new_id("CARD", 20),
-            merchant_id=merchant.id,
-            external_id=request.external_id,
-            order_id=request.order_id,
-            currency=CURRENCY,
-            amount=request.payment_details.amount,
-            payment_method=request.payment_method,
-            payment_channel=request.payment_channel,
-            payment_mode=request.payment_mode,
-            status=CardOrderStatus.PENDING.value,
-            tenor=request.payment_options.tenor if request.payment_options else None,
-            attempts_made=0,
-            attempts_failed=0,
-            details=json.dumps(request.stored_details(), ensure_ascii=False),
-            return_url=request.return_url,
-            callback_url=request.callback_url or merchant.callback_url,
-            acq=None,
-            response_message=None,
-            save_card=False,
-            card_token=None,
-            created_at=now,
-            expires_at=(expires_at or now + VALIDITY).astimezone(UTC),
-            updated_at=now,
-            paid_at=None,
-        )
-        if not await card_repository.add_order(session, order):
+        values: dict[str, Any] = {
+            "id": new_id("CARD", 20),
+            "merchant_id": merchant.id,
+            "external_id": request.external_id,
+            "order_id": request.order_id,
+            "currency": CURRENCY,
+            "amount": request.payment_details.amount,
+            "payment_method": request.payment_method,
+            "payment_channel": request.payment_channel,
+            "payment_mode": request.payment_mode,
+            "status": CardOrderStatus.PENDING.value,
+            "tenor": request.payment_options.tenor if request.payment_options else None,
+            "attempts_made": 0,
+            "attempts_failed": 0,
+            "details": json.dumps(request.stored_details(), ensure_ascii=False),
+            "return_url": request.return_url,
+            "callback_url": request.callback_url or merchant.callback_url,
+            "acq": None,
+            "response_message": None,
+            "save_card": False,
+            "card_token": None,
+            "created_at": now,
+            "expires_at": (expires_at or now + VALIDITY).astimezone(UTC),
+            "updated_at": now,
+            "paid_at": None,
+        }
+        if not await card_repository.add_order(session, values):
             await self._refuse_duplicate(session, merchant.id, request)
             raise DuplicateOrder("orderId")
-        log.info("card order created", extra={"transaction_id": order.id, "merchant_id": merchant.id})
-        if card is not None:
-            await self._attempt(session, order, card, request.tenor, save_card=False)
+        order_id = values["id"]
+        log.info("card order created", extra={"transaction_id": order_id, "merchant_id": merchant.id})
+        if card is None:
+            pending = PAYMENT_STATUS[CardOrderStatus.PENDING]
+            return ChargeOutcome(order_id, request.external_id, pending, page_url(order_id))
+        order = await self.get(session, order_id)
+        await self._attempt(session, order, card, request.tenor, save_card=False)
         return ChargeOutcome.of(order)
 
     async def _refuse_duplicate(self, session: AsyncSession, merchant_id: str, request: ChargeRequest) -> None:
@@ -337,15 +340,8 @@ class CardService:
         for _ in range(3):
             now = clock.now()
             async with database.unit_of_work() as session:
-                row = CardIdempotencyKey(
-                    merchant_id=merchant_id,
-                    key=key,
-                    request_hash=fingerprint,
-                    status="in_progress",
-                    created_at=now,
-                    expires_at=now + IDEMPOTENCY_TTL,
-                )
-                key_id = await card_repository.add_key(session, row)
+                expires_at = now + IDEMPOTENCY_TTL
+                key_id = await card_repository.add_key(session, merchant_id, key, fingerprint, now, expires_at)
                 if key_id is not None:
                     return KeyClaim(key_id=key_id)
                 existing = await card_repository.key(session, merchant_id, key)
@@ -355,7 +351,7 @@ class CardService:
                     existing.status == "in_progress" and existing.created_at <= now - ABANDONED_AFTER
                 )
                 if stale:
-                    if await card_repository.take_over_key(session, existing, fingerprint, now, now + IDEMPOTENCY_TTL):
+                    if await card_repository.take_over_key(session, existing, fingerprint, now, expires_at):
                         return KeyClaim(key_id=existing.id)
                     raise RequestInProgress(field="X-Idempotency-Key")
                 if not constant_time_equals(existing.request_hash, fingerprint):

@@ -9,7 +9,18 @@ _ALPHABET = string.ascii_uppercase + string.digits
 
 
 def random_token(length: int, alphabet: str = _ALPHABET) -> str:
-    return "".join(secrets.choice(alphabet) for _ in range(length))
+    """`length` characters of `alphabet`, uniformly and independently chosen by the OS's CSPRNG.
+
+    One random number below base**length written in base `alphabet`: the same distribution as a
+    `secrets.choice` per character, in one call instead of `length` (ids are made on every payment).
+    """
+    base = len(alphabet)
+    number = secrets.randbelow(base**length)
+    out = []
+    for _ in range(length):
+        number, digit = divmod(number, base)
+        out.append(alphabet[digit])
+    return "".join(out)
 
 
 def new_id(prefix: str, length: int = 20) -> str:

@@ -125,6 +125,11 @@ class InlineConnection:
             delay = min(delay * 2, _MAX_RETRY_SECONDS)
 
     @property
+    def sqlite(self) -> sqlite3.Connection:
+        """The sqlite3 connection itself (kasir.prepared runs statements on it directly)."""
+        return self._conn
+
+    @property
     def isolation_level(self) -> str | None:
         return self._conn.isolation_level
 

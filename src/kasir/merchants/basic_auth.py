@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.config import get_settings
+from kasir.db import Database
 from kasir.errors import Unauthorized
 from kasir.kit.crypto import b64decode_strict, constant_time_equals
 from kasir.merchants.models import Merchant
@@ -93,11 +94,27 @@ async def authenticate_basic(session: AsyncSession, header: str | None) -> Basic
         if merchant is None:
             constant_time_equals(secret, _UNKNOWN_SECRET)
             raise Unauthorized("invalid merchant credentials")
-        known = BasicCaller(merchant=_detached_copy(merchant), secrets=merchant_service.secrets(merchant))
-    merchant, secrets = known.merchant, known.secrets
+        loaded = BasicCaller(merchant=_detached_copy(merchant), secrets=merchant_service.secrets(merchant))
+        # Only proven credentials are remembered, for the cache's time from their loading.
+        known_merchants.put(_proven(loaded, secret, hash_key))
+        return loaded
+    return _proven(known, secret, hash_key)
+
+
+async def authenticate_basic_in(database: Database, header: str | None) -> BasicCaller:
+    """`authenticate_basic` for an endpoint without a session: one is opened only if the merchant is not cached."""
+    merchant_id, secret, hash_key = parse_basic(header)
+    known = known_merchants.get(merchant_id)
+    if known is None:
+        async with database.unit_of_work(read_only=True) as session:
+            return await authenticate_basic(session, header)
+    return _proven(known, secret, hash_key)
+
+
+def _proven(known: BasicCaller, secret: str, hash_key: str | None) -> BasicCaller:
+    secrets = known.secrets
     secret_ok = constant_time_equals(secret, secrets.secret)
     hash_ok = hash_key is None or constant_time_equals(hash_key, secrets.hash_key)
     if not (secret_ok and hash_ok):
         raise Unauthorized("invalid merchant credentials")
-    known_merchants.put(known)  # only proven credentials are remembered
     return known
