@@ -28,8 +28,9 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -46,7 +47,7 @@ from kasir.merchants.models import Merchant
 from kasir.merchants.service import merchant_service
 from kasir.wallet.models import WalletRefund, WalletTransaction
 from kasir.wallet.qris import QrisPayment, build_payload
-from kasir.wallet.repository import wallet_repository
+from kasir.wallet.repository import TRANSACTION_COLUMNS, RefundRow, TransactionRow, wallet_repository
 from kasir.wallet.schemas import (
     FAILURE_CHANNEL,
     QR_CHANNEL,
@@ -137,6 +138,21 @@ class VoidNotSameDay(TransactionStateRefused):
 
 # --- the service ---------------------------------------------------------------------
 
+# What the answers and callbacks are built from: a locked ORM object (transitions) or a plain
+# row (create-payment and inquiry, which run on every payment and change nothing after the insert).
+Transaction = WalletTransaction | TransactionRow
+T = TypeVar("T", WalletTransaction, TransactionRow)
+
+# The stored `details`: what the request sent, as sent (JSON).
+_DETAILS = {
+    "customer_details",
+    "item_details",
+    "wallet_details",
+    "billing_address",
+    "shipping_address",
+    "additional_data",
+}
+
 
 def items_total(request: CreatePaymentRequest) -> int:
     return sum(item.amount * item.qty for item in request.item_details)
@@ -147,7 +163,7 @@ class WalletService:
 
     async def create_payment(
         self, session: AsyncSession, merchant: Merchant, request: CreatePaymentRequest, *, qr: bool = False
-    ) -> WalletTransaction:
+    ) -> TransactionRow:
         """A PENDING transaction: checkout page (`qr=False`) or dynamic QRIS (`qr=True`).
 
         Also the entry of the card charge's `paymentMethod: ewallet` (decisions.md §7).
@@ -174,19 +190,25 @@ class WalletService:
         if not callback_url:
             raise CallbackUrlMissing()
         await check_callback_url(callback_url, production=get_settings().is_production, field="callback_url")
-        if await wallet_repository.by_external_id(session, merchant.id, request.external_id) is not None:
-            raise DuplicateExternalId()
 
-        details = {
-            "customer_details": request.customer_details.model_dump(),
-            "item_details": [item.model_dump() for item in request.item_details],
-            "wallet_details": request.wallet_details.model_dump() if request.wallet_details else None,
-            "billing_address": request.billing_address.model_dump() if request.billing_address else None,
-            "shipping_address": request.shipping_address.model_dump() if request.shipping_address else None,
-            "additional_data": request.additional_data,
-        }
-        tx = WalletTransaction(
-            id=new_id("WLT", 20),
+        transaction_id = new_id("WLT", 20)
+        terminal = qr_string = None
+        if channel == QR_CHANNEL:
+            terminal = terminal_id(merchant)
+            qr_string = build_payload(
+                QrisPayment(
+                    merchant_id=merchant.id,
+                    merchant_name=merchant.name,
+                    amount=amount,
+                    transaction_id=transaction_id,
+                    order_id=request.order_id,
+                    terminal_id=terminal,
+                )
+            )
+        # The field order of CreatePaymentRequest: customer, items, wallet, billing, shipping, additional data.
+        details = request.model_dump(include=_DETAILS)
+        tx = TransactionRow(
+            id=transaction_id,
             merchant_id=merchant.id,
             external_id=request.external_id,
             order_id=request.order_id,
@@ -200,8 +222,8 @@ class WalletService:
             callback_url=callback_url,
             return_url=request.return_url,
             details=json.dumps(details, ensure_ascii=False),
-            qr_string=None,
-            terminal_id=None,
+            qr_string=qr_string,
+            terminal_id=terminal,
             failure_reason=None,
             issuer=None,
             retrieval_reference_no=None,
@@ -211,19 +233,8 @@ class WalletService:
             paid_at=None,
             voided_at=None,
         )
-        if channel == QR_CHANNEL:
-            tx.terminal_id = terminal_id(merchant)
-            tx.qr_string = build_payload(
-                QrisPayment(
-                    merchant_id=merchant.id,
-                    merchant_name=merchant.name,
-                    amount=amount,
-                    transaction_id=tx.id,
-                    order_id=tx.order_id,
-                    terminal_id=tx.terminal_id,
-                )
-            )
-        if not await wallet_repository.add_transaction(session, tx):
+        # The unique (merchant_id, external_id) refuses a reused external_id, races included.
+        if not await wallet_repository.add_transaction(session, row_values(tx)):
             raise DuplicateExternalId()
         log.info("wallet transaction created", extra={"transaction_id": tx.id, "merchant_id": merchant.id})
         return tx
@@ -240,22 +251,18 @@ class WalletService:
         self, session: AsyncSession, merchant: Merchant, ref: TransactionReference, *, lock: bool = False
     ) -> WalletTransaction:
         """The merchant's transaction named by transaction_id, external_id and order_id together (else `02`)."""
-        tx = await wallet_repository.get(session, ref.transaction_id, lock=lock)
-        if (
-            tx is None
-            or tx.merchant_id != merchant.id
-            or (tx.external_id, tx.order_id) != (ref.external_id, ref.order_id)
-        ):
-            raise WalletTransactionNotFound()
-        return tx
+        return _named(await wallet_repository.get(session, ref.transaction_id, lock=lock), merchant, ref)
 
-    async def refunds(self, session: AsyncSession, tx: WalletTransaction) -> list[WalletRefund]:
-        return list(await wallet_repository.refunds(session, tx.id))
+    async def refunds(self, session: AsyncSession, tx: Transaction) -> list[RefundRow]:
+        if not tx.refunded_amount:
+            return []  # every refund adds at least 1 rupiah to refunded_amount
+        return await wallet_repository.refunds(session, tx.id)
 
     # --- what the endpoints ask (one call each) -----------------------------------------
 
-    async def inquire(self, session: AsyncSession, merchant: Merchant, request: InquiryRequest) -> WalletTransaction:
-        return await self.find(session, merchant, request)
+    async def inquire(self, session: AsyncSession, merchant: Merchant, request: InquiryRequest) -> TransactionRow:
+        """`find` without the lock: a plain row (nothing is changed)."""
+        return _named(await wallet_repository.row(session, request.transaction_id), merchant, request)
 
     async def dummy_payment(
         self, session: AsyncSession, merchant: Merchant, request: DummyPaymentRequest
@@ -288,7 +295,7 @@ class WalletService:
     ) -> WalletTransaction:
         return await self.fail(session, await self.get(session, transaction_id, lock=True), reason)
 
-    async def describe(self, session: AsyncSession, tx: WalletTransaction) -> dict[str, Any]:
+    async def describe(self, session: AsyncSession, tx: Transaction) -> dict[str, Any]:
         """The answer body of create, inquiry, refund and void."""
         return transaction_body(tx, await self.refunds(session, tx))
 
@@ -391,6 +398,18 @@ class WalletService:
 wallet_service = WalletService()
 
 
+def _named(tx: T | None, merchant: Merchant, ref: TransactionReference) -> T:
+    """`tx` when it is the merchant's and its external_id and order_id are the reference's; else `02`."""
+    if tx is None or tx.merchant_id != merchant.id or (tx.external_id, tx.order_id) != (ref.external_id, ref.order_id):
+        raise WalletTransactionNotFound()
+    return tx
+
+
+def row_values(tx: TransactionRow) -> dict[str, Any]:
+    """The row's columns by name: the values of its INSERT."""
+    return {name: getattr(tx, name) for name in TRANSACTION_COLUMNS}
+
+
 # --- links and wire bodies -------------------------------------------------------------
 
 
@@ -399,12 +418,12 @@ def terminal_id(merchant: Merchant) -> str:
     return "T" + merchant.id[-7:]
 
 
-def payment_url(tx: WalletTransaction) -> str:
+def payment_url(tx: Transaction) -> str:
     """The customer's checkout page (staging: the simulator page with Pay and Fail)."""
     return f"{get_settings().public_url}/ewallet/pages/{tx.id}"
 
 
-def qr_url(tx: WalletTransaction) -> str:
+def qr_url(tx: Transaction) -> str:
     return f"{get_settings().public_url}/ewallet/qr/{tx.id}.png"
 
 
@@ -412,11 +431,11 @@ def timestamp(moment: datetime | None) -> str | None:
     return isoformat_millis(moment) if moment is not None else None
 
 
-def payment_system(tx: WalletTransaction) -> str:
+def payment_system(tx: Transaction) -> str:
     return PAYMENT_SYSTEMS.get(tx.payment_channel, DEFAULT_PAYMENT_SYSTEM)
 
 
-def payment_details(tx: WalletTransaction) -> dict[str, Any]:
+def payment_details(tx: Transaction) -> dict[str, Any]:
     """interface.md: amounts as numbers, timestamps ISO 8601 with offset."""
     return {
         "amount": tx.amount,
@@ -428,15 +447,15 @@ def payment_details(tx: WalletTransaction) -> dict[str, Any]:
     }
 
 
-def refund_history(refunds: list[WalletRefund]) -> list[dict[str, Any]]:
+def refund_history(refunds: Sequence[RefundRow]) -> list[dict[str, Any]]:
     return [{"refund_time": timestamp(r.refunded_at), "refund_amount": r.amount} for r in refunds]
 
 
-def void_history(tx: WalletTransaction) -> list[dict[str, Any]]:
+def void_history(tx: Transaction) -> list[dict[str, Any]]:
     return [{"void_time": timestamp(tx.voided_at), "void_amount": tx.amount}]
 
 
-def transaction_fields(tx: WalletTransaction) -> dict[str, Any]:
+def transaction_fields(tx: Transaction) -> dict[str, Any]:
     """Who and what the transaction is: the fields the callback and every wallet answer begin with."""
     return {
         "transaction_id": tx.id,
@@ -452,13 +471,13 @@ def transaction_fields(tx: WalletTransaction) -> dict[str, Any]:
     }
 
 
-def _response(tx: WalletTransaction) -> tuple[str, str]:
+def _response(tx: Transaction) -> tuple[str, str]:
     if tx.status == WalletStatus.FAILED.value:
         return "03", tx.failure_reason or DEFAULT_FAILURE_REASON  # interface.md Events rule 2
     return "00", SUCCESS_MESSAGE
 
 
-def callback_payload(tx: WalletTransaction, refunds: list[WalletRefund]) -> dict[str, Any]:
+def callback_payload(tx: Transaction, refunds: Sequence[RefundRow]) -> dict[str, Any]:
     """interface.md: the wallet callback payload, every field, filled from the transaction."""
     details: dict[str, Any] = json.loads(tx.details)
     status = WalletStatus(tx.status)
@@ -509,7 +528,7 @@ def callback_payload(tx: WalletTransaction, refunds: list[WalletRefund]) -> dict
     return payload
 
 
-def transaction_body(tx: WalletTransaction, refunds: list[WalletRefund]) -> dict[str, Any]:
+def transaction_body(tx: Transaction, refunds: Sequence[RefundRow]) -> dict[str, Any]:
     """The answer of create-payment, create-qr, inquiry, refund and void (after response_code)."""
     body: dict[str, Any] = {
         "response_code": "00",
@@ -535,7 +554,7 @@ def transaction_body(tx: WalletTransaction, refunds: list[WalletRefund]) -> dict
     return body
 
 
-def dummy_payment_result(tx: WalletTransaction) -> dict[str, Any]:
+def dummy_payment_result(tx: Transaction) -> dict[str, Any]:
     """interface.md: the dummy payment result fields, exactly."""
     return {
         "external_id": tx.external_id,
