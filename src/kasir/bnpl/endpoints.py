@@ -9,14 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Form
+from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from kasir.bnpl import pages
 from kasir.bnpl.schemas import BnplStatusInquiryRequest, PaymentCalculationRequest, QrCheckoutRequest
-from kasir.bnpl.security import SNAP_HEADERS, UnitOfWork, VerifiedSnapCaller
+from kasir.bnpl.security import SNAP_HEADERS, verified_snap_request
 from kasir.bnpl.service import bnpl_service, option_body, parse_request, transaction_body
-from kasir.db import ReadSession
+from kasir.db import ReadSession, WriteSession
 from kasir.errors import KasirError, NotFound, WireFormat, wire
 from kasir.kit.clock import isoformat_seconds
 from kasir.kit.qr import qr_png
@@ -32,7 +32,6 @@ from kasir.staging import Staging
 
 router = APIRouter(tags=["bnpl"])
 
-WriteSession = UnitOfWork
 VERSIONS = ("v1.0", "v1.1")
 
 
@@ -56,9 +55,10 @@ def _snap_post(name: str, service_code: str, model: type[Any], summary: str) -> 
 
 
 @_snap_post("payment-calculation", SERVICE_PAYMENT_CALCULATION, PaymentCalculationRequest, "BNPL payment calculation")
-async def payment_calculation(caller: VerifiedSnapCaller, session: WriteSession) -> JSONResponse:
-    request = parse_request(PaymentCalculationRequest, caller.body)
-    options = await bnpl_service.calculate(session, caller, request)
+async def payment_calculation(request: Request) -> JSONResponse:
+    async with verified_snap_request(request) as (session, caller):
+        calculation = parse_request(PaymentCalculationRequest, caller.body)
+        options = await bnpl_service.calculate(session, caller, calculation)
     return JSONResponse(
         {
             "responseCode": success_code(SERVICE_PAYMENT_CALCULATION),
@@ -69,18 +69,20 @@ async def payment_calculation(caller: VerifiedSnapCaller, session: WriteSession)
 
 
 @_snap_post("qr-checkout", SERVICE_QR_CHECKOUT, QrCheckoutRequest, "BNPL QR checkout")
-async def qr_checkout(caller: VerifiedSnapCaller, session: WriteSession) -> JSONResponse:
-    request = parse_request(QrCheckoutRequest, caller.body)
-    tx = await bnpl_service.checkout(session, caller, request)
+async def qr_checkout(request: Request) -> JSONResponse:
+    async with verified_snap_request(request) as (session, caller):
+        checkout = parse_request(QrCheckoutRequest, caller.body)
+        tx = await bnpl_service.checkout(session, caller, checkout)
     return JSONResponse(
         {"responseCode": success_code(SERVICE_QR_CHECKOUT), "responseMessage": SUCCESS_MESSAGE, **transaction_body(tx)}
     )
 
 
 @_snap_post("status", SERVICE_STATUS_INQUIRY, BnplStatusInquiryRequest, "BNPL status inquiry")
-async def status_inquiry(caller: VerifiedSnapCaller, session: WriteSession) -> JSONResponse:
-    request = parse_request(BnplStatusInquiryRequest, caller.body)
-    tx = await bnpl_service.inquire(session, caller.merchant, request)
+async def status_inquiry(request: Request) -> JSONResponse:
+    async with verified_snap_request(request) as (session, caller):
+        inquiry = parse_request(BnplStatusInquiryRequest, caller.body)
+        tx = await bnpl_service.inquire(session, caller.merchant_id, inquiry)
     body = {
         "responseCode": success_code(SERVICE_STATUS_INQUIRY),
         "responseMessage": SUCCESS_MESSAGE,

@@ -39,11 +39,21 @@ class BnplTransaction(Base):
 
     @property
     def amount(self) -> Decimal:
-        return (Decimal(self.amount_cents) / 100).quantize(Decimal("0.01"))
+        return amount_of(self.amount_cents)
 
     @amount.setter
     def amount(self, value: Decimal) -> None:
-        self.amount_cents = int((value * 100).to_integral_exact())
+        self.amount_cents = cents_of(value)
+
+
+def cents_of(amount: Decimal) -> int:
+    """`amount_cents` of an amount (the column holds integer cents)."""
+    return int((amount * 100).to_integral_exact())
+
+
+def amount_of(cents: int) -> Decimal:
+    """The amount of `amount_cents`, with two decimals."""
+    return (Decimal(cents) / 100).quantize(Decimal("0.01"))
 
 
 class BnplExternalId(Base):

@@ -1,16 +1,71 @@
-"""Every BNPL query."""
+"""Every BNPL query.
+
+Every SNAP request claims its X-EXTERNAL-ID and reads its merchant; the calculation reads the
+pricing table and the checkout inserts its transaction. Those statements are prepared
+(kasir.prepared) and hand back plain rows. The transitions (approve, reject, expiry) and the
+status inquiry lock or read the transaction through the ORM.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import date, datetime
+from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import bindparam, delete, select
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.bnpl.models import BnplExternalId, BnplPricing, BnplTransaction
 from kasir.bnpl.states import BnplStatus
-from kasir.db import add_unless_duplicate, upsert_insert
+from kasir.merchants.models import Merchant
+from kasir.prepared import Prepared, binds
+
+
+def _insert(dialect_name: str) -> Any:
+    """The dialect's INSERT (both have `on_conflict_do_nothing()`)."""
+    return postgresql_insert if dialect_name == "postgresql" else sqlite_insert
+
+
+# The unique constraint decides races, with no look-up before it and no savepoint around it.
+_CLAIM_EXTERNAL_ID = Prepared(
+    lambda dialect: (
+        _insert(dialect)(BnplExternalId)
+        .values(binds(BnplExternalId, ("merchant_id", "day", "external_id", "created_at")))
+        .on_conflict_do_nothing(index_elements=["merchant_id", "day", "external_id"])
+        .returning(BnplExternalId.id)
+    )
+)
+
+# The unique (merchant_id, partner_reference_no) refuses a reused partnerReferenceNo: no savepoint, no exception.
+_ADD_TRANSACTION = Prepared(
+    lambda dialect: (
+        _insert(dialect)(BnplTransaction)
+        .values(binds(BnplTransaction))
+        .on_conflict_do_nothing()
+        .returning(BnplTransaction.id)
+    )
+)
+
+# What verifying a SNAP request needs of its merchant (a merchant's row, read by the BNPL room).
+_SNAP_MERCHANT = Prepared(
+    select(Merchant.id, Merchant.client_secret_encrypted, Merchant.public_key_pem).where(
+        Merchant.id == bindparam("merchant_id")
+    )
+)
+
+_PLANS = Prepared(select(BnplPricing.plans).where(BnplPricing.merchant_id == bindparam("merchant_id")))
+
+
+@dataclass(frozen=True, slots=True)
+class SnapMerchant:
+    """The merchant named by X-PARTNER-ID: its id, its client secret (sealed) and its public key."""
+
+    id: str
+    client_secret_encrypted: str
+    public_key_pem: str
 
 
 class BnplRepository:
@@ -20,22 +75,26 @@ class BnplRepository:
         """Record the (merchant, day, X-EXTERNAL-ID); False when it is taken.
 
         One `INSERT ... ON CONFLICT DO NOTHING` (SQLite and PostgreSQL alike): the unique constraint
-        decides races, with no look-up before it and no savepoint around it (every SNAP request pays this).
+        decides races (every SNAP request pays this).
         """
-        statement = (
-            upsert_insert(session, BnplExternalId)
-            .values(merchant_id=merchant_id, day=day, external_id=external_id, created_at=now)
-            .on_conflict_do_nothing(index_elements=["merchant_id", "day", "external_id"])
-            .returning(BnplExternalId.id)
+        claimed = await _CLAIM_EXTERNAL_ID.scalar(
+            session, merchant_id=merchant_id, day=day, external_id=external_id, created_at=now
         )
-        return (await session.execute(statement)).scalar_one_or_none() is not None
+        return claimed is not None
 
     async def forget_external_ids_before(self, session: AsyncSession, day: date) -> None:
         await session.execute(delete(BnplExternalId).where(BnplExternalId.day < day))
 
-    async def add_transaction(self, session: AsyncSession, tx: BnplTransaction) -> bool:
-        """False when partnerReferenceNo is taken for this merchant."""
-        return await add_unless_duplicate(session, tx)
+    async def snap_merchant(self, session: AsyncSession, merchant_id: str) -> SnapMerchant | None:
+        row = await _SNAP_MERCHANT.first(session, merchant_id=merchant_id)
+        return None if row is None else SnapMerchant(*row)
+
+    async def add_transaction(self, session: AsyncSession, values: dict[str, Any]) -> bool:
+        """Insert a transaction (every column); False when partnerReferenceNo is taken for this merchant.
+
+        The unique constraint decides races between concurrent checkouts.
+        """
+        return await _ADD_TRANSACTION.scalar(session, **values) is not None
 
     async def by_partner_reference(
         self, session: AsyncSession, merchant_id: str, partner_reference_no: str
@@ -62,8 +121,10 @@ class BnplRepository:
         )
         return result.all()
 
-    async def pricing(self, session: AsyncSession, merchant_id: str) -> BnplPricing | None:
-        return await session.get(BnplPricing, merchant_id)
+    async def plans(self, session: AsyncSession, merchant_id: str) -> str | None:
+        """The merchant's own pricing table (JSON), or None without one."""
+        plans: str | None = await _PLANS.scalar(session, merchant_id=merchant_id)
+        return plans
 
     async def save_pricing(self, session: AsyncSession, pricing: BnplPricing) -> None:
         await session.merge(pricing)

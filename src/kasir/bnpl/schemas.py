@@ -20,8 +20,6 @@ from kasir.snap.schemas import SnapModel
 QTY_MAX = 99_999_999  # interface.md: qty length 8
 
 
-
-
 def _amount(value: str) -> str:
     try:
         parse_snap_amount(value)
@@ -46,14 +44,6 @@ def _item_id(value: str) -> str:
     if value.lower() in FEE_ITEM_IDS and value not in FEE_ITEM_IDS:
         raise PydanticCustomError("item_id", "fee item ids are written in lower case, like shippingfee")
     return value
-
-
-
-
-
-
-
-
 
 
 def _strict_qty(value: Any) -> Any:

@@ -18,14 +18,16 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Sequence
-from datetime import date, timedelta
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
 from decimal import Decimal
-from typing import Any, TypeVar
+from functools import lru_cache
+from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from kasir.bnpl.models import BnplPricing, BnplTransaction
+from kasir.bnpl.models import BnplPricing, BnplTransaction, amount_of, cents_of
 from kasir.bnpl.pricing import (
     DEFAULT_PLANS,
     InstallmentOption,
@@ -36,7 +38,7 @@ from kasir.bnpl.pricing import (
 )
 from kasir.bnpl.repository import bnpl_repository
 from kasir.bnpl.security import SnapCaller
-from kasir.bnpl.states import NOTIFIED, BnplStatus, TransactionNotInitiated, transition
+from kasir.bnpl.states import DESCRIPTIONS, NOTIFIED, BnplStatus, TransactionNotInitiated, transition
 from kasir.callbacks.models import CallbackKind
 from kasir.callbacks.service import callback_outbox
 from kasir.callbacks.ssrf import check_callback_url
@@ -52,7 +54,6 @@ from kasir.errors import (
 from kasir.kit.clock import clock, isoformat_seconds
 from kasir.kit.ids import new_id
 from kasir.kit.money import format_snap_amount
-from kasir.merchants.models import Merchant
 from kasir.snap.headers import parse_json_body
 
 log = logging.getLogger("kasir.bnpl")
@@ -102,14 +103,52 @@ def items_total(items: Sequence[Any]) -> Decimal:
     return sum((Decimal(item.amount.value) * item.qty for item in items), Decimal("0.00"))
 
 
+@lru_cache(maxsize=256)
+def _plans_of(table: str) -> tuple[Plan, ...]:
+    """A stored pricing table, parsed (a pure function of its JSON text, so kept: plans are frozen)."""
+    return plans_from_json(json.loads(table))
+
+
+@dataclass(frozen=True, slots=True)
+class NewTransaction:
+    """What the checkout answers of the transaction it just wrote (no ORM object on the hot path)."""
+
+    id: str
+    partner_reference_no: str
+    amount: Decimal
+    status: str
+    status_desc: str
+    created_at: datetime
+    expires_at: datetime
+
+
+class TransactionFields(Protocol):
+    """What `transaction_body` reads: a stored BnplTransaction or a NewTransaction."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def partner_reference_no(self) -> str: ...
+    @property
+    def amount(self) -> Decimal: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def status_desc(self) -> str: ...
+    @property
+    def created_at(self) -> datetime: ...
+    @property
+    def expires_at(self) -> datetime: ...
+
+
 class BnplService:
     # --- pricing -------------------------------------------------------------------
 
     async def plans(self, session: AsyncSession, merchant_id: str) -> tuple[Plan, ...]:
-        pricing = await bnpl_repository.pricing(session, merchant_id)
-        if pricing is None or not pricing.plans:
+        table = await bnpl_repository.plans(session, merchant_id)
+        if not table:
             return DEFAULT_PLANS
-        return plans_from_json(json.loads(pricing.plans))
+        return _plans_of(table)
 
     async def set_pricing(self, session: AsyncSession, merchant_id: str, plans: Sequence[Plan] | None) -> None:
         """A merchant's own pricing table; None goes back to the shipped default."""
@@ -127,18 +166,15 @@ class BnplService:
         total = request.amount.decimal
         if items_total(request.item_details) != total:
             raise AmountMismatch("amount.value")
-        return await self.options(session, caller.merchant.id, total)
+        return await self.options(session, caller.merchant_id, total)
 
     # --- QR checkout (service 92) ---------------------------------------------------
 
-    async def checkout(self, session: AsyncSession, caller: SnapCaller, request: Any) -> BnplTransaction:
+    async def checkout(self, session: AsyncSession, caller: SnapCaller, request: Any) -> NewTransaction:
         total = request.payment_details.amount.decimal
         if items_total(request.item_details) != total:
             raise AmountMismatch("paymentDetails.amount.value")
         await check_callback_url(request.callback_url, production=get_settings().is_production, field="callbackUrl")
-        merchant = caller.merchant
-        if await bnpl_repository.by_partner_reference(session, merchant.id, request.partner_reference_no):
-            raise DuplicatePartnerReference()
         now = clock.now()
         details = {
             "itemDetails": [item.model_dump(by_alias=True, exclude_none=True) for item in request.item_details],
@@ -146,26 +182,40 @@ class BnplService:
             "sellers": [s.model_dump(by_alias=True, exclude_none=True) for s in request.sellers or []],
             "additionalInfo": request.additional_info or {},
         }
-        tx = BnplTransaction(
+        amount_cents = cents_of(total)
+        tx = NewTransaction(
             id=new_id("BNPL", 24),
-            merchant_id=merchant.id,
             partner_reference_no=request.partner_reference_no,
-            amount=total,
-            currency=CURRENCY,
+            amount=amount_of(amount_cents),
             status=BnplStatus.INITIATED.value,
-            status_desc="Initiated",
-            callback_url=request.callback_url,
-            channel_id=caller.channel_id,
-            details=json.dumps(details, ensure_ascii=False),
-            tenure=None,
+            status_desc=DESCRIPTIONS[BnplStatus.INITIATED],
             created_at=now,
             expires_at=now + VALIDITY,
-            updated_at=now,
-            paid_at=None,
         )
-        if not await bnpl_repository.add_transaction(session, tx):
+        # The unique (merchant, partnerReferenceNo) refuses a duplicate, also between concurrent checkouts.
+        added = await bnpl_repository.add_transaction(
+            session,
+            {
+                "id": tx.id,
+                "merchant_id": caller.merchant_id,
+                "partner_reference_no": tx.partner_reference_no,
+                "amount_cents": amount_cents,
+                "currency": CURRENCY,
+                "status": tx.status,
+                "status_desc": tx.status_desc,
+                "callback_url": request.callback_url,
+                "channel_id": caller.channel_id,
+                "details": json.dumps(details, ensure_ascii=False),
+                "tenure": None,
+                "created_at": now,
+                "expires_at": tx.expires_at,
+                "updated_at": now,
+                "paid_at": None,
+            },
+        )
+        if not added:
             raise DuplicatePartnerReference()
-        log.info("bnpl checkout created", extra={"reference_no": tx.id, "merchant_id": merchant.id})
+        log.info("bnpl checkout created", extra={"reference_no": tx.id, "merchant_id": caller.merchant_id})
         return tx
 
     # --- approval page (staging) ------------------------------------------------------
@@ -245,7 +295,7 @@ class BnplService:
 
     # --- status inquiry (service 93) --------------------------------------------------
 
-    async def inquire(self, session: AsyncSession, merchant: Merchant, request: Any) -> BnplTransaction:
+    async def inquire(self, session: AsyncSession, merchant_id: str, request: Any) -> BnplTransaction:
         partner_ref, reference_no = request.original_partner_reference_no, request.original_reference_no
         if not partner_ref and not reference_no:
             raise InvalidMandatoryField("originalReferenceNo")
@@ -256,8 +306,8 @@ class BnplService:
                 tx = None
         else:
             assert partner_ref is not None
-            tx = await bnpl_repository.by_partner_reference(session, merchant.id, partner_ref)
-        if tx is None or tx.merchant_id != merchant.id:
+            tx = await bnpl_repository.by_partner_reference(session, merchant_id, partner_ref)
+        if tx is None or tx.merchant_id != merchant_id:
             raise BnplTransactionNotFound()
         return tx
 
@@ -284,15 +334,15 @@ def option_body(option: InstallmentOption) -> dict[str, Any]:
     }
 
 
-def page_url(tx: BnplTransaction) -> str:
+def page_url(tx: TransactionFields) -> str:
     return f"{get_settings().public_url}/bnpl/pages/{tx.id}"
 
 
-def qr_image_url(tx: BnplTransaction) -> str:
+def qr_image_url(tx: TransactionFields) -> str:
     return f"{get_settings().public_url}/bnpl/qr/{tx.id}.png"
 
 
-def transaction_body(tx: BnplTransaction) -> dict[str, Any]:
+def transaction_body(tx: TransactionFields) -> dict[str, Any]:
     """The checkout response's fields for `tx` (also the status inquiry's)."""
     body: dict[str, Any] = {
         "partnerReferenceNo": tx.partner_reference_no,
