@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import logging
 import sqlite3
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -137,6 +138,8 @@ def on_commit(session: AsyncSession, action: AfterCommit) -> None:
     session.info.setdefault("after_commit", []).append(action)
 
 
+_IDLE_SESSIONS_MAX = 256
+
 # How long a statement may wait for another process's write lock before it fails.
 SQLITE_BUSY_SECONDS = 30.0
 
@@ -149,6 +152,7 @@ class Database:
 
     def __init__(self, settings: Settings) -> None:
         self.url = settings.resolved_database_url
+        self._idle_group_sessions: list[AsyncSession] = []
         self.is_sqlite = self.url.startswith("sqlite")
         # Statement parameters never reach a log line or an exception message (merchant data, hashes, tokens).
         kwargs: dict[str, Any] = {"hide_parameters": True}
@@ -203,21 +207,37 @@ class Database:
         session, when the unit uses it, nests a savepoint of its own inside.
         """
         seat = _Seat(group)
-        async with self.sessionmaker() as session:
-            session.info["group_seat"] = seat
+        session = self._idle_group_sessions.pop() if self._idle_group_sessions else self.sessionmaker()
+        session.info["group_seat"] = seat
+        try:
+            yield session
+            if session.in_transaction():
+                await session.commit()  # flushes, and releases the ORM's savepoint
+        except BaseException:
             try:
-                yield session
                 if session.in_transaction():
-                    await session.commit()  # flushes, and releases the ORM's savepoint
-            except BaseException:
+                    await session.rollback()
+            finally:
                 try:
-                    if session.in_transaction():
-                        await session.rollback()
-                finally:
                     await seat.leave(ok=False)  # back to the unit's savepoint: the batch's other work stands
-                raise
+                finally:
+                    await session.close()
+            raise
+        try:
             await seat.leave(ok=True)  # returns once the batch's COMMIT is on disk
+        except BaseException:
+            await session.close()
+            raise
         await run_after_commit(session)
+        await self._recycle(session)
+
+    async def _recycle(self, session: AsyncSession) -> None:
+        """Keep a finished group session for the next unit: making one costs more than a card charge's SQL."""
+        if session.in_transaction() or len(session.identity_map):
+            await session.close()
+        session.info.clear()
+        if len(self._idle_group_sessions) < _IDLE_SESSIONS_MAX:
+            self._idle_group_sessions.append(session)
 
     async def dispose(self) -> None:
         await self.engine.dispose()
@@ -297,9 +317,6 @@ def _configure_sqlite(engine: AsyncEngine, *, busy_timeout_ms: int) -> None:
         _release(connection.connection._connection_record.info, write_lock)
 
 
-_BATCH_FALLBACK_SECONDS = 0.05
-
-
 class GroupCommit:
     """SQLite group commit: the writers of one process share a write transaction, made durable once per batch.
 
@@ -311,6 +328,9 @@ class GroupCommit:
     before), or after `max_batch` units, and every unit of the batch returns only after that
     COMMIT: nothing is answered, and no after-commit action runs, before its data is durable.
     If the COMMIT fails, every unit of the batch fails.
+
+    The COMMIT (its fsync) runs on a worker thread, so the event loop goes on with the other
+    requests meanwhile; the seat stays taken until it is done.
     """
 
     def __init__(self, engine: AsyncEngine, *, max_batch: int) -> None:
@@ -326,8 +346,11 @@ class GroupCommit:
         self._waiting += 1
         try:
             await self._lock.acquire()
-        finally:
+        except BaseException:
             self._waiting -= 1
+            self._commit_orphans()  # the units that left the COMMIT to this waiter must not wait forever
+            raise
+        self._waiting -= 1
         try:
             if self._connection is None:
                 connection = await self.engine.connect()
@@ -339,6 +362,7 @@ class GroupCommit:
                 self._connection = connection
         except BaseException:
             self._lock.release()
+            self._commit_orphans()
             raise
         return self._connection.sync_connection  # type: ignore[return-value]
 
@@ -368,17 +392,21 @@ class GroupCommit:
                 await self._commit()
         finally:
             self._lock.release()
-        while done is not None and not done.done():
-            try:
-                # Normally the writer that was waiting commits the batch within milliseconds.
-                await asyncio.wait_for(asyncio.shield(done), _BATCH_FALLBACK_SECONDS)
-            except TimeoutError:
-                # That writer gave up (cancelled while waiting): commit the batch ourselves.
-                async with self._seat():
-                    if not done.done():
-                        await self._commit()
+            if self._waiting == 0:
+                self._commit_orphans()  # cancelled on the way out, before committing what joined
         if done is not None:
+            # The unit holding the seat next commits the batch (or this one did, above).
             await done
+
+    def _commit_orphans(self) -> None:
+        """A batch that joined but was left to a writer that gave up (cancelled, failed): commit it."""
+        if self._joined and self._waiting == 0 and not self._lock.locked():
+            asyncio.get_running_loop().create_task(self._commit_when_seated())
+
+    async def _commit_when_seated(self) -> None:
+        async with self._seat():
+            if self._joined:
+                await self._commit()
 
     @asynccontextmanager
     async def _seat(self) -> AsyncIterator[None]:
@@ -389,28 +417,23 @@ class GroupCommit:
             self._lock.release()
 
     async def _commit(self) -> None:
-        connection = self._connection
-        if connection is None:
-            self._fail_joined(RuntimeError("no shared transaction to commit"))
-            return
-        try:
-            await connection.commit()
-        except BaseException as exc:
-            await self._abort(exc)
-            return
-        self._connection = None
+        # The batch is handed over whole to a task of its own: a COMMIT already on its way to the
+        # disk is never abandoned half-way by a cancelled request, and its units always hear how it went.
+        connection, self._connection = self._connection, None
         joined, self._joined = self._joined, []
-        try:
-            for waiter in joined:
-                if not waiter.done():
-                    waiter.set_result(None)
-        finally:
-            await connection.close()
+        if connection is None:
+            _settle(joined, RuntimeError("no shared transaction to commit"))
+            return
+        loop = asyncio.get_running_loop()
+        raw = connection.sync_connection.connection.driver_connection.sqlite  # type: ignore[union-attr]
+        committed = loop.run_in_executor(None, _commit_sqlite, raw)  # the COMMIT is sent now, whatever follows
+        await asyncio.shield(loop.create_task(_make_durable(connection, joined, committed)))
 
     async def _abort(self, exc: BaseException) -> None:
         """Roll the shared transaction back; every unit that joined it fails with `exc`."""
         connection, self._connection = self._connection, None
-        self._fail_joined(exc)
+        joined, self._joined = self._joined, []
+        _settle(joined, exc)
         if connection is not None:
             try:
                 with contextlib.suppress(Exception):
@@ -418,11 +441,33 @@ class GroupCommit:
             finally:
                 await connection.close()
 
-    def _fail_joined(self, exc: BaseException) -> None:
-        joined, self._joined = self._joined, []
-        error = exc if isinstance(exc, Exception) else RuntimeError("commit interrupted")
-        for waiter in joined:
-            if not waiter.done():
+
+async def _make_durable(
+    connection: AsyncConnection, joined: list[asyncio.Future[None]], committed: asyncio.Future[None]
+) -> None:
+    """Wait for the batch's COMMIT (on a worker thread, so the loop goes on meanwhile) and tell its units."""
+    try:
+        await committed
+        # SQLAlchemy's COMMIT finds nothing left to commit, and keeps its bookkeeping (events,
+        # the process's write lock) as usual.
+        await connection.commit()
+    except BaseException as exc:
+        _settle(joined, exc)
+        with contextlib.suppress(Exception):
+            await connection.rollback()
+    else:
+        _settle(joined, None)
+    finally:
+        await connection.close()
+
+
+def _settle(joined: list[asyncio.Future[None]], exc: BaseException | None) -> None:
+    error = exc if exc is None or isinstance(exc, Exception) else RuntimeError("commit interrupted")
+    for waiter in joined:
+        if not waiter.done():
+            if error is None:
+                waiter.set_result(None)
+            else:
                 waiter.set_exception(error)
 
 
@@ -491,6 +536,22 @@ class _GroupSession(Session):
         return seat.connection_for_statement()
 
 
+def _commit_sqlite(connection: sqlite3.Connection) -> None:
+    """COMMIT, retried while another process's reader or checkpoint holds SQLite busy (no-op outside a transaction)."""
+    deadline = time.monotonic() + SQLITE_BUSY_SECONDS
+    delay = 0.001
+    while True:
+        try:
+            connection.commit()
+            return
+        except sqlite3.OperationalError as exc:
+            busy = getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+            if not busy or time.monotonic() + delay > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
+
+
 def _release(record_info: dict[str, Any], lock: _LoopLocalLock) -> None:
     if record_info.pop("holds_write_lock", False):
         lock.release()
@@ -511,6 +572,9 @@ class _LoopLocalLock:
 
     async def acquire(self) -> None:
         await self._lock().acquire()
+
+    def locked(self) -> bool:
+        return self._lock().locked()
 
     def release(self) -> None:
         try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -21,6 +22,15 @@ runner = CliRunner()
 
 def kasir(*args: str):
     return runner.invoke(cli, list(args))
+
+
+async def kasir_beside_app(*args: str):
+    """The CLI on a thread while the session's event loop keeps running.
+
+    A sync test would freeze that loop, possibly with the app's worker inside a SQLite write
+    transaction, and the CLI would wait for that lock until it gave up.
+    """
+    return await asyncio.to_thread(kasir, *args)
 
 
 @pytest.fixture
@@ -46,9 +56,9 @@ def test_keygen_writes_pkcs8_and_spki(tmp_path: Path):
 
 
 @pytest.mark.usefixtures("_settings_installed")
-def test_create_with_generated_key_prints_credentials_as_json(tmp_path: Path):
+async def test_create_with_generated_key_prints_credentials_as_json(tmp_path: Path):
     name = unique_name()
-    result = kasir(
+    result = await kasir_beside_app(
         "merchant",
         "create",
         "--name",
@@ -73,10 +83,10 @@ def test_create_with_generated_key_prints_credentials_as_json(tmp_path: Path):
     assert credentials["name"] == name
     assert (tmp_path / "private.pem").exists()
 
-    listed = json.loads(kasir("merchant", "list", "--json").output)
+    listed = json.loads((await kasir_beside_app("merchant", "list", "--json")).output)
     assert credentials["merchant_id"] in [row["merchant_id"] for row in listed]
 
-    shown = kasir("merchant", "show", credentials["merchant_id"], "--json")
+    shown = await kasir_beside_app("merchant", "show", credentials["merchant_id"], "--json")
     assert shown.exit_code == 0
     for secret in ("client_secret", "secret", "hash_key"):
         assert credentials[secret] not in shown.output
@@ -84,10 +94,10 @@ def test_create_with_generated_key_prints_credentials_as_json(tmp_path: Path):
 
 
 @pytest.mark.usefixtures("_settings_installed")
-def test_secrets_are_encrypted_at_rest(app, tmp_path: Path):
-    import asyncio
-
-    result = kasir("merchant", "create", "--name", unique_name(), "--generate-key", str(tmp_path), "--json")
+async def test_secrets_are_encrypted_at_rest(app, tmp_path: Path):
+    result = await kasir_beside_app(
+        "merchant", "create", "--name", unique_name(), "--generate-key", str(tmp_path), "--json"
+    )
     credentials = json.loads(result.output)
 
     async def row() -> str:
@@ -104,7 +114,7 @@ def test_secrets_are_encrypted_at_rest(app, tmp_path: Path):
         finally:
             await database.dispose()
 
-    stored = asyncio.run(row())
+    stored = await row()
     for secret in ("client_secret", "secret", "hash_key"):
         assert credentials[secret] not in stored
 
@@ -125,7 +135,7 @@ def _write(path: Path, data: bytes) -> Path:
         ("private", "private key"),
     ],
 )
-def test_bad_public_key_is_one_line_exit_2(tmp_path: Path, content, message):
+async def test_bad_public_key_is_one_line_exit_2(tmp_path: Path, content, message):
     if content == "ec":
         content = (
             ec.generate_private_key(ec.SECP256R1())
@@ -143,39 +153,39 @@ def test_bad_public_key_is_one_line_exit_2(tmp_path: Path, content, message):
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
         )
     key = _write(tmp_path / "key.pem", content)
-    result = kasir("merchant", "create", "--name", unique_name(), "--public-key", str(key))
+    result = await kasir_beside_app("merchant", "create", "--name", unique_name(), "--public-key", str(key))
     assert result.exit_code == 2
     assert message in result.output
     assert len(result.output.strip().splitlines()) == 1
 
 
 @pytest.mark.usefixtures("_settings_installed")
-def test_duplicate_name_exit_2(tmp_path: Path):
+async def test_duplicate_name_exit_2(tmp_path: Path):
     key = _write(tmp_path / "key.pem", public_pem(rsa_key()).encode())
     name = unique_name()
-    assert kasir("merchant", "create", "--name", name, "--public-key", str(key)).exit_code == 0
-    result = kasir("merchant", "create", "--name", name, "--public-key", str(key))
+    assert (await kasir_beside_app("merchant", "create", "--name", name, "--public-key", str(key))).exit_code == 0
+    result = await kasir_beside_app("merchant", "create", "--name", name, "--public-key", str(key))
     assert result.exit_code == 2
     assert "already exists" in result.output
 
 
 @pytest.mark.usefixtures("_settings_installed")
-def test_unknown_merchant_exit_2():
-    result = kasir("merchant", "show", "MCH-NOBODY")
+async def test_unknown_merchant_exit_2():
+    result = await kasir_beside_app("merchant", "show", "MCH-NOBODY")
     assert result.exit_code == 2
     assert "no merchant" in result.output
 
 
 @pytest.mark.usefixtures("_settings_installed")
-def test_rotate_key(tmp_path: Path):
+async def test_rotate_key(tmp_path: Path):
     key = _write(tmp_path / "key.pem", public_pem(rsa_key()).encode())
-    created = json.loads(
-        kasir("merchant", "create", "--name", unique_name(), "--public-key", str(key), "--json").output
-    )
+    create = await kasir_beside_app("merchant", "create", "--name", unique_name(), "--public-key", str(key), "--json")
+    created = json.loads(create.output)
     new_key = _write(tmp_path / "new.pem", public_pem(rsa_key(1)).encode())
-    result = kasir("merchant", "rotate-key", created["merchant_id"], "--public-key", str(new_key))
+    result = await kasir_beside_app("merchant", "rotate-key", created["merchant_id"], "--public-key", str(new_key))
     assert result.exit_code == 0, result.output
-    bad = kasir("merchant", "rotate-key", created["merchant_id"], "--public-key", str(tmp_path / "missing.pem"))
+    missing = str(tmp_path / "missing.pem")
+    bad = await kasir_beside_app("merchant", "rotate-key", created["merchant_id"], "--public-key", missing)
     assert bad.exit_code == 2
 
 

@@ -8,26 +8,44 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import sys
-from datetime import UTC, datetime
+import time
 
-_RESERVED = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
+_RESERVED = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
+_encode = json.JSONEncoder(default=str, ensure_ascii=False).encode
 
 
 class JsonFormatter(logging.Formatter):
+    """Every request writes a line or two: kept cheap (the second's text is made once per second)."""
+
+    _second = -1
+    _second_text = ""
+
+    def _time(self, created: float) -> str:
+        # As datetime.isoformat(timespec="milliseconds") in UTC: 2026-11-23T08:00:00.123+00:00
+        fraction, whole = math.modf(created)  # as datetime does: the fraction rounded to µs, then truncated
+        second, micro = int(whole), round(fraction * 1_000_000)
+        if micro >= 1_000_000:
+            second, micro = second + 1, micro - 1_000_000
+        if second != self._second:
+            self._second_text = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+            self._second = second
+        return f"{self._second_text}.{micro // 1000:03d}+00:00"
+
     def format(self, record: logging.LogRecord) -> str:
         line = {
-            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "time": self._time(record.created),
             "level": record.levelname.lower(),
             "logger": record.name,
             "message": record.getMessage(),
         }
-        for key, value in record.__dict__.items():
-            if key not in _RESERVED and not key.startswith("_"):
-                line[key] = value
+        for key in record.__dict__.keys() - _RESERVED:
+            if not key.startswith("_"):
+                line[key] = record.__dict__[key]
         if record.exc_info:
             line["exception"] = self.formatException(record.exc_info)
-        return json.dumps(line, default=str, ensure_ascii=False)
+        return _encode(line)
 
 
 def configure_logging(level: str = "INFO", format: str = "json") -> None:
@@ -35,6 +53,11 @@ def configure_logging(level: str = "INFO", format: str = "json") -> None:
     handler.setFormatter(
         JsonFormatter() if format == "json" else logging.Formatter("%(asctime)s %(levelname)s %(name)s %(message)s")
     )
+    # Nothing Kasir writes uses the caller's file and line, thread or process names: skip finding them.
+    logging._srcfile = None
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
