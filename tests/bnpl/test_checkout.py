@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+import asyncio
 import copy
+import json
 from datetime import timedelta
 from typing import Any
 
@@ -8,6 +10,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from kasir.bnpl.models import BnplTransaction
 from kasir.kit.clock import parse_aware
 from tests.bnpl.helpers import access_token, checkout_body, item, post_signed
 from tests.support.builders import make_merchant
@@ -65,6 +68,40 @@ async def test_duplicate_partner_reference_is_4099201(app: FastAPI, client: http
     assert again.json()["responseCode"] == "4099201"
     # unique per merchant: another merchant may use it
     assert (await post_signed(client, other, CHECKOUT, checkout_body(partner_reference_no="DUP-1"))).status_code == 200
+
+
+async def test_concurrent_checkouts_with_one_partner_reference(app: FastAPI, client: httpx.AsyncClient) -> None:
+    merchant = await make_merchant(app)
+    responses = await asyncio.gather(
+        *(post_signed(client, merchant, CHECKOUT, checkout_body(partner_reference_no="RACE-1")) for _ in range(3))
+    )
+    assert sorted(r.status_code for r in responses) == [200, 409, 409]
+    assert sorted(r.json()["responseCode"] for r in responses) == ["2009200", "4099201", "4099201"]
+
+
+async def test_checkout_stores_what_it_answers(app: FastAPI, client: httpx.AsyncClient) -> None:
+    merchant = await make_merchant(app)
+    body = checkout_body("http://127.0.0.1:9/stored", total="123456.78", items=[item("123456.78", 1)])
+    body["additionalInfo"] = {"note": "Kopi ☕"}
+    response = await post_signed(client, merchant, CHECKOUT, body, channel="WEB")
+    assert response.status_code == 200, response.text
+    data = response.json()
+    async with app.state.database.unit_of_work(read_only=True) as session:
+        tx = await session.get(BnplTransaction, data["referenceNo"])
+    assert tx is not None
+    assert (tx.merchant_id, tx.partner_reference_no) == (merchant.id, body["partnerReferenceNo"])
+    assert (tx.amount_cents, tx.currency, tx.channel_id) == (12345678, "IDR", "WEB")
+    assert (tx.status, tx.status_desc, tx.tenure, tx.paid_at) == ("01", "Initiated", None, None)
+    assert tx.callback_url == "http://127.0.0.1:9/stored"
+    assert tx.updated_at == tx.created_at
+    assert tx.created_at.replace(microsecond=0) == parse_aware(data["createdAt"])
+    assert tx.expires_at.replace(microsecond=0) == parse_aware(data["validityPeriod"])
+    assert tx.expires_at - tx.created_at == timedelta(hours=24)
+    details = json.loads(tx.details)
+    assert details["itemDetails"] == body["itemDetails"]
+    assert details["customerDetails"] == body["customerDetails"]
+    assert details["sellers"][0]["address"]["city"] == "Jakarta"
+    assert details["additionalInfo"] == {"note": "Kopi ☕"}
 
 
 async def test_amount_must_equal_items_total(app: FastAPI, client: httpx.AsyncClient) -> None:
