@@ -97,22 +97,24 @@ class Settings(BaseSettings):
     def resolved_secret_key(self) -> str:
         if self.secret_key is not None:
             return self.secret_key.get_secret_value()
-        return _read_or_create_secret(self.data_dir / "secret.key")
+        return _read_or_create_secret(self.data_dir, "secret.key")
 
     def resolved_admin_token(self) -> str:
         if self.admin_token is not None:
             return self.admin_token.get_secret_value()
-        return _read_or_create_secret(self.data_dir / "admin.token")
+        return _read_or_create_secret(self.data_dir, "admin.token")
 
 
-_generated_secrets: dict[Path, str] = {}
+_generated_secrets: dict[tuple[str, str], str] = {}
 
 
-def _read_or_create_secret(path: Path) -> str:
+def _read_or_create_secret(directory: Path, name: str) -> str:
     """A generated secret, read once per process (it is on hot paths), created (mode 0600) on first use."""
-    if path not in _generated_secrets:
-        _generated_secrets[path] = _load_or_create(path)
-    return _generated_secrets[path]
+    key = (str(directory), name)  # str(Path) is cached by pathlib; joining and hashing a Path is not
+    secret = _generated_secrets.get(key)
+    if secret is None:
+        secret = _generated_secrets[key] = _load_or_create(directory / name)
+    return secret
 
 
 def _load_or_create(path: Path) -> str:

@@ -11,6 +11,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kasir.errors import KasirError, render
+from kasir.kit.logs import end_request_fields, start_request_fields
 
 log = logging.getLogger("kasir.request")
 
@@ -30,6 +31,7 @@ class RequestContextMiddleware:
         scope.setdefault("state", {})["request_id"] = request_id
         started = time.perf_counter()
         status = 500
+        fields, fields_token = start_request_fields()
 
         async def send_with_id(message: Message) -> None:
             nonlocal status
@@ -55,10 +57,12 @@ class RequestContextMiddleware:
                 response = render(Request(scope), KasirError())
                 await response(scope, receive, send_with_id)
         finally:
+            end_request_fields(fields_token)
             route = scope.get("route")
             log.info(
                 "request",
                 extra={
+                    **fields,
                     "request_id": request_id,
                     "method": scope["method"],
                     # The route's template, never the raw path or query (they may carry references).

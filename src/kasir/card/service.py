@@ -77,7 +77,8 @@ from kasir.errors import (
 )
 from kasir.kit.clock import JAKARTA, clock, isoformat_seconds, parse_aware
 from kasir.kit.crypto import constant_time_equals, derive_key
-from kasir.kit.ids import new_id
+from kasir.kit.ids import new_id, new_sortable_id
+from kasir.kit.logs import annotate_request
 from kasir.merchants.basic_auth import BasicCaller, authenticate_basic_in
 from kasir.merchants.service import merchant_service
 
@@ -266,7 +267,7 @@ class CardService:
         now = clock.now()
         expires_at = parse_aware(request.payment_details.expired_time) if request.payment_details.expired_time else None
         values: dict[str, Any] = {
-            "id": new_id("CARD", 20),
+            "id": new_sortable_id("CARD", 20),
             "merchant_id": merchant.id,
             "external_id": request.external_id,
             "order_id": request.order_id,
@@ -295,7 +296,7 @@ class CardService:
             await self._refuse_duplicate(session, merchant.id, request)
             raise DuplicateOrder("orderId")
         order_id = values["id"]
-        log.info("card order created", extra={"transaction_id": order_id, "merchant_id": merchant.id})
+        annotate_request(transaction_id=order_id, merchant_id=merchant.id)
         if card is None:
             pending = PAYMENT_STATUS[CardOrderStatus.PENDING]
             return ChargeOutcome(order_id, request.external_id, pending, page_url(order_id))
@@ -338,28 +339,54 @@ class CardService:
     async def claim_key(self, database: Database, merchant_id: str, key: str, fingerprint: str) -> KeyClaim:
         """Own the key in a short committed transaction; the unique (merchant, key) decides races."""
         for _ in range(3):
-            now = clock.now()
             async with database.unit_of_work() as session:
-                expires_at = now + IDEMPOTENCY_TTL
-                key_id = await card_repository.add_key(session, merchant_id, key, fingerprint, now, expires_at)
-                if key_id is not None:
-                    return KeyClaim(key_id=key_id)
-                existing = await card_repository.key(session, merchant_id, key)
-                if existing is None:
-                    continue  # the first request failed with a 5xx and let go of the key: try again
-                stale = existing.expires_at <= now or (
-                    existing.status == "in_progress" and existing.created_at <= now - ABANDONED_AFTER
-                )
-                if stale:
-                    if await card_repository.take_over_key(session, existing, fingerprint, now, expires_at):
-                        return KeyClaim(key_id=existing.id)
-                    raise RequestInProgress(field="X-Idempotency-Key")
-                if not constant_time_equals(existing.request_hash, fingerprint):
-                    raise IdempotencyKeyReused()
-                if existing.status != "complete" or existing.response_status is None or existing.response_body is None:
-                    raise RequestInProgress(field="X-Idempotency-Key")
-                return KeyClaim(replay=(existing.response_status, existing.response_body))
+                claim = await self.claim_key_in(session, merchant_id, key, fingerprint)
+            if claim is not None:
+                return claim
+            # The first request failed with a 5xx and let go of the key between our two statements: try again.
         raise RequestInProgress(field="X-Idempotency-Key")
+
+    async def claim_key_in(
+        self, session: AsyncSession, merchant_id: str, key: str, fingerprint: str
+    ) -> KeyClaim | None:
+        """Own the key in this unit of work, or get its stored answer; None when it vanished meanwhile.
+
+        Raises IdempotencyKeyReused (another body) and RequestInProgress (its first request still runs).
+        """
+        now = clock.now()
+        expires_at = now + IDEMPOTENCY_TTL
+        key_id = await card_repository.add_key(session, merchant_id, key, fingerprint, now, expires_at)
+        if key_id is not None:
+            return KeyClaim(key_id=key_id)
+        existing = await card_repository.key(session, merchant_id, key)
+        if existing is None:
+            return None
+        stale = existing.expires_at <= now or (
+            existing.status == "in_progress" and existing.created_at <= now - ABANDONED_AFTER
+        )
+        if stale:
+            if await card_repository.take_over_key(session, existing, fingerprint, now, expires_at):
+                return KeyClaim(key_id=existing.id)
+            raise RequestInProgress(field="X-Idempotency-Key")
+        if not constant_time_equals(existing.request_hash, fingerprint):
+            raise IdempotencyKeyReused()
+        if existing.status != "complete" or existing.response_status is None or existing.response_body is None:
+            raise RequestInProgress(field="X-Idempotency-Key")
+        return KeyClaim(replay=(existing.response_status, existing.response_body))
+
+    async def store_refusal(
+        self, database: Database, merchant_id: str, key: str, fingerprint: str, status: int, body: str
+    ) -> None:
+        """Keep a refusal (4xx) as the key's first complete answer, in a unit of its own.
+
+        For a charge claimed in the unit that was refused (and so rolled back): the key is claimed
+        again and completed at once; if another request holds it by now, that request's answer stands.
+        """
+        async with database.unit_of_work() as session:
+            now = clock.now()
+            key_id = await card_repository.add_key(session, merchant_id, key, fingerprint, now, now + IDEMPOTENCY_TTL)
+            if key_id is not None:
+                await card_repository.complete_key(session, key_id, status, body)
 
     async def complete_key(self, session: AsyncSession, key_id: int, status: int, body: str) -> None:
         await card_repository.complete_key(session, key_id, status, body)

@@ -11,6 +11,32 @@ import logging
 import math
 import sys
 import time
+from contextvars import ContextVar, Token
+from typing import Any
+
+# The fields of the current request's log line that the code it runs adds (kasir.middleware writes the line).
+_request_fields: ContextVar[dict[str, Any] | None] = ContextVar("kasir_request_log_fields", default=None)
+
+
+def annotate_request(**fields: Any) -> None:
+    """Put `fields` (ids of what the request made) on the request's one log line; nothing outside a request.
+
+    One line per request instead of one more for each thing it creates: a log line costs as much
+    as a database statement on the hot paths.
+    """
+    current = _request_fields.get()
+    if current is not None:
+        current.update(fields)
+
+
+def start_request_fields() -> tuple[dict[str, Any], Token[dict[str, Any] | None]]:
+    fields: dict[str, Any] = {}
+    return fields, _request_fields.set(fields)
+
+
+def end_request_fields(token: Token[dict[str, Any] | None]) -> None:
+    _request_fields.reset(token)
+
 
 _RESERVED = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
 _encode = json.JSONEncoder(default=str, ensure_ascii=False).encode
