@@ -118,6 +118,7 @@ async def _charge(request: Request) -> Response:
         raise InvalidFieldFormat("X-Idempotency-Key", f"must be 1 to {IDEMPOTENCY_KEY_MAX} characters")
     body = await request.body()
     charge_request, card = card_service.parse(body)
+    await card_service.check_callback_url(charge_request)
     if key is None:
         async with database.unit_of_work() as session:
             outcome = await card_service.charge(session, caller, charge_request, card)

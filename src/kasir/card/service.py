@@ -255,12 +255,17 @@ class CardService:
             card = card_from_fields(request.card_details.model_dump(by_alias=True), now=clock.local_now())
         return request, card
 
+    async def check_callback_url(self, request: ChargeRequest) -> None:
+        """callbackUrl's check, before any unit of work: in production it resolves the host (DNS), and
+        waiting for DNS with the group-commit seat taken would hold up every writer of the process."""
+        if request.callback_url:
+            await check_callback_url(request.callback_url, production=get_settings().is_production, field="callbackUrl")
+
     async def charge(
         self, session: AsyncSession, caller: BasicCaller, request: ChargeRequest, card: ParsedCard | None
     ) -> ChargeOutcome:
+        """The charge of a request that passed `parse` and `check_callback_url`."""
         merchant = caller.merchant
-        if request.callback_url:
-            await check_callback_url(request.callback_url, production=get_settings().is_production, field="callbackUrl")
         await self._refuse_duplicate(session, merchant.id, request)
         if request.payment_method == "ewallet":
             return await self._charge_wallet(session, caller, request)
