@@ -93,21 +93,23 @@ class Prepared:
 
     async def rows(self, session: AsyncSession, **params: Any) -> list[tuple[Any, ...]]:
         """Every row, as tuples."""
-        raw = await _sqlite_connection(session)
+        dialect = _dialect(session)
+        raw = await _sqlite_connection(session, dialect)
         if raw is None:
-            result = await session.execute(self.statement(_dialect(session).name), params)
+            result = await session.execute(self.statement(dialect.name), params)
             return [tuple(row) for row in result.all()]
-        compiled, cursor = self._run(session, raw, params)
+        compiled, cursor = self._run(dialect, raw, params)
         rows = cursor.fetchall()
         return [_processed(compiled, row) for row in rows] if compiled.any_result_processor else rows
 
     async def first(self, session: AsyncSession, **params: Any) -> tuple[Any, ...] | None:
         """The first row, or None."""
-        raw = await _sqlite_connection(session)
+        dialect = _dialect(session)
+        raw = await _sqlite_connection(session, dialect)
         if raw is None:
-            row = (await session.execute(self.statement(_dialect(session).name), params)).first()
+            row = (await session.execute(self.statement(dialect.name), params)).first()
             return None if row is None else tuple(row)
-        compiled, cursor = self._run(session, raw, params)
+        compiled, cursor = self._run(dialect, raw, params)
         found = cursor.fetchone()
         cursor.close()
         if found is None:
@@ -121,18 +123,18 @@ class Prepared:
 
     async def execute(self, session: AsyncSession, **params: Any) -> int:
         """Run a statement without rows (INSERT, UPDATE, DELETE); how many rows it changed."""
-        raw = await _sqlite_connection(session)
+        dialect = _dialect(session)
+        raw = await _sqlite_connection(session, dialect)
         if raw is None:
-            result = await session.execute(self.statement(_dialect(session).name), params)
+            result = await session.execute(self.statement(dialect.name), params)
             return int(getattr(result, "rowcount", 0))
-        _, cursor = self._run(session, raw, params)
+        _, cursor = self._run(dialect, raw, params)
         changed = cursor.rowcount
         cursor.close()
         return int(changed)
 
-    def _run(self, session: AsyncSession, raw: sqlite3.Connection, params: dict[str, Any]) -> tuple[_Compiled, Any]:
-        dialect = _dialect(session)
-        compiled = self._for(dialect)
+    def _run(self, dialect: Dialect, raw: sqlite3.Connection, params: dict[str, Any]) -> tuple[_Compiled, Any]:
+        compiled = self._compiled.get(dialect.name) or self._for(dialect)
         if compiled.defaults:
             params = {**compiled.defaults, **params}
         try:
@@ -168,13 +170,14 @@ def _dialect(session: AsyncSession) -> Dialect:
     return bind.dialect
 
 
-async def _sqlite_connection(session: AsyncSession) -> sqlite3.Connection | None:
+async def _sqlite_connection(session: AsyncSession, dialect: Dialect) -> sqlite3.Connection | None:
     """The unit of work's sqlite3 connection on the inline driver (flushing the ORM first); else None."""
-    if _dialect(session).name != "sqlite":
+    if dialect.name != "sqlite":
         return None
-    sync_session = session.sync_session
-    if sync_session.new or sync_session.dirty or sync_session.deleted:
-        await session.flush()  # what session.execute's autoflush would do
+    # What session.execute's autoflush does. `_is_clean` is the Session's own O(1) test; the public
+    # `new`/`dirty`/`deleted` build a set each, for every statement of the hot paths.
+    if not session.sync_session._is_clean():
+        await session.flush()
     seat = session.info.get("group_seat")
     if seat is not None:
         return await seat.sqlite_connection()  # type: ignore[no-any-return]
