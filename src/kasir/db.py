@@ -23,10 +23,7 @@ from typing import Annotated, Any
 
 from fastapi import Depends
 from sqlalchemy import DateTime, MetaData, event, text
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Dialect
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Session
 from sqlalchemy.types import TypeDecorator
@@ -96,11 +93,6 @@ def dialect_name(session: AsyncSession) -> str:
     return bind.dialect.name
 
 
-def upsert_insert(session: AsyncSession, table: Any) -> Any:
-    """The dialect's INSERT, which has `on_conflict_do_nothing()` on SQLite and PostgreSQL alike."""
-    return postgresql_insert(table) if dialect_name(session) == "postgresql" else sqlite_insert(table)
-
-
 async def rollback_unit(session: AsyncSession) -> None:
     """Undo what this unit of work wrote so far and go on in the same unit (a page re-read after a refusal).
 
@@ -110,20 +102,6 @@ async def rollback_unit(session: AsyncSession) -> None:
     seat: _Seat | None = session.info.get("group_seat")
     if seat is not None:
         seat.rollback_to_start()
-
-
-async def add_unless_duplicate(session: AsyncSession, row: Any) -> bool:
-    """Insert `row` in a savepoint; False (and nothing written) when a unique constraint refuses it.
-
-    The constraint decides races between concurrent requests; the rest of the unit of work stands.
-    """
-    try:
-        async with session.begin_nested():
-            session.add(row)
-            await session.flush()
-    except IntegrityError:
-        return False
-    return True
 
 
 async def each_in_own_unit_of_work(

@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import bindparam
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Dialect
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -150,6 +152,14 @@ class Prepared:
             raise DBAPIError.instance(
                 compiled.sql, values, exc, sqlite3.Error, hide_parameters=True, dialect=dialect
             ) from exc
+
+
+def dialect_insert(dialect_name: str, table: Any) -> Any:
+    """The dialect's INSERT of `table`, which has `on_conflict_do_nothing()` on SQLite and PostgreSQL alike.
+
+    For `Prepared(lambda dialect: dialect_insert(dialect, Model).values(...).on_conflict_do_nothing())`.
+    """
+    return postgresql_insert(table) if dialect_name == "postgresql" else sqlite_insert(table)
 
 
 def binds(table: Any, names: Sequence[str] | None = None) -> dict[str, BindParameter[Any]]:

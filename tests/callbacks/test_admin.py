@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
-from typer.testing import CliRunner
 
 from kasir.callbacks.models import CallbackKind
-from kasir.cli import app as cli
 from tests.callbacks.helpers import db, record, wait_attempts, wait_status
 from tests.conftest import TEST_ADMIN_TOKEN
 from tests.support.builders import make_merchant
+from tests.support.cli import kasir_beside_app
 from tests.support.receiver import Answer
 from tests.support.signing import notify_signature
 
@@ -86,20 +84,15 @@ async def test_cli_list_show_replay(app, receiver):
     merchant = await make_merchant(app)
     callback_id = await record(db(app), merchant_id=merchant.id, url=receiver.url(), transaction_ref="TX-CLI")
     await wait_status(db(app), callback_id, "delivered")
-    runner = CliRunner()
-
-    async def kasir(*args: str):
-        return await asyncio.to_thread(runner.invoke, cli, list(args))
-
-    listed = await kasir("callbacks", "list", "--merchant", merchant.id, "--json")
+    listed = await kasir_beside_app("callbacks", "list", "--merchant", merchant.id, "--json")
     assert listed.exit_code == 0, listed.output
     assert json.loads(listed.output)[0]["id"] == callback_id
-    shown = await kasir("callbacks", "show", str(callback_id))
+    shown = await kasir_beside_app("callbacks", "show", str(callback_id))
     assert json.loads(shown.output)["attempts"][0]["accepted"] is True
-    replayed = await kasir("callbacks", "replay", str(callback_id))
+    replayed = await kasir_beside_app("callbacks", "replay", str(callback_id))
     assert replayed.exit_code == 0
     await receiver.wait_for(2)
-    assert (await kasir("callbacks", "show", "999999999")).exit_code == 2
+    assert (await kasir_beside_app("callbacks", "show", "999999999")).exit_code == 2
 
 
 async def test_metrics(app, client, receiver):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -12,25 +11,9 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from sqlalchemy import text
-from typer.testing import CliRunner
 
-from kasir.cli import app as cli
 from tests.support.builders import public_pem, rsa_key, unique_name
-
-runner = CliRunner()
-
-
-def kasir(*args: str):
-    return runner.invoke(cli, list(args))
-
-
-async def kasir_beside_app(*args: str):
-    """The CLI on a thread while the session's event loop keeps running.
-
-    A sync test would freeze that loop, possibly with the app's worker inside a SQLite write
-    transaction, and the CLI would wait for that lock until it gave up.
-    """
-    return await asyncio.to_thread(kasir, *args)
+from tests.support.cli import kasir, kasir_beside_app
 
 
 @pytest.fixture

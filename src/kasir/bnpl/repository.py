@@ -14,25 +14,17 @@ from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import bindparam, delete, select
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.bnpl.models import BnplExternalId, BnplPricing, BnplTransaction
 from kasir.bnpl.states import BnplStatus
 from kasir.merchants.models import Merchant
-from kasir.prepared import Prepared, binds
-
-
-def _insert(dialect_name: str) -> Any:
-    """The dialect's INSERT (both have `on_conflict_do_nothing()`)."""
-    return postgresql_insert if dialect_name == "postgresql" else sqlite_insert
-
+from kasir.prepared import Prepared, binds, dialect_insert
 
 # The unique constraint decides races, with no look-up before it and no savepoint around it.
 _CLAIM_EXTERNAL_ID = Prepared(
     lambda dialect: (
-        _insert(dialect)(BnplExternalId)
+        dialect_insert(dialect, BnplExternalId)
         .values(binds(BnplExternalId, ("merchant_id", "day", "external_id", "created_at")))
         .on_conflict_do_nothing(index_elements=["merchant_id", "day", "external_id"])
         .returning(BnplExternalId.id)
@@ -42,7 +34,7 @@ _CLAIM_EXTERNAL_ID = Prepared(
 # The unique (merchant_id, partner_reference_no) refuses a reused partnerReferenceNo: no savepoint, no exception.
 _ADD_TRANSACTION = Prepared(
     lambda dialect: (
-        _insert(dialect)(BnplTransaction)
+        dialect_insert(dialect, BnplTransaction)
         .values(binds(BnplTransaction))
         .on_conflict_do_nothing()
         .returning(BnplTransaction.id)

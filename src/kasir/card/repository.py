@@ -8,13 +8,11 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, delete, or_, select, union_all, update
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.card.models import CardAttempt, CardIdempotencyKey, CardOrder
 from kasir.card.states import CardOrderStatus
-from kasir.prepared import Prepared, binds
+from kasir.prepared import Prepared, binds, dialect_insert
 from kasir.wallet.models import WalletTransaction
 
 OPEN_STATUSES = (CardOrderStatus.PENDING.value, CardOrderStatus.AUTHENTICATING.value)
@@ -27,11 +25,6 @@ def _reference_query(table: Any) -> Any:
     )
 
 
-def _insert(dialect_name: str) -> Any:
-    """The dialect's INSERT (both have `on_conflict_do_nothing()`)."""
-    return postgresql_insert if dialect_name == "postgresql" else sqlite_insert
-
-
 # The charge's statements are prepared (kasir.prepared): every charge runs them.
 
 # orderId and externalId are unique per merchant across card orders and wallet transactions (decisions.md §7).
@@ -39,7 +32,7 @@ _USED_REFERENCE = Prepared(union_all(_reference_query(CardOrder), _reference_que
 
 # Either unique constraint (orderId, externalId) refuses the row: no savepoint, no exception on the path.
 _ADD_ORDER = Prepared(
-    lambda dialect: _insert(dialect)(CardOrder)
+    lambda dialect: dialect_insert(dialect, CardOrder)
     .values(binds(CardOrder))
     .on_conflict_do_nothing()
     .returning(CardOrder.id)
@@ -47,7 +40,7 @@ _ADD_ORDER = Prepared(
 
 _KEY_COLUMNS = ("merchant_id", "key", "request_hash", "status", "created_at", "expires_at")
 _ADD_KEY = Prepared(
-    lambda dialect: _insert(dialect)(CardIdempotencyKey)
+    lambda dialect: dialect_insert(dialect, CardIdempotencyKey)
     .values(binds(CardIdempotencyKey, _KEY_COLUMNS))
     .on_conflict_do_nothing(index_elements=["merchant_id", "key"])
     .returning(CardIdempotencyKey.id)

@@ -14,11 +14,9 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, select
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from kasir.prepared import Prepared, binds
+from kasir.prepared import Prepared, binds, dialect_insert
 from kasir.wallet.models import WalletRefund, WalletTransaction
 from kasir.wallet.states import WalletStatus
 
@@ -70,7 +68,7 @@ TRANSACTION_COLUMNS = tuple(field.name for field in fields(TransactionRow))
 # The unique (merchant_id, external_id) refuses a reused external_id: no savepoint, no exception.
 _ADD_TRANSACTION = Prepared(
     lambda dialect: (
-        (postgresql_insert if dialect == "postgresql" else sqlite_insert)(WalletTransaction)
+        dialect_insert(dialect, WalletTransaction)
         .values(binds(WalletTransaction, TRANSACTION_COLUMNS))
         .on_conflict_do_nothing()
         .returning(WalletTransaction.id)
