@@ -16,7 +16,6 @@ same unit of work; the delivery engine signs it (decisions.md §3.6) and sends i
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -53,10 +52,9 @@ from kasir.errors import (
 )
 from kasir.kit.clock import clock, isoformat_seconds
 from kasir.kit.ids import new_id
+from kasir.kit.logs import annotate_request
 from kasir.kit.money import format_snap_amount
 from kasir.snap.headers import parse_json_body
-
-log = logging.getLogger("kasir.bnpl")
 
 VALIDITY = timedelta(hours=24)  # interface.md: default validity 24 hours
 PAYMENT_CHANNEL = "KASIR_BNPL"
@@ -215,7 +213,7 @@ class BnplService:
         )
         if not added:
             raise DuplicatePartnerReference()
-        log.info("bnpl checkout created", extra={"reference_no": tx.id, "merchant_id": caller.merchant_id})
+        annotate_request(reference_no=tx.id, merchant_id=caller.merchant_id)
         return tx
 
     # --- approval page (staging) ------------------------------------------------------

@@ -336,7 +336,7 @@ class CardService:
                 for e in error.field_errors()
             ]
             raise
-        log.info("card charge paid by wallet", extra={"transaction_id": tx.id, "merchant_id": caller.merchant.id})
+        annotate_request(transaction_id=tx.id, merchant_id=caller.merchant.id)
         return ChargeOutcome(tx.id, tx.external_id, "PENDING", payment_url(tx))
 
     # --- idempotency (decisions.md §7) --------------------------------------------------

@@ -27,7 +27,6 @@ with header and query parameter `svc-signature` (decisions.md §3.5).
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
@@ -43,6 +42,7 @@ from kasir.db import Database, each_in_own_unit_of_work
 from kasir.errors import Conflict, InvalidFieldFormat, InvalidMandatoryField, NotFound
 from kasir.kit.clock import JAKARTA, clock, isoformat_millis
 from kasir.kit.ids import new_id, random_token
+from kasir.kit.logs import annotate_request
 from kasir.merchants.models import Merchant
 from kasir.merchants.service import merchant_service
 from kasir.wallet.models import WalletRefund, WalletTransaction
@@ -65,8 +65,6 @@ from kasir.wallet.states import (
     check_transition,
     transition,
 )
-
-log = logging.getLogger("kasir.wallet")
 
 CURRENCY = "IDR"
 PAYMENT_METHOD = "WALLET"  # interface.md: the callback's payment_method
@@ -236,7 +234,7 @@ class WalletService:
         # The unique (merchant_id, external_id) refuses a reused external_id, races included.
         if not await wallet_repository.add_transaction(session, row_values(tx)):
             raise DuplicateExternalId()
-        log.info("wallet transaction created", extra={"transaction_id": tx.id, "merchant_id": merchant.id})
+        annotate_request(transaction_id=tx.id, merchant_id=merchant.id)
         return tx
 
     # --- lookups -------------------------------------------------------------------
