@@ -17,6 +17,7 @@ from tests.card.helpers import (
     APPROVED,
     APPROVED_MC,
     CHALLENGE,
+    CHARGE,
     DECLINED,
     EXPIRED_CARD,
     INSUFFICIENT,
@@ -236,3 +237,16 @@ async def test_callbacks_follow_the_payment_page_acceptance_rule(
     assert callback.last_error == "HTTP 200 not accepted"
     async with app.state.database.unit_of_work() as session:  # no retry may reach a later test's receiver
         await session.execute(update(Callback).where(Callback.id == callback.id).values(status="failed"))
+
+
+async def test_the_request_log_line_names_the_order_it_created(
+    app: FastAPI, client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    merchant = await make_merchant(app)
+    with caplog.at_level("INFO", logger="kasir.request"):
+        response = await post_charge(client, merchant, charge_body(mode="OPEN"))
+    assert response.status_code == 200, response.text
+    lines = [r for r in caplog.records if r.name == "kasir.request" and getattr(r, "route", "") == CHARGE]
+    assert len(lines) == 1
+    assert lines[0].transaction_id == response.json()["data"]["transactionId"]  # type: ignore[attr-defined]
+    assert lines[0].merchant_id == merchant.id  # type: ignore[attr-defined]
