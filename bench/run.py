@@ -1,11 +1,12 @@
 """`make bench`: throughput, latency and memory of Kasir's endpoints, and callback delivery.
 
 Starts Kasir as an operator would (uvicorn, staging, SQLite unless BENCH_DB=postgres,
-BENCH_WORKERS server processes), creates its merchant, and drives load with wrk from a
+BENCH_WORKERS server processes, BENCH_LOOP event loop), creates its merchant, and drives load with wrk from a
 separate process on 127.0.0.1 at concurrency 1, 16 and 64 for BENCH_SECONDS each. Requests
 that must be unique or signed are built beforehand (bench/scenarios.py) so the generator
 only replays bytes. Every endpoint is also reported as a ratio to /bench/ceiling measured
-in the same run. Writes bench/results/<date>.md and .json.
+in the same run. Writes bench/results/<date>.md and .json (a suffix names what differs from
+the default run: database, processes, loop, or `-partial` when BENCH_ONLY picks scenarios).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from bench.scenarios import SCENARIOS, BenchContext, Scenario  # noqa: E402
 
 BENCH_DB = os.environ.get("BENCH_DB", "sqlite")
 BENCH_WORKERS = int(os.environ.get("BENCH_WORKERS", "1"))
+BENCH_LOOP = os.environ.get("BENCH_LOOP", "asyncio")
 SECONDS = int(os.environ.get("BENCH_SECONDS", "8"))
 CONCURRENCY = [int(c) for c in os.environ.get("BENCH_CONCURRENCY", "1,16,64").split(",")]
 ONLY = [s for s in os.environ.get("BENCH_ONLY", "").split(",") if s]
@@ -108,7 +110,17 @@ class Server:
 
     def start(self, log: Path) -> None:
         self.process = subprocess.Popen(
-            [str(BIN / "kasir"), "serve", "--port", str(self.port), "--workers", str(BENCH_WORKERS), *self.args],
+            [
+                str(BIN / "kasir"),
+                "serve",
+                "--port",
+                str(self.port),
+                "--workers",
+                str(BENCH_WORKERS),
+                "--loop",
+                BENCH_LOOP,
+                *self.args,
+            ],
             env=self.env,
             stdout=log.open("ab"),
             stderr=subprocess.STDOUT,
@@ -211,6 +223,7 @@ def machine() -> dict[str, Any]:
         "wrk": wrk,
         "database": BENCH_DB,
         "server_processes": BENCH_WORKERS,
+        "event_loop": BENCH_LOOP,
         "seconds_per_run": SECONDS,
     }
 
@@ -288,6 +301,8 @@ def write_report(report: dict[str, Any]) -> None:
     out.mkdir(parents=True, exist_ok=True)
     stem = datetime.now(UTC).strftime("%Y-%m-%d")
     suffix = "" if BENCH_DB == "sqlite" and BENCH_WORKERS == 1 else f"-{BENCH_DB}-w{BENCH_WORKERS}"
+    suffix += "" if BENCH_LOOP == "asyncio" else f"-{BENCH_LOOP}"
+    suffix += "-partial" if ONLY else ""  # never over the full report of the day
     (out / f"{stem}{suffix}.json").write_text(json.dumps(report, indent=2) + "\n")
     m = report["machine"]
     lines = [
@@ -295,7 +310,8 @@ def write_report(report: dict[str, Any]) -> None:
         "",
         f"{m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB; Python {m['python']}, FastAPI {m['fastapi']}, "
         f"SQLAlchemy {m['sqlalchemy']}, uvicorn {m['uvicorn']}, {m['wrk']}; database {m['database']}, "
-        f"{m['server_processes']} server process(es), {m['seconds_per_run']:g} s per run.",
+        f"{m['server_processes']} server process(es), {m.get('event_loop', 'uvloop')} event loop, "
+        f"{m['seconds_per_run']:g} s per run.",
         "",
         "| scenario | conc. | req/s | × ceiling | p50 ms | p99 ms | p99.9 ms | errors | wrk CPU |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|",

@@ -6,6 +6,7 @@ import asyncio
 import json
 import os
 import shlex
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -17,10 +18,22 @@ from kasir.callbacks.cli import callbacks_app, worker
 from kasir.cli_support import console, fail, run_in_session
 from kasir.config import get_settings
 from kasir.db import Database, SchemaBehind, check_schema, current_revision, head_revision, upgrade_schema
+from kasir.kit.http_server import NoDelayHttpToolsProtocol
 from kasir.merchants.cli import credentials_json, keygen, merchant_app, write_key_pair
 from kasir.merchants.service import MerchantCredentials, merchant_service
 
 app = typer.Typer(help="Kasir payment platform.", no_args_is_help=True, pretty_exceptions_enable=False)
+
+
+class EventLoop(StrEnum):
+    """The server's event loop. asyncio by default: under load uvloop (0.23, on Linux) serves some
+    connections hundreds of milliseconds late while others go round many times (p99 ~10x asyncio's,
+    bench/results/2026-11-23-loops.md), for no throughput gained on Kasir's endpoints."""
+
+    ASYNCIO = "asyncio"
+    UVLOOP = "uvloop"
+
+
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(merchant_app, name="merchant")
@@ -73,6 +86,7 @@ def serve(
     worker: Annotated[
         bool, typer.Option("--worker/--no-worker", help="Run the callback worker inside the server")
     ] = True,
+    loop: Annotated[EventLoop, typer.Option(help="Event loop: asyncio (even latency) or uvloop")] = EventLoop.ASYNCIO,
 ) -> None:
     """Serve the HTTP API (uvicorn)."""
     settings = get_settings()
@@ -96,6 +110,8 @@ def serve(
         host=host,
         port=port,
         workers=workers,
+        loop=loop.value,
+        http=NoDelayHttpToolsProtocol,
         log_config=None,
         access_log=False,
         server_header=False,

@@ -24,6 +24,7 @@ from typing import Annotated, Any
 from fastapi import Depends
 from sqlalchemy import DateTime, MetaData, event, text
 from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.exc import OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 from sqlalchemy.orm import DeclarativeBase, Session
 from sqlalchemy.types import TypeDecorator
@@ -32,6 +33,7 @@ from starlette.requests import Request
 
 from kasir.config import Settings
 from kasir.kit.sqlite_inline import inline_connector
+from kasir.kit.sqlite_turns import WriterTurns
 
 log = logging.getLogger("kasir.db")
 
@@ -142,6 +144,7 @@ class Database:
 
     group: GroupCommit | None = None
     inline_sqlite = False
+    _turns: WriterTurns | None = None
 
     def __init__(self, settings: Settings) -> None:
         self.url = settings.resolved_database_url
@@ -160,7 +163,10 @@ class Database:
             kwargs.update(pool_size=settings.db_pool_size, max_overflow=settings.db_pool_size, pool_pre_ping=True)
         self.engine: AsyncEngine = create_async_engine(self.url, **kwargs)
         if self.is_sqlite:
-            _configure_sqlite(self.engine, busy_timeout_ms=0 if self.inline_sqlite else int(SQLITE_BUSY_SECONDS * 1000))
+            busy_timeout_ms = 0 if self.inline_sqlite else int(SQLITE_BUSY_SECONDS * 1000)
+            # Processes sharing the file take turns at its write lock (inline driver: the one that serves).
+            self._turns = WriterTurns(path) if self.inline_sqlite else None
+            _configure_sqlite(self.engine, busy_timeout_ms=busy_timeout_ms, turns=self._turns)
         self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
         if self.inline_sqlite and settings.sqlite_group_commit:
             self.group = GroupCommit(self.engine, max_batch=settings.sqlite_group_commit_max)
@@ -236,6 +242,8 @@ class Database:
         if self.group is not None:
             await self.group.close()
         await self.engine.dispose()
+        if self._turns is not None:
+            self._turns.close()
 
 
 async def run_after_commit(session: AsyncSession) -> None:
@@ -256,12 +264,13 @@ def _ensure_sqlite_dir(url: str) -> str:
     return path or ":memory:"
 
 
-def _configure_sqlite(engine: AsyncEngine, *, busy_timeout_ms: int) -> None:
+def _configure_sqlite(engine: AsyncEngine, *, busy_timeout_ms: int, turns: WriterTurns | None) -> None:
     # One writer at a time is SQLite's rule. Writers of this process queue on a FIFO lock taken
     # just before BEGIN IMMEDIATE and released when the connection returns to the pool, instead
-    # of polling SQLite's busy handler (which sleeps up to 100 ms between tries). Writers of
-    # other processes still meet the busy timeout.
-    write_lock = _LoopLocalLock()
+    # of polling SQLite's busy handler (which sleeps up to 100 ms between tries). With `turns`,
+    # the holder of that lock then waits for its process's turn among the processes sharing the
+    # file (kasir.kit.sqlite_turns), and gives the turn back when it gives back the lock.
+    write_lock = _ProcessWriteLock(turns)
 
     @event.listens_for(engine.sync_engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
@@ -282,6 +291,11 @@ def _configure_sqlite(engine: AsyncEngine, *, busy_timeout_ms: int) -> None:
         if mode == "IMMEDIATE" and not record_info.get("holds_write_lock"):
             await_only(write_lock.acquire())
             record_info["holds_write_lock"] = True
+            try:
+                await_only(write_lock.take_turn())
+            except BaseException:
+                _release(record_info, write_lock)
+                raise
         try:
             connection.exec_driver_sql(f"BEGIN {mode}")
         except BaseException:
@@ -558,7 +572,7 @@ def _commit_sqlite(connection: sqlite3.Connection) -> None:
         delay = min(delay * 2, 0.05)
 
 
-def _release(record_info: dict[str, Any], lock: _LoopLocalLock) -> None:
+def _release(record_info: dict[str, Any], lock: _ProcessWriteLock) -> None:
     if record_info.pop("holds_write_lock", False):
         lock.release()
 
@@ -589,6 +603,28 @@ class _LoopLocalLock:
             return
         if lock.locked():
             lock.release()
+
+
+class _ProcessWriteLock(_LoopLocalLock):
+    """The process's write lock, and with it the process's turn among those sharing the file."""
+
+    def __init__(self, turns: WriterTurns | None) -> None:
+        super().__init__()
+        self.turns = turns
+
+    async def take_turn(self) -> None:
+        if self.turns is None:
+            return
+        try:
+            await self.turns.take(timeout=SQLITE_BUSY_SECONDS)
+        except TimeoutError:
+            message = f"database is locked: another process kept the write turn {SQLITE_BUSY_SECONDS:g} s"
+            raise OperationalError("BEGIN IMMEDIATE", None, sqlite3.OperationalError(message)) from None
+
+    def release(self) -> None:
+        if self.turns is not None:
+            self.turns.give_back()
+        super().release()
 
 
 def _read_connection(database: Database) -> Any:
