@@ -26,9 +26,10 @@ app = typer.Typer(help="Kasir payment platform.", no_args_is_help=True, pretty_e
 
 
 class EventLoop(StrEnum):
-    """The server's event loop. asyncio by default: under load uvloop (0.23, on Linux) serves some
-    connections hundreds of milliseconds late while others go round many times (p99 ~10x asyncio's,
-    bench/results/2026-11-23-loops.md), for no throughput gained on Kasir's endpoints."""
+    """The server's event loop. asyncio by default: under load uvloop (0.23, Linux) answers some
+    connections hundreds of milliseconds late while it serves others again and again (64
+    connections, one process: p99 200-670 ms against asyncio's 32-48 ms, for the same
+    throughput; with a bare asyncio.Protocol server too, so it is uvloop's, not Kasir's)."""
 
     ASYNCIO = "asyncio"
     UVLOOP = "uvloop"
