@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.callbacks.cli import callbacks_app, worker
 from kasir.cli_support import console, fail, run_in_session
-from kasir.config import get_settings
+from kasir.config import configure, get_settings
 from kasir.db import Database, SchemaBehind, check_schema, current_revision, head_revision, upgrade_schema
 from kasir.kit.http_server import NoDelayHttpToolsProtocol
 from kasir.merchants.cli import credentials_json, keygen, merchant_app, write_key_pair
@@ -85,11 +85,20 @@ def serve(
     port: Annotated[int, typer.Option(help="Port to listen on")] = 8000,
     workers: Annotated[int, typer.Option(help="Server processes")] = 1,
     worker: Annotated[
-        bool, typer.Option("--worker/--no-worker", help="Run the callback worker inside the server")
-    ] = True,
+        bool | None,
+        typer.Option(
+            "--worker/--no-worker",
+            help="Run the callback worker inside the server (default: KASIR_EMBEDDED_WORKER, true)",
+        ),
+    ] = None,
     loop: Annotated[EventLoop, typer.Option(help="Event loop: asyncio (even latency) or uvloop")] = EventLoop.ASYNCIO,
 ) -> None:
     """Serve the HTTP API (uvicorn)."""
+    if worker is not None:
+        # Before the settings are read: one process serves the app with this process's settings,
+        # the processes of --workers N read the environment afresh.
+        os.environ["KASIR_EMBEDDED_WORKER"] = "true" if worker else "false"
+        configure(None)
     settings = get_settings()
 
     async def check() -> None:
@@ -103,7 +112,6 @@ def serve(
         asyncio.run(check())
     except SchemaBehind as exc:
         fail(str(exc))
-    os.environ["KASIR_EMBEDDED_WORKER"] = "true" if worker else "false"
     console.print(f"Kasir {settings.env} on http://{host}:{port} (database {_describe_url(settings)})")
     uvicorn.run(
         "kasir.app:create_app",

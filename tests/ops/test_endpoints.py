@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from kasir.app import create_app
 from kasir.config import Settings
 from kasir.db import Database, current_revision, head_revision
 from tests.support.postgres import PostgresCluster
+from tests.support.server import ServedKasir
 
 
 async def test_healthz_and_readyz(client):
@@ -89,3 +91,30 @@ async def test_openapi_documents_token_headers_and_errors(client):
     body_schema = operation["requestBody"]["content"]["application/json"]["schema"]
     assert "grantType" in body_schema["properties"]
     assert "/api/v1.0/access-token/b2b" in document["paths"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("args", "env_value", "embedded"),
+    [
+        ((), None, True),
+        (("--no-worker",), None, False),
+        ((), "false", False),
+        (("--worker",), "false", True),
+    ],
+)
+async def test_serve_runs_the_callback_worker_as_the_flag_or_else_the_setting_says(
+    settings_env, migrated, tmp_path: Path, args: tuple[str, ...], env_value: str | None, embedded: bool
+):
+    env = {**settings_env, "KASIR_DATA_DIR": str(tmp_path)}
+    env.pop("KASIR_EMBEDDED_WORKER", None)
+    if env_value is not None:
+        env["KASIR_EMBEDDED_WORKER"] = env_value
+    server = ServedKasir(env, args=args)
+    await asyncio.to_thread(server.start)
+    try:
+        async with httpx.AsyncClient(base_url=server.base_url) as client:
+            assert (await client.get("/readyz")).status_code == 200  # the app has started up
+    finally:
+        await asyncio.to_thread(server.stop)
+    assert ('"callback worker started"' in server.log()) is embedded

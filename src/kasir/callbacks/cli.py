@@ -18,6 +18,7 @@ from kasir.callbacks.worker import run_worker_until_signalled
 from kasir.cli_support import console, fail, run_in_session
 from kasir.config import get_settings
 from kasir.db import Database, SchemaBehind, check_schema
+from kasir.kit.logs import configure_logging
 
 callbacks_app = typer.Typer(help="Inspect and replay callbacks.", no_args_is_help=True)
 
@@ -25,8 +26,11 @@ callbacks_app = typer.Typer(help="Inspect and replay callbacks.", no_args_is_hel
 def worker() -> None:
     """Deliver callbacks and run expiries as a separate process (SIGTERM finishes in-flight attempts)."""
 
+    settings = get_settings()
+    # The same JSON lines as `kasir serve` (its app configures them): every attempt, every failure.
+    configure_logging(settings.log_level, settings.log_format)
+
     async def main() -> None:
-        settings = get_settings()
         database = Database(settings)
         try:
             await check_schema(database)
