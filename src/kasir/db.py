@@ -165,7 +165,7 @@ class Database:
         if self.is_sqlite:
             busy_timeout_ms = 0 if self.inline_sqlite else int(SQLITE_BUSY_SECONDS * 1000)
             # Processes sharing the file take turns at its write lock (inline driver: the one that serves).
-            self._turns = WriterTurns(path) if self.inline_sqlite and not __import__("os").environ.get("NOTURNS") else None
+            self._turns = WriterTurns(path) if self.inline_sqlite else None
             _configure_sqlite(self.engine, busy_timeout_ms=busy_timeout_ms, turns=self._turns)
         self.sessionmaker = async_sessionmaker(self.engine, expire_on_commit=False)
         if self.inline_sqlite and settings.sqlite_group_commit:

@@ -38,13 +38,13 @@ async def isolated(settings, tmp_path: Path, postgres):
 
 
 class WorkerProcess:
-    def __init__(self, settings_env: dict[str, str], url: str, log_path: Path) -> None:
+    def __init__(self, settings_env: dict[str, str], url: str, log_path: Path, *, poll_seconds: float = 0.1) -> None:
         env = {
             **settings_env,
             "KASIR_DATABASE_URL": url,
             "KASIR_CALLBACK_LEASE_SECONDS": "3",
             "KASIR_CALLBACK_TIMEOUT_SECONDS": "2",
-            "KASIR_CALLBACK_POLL_SECONDS": "0.1",
+            "KASIR_CALLBACK_POLL_SECONDS": str(poll_seconds),
         }
         self.log = log_path.open("wb")
         self.process = subprocess.Popen(
@@ -154,3 +154,24 @@ async def _delivering(database: Database) -> bool:
 
 async def _all_delivered(database: Database, total: int) -> bool:
     return (await statuses(database))["delivered"] == total
+
+
+async def test_a_commit_in_another_process_wakes_an_idle_worker_at_once(isolated, settings_env, receiver, tmp_path):
+    """PostgreSQL: NOTIFY; a SQLite file: a byte to each worker's socket. Either way, not the 60 s poll."""
+    database, url, merchant_id = isolated
+    worker = WorkerProcess(settings_env, url, tmp_path / "w.log", poll_seconds=60)
+    try:
+        await wait_until(lambda: _log_says(worker, "callback worker started"), timeout=30)
+        await asyncio.sleep(0.5)  # its first poll is over: from now on it sleeps until woken
+        for n in range(3):
+            await record(database, merchant_id=merchant_id, url=receiver.url(), transaction_ref=f"TX-{n}")
+            await wait_until(lambda n=n: _all_delivered(database, n + 1), timeout=10)
+    finally:
+        worker.signal(signal.SIGTERM)
+        assert await worker.wait() == 0
+    assert '"callback attempt"' in (tmp_path / "w.log").read_text()  # its own JSON lines, as the server's
+
+
+async def _log_says(worker: WorkerProcess, text: str) -> bool:
+    worker.log.flush()
+    return text in Path(worker.log.name).read_text()

@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from kasir.callbacks.models import Callback, CallbackAttempt, CallbackKind, CallbackStatus
 from kasir.callbacks.policies import POLICIES
 from kasir.callbacks.repository import callback_repository
-from kasir.callbacks.wakeup import NOTIFY_CHANNEL, wake_dispatcher
+from kasir.callbacks.wakeup import NOTIFY_CHANNEL, wake_directory, wake_dispatcher
 from kasir.db import dialect_name, on_commit
 from kasir.errors import NotFound
 from kasir.kit.clock import clock
@@ -63,7 +63,9 @@ class CallbackOutbox:
             created_at=clock.now(),
         )
         await callback_repository.add(session, callback)
-        on_commit(session, wake_dispatcher)
+        sqlite_file = session.bind.url.database if dialect_name(session) == "sqlite" else None  # type: ignore[union-attr]
+        directory = wake_directory(sqlite_file) if sqlite_file and sqlite_file != ":memory:" else None
+        on_commit(session, lambda: wake_dispatcher(directory))
         if dialect_name(session) == "postgresql":
             # Delivered to LISTENing workers at commit, never on rollback.
             await session.execute(text(f"NOTIFY {NOTIFY_CHANNEL}"))

@@ -1,8 +1,25 @@
-"""In-process wake-up of the delivery engine after a commit that recorded callbacks."""
+"""Waking the delivery engine after a commit that recorded callbacks.
+
+- In the process: every worker subscribed here (the embedded one) is woken at once.
+- In other processes: on PostgreSQL, `NOTIFY kasir_callbacks` at commit (workers LISTEN). On
+  a SQLite file, each worker process listens on a Unix datagram socket in a directory named
+  after the file (`wake_directory`), and a commit sends one byte to every socket there. A
+  byte that cannot be sent (a full queue: that worker is already woken; a socket without a
+  listener: a worker that died) is dropped, so a commit never waits for a worker; a worker
+  that misses one still polls every KASIR_CALLBACK_POLL_SECONDS.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import hashlib
+import os
+import secrets
+import socket
+import tempfile
 from collections.abc import Callable
+from pathlib import Path
 
 NOTIFY_CHANNEL = "kasir_callbacks"  # PostgreSQL LISTEN/NOTIFY channel of other processes' workers
 
@@ -14,6 +31,76 @@ def subscribe(listener: Callable[[], None]) -> Callable[[], None]:
     return lambda: _listeners.remove(listener)
 
 
-def wake_dispatcher() -> None:
+def wake_dispatcher(wake_directory: Path | None = None) -> None:
     for listener in list(_listeners):
         listener()
+    if wake_directory is not None:
+        _wake_other_processes(wake_directory)
+
+
+def wake_directory(sqlite_path: str) -> Path:
+    """Where the workers of one SQLite file listen: short, as a Unix socket's path must be (108 bytes)."""
+    digest = hashlib.sha256(os.path.realpath(sqlite_path).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"kasir-wake-{digest}"
+
+
+_sender: socket.socket | None = None
+
+
+def _wake_other_processes(directory: Path) -> None:
+    global _sender
+    try:
+        entries = list(os.scandir(directory))
+    except FileNotFoundError:
+        return  # no worker has listened yet
+    if _sender is None:
+        _sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        _sender.setblocking(False)
+    for entry in entries:
+        try:
+            _sender.sendto(b"\0", entry.path)
+        except BlockingIOError:
+            pass  # its queue is full of wake-ups already
+        except (ConnectionRefusedError, FileNotFoundError):
+            with contextlib.suppress(OSError):
+                os.unlink(entry.path)  # nobody listens there any more (a worker that was killed)
+        except OSError:
+            pass  # never fail a commit's after-actions over a wake-up; polling catches up
+
+
+class WakeSocket:
+    """A worker process's socket in `directory`: every byte received calls `on_wake`."""
+
+    def __init__(self, directory: Path, on_wake: Callable[[], None]) -> None:
+        self.directory = directory
+        self.path = directory / f"{os.getpid()}-{secrets.token_hex(4)}"
+        self._on_wake = on_wake
+        self._socket: socket.socket | None = None
+
+    def open(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.directory.mkdir(mode=0o700, exist_ok=True)
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        try:
+            sock.setblocking(False)
+            sock.bind(str(self.path))
+        except OSError:
+            sock.close()
+            raise
+        self._socket = sock
+        loop.add_reader(sock.fileno(), self._readable)
+
+    def _readable(self) -> None:
+        assert self._socket is not None
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                self._socket.recv(64)
+        self._on_wake()
+
+    def close(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._socket is None:
+            return
+        loop.remove_reader(self._socket.fileno())
+        self._socket.close()
+        self._socket = None
+        with contextlib.suppress(OSError):
+            self.path.unlink()

@@ -23,7 +23,7 @@ import httpx
 from sqlalchemy.engine import make_url
 
 from kasir.callbacks.dispatcher import ClaimedCallback, claim_due, record_attempt, send_attempt
-from kasir.callbacks.wakeup import NOTIFY_CHANNEL, subscribe
+from kasir.callbacks.wakeup import NOTIFY_CHANNEL, WakeSocket, subscribe, wake_directory
 from kasir.config import Settings
 from kasir.db import Database
 
@@ -93,6 +93,7 @@ class DeliveryWorker:
     async def run(self) -> None:
         self._loop = asyncio.get_running_loop()
         unsubscribe = subscribe(self.wake)
+        wake_socket = self._open_wake_socket()
         background = [asyncio.create_task(self._expiry_scheduler())]
         if not self.database.is_sqlite:
             background.append(asyncio.create_task(self._listen()))
@@ -117,6 +118,8 @@ class DeliveryWorker:
                     await asyncio.wait_for(self._wake.wait(), self.settings.callback_poll_seconds)
         finally:
             unsubscribe()
+            if wake_socket is not None:
+                wake_socket.close(self._loop)
             # The expiry scheduler ends its current pass by itself (`_stopping`): cancelling it inside a
             # database transaction could strand the SQLite write lock that in-flight attempts still need.
             for task in background[1:]:
@@ -126,6 +129,20 @@ class DeliveryWorker:
                 await asyncio.gather(*self._inflight, return_exceptions=True)
             await self._http.aclose()
             log.info("callback worker stopped", extra={"worker": self.name})
+
+    def _open_wake_socket(self) -> WakeSocket | None:
+        """On a SQLite file: where commits of other processes wake this worker (kasir.callbacks.wakeup)."""
+        sqlite_file = make_url(self.database.url).database if self.database.is_sqlite else None
+        if not sqlite_file or sqlite_file == ":memory:":
+            return None
+        assert self._loop is not None
+        wake_socket = WakeSocket(wake_directory(sqlite_file), self.wake)
+        try:
+            wake_socket.open(self._loop)
+        except OSError:
+            log.warning("no wake-up socket; polling every %s s", self.settings.callback_poll_seconds, exc_info=True)
+            return None
+        return wake_socket
 
     async def _deliver(self, callback: ClaimedCallback) -> None:
         try:
