@@ -29,6 +29,14 @@ def test_a_line_has_the_extras_and_not_the_record_internals():
     assert "pathname" not in line
 
 
+def test_uvicorn_colour_copy_of_a_message_is_left_out():
+    record = logging.LogRecord("uvicorn.error", logging.INFO, __file__, 1, "Started server process [%d]", (7,), None)
+    record.color_message = "Started server process [\x1b[36m%d\x1b[0m]"
+    line = json.loads(JsonFormatter().format(record))
+    assert line["message"] == "Started server process [7]"
+    assert "color_message" not in line
+
+
 def test_annotations_go_to_the_current_request_only():
     annotate_request(ignored="outside any request")  # no request: nothing to annotate, no error
     fields, token = start_request_fields()

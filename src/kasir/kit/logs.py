@@ -38,7 +38,8 @@ def end_request_fields(token: Token[dict[str, Any] | None]) -> None:
     _request_fields.reset(token)
 
 
-_RESERVED = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
+# color_message: uvicorn's copy of its message with terminal colour codes, noise in a JSON line.
+_RESERVED = frozenset(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime", "color_message"}
 _encode = json.JSONEncoder(default=str, ensure_ascii=False).encode
 
 
@@ -88,7 +89,8 @@ def configure_logging(level: str = "INFO", format: str = "json") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     # httpx logs every request URL at INFO, and wallet callback URLs carry their signature.
-    for name in ("httpx", "httpcore"):
+    # alembic.runtime.plugins: seven "setup plugin" lines whenever a process checks the schema version.
+    for name in ("httpx", "httpcore", "alembic.runtime.plugins"):
         logging.getLogger(name).setLevel(logging.WARNING)
     # uvicorn's access log would repeat our request line without the request id.
     logging.getLogger("uvicorn.access").disabled = True
