@@ -24,6 +24,7 @@ probe = Table(
     Column("name", String(32), unique=True, nullable=False),
     Column("at", UTCDateTime(), nullable=False),
     Column("n", Integer, nullable=False),
+    Column("note", String(32), nullable=True),
 )
 
 ADD = Prepared(insert(probe).values(binds(probe, ("name", "at", "n"))).returning(probe.c.id))
@@ -36,6 +37,10 @@ ADD_UNLESS_TAKEN = Prepared(
 BY_NAME = Prepared(select(probe.c.id, probe.c.name, probe.c.at, probe.c.n).where(probe.c.name == bindparam("name")))
 FIRST_TWO = Prepared(select(probe.c.name).order_by(probe.c.id).limit(2))  # LIMIT's value is written in the statement
 BUMP = Prepared(update(probe).where(probe.c.n >= bindparam("least")).values(n=probe.c.n + 1))
+# In an UPDATE, a parameter may not be named as a column (SQLAlchemy reserves those for SET).
+SET_NOTE = Prepared(update(probe).where(probe.c.name == bindparam("of")).values(note=bindparam("new_note")))
+CLEAR_NOTE = Prepared(update(probe).where(probe.c.name == bindparam("of")).values(note=None))  # NULL in the statement
+NOTE = Prepared(select(probe.c.note).where(probe.c.name == bindparam("name")))
 
 
 @pytest.fixture
@@ -77,6 +82,15 @@ async def test_an_update_says_how_many_rows_it_changed(database: Database):
     assert changed == 2
     async with database.unit_of_work(read_only=True) as session:
         assert (await BY_NAME.first(session, name="z"))[3] == 10  # type: ignore[index]
+
+
+async def test_a_null_written_in_the_statement_needs_no_parameter(database: Database):
+    async with database.unit_of_work() as session:
+        await ADD.scalar(session, name="noted", at=datetime.now(UTC), n=1)
+        assert await SET_NOTE.execute(session, of="noted", new_note="remember") == 1
+        assert await NOTE.scalar(session, name="noted") == "remember"
+        assert await CLEAR_NOTE.execute(session, of="noted") == 1
+        assert await NOTE.scalar(session, name="noted") is None
 
 
 async def test_the_constraint_decides_and_the_error_is_sqlalchemys(database: Database):

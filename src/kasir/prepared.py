@@ -77,7 +77,7 @@ class Prepared:
         defaults = {
             name: compiled.binds[name].value
             for name in names
-            if not compiled.binds[name].required and compiled.binds[name].value is not None
+            if not compiled.binds[name].required  # a value written in the statement, None (NULL) included
         }
         bind = tuple(compiled.binds[name].type._cached_bind_processor(dialect) for name in names)
         result = tuple(

@@ -18,13 +18,14 @@ from datetime import timedelta
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
-from sqlalchemy import and_, exists, or_, select, update
+from sqlalchemy import and_, exists, or_, select
 from sqlalchemy.orm import aliased
 
 from kasir import __version__
 from kasir.callbacks import metrics
-from kasir.callbacks.models import Callback, CallbackAttempt, CallbackKind, CallbackStatus
+from kasir.callbacks.models import Callback, CallbackKind, CallbackStatus
 from kasir.callbacks.policies import POLICIES
+from kasir.callbacks.repository import callback_repository
 from kasir.callbacks.signing import SVC_SIGNATURE, snap_notify_headers, with_query_signature
 from kasir.callbacks.ssrf import UnsafeCallbackUrl, resolve_public
 from kasir.config import Settings
@@ -203,34 +204,30 @@ async def record_attempt(
             now + timedelta(seconds=retry_delay(settings, callback.attempt_number)),
         )
     async with database.unit_of_work() as session:
-        session.add(
-            CallbackAttempt(
-                callback_id=callback.id,
-                number=callback.attempt_number,
-                fence=callback.fence,
-                worker=worker,
-                started_at=now - timedelta(milliseconds=result.latency_ms),
-                latency_ms=result.latency_ms,
-                http_status=result.http_status,
-                error=result.error,
-                response_excerpt=result.excerpt,
-                accepted=result.accepted,
-            )
+        await callback_repository.add_attempt(
+            session,
+            callback_id=callback.id,
+            number=callback.attempt_number,
+            fence=callback.fence,
+            worker=worker,
+            started_at=now - timedelta(milliseconds=result.latency_ms),
+            latency_ms=result.latency_ms,
+            http_status=result.http_status,
+            error=result.error,
+            response_excerpt=result.excerpt,
+            accepted=result.accepted,
         )
-        outcome = await session.execute(
-            update(Callback)
-            .where(Callback.id == callback.id, Callback.fence == callback.fence)
-            .values(
-                status=status.value,
-                attempts_made=callback.attempt_number,
-                next_attempt_at=next_at,
-                lease_owner=None,
-                lease_expires_at=None,
-                delivered_at=now if result.accepted else None,
-                last_error=result.error,
-            )
+        recorded = await callback_repository.record_outcome(
+            session,
+            callback.id,
+            callback.fence,
+            status=status.value,
+            attempts_made=callback.attempt_number,
+            next_attempt_at=next_at,
+            delivered_at=now if result.accepted else None,
+            last_error=result.error,
         )
-    if outcome.rowcount == 0:  # type: ignore[attr-defined]
+    if not recorded:
         log.warning("callback lease lost before the result was written", extra={"callback_id": callback.id})
         return "lost"
     metrics.record(callback.kind.value, status.value, result.latency_ms, callback.created_at_unix, now.timestamp())

@@ -1,17 +1,48 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import bindparam, func, insert, null, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.callbacks.models import Callback, CallbackAttempt
+from kasir.prepared import Prepared, binds
+
+# Every attempt writes these two (kasir.prepared: compiled once, no ORM unit of work per attempt).
+_ATTEMPT_COLUMNS = (
+    "callback_id",
+    "number",
+    "fence",
+    "worker",
+    "started_at",
+    "latency_ms",
+    "http_status",
+    "error",
+    "response_excerpt",
+    "accepted",
+)
+_ADD_ATTEMPT = Prepared(insert(CallbackAttempt).values(binds(CallbackAttempt, _ATTEMPT_COLUMNS)))
+_OUTCOME_COLUMNS = ("status", "attempts_made", "next_attempt_at", "delivered_at", "last_error")
+_RECORD_OUTCOME = Prepared(
+    update(Callback)
+    .where(Callback.id == bindparam("callback_id"), Callback.fence == bindparam("held_fence"))
+    .values(lease_owner=null(), lease_expires_at=null(), **binds(Callback, _OUTCOME_COLUMNS))
+)
 
 
 class CallbackRepository:
     async def add(self, session: AsyncSession, callback: Callback) -> None:
         session.add(callback)
         await session.flush()
+
+    async def add_attempt(self, session: AsyncSession, **values: Any) -> None:
+        """One attempt as it went: every column of `_ATTEMPT_COLUMNS`."""
+        await _ADD_ATTEMPT.execute(session, **values)
+
+    async def record_outcome(self, session: AsyncSession, callback_id: int, fence: int, **values: Any) -> bool:
+        """The callback's state after an attempt, and its lease let go; False when the fence moved on."""
+        return await _RECORD_OUTCOME.execute(session, callback_id=callback_id, held_fence=fence, **values) == 1
 
     async def get(self, session: AsyncSession, callback_id: int) -> Callback | None:
         return await session.get(Callback, callback_id)

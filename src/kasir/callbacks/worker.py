@@ -178,6 +178,8 @@ class DeliveryWorker:
             try:
                 connection = await asyncpg.connect(dsn)
                 await connection.add_listener(NOTIFY_CHANNEL, lambda *_args: self.wake())
+                # A commit between the last claim and this LISTEN notified no one: claim once more.
+                self.wake()
                 while not connection.is_closed():
                     await asyncio.sleep(5)
             except asyncio.CancelledError:
