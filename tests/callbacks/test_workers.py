@@ -17,6 +17,7 @@ from kasir.db import Database, upgrade_schema
 from kasir.merchants.service import merchant_service
 from tests.callbacks.helpers import record
 from tests.support.builders import public_pem, rsa_key, unique_name
+from tests.support.process import end_with_parent
 from tests.support.receiver import Answer
 
 pytestmark = pytest.mark.slow
@@ -48,7 +49,11 @@ class WorkerProcess:
         }
         self.log = log_path.open("wb")
         self.process = subprocess.Popen(
-            [str(Path(sys.executable).parent / "kasir"), "worker"], env=env, stdout=self.log, stderr=subprocess.STDOUT
+            [str(Path(sys.executable).parent / "kasir"), "worker"],
+            env=env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            preexec_fn=end_with_parent,
         )
 
     def signal(self, signum: int) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import httpx
 
 from tests.support.postgres import free_port
+from tests.support.process import end_with_parent
 
 
 class ServedKasir:
@@ -30,6 +31,7 @@ class ServedKasir:
             env=self.env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
+            preexec_fn=end_with_parent,
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

@@ -1,0 +1,16 @@
+"""Subprocesses of the tests end with the test run, even when it is killed (no stray servers burning CPU)."""
+
+from __future__ import annotations
+
+import ctypes
+import signal
+
+_PR_SET_PDEATHSIG = 1
+
+
+def end_with_parent() -> None:
+    """A `preexec_fn`: the child gets SIGTERM when the process that started it dies (Linux).
+
+    Strictly, when the starting *thread* ends: start children from the test's own thread only.
+    """
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
