@@ -310,7 +310,7 @@ def write_report(report: dict[str, Any]) -> None:
         "",
         f"{m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB; Python {m['python']}, FastAPI {m['fastapi']}, "
         f"SQLAlchemy {m['sqlalchemy']}, uvicorn {m['uvicorn']}, {m['wrk']}; database {m['database']}, "
-        f"{m['server_processes']} server process(es), {m.get('event_loop', 'uvloop')} event loop, "
+        f"{m['server_processes']} server process(es), {m['event_loop']} event loop, "
         f"{m['seconds_per_run']:g} s per run.",
         "",
         "| scenario | conc. | req/s | × ceiling | p50 ms | p99 ms | p99.9 ms | errors | wrk CPU |",

@@ -11,6 +11,7 @@ from sqlalchemy import text
 
 from kasir.config import Settings
 from kasir.db import Database
+from tests.support.loop import LoopTicks
 
 
 @pytest.fixture
@@ -27,27 +28,20 @@ async def test_a_write_waits_for_another_process_and_the_loop_keeps_running(data
     db, path = database
     other_process = sqlite3.connect(path, isolation_level=None)  # stands for another kasir process
     other_process.execute("BEGIN IMMEDIATE")
-    ticks = 0
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            await asyncio.sleep(0.01)
-            ticks += 1
 
     async def write() -> None:
         async with db.unit_of_work() as session:
             await session.execute(text("INSERT INTO probe (x) VALUES (1)"))
 
-    ticking = asyncio.create_task(ticker())
+    ticks = LoopTicks()
     writing = asyncio.create_task(write())
     await asyncio.sleep(0.5)
     assert not writing.done()  # still waiting for the lock, not failed
-    assert ticks >= 20  # and the loop was free meanwhile (a blocking wait would leave ticks near 0)
+    assert ticks.count >= 20  # and the loop was free meanwhile (a blocking wait would leave ticks near 0)
     other_process.rollback()
     other_process.close()
     await asyncio.wait_for(writing, 5)
-    ticking.cancel()
+    ticks.stop()
     with sqlite3.connect(path) as reader:
         assert reader.execute("SELECT count(*) FROM probe").fetchone() == (1,)
 

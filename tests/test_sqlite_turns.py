@@ -16,6 +16,7 @@ from sqlalchemy.exc import OperationalError
 import kasir.db
 from kasir.config import Settings
 from kasir.db import Database
+from tests.support.loop import LoopTicks
 
 HOLD_THE_TURN = """
 import fcntl, os, sys
@@ -97,23 +98,15 @@ async def test_a_write_waits_for_the_other_process_s_turn_with_the_loop_free_and
     db, lock_path = database
     assert db.group is not None  # the served configuration: group commit on the inline driver
     other = other_process_holding(lock_path)
-    ticks = 0
-
-    async def ticker() -> None:
-        nonlocal ticks
-        while True:
-            await asyncio.sleep(0.01)
-            ticks += 1
-
-    ticking = asyncio.create_task(ticker())
+    ticks = LoopTicks()
     writing = asyncio.create_task(write(db, 1))
     await asyncio.sleep(0.5)
     assert not writing.done()  # waiting for its turn, not failed, not written past the other process
-    assert ticks >= 20  # the loop was free meanwhile
+    assert ticks.count >= 20  # the loop was free meanwhile
     assert await count(db) == 0  # reads do not take turns
     give_back(other)
     await asyncio.wait_for(writing, 5)
-    ticking.cancel()
+    ticks.stop()
     assert await count(db) == 1
     assert turn_is_free(lock_path)  # given back with the COMMIT
 

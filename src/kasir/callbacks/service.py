@@ -64,7 +64,7 @@ class CallbackOutbox:
         )
         await callback_repository.add(session, callback)
         sqlite_file = session.bind.url.database if dialect_name(session) == "sqlite" else None  # type: ignore[union-attr]
-        directory = wake_directory(sqlite_file) if sqlite_file and sqlite_file != ":memory:" else None
+        directory = wake_directory(sqlite_file)
         on_commit(session, lambda: wake_dispatcher(directory))
         if dialect_name(session) == "postgresql":
             # Delivered to LISTENing workers at commit, never on rollback.

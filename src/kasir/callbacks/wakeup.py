@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import os
 import secrets
@@ -38,9 +39,15 @@ def wake_dispatcher(wake_directory: Path | None = None) -> None:
         _wake_other_processes(wake_directory)
 
 
-def wake_directory(sqlite_path: str) -> Path:
-    """Where the workers of one SQLite file listen: short, as a Unix socket's path must be (108 bytes)."""
-    digest = hashlib.sha256(os.path.realpath(sqlite_path).encode()).hexdigest()[:16]
+@functools.cache  # every commit that records a callback asks: resolve the path once
+def wake_directory(sqlite_file: str | None) -> Path | None:
+    """Where the workers of one SQLite file listen (None for no file: PostgreSQL, an in-memory database).
+
+    Short, as a Unix socket's path must be (108 bytes).
+    """
+    if not sqlite_file or sqlite_file == ":memory:":
+        return None
+    digest = hashlib.sha256(os.path.realpath(sqlite_file).encode()).hexdigest()[:16]
     return Path(tempfile.gettempdir()) / f"kasir-wake-{digest}"
 
 

@@ -134,11 +134,11 @@ class DeliveryWorker:
 
     def _open_wake_socket(self) -> WakeSocket | None:
         """On a SQLite file: where commits of other processes wake this worker (kasir.callbacks.wakeup)."""
-        sqlite_file = make_url(self.database.url).database if self.database.is_sqlite else None
-        if not sqlite_file or sqlite_file == ":memory:":
+        directory = wake_directory(make_url(self.database.url).database) if self.database.is_sqlite else None
+        if directory is None:
             return None
         assert self._loop is not None
-        wake_socket = WakeSocket(wake_directory(sqlite_file), self.wake)
+        wake_socket = WakeSocket(directory, self.wake)
         try:
             wake_socket.open(self._loop)
         except OSError:

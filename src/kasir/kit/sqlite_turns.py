@@ -43,10 +43,6 @@ class WriterTurns:
             self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
         return self._fd
 
-    @property
-    def held(self) -> bool:
-        return self._held
-
     async def take(self, timeout: float) -> None:
         """Wait for this process's turn (at once when no other process is writing).
 
