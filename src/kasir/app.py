@@ -19,6 +19,7 @@ from kasir.config import Settings, configure, get_settings
 from kasir.db import Database, check_schema
 from kasir.errors import install_error_handlers
 from kasir.kit.logs import configure_logging
+from kasir.kit.routing import StaticPathIndex
 from kasir.middleware import RequestContextMiddleware
 from kasir.models import ROOMS
 from kasir.ops.endpoints import bench_router
@@ -92,6 +93,8 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
     add_routes(app, token_router)
     for router in product_routers():
         add_routes(app, router)
+    # Last: it indexes the routes above (the scan through them cost the card charge ~60 µs).
+    app.router.routes.insert(0, StaticPathIndex(app.router.routes))
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
