@@ -50,16 +50,6 @@ class CardValidationError(BadRequest):
 # --- field types ----------------------------------------------------------------------
 
 
-
-
-
-
-
-
-
-
-
-
 def _ip(value: str) -> str:
     try:
         ipaddress.ip_address(value)
