@@ -29,10 +29,12 @@ probe = Table(
 
 ADD = Prepared(insert(probe).values(binds(probe, ("name", "at", "n"))).returning(probe.c.id))
 ADD_UNLESS_TAKEN = Prepared(
-    lambda dialect: (postgresql_insert if dialect == "postgresql" else sqlite_insert)(probe)
-    .values(binds(probe, ("name", "at", "n")))
-    .on_conflict_do_nothing()
-    .returning(probe.c.id)
+    lambda dialect: (
+        (postgresql_insert if dialect == "postgresql" else sqlite_insert)(probe)
+        .values(binds(probe, ("name", "at", "n")))
+        .on_conflict_do_nothing()
+        .returning(probe.c.id)
+    )
 )
 BY_NAME = Prepared(select(probe.c.id, probe.c.name, probe.c.at, probe.c.n).where(probe.c.name == bindparam("name")))
 FIRST_TWO = Prepared(select(probe.c.name).order_by(probe.c.id).limit(2))  # LIMIT's value is written in the statement

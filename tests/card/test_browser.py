@@ -34,6 +34,7 @@ from tests.support.server import ServedKasir
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
+
 async def open_order(
     served: ServedKasir, merchant: builders.TestMerchant, receiver: CallbackReceiver, path: str, **kwargs: Any
 ) -> tuple[dict[str, Any], dict[str, Any]]:

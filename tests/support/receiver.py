@@ -1,10 +1,10 @@
 """A real HTTP receiver on 127.0.0.1 for callbacks, with programmable answers.
 
-    async with CallbackReceiver() as receiver:
-        receiver.answer(Answer(status=500), Answer(status=200))   # then the default
-        ... trigger a callback to receiver.url("/cb") ...
-        [request] = await receiver.wait_for(1)
-        request.headers["svc-signature"], request.json(), request.query["svc-signature"]
+async with CallbackReceiver() as receiver:
+    receiver.answer(Answer(status=500), Answer(status=200))   # then the default
+    ... trigger a callback to receiver.url("/cb") ...
+    [request] = await receiver.wait_for(1)
+    request.headers["svc-signature"], request.json(), request.query["svc-signature"]
 """
 
 from __future__ import annotations

@@ -16,9 +16,8 @@ from tests.wallet.helpers import check_callback, create, inquire, item
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-async def test_pay_in_the_browser(
-    app: FastAPI, served: ServedKasir, receiver: CallbackReceiver, chromium: Any
-) -> None:
+
+async def test_pay_in_the_browser(app: FastAPI, served: ServedKasir, receiver: CallbackReceiver, chromium: Any) -> None:
     merchant = await make_merchant(app)
     items = [item(40_000, 2, name="Sepatu Lari"), item(20_000, 1, item_id="shippingfee", name="Ongkir")]
     async with httpx.AsyncClient(base_url=served.base_url) as http:

@@ -32,18 +32,19 @@ _USED_REFERENCE = Prepared(union_all(_reference_query(CardOrder), _reference_que
 
 # Either unique constraint (orderId, externalId) refuses the row: no savepoint, no exception on the path.
 _ADD_ORDER = Prepared(
-    lambda dialect: dialect_insert(dialect, CardOrder)
-    .values(binds(CardOrder))
-    .on_conflict_do_nothing()
-    .returning(CardOrder.id)
+    lambda dialect: (
+        dialect_insert(dialect, CardOrder).values(binds(CardOrder)).on_conflict_do_nothing().returning(CardOrder.id)
+    )
 )
 
 _KEY_COLUMNS = ("merchant_id", "key", "request_hash", "status", "created_at", "expires_at")
 _ADD_KEY = Prepared(
-    lambda dialect: dialect_insert(dialect, CardIdempotencyKey)
-    .values(binds(CardIdempotencyKey, _KEY_COLUMNS))
-    .on_conflict_do_nothing(index_elements=["merchant_id", "key"])
-    .returning(CardIdempotencyKey.id)
+    lambda dialect: (
+        dialect_insert(dialect, CardIdempotencyKey)
+        .values(binds(CardIdempotencyKey, _KEY_COLUMNS))
+        .on_conflict_do_nothing(index_elements=["merchant_id", "key"])
+        .returning(CardIdempotencyKey.id)
+    )
 )
 _KEY = Prepared(
     select(

@@ -27,9 +27,7 @@ def _view(merchant: Merchant) -> MerchantView:
 
 
 @router.post("", status_code=201, summary="Create a merchant; the answer holds its secrets, shown once")
-async def create_merchant(
-    body: MerchantCreate, session: WriteSession
-) -> MerchantCreated:
+async def create_merchant(body: MerchantCreate, session: WriteSession) -> MerchantCreated:
     merchant, credentials = await merchant_service.create(
         session, name=body.name, public_key=body.public_key, callback_url=body.callback_url
     )
@@ -52,7 +50,5 @@ async def show_merchant(merchant_id: str, session: ReadSession) -> MerchantView:
 
 
 @router.post("/{merchant_id}/rotate-key", summary="Replace the merchant's RSA public key")
-async def rotate_key(
-    merchant_id: str, body: MerchantKey, session: WriteSession
-) -> MerchantView:
+async def rotate_key(merchant_id: str, body: MerchantKey, session: WriteSession) -> MerchantView:
     return _view(await merchant_service.rotate_key(session, merchant_id, body.public_key))

@@ -35,6 +35,7 @@ _TOKEN_ROUTE: dict[str, Any] = {
     },
 }
 
+
 async def _issue(request: Request, product: Product) -> JSONResponse:
     headers = request.headers
     require_json_content_type(headers)

@@ -34,8 +34,6 @@ class WalletModel(BaseModel):
     model_config = ConfigDict(extra="ignore", str_strip_whitespace=False)
 
 
-
-
 def _string(value: Any) -> Any:
     if not isinstance(value, str):
         raise PydanticCustomError("string_type", "must be a string")
@@ -111,14 +109,6 @@ def _qty(value: Any) -> Any:
     if not 1 <= value <= QTY_MAX:
         raise PydanticCustomError("qty", f"must be between 1 and {QTY_MAX}")
     return value
-
-
-
-
-
-
-
-
 
 
 def _timestamp(value: Any) -> Any:
