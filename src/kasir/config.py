@@ -52,8 +52,9 @@ class Settings(BaseSettings):
     credential_cache_seconds: float = Field(
         5.0,
         ge=0,
-        description="How long a process reuses a merchant's public key for token signatures and its proven "
-        "Basic-auth credentials; a rotated key takes effect in other processes within this time. 0 disables the cache.",
+        description="How long a process reuses a merchant's public key for token signatures, its proven "
+        "Basic-auth credentials and its sealed client secret (BNPL symmetric signatures); a rotated key takes effect "
+        "in other processes within this time. 0 disables the cache.",
     )
     sqlite_driver: Literal["inline", "thread"] = Field(
         "inline",

@@ -35,6 +35,7 @@ from kasir.bnpl.repository import SnapMerchant, bnpl_repository
 from kasir.config import get_settings
 from kasir.errors import Conflict, InvalidFieldFormat, Unauthorized
 from kasir.kit.clock import clock
+from kasir.kit.ttl_cache import TtlCache
 from kasir.merchants.service import secret_box
 from kasir.snap.headers import check_timestamp, require_headers, require_json_content_type
 from kasir.snap.signatures import (
@@ -92,8 +93,8 @@ async def verify_snap_request(request: Request, session: AsyncSession) -> SnapCa
         token = read_access_token(token_value, Product.PAYMENT)
         if token.merchant_id != partner_id:
             raise Unauthorized("X-PARTNER-ID is not the merchant of the access token")
-        merchant = await _merchant(session, partner_id)
-        client_secret = _client_secret(get_settings().resolved_secret_key(), merchant.client_secret_encrypted)
+        sealed_secret = await _sealed_client_secret(session, partner_id)
+        client_secret = _client_secret(get_settings().resolved_secret_key(), sealed_secret)
         string_to_sign = symmetric_string_to_sign(method, path, token_value, body, timestamp)
         valid = verify_symmetric(client_secret, string_to_sign, signature)
     else:
@@ -104,9 +105,10 @@ async def verify_snap_request(request: Request, session: AsyncSession) -> SnapCa
         raise Unauthorized("Invalid signature")
 
     day = clock.local_now().date()
-    if not await bnpl_repository.claim_external_id(session, merchant.id, day, external_id, clock.now()):
+    # partner_id is the merchant's id: the merchant was found by it (or the token was minted for it).
+    if not await bnpl_repository.claim_external_id(session, partner_id, day, external_id, clock.now()):
         raise ExternalIdReused()
-    return SnapCaller(merchant.id, external_id, channel_id, body, symmetric=token_value is not None)
+    return SnapCaller(partner_id, external_id, channel_id, body, symmetric=token_value is not None)
 
 
 async def _merchant(session: AsyncSession, partner_id: str) -> SnapMerchant:
@@ -114,6 +116,19 @@ async def _merchant(session: AsyncSession, partner_id: str) -> SnapMerchant:
     if merchant is None:
         raise Unauthorized("Unknown X-PARTNER-ID")
     return merchant
+
+
+# X-PARTNER-ID -> its sealed client secret, which never changes once the merchant is created: the
+# symmetric (access-token) path skips the merchant query for KASIR_CREDENTIAL_CACHE_SECONDS.
+_sealed_client_secrets: TtlCache[str, str] = TtlCache()
+
+
+async def _sealed_client_secret(session: AsyncSession, partner_id: str) -> str:
+    sealed = _sealed_client_secrets.get(partner_id)
+    if sealed is None:
+        sealed = (await _merchant(session, partner_id)).client_secret_encrypted
+        _sealed_client_secrets.put(partner_id, sealed)
+    return sealed
 
 
 @lru_cache(maxsize=1024)

@@ -10,15 +10,14 @@ constant time, and an unknown merchant costs the same comparison as a known one.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from kasir.config import get_settings
 from kasir.db import Database
 from kasir.errors import Unauthorized
 from kasir.kit.crypto import b64decode_strict, constant_time_equals
+from kasir.kit.ttl_cache import TtlCache
 from kasir.merchants.models import Merchant
 from kasir.merchants.repository import merchant_repository
 from kasir.merchants.service import MerchantSecrets, merchant_service
@@ -52,32 +51,11 @@ def parse_basic(header: str | None) -> tuple[str, str, str | None]:
     return parts[0], parts[1], parts[2] if len(parts) == 3 else None
 
 
-class _KnownMerchants:
-    """merchant_id -> (merchant, decrypted secrets) for KASIR_CREDENTIAL_CACHE_SECONDS.
-
-    Every wallet and card request authenticates: this skips a query and three decryptions on the
-    hot path. Safe to hold briefly: a merchant's secrets never change once created, and the
-    fields read from the merchant here (id, name, default callback URL) are not edited in place.
-    """
-
-    def __init__(self) -> None:
-        self._entries: dict[str, tuple[float, BasicCaller]] = {}
-
-    def get(self, merchant_id: str) -> BasicCaller | None:
-        entry = self._entries.get(merchant_id)
-        if entry is None or entry[0] < time.monotonic():
-            return None
-        return entry[1]
-
-    def put(self, caller: BasicCaller) -> None:
-        ttl = get_settings().credential_cache_seconds
-        if ttl > 0:
-            if len(self._entries) > 10_000:
-                self._entries.clear()
-            self._entries[caller.merchant.id] = (time.monotonic() + ttl, caller)
-
-
-known_merchants = _KnownMerchants()
+# merchant_id -> (merchant, decrypted secrets) for KASIR_CREDENTIAL_CACHE_SECONDS. Every wallet and
+# card request authenticates: this skips a query and three decryptions on the hot path. Safe to
+# hold briefly: a merchant's secrets never change once created, and the fields read from the
+# merchant here (id, name, default callback URL) are not edited in place.
+known_merchants: TtlCache[str, BasicCaller] = TtlCache()
 
 
 def _detached_copy(merchant: Merchant) -> Merchant:
@@ -96,7 +74,7 @@ async def authenticate_basic(session: AsyncSession, header: str | None) -> Basic
             raise Unauthorized("invalid merchant credentials")
         loaded = BasicCaller(merchant=_detached_copy(merchant), secrets=merchant_service.secrets(merchant))
         # Only proven credentials are remembered, for the cache's time from their loading.
-        known_merchants.put(_proven(loaded, secret, hash_key))
+        known_merchants.put(merchant_id, _proven(loaded, secret, hash_key))
         return loaded
     return _proven(known, secret, hash_key)
 

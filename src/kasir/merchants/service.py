@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -15,6 +14,7 @@ from kasir.errors import BadRequest, Conflict, InvalidFieldFormat, NotFound
 from kasir.kit.clock import clock
 from kasir.kit.crypto import KeyError_, SecretBox, load_merchant_public_key, public_key_pem
 from kasir.kit.ids import new_id, new_secret
+from kasir.kit.ttl_cache import TtlCache
 from kasir.merchants.models import Merchant
 from kasir.merchants.repository import merchant_repository
 
@@ -107,29 +107,8 @@ class TokenSigner:
     public_key_pem: str
 
 
-class _TokenSignerCache:
-    """client_id -> TokenSigner for a few seconds: the token endpoint's hot path skips the database."""
-
-    def __init__(self) -> None:
-        self._entries: dict[str, tuple[float, TokenSigner]] = {}
-
-    def get(self, client_id: str) -> TokenSigner | None:
-        entry = self._entries.get(client_id)
-        if entry is None or entry[0] < time.monotonic():
-            return None
-        return entry[1]
-
-    def put(self, client_id: str, signer: TokenSigner, ttl: float) -> None:
-        if ttl > 0:
-            if len(self._entries) > 10_000:
-                self._entries.clear()
-            self._entries[client_id] = (time.monotonic() + ttl, signer)
-
-    def forget(self, client_id: str) -> None:
-        self._entries.pop(client_id, None)
-
-
-token_signer_cache = _TokenSignerCache()
+# client_id -> TokenSigner for a few seconds: the token endpoint's hot path skips the database.
+token_signer_cache: TtlCache[str, TokenSigner] = TtlCache()
 
 
 class MerchantService:
@@ -191,7 +170,7 @@ class MerchantService:
             if merchant is None:
                 return None
             signer = TokenSigner(merchant.id, merchant.public_key_pem)
-            token_signer_cache.put(client_id, signer, get_settings().credential_cache_seconds)
+            token_signer_cache.put(client_id, signer)
         return signer
 
     async def list(self, session: AsyncSession) -> Sequence[Merchant]:
