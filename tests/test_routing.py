@@ -113,12 +113,12 @@ async def test_every_request_gets_what_the_scan_gives(method: str, path: str) ->
     assert answers[0] == answers[1]
 
 
-async def test_url_path_for_still_finds_indexed_routes(indexed: tuple[StaticPathIndex, httpx.AsyncClient]) -> None:
-    index, http = indexed
-    router = http._transport.app.router  # type: ignore[attr-defined]
-    assert router.routes[0] is index
-    assert router.url_path_for("pay") == "/pay"
-    assert router.url_path_for("item", item_id="7") == "/items/7"
+def test_url_path_for_still_finds_indexed_routes() -> None:
+    app = _app()
+    index = _indexed(app)
+    assert app.router.routes[0] is index
+    assert app.url_path_for("pay") == "/pay"
+    assert app.url_path_for("item", item_id="7") == "/items/7"
 
 
 async def test_nothing_after_a_host_route_is_indexed() -> None:

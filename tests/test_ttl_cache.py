@@ -1,11 +1,10 @@
-"""TtlCache: what the hot paths keep of merchants, for KASIR_CREDENTIAL_CACHE_SECONDS."""
+"""TtlCache: a process-local map whose entries are kept for a few seconds."""
 
 from __future__ import annotations
 
 import time
 
-from kasir.config import Settings
-from kasir.kit.ttl_cache import TtlCache, credential_cache_seconds
+from kasir.kit.ttl_cache import TtlCache
 
 
 def test_an_entry_is_answered_until_its_time_is_up() -> None:
@@ -47,7 +46,3 @@ def test_a_full_cache_starts_over() -> None:
     assert [cache.get(key) for key in range(3)] == [0, 1, 2]
     cache.put(3, 3)
     assert [cache.get(key) for key in range(4)] == [None, None, None, 3]
-
-
-def test_the_default_ttl_is_the_setting(settings: Settings) -> None:
-    assert credential_cache_seconds() == settings.credential_cache_seconds

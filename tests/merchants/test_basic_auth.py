@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from kasir.bnpl import security as bnpl_security
+from kasir.config import get_settings
 from kasir.errors import Unauthorized
-from kasir.merchants.basic_auth import authenticate_basic, parse_basic
+from kasir.merchants.basic_auth import authenticate_basic, known_merchants, parse_basic
+from kasir.merchants.service import token_signer_cache
 from tests.support.builders import make_merchant
 from tests.support.signing import basic_auth
 
@@ -53,3 +56,23 @@ def test_malformed_headers_are_unauthorized(header):
 async def test_unknown_merchant_is_unauthorized(app):
     with pytest.raises(Unauthorized):
         await check(app, basic_auth("MCHUNKNOWN", "secret"))
+
+
+async def test_the_merchant_caches_keep_entries_for_the_credential_cache_setting(app, monkeypatch):
+    merchant = await make_merchant(app)
+    merchant_id = merchant.credentials.merchant_id
+    caches = (known_merchants, token_signer_cache, bnpl_security._sealed_client_secrets)
+    monkeypatch.setattr(get_settings(), "credential_cache_seconds", 0)
+    known_merchants.forget(merchant_id)
+    await check(app, basic_auth(merchant_id, merchant.credentials.secret))
+    assert known_merchants.get(merchant_id) is None
+    for cache in caches:
+        cache.put("MCH-CACHE-PROBE", "kept")
+        assert cache.get("MCH-CACHE-PROBE") is None
+    monkeypatch.setattr(get_settings(), "credential_cache_seconds", 60)
+    await check(app, basic_auth(merchant_id, merchant.credentials.secret))
+    assert known_merchants.get(merchant_id) is not None
+    for cache in caches:
+        cache.put("MCH-CACHE-PROBE", "kept")
+        assert cache.get("MCH-CACHE-PROBE") == "kept"
+        cache.forget("MCH-CACHE-PROBE")

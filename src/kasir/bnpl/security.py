@@ -36,7 +36,7 @@ from kasir.config import get_settings
 from kasir.errors import Conflict, InvalidFieldFormat, Unauthorized
 from kasir.kit.clock import clock
 from kasir.kit.ttl_cache import TtlCache
-from kasir.merchants.service import secret_box
+from kasir.merchants.service import credential_cache_seconds, secret_box
 from kasir.snap.headers import check_timestamp, require_headers, require_json_content_type
 from kasir.snap.signatures import (
     asymmetric_string_to_sign,
@@ -120,7 +120,7 @@ async def _merchant(session: AsyncSession, partner_id: str) -> SnapMerchant:
 
 # X-PARTNER-ID -> its sealed client secret, which never changes once the merchant is created: the
 # symmetric (access-token) path skips the merchant query for KASIR_CREDENTIAL_CACHE_SECONDS.
-_sealed_client_secrets: TtlCache[str, str] = TtlCache()
+_sealed_client_secrets: TtlCache[str, str] = TtlCache(credential_cache_seconds)
 
 
 async def _sealed_client_secret(session: AsyncSession, partner_id: str) -> str:

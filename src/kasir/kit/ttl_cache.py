@@ -1,7 +1,7 @@
-"""A process-local map whose entries are kept for a few seconds: what the hot paths know of merchants.
+"""A process-local map whose entries are kept for a few seconds.
 
-The authenticated endpoints read who the merchant is on every request; holding it for
-KASIR_CREDENTIAL_CACHE_SECONDS skips a query (and, for Basic auth, three decryptions).
+What the authenticated hot paths know of merchants is held this way (kasir.merchants.service
+`credential_cache_seconds`): it skips a query per request, and for Basic auth three decryptions.
 """
 
 from __future__ import annotations
@@ -10,14 +10,8 @@ import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from kasir.config import get_settings
-
 K = TypeVar("K")
 V = TypeVar("V")
-
-
-def credential_cache_seconds() -> float:
-    return get_settings().credential_cache_seconds
 
 
 class TtlCache(Generic[K, V]):
@@ -27,7 +21,7 @@ class TtlCache(Generic[K, V]):
     `limit` entries: when full it starts over (entries are cheap to load again).
     """
 
-    def __init__(self, ttl: Callable[[], float] = credential_cache_seconds, limit: int = 10_000) -> None:
+    def __init__(self, ttl: Callable[[], float], limit: int = 10_000) -> None:
         self._ttl = ttl
         self._limit = limit
         self._entries: dict[K, tuple[float, V]] = {}

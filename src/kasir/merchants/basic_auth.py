@@ -20,7 +20,7 @@ from kasir.kit.crypto import b64decode_strict, constant_time_equals
 from kasir.kit.ttl_cache import TtlCache
 from kasir.merchants.models import Merchant
 from kasir.merchants.repository import merchant_repository
-from kasir.merchants.service import MerchantSecrets, merchant_service
+from kasir.merchants.service import MerchantSecrets, credential_cache_seconds, merchant_service
 
 # Compared against when the merchant is unknown, so timing does not say whether it exists.
 _UNKNOWN_SECRET = "x" * 32
@@ -55,7 +55,7 @@ def parse_basic(header: str | None) -> tuple[str, str, str | None]:
 # card request authenticates: this skips a query and three decryptions on the hot path. Safe to
 # hold briefly: a merchant's secrets never change once created, and the fields read from the
 # merchant here (id, name, default callback URL) are not edited in place.
-known_merchants: TtlCache[str, BasicCaller] = TtlCache()
+known_merchants: TtlCache[str, BasicCaller] = TtlCache(credential_cache_seconds)
 
 
 def _detached_copy(merchant: Merchant) -> Merchant:

@@ -107,8 +107,13 @@ class TokenSigner:
     public_key_pem: str
 
 
+def credential_cache_seconds() -> float:
+    """How long what the hot paths know of a merchant is kept (KASIR_CREDENTIAL_CACHE_SECONDS)."""
+    return get_settings().credential_cache_seconds
+
+
 # client_id -> TokenSigner for a few seconds: the token endpoint's hot path skips the database.
-token_signer_cache: TtlCache[str, TokenSigner] = TtlCache()
+token_signer_cache: TtlCache[str, TokenSigner] = TtlCache(credential_cache_seconds)
 
 
 class MerchantService:
