@@ -72,6 +72,33 @@ async def test_same_key_other_body_is_refused(app: FastAPI, client: httpx.AsyncC
     assert await orders_for(app, merchant) == 1
 
 
+async def test_a_refused_reuse_leaves_no_trace(
+    app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A reused key whose other body would be charged (a declined card, which records a callback):
+    422, and neither the order nor its callback exists afterwards. Under SQLite group commit the
+    charge runs before the key is written, and is undone when the key turns out to be taken."""
+    merchant = await make_merchant(app)
+    key = new_key()
+    assert (await post_charge(client, merchant, charge_body(), key=key)).status_code == 200
+    with caplog.at_level("INFO", logger="kasir.request"):
+        reused = await post_charge(
+            client, merchant, charge_body(number=DECLINED, callback_url=receiver.url("/reused")), key=key
+        )
+    assert reused.status_code == 422, reused.text
+    assert reused.json()["statusMessage"] == "IDEMPOTENCY_KEY_REUSED"
+    [line] = [r for r in caplog.records if r.name == "kasir.request" and getattr(r, "status", 0) == 422]
+    assert not hasattr(line, "transaction_id")  # not the id of the order that was undone
+    sent = await post_charge(
+        client, merchant, charge_body(number=DECLINED, callback_url=receiver.url("/sent")), key=new_key()
+    )
+    assert sent.status_code == 200, sent.text
+    await receiver.wait_for(1, path="/sent")  # callbacks are delivered: the one below would have been too
+    await asyncio.sleep(0.3)
+    assert [r.path for r in receiver.requests if r.path == "/reused"] == []
+    assert await orders_for(app, merchant) == 2
+
+
 async def test_keys_belong_to_one_merchant(app: FastAPI, client: httpx.AsyncClient) -> None:
     one, two = await make_merchant(app), await make_merchant(app)
     key = new_key()

@@ -8,7 +8,8 @@
 
 Idempotency (decisions.md §7): a request that passes authentication and validation claims
 its (merchant, key) row in its own committed transaction (under SQLite group commit, in the
-charge's own unit of work: see _charge_in_one_unit). The charge and its stored response
+charge's own unit of work, and a key never used before is written after the charge, complete:
+see _charge_in_one_unit). The charge and its stored response
 commit together; a 4xx refusal from then on (409 DUPLICATE_ORDER) is stored as the first
 complete response too; a 5xx lets go of the key so a retry runs afresh. Requests refused by
 validation (400, 422 INVALID_CARD) are answered before the key is claimed: their answer
@@ -57,6 +58,7 @@ from kasir.errors import (
     wire,
 )
 from kasir.kit.clock import clock
+from kasir.kit.logs import forget_request_field
 from kasir.merchants.basic_auth import BasicCaller
 from kasir.snap.openapi import snap_route
 from kasir.staging import Staging
@@ -158,13 +160,53 @@ async def _charge_in_one_unit(
     charge_request: ChargeRequest,
     card: ParsedCard | None,
 ) -> Response:
-    """Under SQLite group commit: claim the key, charge and keep the answer in one unit of work.
+    """Under SQLite group commit: the key, the charge and its answer in one unit of work.
 
-    A claim committed on its own would be seen by no one before the charge anyway: the writers
-    of this process take turns in the shared transaction, and other processes see committed
-    batches only. So it is not committed apart (one COMMIT wait less per charge); a 5xx, or a
-    crash, rolls all of it back and leaves the key free for the retry. A refusal (4xx) of the
-    charge is kept as the key's answer in a unit of its own, as the charge's writes are undone.
+    A key written in a unit of its own would be seen by no one before the charge anyway: the
+    writers of this process take turns in the shared transaction (one unit at a time), and
+    other processes see committed batches only. So "in progress" is never seen here, and the
+    common case, a key never used before, charges first and then writes the key complete with
+    its answer: one statement where claiming and completing it are two. When the key is
+    already there, or the charge is refused (which may be the replay of a refused first
+    request), that unit is undone and `_claim_then_charge` decides as it does everywhere.
+    A 5xx, or a crash, rolls all of it back and leaves the key free for the retry.
+    """
+    merchant_id = caller.merchant.id
+    try:
+        async with database.unit_of_work() as session:
+            outcome = await card_service.charge(session, caller, charge_request, card)
+            response = JSONResponse(charge_body(outcome))
+            answer = (200, bytes(response.body).decode())
+            if not await card_service.add_answered_key(session, merchant_id, key, fingerprint, answer):
+                raise _KeyAlreadyThere
+        return response
+    except _KeyAlreadyThere:
+        pass
+    except KasirError as error:
+        if error.http_status >= 500:
+            raise
+    forget_request_field("transaction_id")  # that of the undone charge, if it got so far
+    return await _claim_then_charge(request, database, caller, key, fingerprint, charge_request, card)
+
+
+class _KeyAlreadyThere(Exception):
+    """Undoes a charge made before its key was written: the key's first answer decides instead."""
+
+
+async def _claim_then_charge(
+    request: Request,
+    database: Database,
+    caller: BasicCaller,
+    key: str,
+    fingerprint: str,
+    charge_request: ChargeRequest,
+    card: ParsedCard | None,
+) -> Response:
+    """Claim the key, charge and keep the answer in one unit (SQLite group commit, see above).
+
+    The key's answer comes first: a replay, a reuse with another body (422), a first request
+    still running (409), or a stale key taken over. A refusal (4xx) of the charge is kept as
+    the key's answer in a unit of its own, as the charge's writes are undone.
     """
     merchant_id = caller.merchant.id
     charging = False

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, delete, or_, select, union_all, update
+from sqlalchemy import bindparam, delete, select, union_all, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.card.models import CardAttempt, CardIdempotencyKey, CardOrder
@@ -18,34 +18,71 @@ from kasir.wallet.models import WalletTransaction
 OPEN_STATUSES = (CardOrderStatus.PENDING.value, CardOrderStatus.AUTHENTICATING.value)
 
 
-def _reference_query(table: Any) -> Any:
-    return select(table.order_id, table.external_id).where(
-        table.merchant_id == bindparam("merchant_id"),
-        or_(table.order_id == bindparam("order_id"), table.external_id == bindparam("external_id")),
+def _reference_queries(table: Any, values: dict[str, Any] | None = None) -> tuple[Any, Any]:
+    """The merchant's rows of `table` with the orderId, and those with the externalId.
+
+    Two queries, not one with OR: on the wallet transactions SQLite would answer the OR by
+    reading every transaction of the merchant.
+    """
+    merchant_id, order_id, external_id = (
+        (values or {}).get(name, bindparam(name)) for name in ("merchant_id", "order_id", "external_id")
+    )
+    rows = select(table.order_id, table.external_id)
+    return (
+        rows.where(table.merchant_id == merchant_id, table.order_id == order_id),
+        rows.where(table.merchant_id == merchant_id, table.external_id == external_id),
     )
 
 
 # The charge's statements are prepared (kasir.prepared): every charge runs them.
 
 # orderId and externalId are unique per merchant across card orders and wallet transactions (decisions.md §7).
-_USED_REFERENCE = Prepared(union_all(_reference_query(CardOrder), _reference_query(WalletTransaction)).limit(1))
+_USED_REFERENCE = Prepared(union_all(*_reference_queries(CardOrder), *_reference_queries(WalletTransaction)).limit(1))
 
-# Either unique constraint (orderId, externalId) refuses the row: no savepoint, no exception on the path.
-_ADD_ORDER = Prepared(
-    lambda dialect: (
-        dialect_insert(dialect, CardOrder).values(binds(CardOrder)).on_conflict_do_nothing().returning(CardOrder.id)
+
+def _add_order(dialect: str) -> Any:
+    """INSERT ... SELECT the values WHERE no wallet transaction of the merchant uses either reference.
+
+    Either unique constraint of the card orders (orderId, externalId) refuses the row, and the
+    guard refuses a reference of a wallet transaction: one statement where a look-up and an
+    insert were two, no savepoint, no exception on the path.
+    """
+    values = binds(CardOrder)
+    same_order_id, same_external_id = _reference_queries(WalletTransaction, values)
+    # SQLite reads "INSERT ... SELECT ... ON CONFLICT" right only when the SELECT has a WHERE: it has.
+    rows = select(*(value.label(name) for name, value in values.items())).where(
+        ~same_order_id.exists(), ~same_external_id.exists()
     )
-)
+    # On the table, not the mapped class: the ORM's bulk INSERT (session.execute, on PostgreSQL)
+    # does not take an INSERT ... SELECT.
+    table = CardOrder.__table__
+    return (
+        dialect_insert(dialect, table)
+        .from_select([table.c[name] for name in values], rows)
+        .on_conflict_do_nothing()
+        .returning(table.c.id)
+    )
+
+
+_ADD_ORDER = Prepared(_add_order)
 
 _KEY_COLUMNS = ("merchant_id", "key", "request_hash", "status", "created_at", "expires_at")
-_ADD_KEY = Prepared(
-    lambda dialect: (
-        dialect_insert(dialect, CardIdempotencyKey)
-        .values(binds(CardIdempotencyKey, _KEY_COLUMNS))
-        .on_conflict_do_nothing(index_elements=["merchant_id", "key"])
-        .returning(CardIdempotencyKey.id)
+
+
+def _add_key(columns: Sequence[str]) -> Prepared:
+    """INSERT a key row unless (merchant, key) is taken, RETURNING its id."""
+    return Prepared(
+        lambda dialect: (
+            dialect_insert(dialect, CardIdempotencyKey)
+            .values(binds(CardIdempotencyKey, columns))
+            .on_conflict_do_nothing(index_elements=["merchant_id", "key"])
+            .returning(CardIdempotencyKey.id)
+        )
     )
-)
+
+
+_ADD_KEY = _add_key(_KEY_COLUMNS)
+_ADD_ANSWERED_KEY = _add_key((*_KEY_COLUMNS, "response_status", "response_body"))
 _KEY = Prepared(
     select(
         CardIdempotencyKey.id,
@@ -81,7 +118,8 @@ class CardRepository:
     # --- orders ------------------------------------------------------------------------
 
     async def add_order(self, session: AsyncSession, values: dict[str, Any]) -> bool:
-        """Insert a card order (every column); False when orderId or externalId is taken for this merchant.
+        """Insert a card order (every column); False when orderId or externalId is taken for this merchant,
+        by a card order or a wallet transaction (`used_reference` tells which).
 
         The unique constraints decide races between concurrent charges.
         """
@@ -142,6 +180,30 @@ class CardRepository:
             expires_at=expires_at,
         )
         return key_id
+
+    async def add_answered_key(
+        self,
+        session: AsyncSession,
+        merchant_id: str,
+        key: str,
+        request_hash: str,
+        now: datetime,
+        expires_at: datetime,
+        answer: tuple[int, str],
+    ) -> bool:
+        """Write (merchant, key) complete with its answer at once; False when the key is taken."""
+        key_id = await _ADD_ANSWERED_KEY.scalar(
+            session,
+            merchant_id=merchant_id,
+            key=key,
+            request_hash=request_hash,
+            status="complete",
+            created_at=now,
+            expires_at=expires_at,
+            response_status=answer[0],
+            response_body=answer[1],
+        )
+        return key_id is not None
 
     async def key(self, session: AsyncSession, merchant_id: str, key: str) -> KeyRow | None:
         row = await _KEY.first(session, merchant_id=merchant_id, key=key)

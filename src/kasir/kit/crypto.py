@@ -44,7 +44,7 @@ def hmac_sha512_b64(key: str | bytes, message: str | bytes) -> str:
         key = key.encode()
     if isinstance(message, str):
         message = message.encode()
-    return base64.b64encode(hmac.new(key, message, hashlib.sha512).digest()).decode()
+    return base64.b64encode(hmac.digest(key, message, "sha512")).decode()
 
 
 def b64decode_strict(value: str) -> bytes:

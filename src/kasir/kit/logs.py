@@ -29,6 +29,13 @@ def annotate_request(**fields: Any) -> None:
         current.update(fields)
 
 
+def forget_request_field(name: str) -> None:
+    """Take `name` off the request's log line again (the id of something the request undid)."""
+    current = _request_fields.get()
+    if current is not None:
+        current.pop(name, None)
+
+
 def start_request_fields() -> tuple[dict[str, Any], Token[dict[str, Any] | None]]:
     fields: dict[str, Any] = {}
     return fields, _request_fields.set(fields)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 import hmac
 import secrets
 from dataclasses import dataclass
@@ -56,7 +55,7 @@ def _signing_key(secret_key: str) -> bytes:
 
 def _sign(payload: bytes) -> str:
     key = _signing_key(get_settings().resolved_secret_key())
-    return base64.urlsafe_b64encode(hmac.new(key, payload, hashlib.sha256).digest()).rstrip(b"=").decode()
+    return base64.urlsafe_b64encode(hmac.digest(key, payload, "sha256")).rstrip(b"=").decode()
 
 
 def _b64url(data: bytes) -> str:

@@ -17,6 +17,8 @@ class WalletTransaction(Base):
     __table_args__ = (
         UniqueConstraint("merchant_id", "external_id"),
         Index("ix_wallet_transaction_due", "status", "expires_at"),
+        # A card charge looks up the merchant's orderId here (decisions.md §7: unique across both).
+        Index("ix_wallet_transaction_merchant_order", "merchant_id", "order_id"),
     )
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
