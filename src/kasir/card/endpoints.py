@@ -19,6 +19,7 @@ depends on the body alone.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -128,7 +129,8 @@ async def _charge(request: Request) -> Response:
 
     fingerprint = request_fingerprint(body)
     if database.group is not None:
-        return await _charge_in_one_unit(request, database, caller, key, fingerprint, charge_request, card)
+        keyed = _KeyedCharge(caller, key, fingerprint, charge_request, card)
+        return await _charge_in_one_unit(request, database, keyed)
     claim = await card_service.claim_key(database, caller.merchant.id, key, fingerprint)
     if claim.replay is not None:
         return _replayed(claim.replay)
@@ -151,15 +153,18 @@ async def _charge(request: Request) -> Response:
         raise
 
 
-async def _charge_in_one_unit(
-    request: Request,
-    database: Database,
-    caller: BasicCaller,
-    key: str,
-    fingerprint: str,
-    charge_request: ChargeRequest,
-    card: ParsedCard | None,
-) -> Response:
+@dataclass(frozen=True, slots=True)
+class _KeyedCharge:
+    """A charge that passed authentication and validation, sent with an X-Idempotency-Key."""
+
+    caller: BasicCaller
+    key: str
+    fingerprint: str
+    request: ChargeRequest
+    card: ParsedCard | None
+
+
+async def _charge_in_one_unit(request: Request, database: Database, charge: _KeyedCharge) -> Response:
     """Under SQLite group commit: the key, the charge and its answer in one unit of work.
 
     A key written in a unit of its own would be seen by no one before the charge anyway: the
@@ -171,13 +176,13 @@ async def _charge_in_one_unit(
     request), that unit is undone and `_claim_then_charge` decides as it does everywhere.
     A 5xx, or a crash, rolls all of it back and leaves the key free for the retry.
     """
-    merchant_id = caller.merchant.id
+    merchant_id = charge.caller.merchant.id
     try:
         async with database.unit_of_work() as session:
-            outcome = await card_service.charge(session, caller, charge_request, card)
+            outcome = await card_service.charge(session, charge.caller, charge.request, charge.card)
             response = JSONResponse(charge_body(outcome))
             answer = (200, bytes(response.body).decode())
-            if not await card_service.add_answered_key(session, merchant_id, key, fingerprint, answer):
+            if not await card_service.add_answered_key(session, merchant_id, charge.key, charge.fingerprint, answer):
                 raise _KeyAlreadyThere
         return response
     except _KeyAlreadyThere:
@@ -186,29 +191,21 @@ async def _charge_in_one_unit(
         if error.http_status >= 500:
             raise
     forget_request_field("transaction_id")  # that of the undone charge, if it got so far
-    return await _claim_then_charge(request, database, caller, key, fingerprint, charge_request, card)
+    return await _claim_then_charge(request, database, charge)
 
 
 class _KeyAlreadyThere(Exception):
     """Undoes a charge made before its key was written: the key's first answer decides instead."""
 
 
-async def _claim_then_charge(
-    request: Request,
-    database: Database,
-    caller: BasicCaller,
-    key: str,
-    fingerprint: str,
-    charge_request: ChargeRequest,
-    card: ParsedCard | None,
-) -> Response:
+async def _claim_then_charge(request: Request, database: Database, charge: _KeyedCharge) -> Response:
     """Claim the key, charge and keep the answer in one unit (SQLite group commit, see above).
 
     The key's answer comes first: a replay, a reuse with another body (422), a first request
     still running (409), or a stale key taken over. A refusal (4xx) of the charge is kept as
     the key's answer in a unit of its own, as the charge's writes are undone.
     """
-    merchant_id = caller.merchant.id
+    merchant_id, key, fingerprint = charge.caller.merchant.id, charge.key, charge.fingerprint
     charging = False
     try:
         async with database.unit_of_work() as session:
@@ -219,7 +216,7 @@ async def _claim_then_charge(
                 return _replayed(claim.replay)
             assert claim.key_id is not None
             charging = True
-            outcome = await card_service.charge(session, caller, charge_request, card)
+            outcome = await card_service.charge(session, charge.caller, charge.request, charge.card)
             response = JSONResponse(charge_body(outcome))
             await card_service.complete_key(session, claim.key_id, 200, bytes(response.body).decode())
         return response

@@ -167,21 +167,6 @@ class CardRepository:
     # --- idempotency keys --------------------------------------------------------------
 
     async def add_key(
-        self, session: AsyncSession, merchant_id: str, key: str, request_hash: str, now: datetime, expires_at: datetime
-    ) -> int | None:
-        """Claim (merchant, key) as in progress: the new row's id, or None when the key is taken."""
-        key_id: int | None = await _ADD_KEY.scalar(
-            session,
-            merchant_id=merchant_id,
-            key=key,
-            request_hash=request_hash,
-            status="in_progress",
-            created_at=now,
-            expires_at=expires_at,
-        )
-        return key_id
-
-    async def add_answered_key(
         self,
         session: AsyncSession,
         merchant_id: str,
@@ -189,21 +174,27 @@ class CardRepository:
         request_hash: str,
         now: datetime,
         expires_at: datetime,
-        answer: tuple[int, str],
-    ) -> bool:
-        """Write (merchant, key) complete with its answer at once; False when the key is taken."""
-        key_id = await _ADD_ANSWERED_KEY.scalar(
-            session,
-            merchant_id=merchant_id,
-            key=key,
-            request_hash=request_hash,
-            status="complete",
-            created_at=now,
-            expires_at=expires_at,
-            response_status=answer[0],
-            response_body=answer[1],
-        )
-        return key_id is not None
+        answer: tuple[int, str] | None = None,
+    ) -> int | None:
+        """Claim (merchant, key): in progress, or complete at once with `answer` (status, body).
+
+        The new row's id, or None when the key is taken.
+        """
+        row: dict[str, Any] = {
+            "merchant_id": merchant_id,
+            "key": key,
+            "request_hash": request_hash,
+            "created_at": now,
+            "expires_at": expires_at,
+        }
+        if answer is None:
+            key_id: int | None = await _ADD_KEY.scalar(session, status="in_progress", **row)
+        else:
+            status, body = answer
+            key_id = await _ADD_ANSWERED_KEY.scalar(
+                session, status="complete", response_status=status, response_body=body, **row
+            )
+        return key_id
 
     async def key(self, session: AsyncSession, merchant_id: str, key: str) -> KeyRow | None:
         row = await _KEY.first(session, merchant_id=merchant_id, key=key)
