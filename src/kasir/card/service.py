@@ -392,14 +392,11 @@ class CardService:
     ) -> None:
         """Keep a refusal (4xx) as the key's first complete answer, in a unit of its own.
 
-        For a charge claimed in the unit that was refused (and so rolled back): the key is claimed
-        again and completed at once; if another request holds it by now, that request's answer stands.
+        For a charge claimed in the unit that was refused (and so rolled back): the key is written
+        again, complete at once; if another request holds it by now, that request's answer stands.
         """
         async with database.unit_of_work() as session:
-            now = clock.now()
-            key_id = await card_repository.add_key(session, merchant_id, key, fingerprint, now, now + IDEMPOTENCY_TTL)
-            if key_id is not None:
-                await card_repository.complete_key(session, key_id, status, body)
+            await self.add_answered_key(session, merchant_id, key, fingerprint, (status, body))
 
     async def complete_key(self, session: AsyncSession, key_id: int, status: int, body: str) -> None:
         await card_repository.complete_key(session, key_id, status, body)
