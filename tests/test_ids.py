@@ -34,3 +34,6 @@ def test_sortable_ids_made_later_sort_after_and_stay_unguessable():
     later = new_sortable_id("CARD", 20)
     assert all(made < later for made in earlier)
     assert len(set(earlier)) == 100  # the random part differs within one millisecond
+    before = time.time_ns() // 1_000_000
+    stamped = int(new_sortable_id("CARD", 20)[4:13], 36)  # the stamp is the time, in ms, base 36
+    assert before <= stamped <= time.time_ns() // 1_000_000

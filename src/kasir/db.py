@@ -16,7 +16,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
@@ -73,6 +73,8 @@ class UTCDateTime(TypeDecorator[datetime]):
         def process(value: datetime | None) -> str | None:
             if value is None:
                 return None
+            if value.tzinfo is UTC:  # the clock's: the text without its "+00:00", at half the cost
+                return value.isoformat(" ", "microseconds")[:26]
             if value.tzinfo is None:
                 raise ValueError("naive datetime given to a UTCDateTime column")
             return value.astimezone(UTC).replace(tzinfo=None).isoformat(" ", "microseconds")
@@ -181,13 +183,14 @@ class Database:
             self.engine.execution_options(sqlite_begin="DEFERRED"), expire_on_commit=False
         )
 
-    @asynccontextmanager
-    async def unit_of_work(self, *, read_only: bool = False) -> AsyncIterator[AsyncSession]:
+    def unit_of_work(self, *, read_only: bool = False) -> AbstractAsyncContextManager[AsyncSession]:
         """Commit on success, roll back on any exception; then run the after-commit actions."""
         if self.group is not None and not read_only:
-            async with self._group_unit_of_work(self.group) as session:
-                yield session
-            return
+            return _GroupUnitOfWork(self, self.group)
+        return self._session_unit_of_work(read_only=read_only)
+
+    @asynccontextmanager
+    async def _session_unit_of_work(self, *, read_only: bool) -> AsyncIterator[AsyncSession]:
         maker = self.read_sessionmaker if read_only else self.sessionmaker
         async with maker() as session:
             try:
@@ -197,38 +200,6 @@ class Database:
                 raise
             await session.commit()
             await run_after_commit(session)
-
-    @asynccontextmanager
-    async def _group_unit_of_work(self, group: GroupCommit) -> AsyncIterator[AsyncSession]:
-        """A savepoint in the process's shared write transaction; done once that transaction is durable.
-
-        The seat's savepoint holds all the unit's writes (ORM and kasir.prepared alike); the ORM
-        session, when the unit uses it, nests a savepoint of its own inside.
-        """
-        seat = _Seat(group)
-        session = self._idle_group_sessions.pop() if self._idle_group_sessions else self.sessionmaker()
-        session.info["group_seat"] = seat
-        try:
-            yield session
-            if session.in_transaction():
-                await session.commit()  # flushes, and releases the ORM's savepoint
-        except BaseException:
-            try:
-                if session.in_transaction():
-                    await session.rollback()
-            finally:
-                try:
-                    await seat.leave(ok=False)  # back to the unit's savepoint: the batch's other work stands
-                finally:
-                    await session.close()
-            raise
-        try:
-            await seat.leave(ok=True)  # returns once the batch's COMMIT is on disk
-        except BaseException:
-            await session.close()
-            raise
-        await run_after_commit(session)
-        await self._recycle(session)
 
     async def _recycle(self, session: AsyncSession) -> None:
         """Keep a finished group session for the next unit: making one costs more than a card charge's SQL."""
@@ -244,6 +215,60 @@ class Database:
         await self.engine.dispose()
         if self._turns is not None:
             self._turns.close()
+
+
+class _GroupUnitOfWork:
+    """A unit of work under group commit: a savepoint in the process's shared write transaction,
+    done once that transaction is durable.
+
+    The seat's savepoint holds all the unit's writes (ORM and kasir.prepared alike); the ORM
+    session, when the unit uses it, nests a savepoint of its own inside. A class rather than
+    an @asynccontextmanager: every write request enters one, and the generator machinery cost
+    a card charge ~15 µs under load.
+    """
+
+    __slots__ = ("_database", "_group", "_seat", "_session")
+
+    def __init__(self, database: Database, group: GroupCommit) -> None:
+        self._database = database
+        self._group = group
+
+    async def __aenter__(self) -> AsyncSession:
+        idle = self._database._idle_group_sessions
+        session = self._session = idle.pop() if idle else self._database.sessionmaker()
+        seat = self._seat = _Seat(self._group)
+        session.info["group_seat"] = seat
+        return session
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        session = self._session
+        if exc_type is None:
+            try:
+                if session.in_transaction():
+                    await session.commit()  # flushes, and releases the ORM's savepoint
+            except BaseException:
+                await self._undo()
+                raise
+            try:
+                await self._seat.leave(ok=True)  # returns once the batch's COMMIT is on disk
+            except BaseException:
+                await session.close()
+                raise
+            await run_after_commit(session)
+            await self._database._recycle(session)
+            return
+        await self._undo()  # and the unit's exception goes on
+
+    async def _undo(self) -> None:
+        session = self._session
+        try:
+            if session.in_transaction():
+                await session.rollback()
+        finally:
+            try:
+                await self._seat.leave(ok=False)  # back to the unit's savepoint: the batch's other work stands
+            finally:
+                await session.close()
 
 
 async def run_after_commit(session: AsyncSession) -> None:
@@ -282,6 +307,11 @@ def _configure_sqlite(engine: AsyncEngine, *, busy_timeout_ms: int, turns: Write
         # 0 with the inline driver: it retries SQLITE_BUSY itself without blocking the loop.
         cursor.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
         cursor.execute("PRAGMA foreign_keys=ON")
+        # The sub-journal of savepoints (one per unit of work under group commit) and of statements
+        # lives in memory: on files it spills past 64 KiB, which a batch of card charges passes, and
+        # from then on every page a unit changes is also written to a temporary file (a card charge
+        # made ~12 extra writes, ~20 µs). What it holds is bounded by the batch (GroupCommit.max_batch).
+        cursor.execute("PRAGMA temp_store=MEMORY")
         cursor.close()
 
     @event.listens_for(engine.sync_engine, "begin")

@@ -22,6 +22,7 @@ parameters (`IN` lists) are refused when built: their SQL depends on the values.
 
 from __future__ import annotations
 
+import operator
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -46,9 +47,30 @@ class _Compiled:
     sql: str
     names: tuple[str, ...]  # the positional parameters, in order
     defaults: dict[str, Any]  # values written into the statement (a LIMIT), used when not given
-    bind: tuple[Processor, ...]
+    bind: tuple[tuple[int, Callable[[Any], Any]], ...]  # (position, processor) of the parameters that have one
     result: tuple[Processor, ...]
     any_result_processor: bool
+    pick: Callable[[dict[str, Any]], Sequence[Any]]  # the parameters' values, in order, from the dict
+
+    def values(self, params: dict[str, Any]) -> Sequence[Any]:
+        """The positional parameters, through their types' bind processors.
+
+        Picked in one C call (a card order's INSERT has 28 parameters, 5 with a processor): a
+        Python loop over every parameter cost the charge ~20 µs under load.
+        """
+        picked = self.pick(params)
+        if not self.bind:
+            return picked
+        values = list(picked)
+        for position, process in self.bind:
+            values[position] = process(values[position])
+        return values
+
+
+def _picker(names: tuple[str, ...]) -> Callable[[dict[str, Any]], Sequence[Any]]:
+    if len(names) > 1:
+        return operator.itemgetter(*names)  # type: ignore[return-value]
+    return lambda params: tuple(params[name] for name in names)  # itemgetter of one name gives the bare value
 
 
 class Prepared:
@@ -79,11 +101,13 @@ class Prepared:
             for name in names
             if not compiled.binds[name].required  # a value written in the statement, None (NULL) included
         }
-        bind = tuple(compiled.binds[name].type._cached_bind_processor(dialect) for name in names)
+        processors = (compiled.binds[name].type._cached_bind_processor(dialect) for name in names)
+        bind = tuple((position, process) for position, process in enumerate(processors) if process is not None)
         result = tuple(
             column.type._cached_result_processor(dialect, None) for column in (compiled._result_columns or ())
         )
-        return _Compiled(str(compiled), names, defaults, bind, result, any(p is not None for p in result))
+        any_result_processor = any(p is not None for p in result)
+        return _Compiled(str(compiled), names, defaults, bind, result, any_result_processor, _picker(names))
 
     def _for(self, dialect: Dialect) -> _Compiled:
         compiled = self._compiled.get(dialect.name)
@@ -140,10 +164,7 @@ class Prepared:
         if compiled.defaults:
             params = {**compiled.defaults, **params}
         try:
-            values = tuple(
-                params[name] if process is None else process(params[name])
-                for name, process in zip(compiled.names, compiled.bind, strict=True)
-            )
+            values = compiled.values(params)
         except KeyError as missing:
             raise TypeError(f"Prepared statement is missing the parameter {missing}") from None
         try:
@@ -190,6 +211,6 @@ async def _sqlite_connection(session: AsyncSession, dialect: Dialect) -> sqlite3
         await session.flush()
     seat = session.info.get("group_seat")
     if seat is not None:
-        return await seat.sqlite_connection()  # type: ignore[no-any-return]
+        return seat.sqlite or await seat.sqlite_connection()  # type: ignore[no-any-return]
     driver = (await session.connection()).sync_connection.connection.driver_connection  # type: ignore[union-attr]
     return driver.sqlite if isinstance(driver, InlineConnection) else None

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 import httpx
 import pytest
 from fastapi import FastAPI
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic_core import PydanticCustomError
 
+from kasir.card.schemas import _ip
 from tests.card.helpers import charge_body, jakarta_in, post_charge, with_change
 from tests.support import builders
 from tests.support.builders import make_merchant
@@ -164,3 +169,26 @@ async def test_body_that_is_not_json_or_not_an_object(
 async def test_idempotency_key_too_long(merchant: builders.TestMerchant, client: httpx.AsyncClient) -> None:
     response = await post_charge(client, merchant, charge_body(), key="k" * 256)
     assert fields(response) == ["X-Idempotency-Key"]
+
+
+@given(
+    st.one_of(
+        st.from_regex(r"\A[0-9]{1,4}(\.[0-9]{1,4}){2,4}\Z"),
+        st.ip_addresses(v=4).map(str),
+        st.text(alphabet="0123456789.:abcdef٣ ", max_size=20),
+    )
+)
+def test_the_quick_ipv4_check_agrees_with_ipaddress(value: str) -> None:
+    # customerDetails.ipAddress takes dotted quads by a regular expression, and everything else to
+    # ipaddress: both ways must accept and refuse exactly what ipaddress alone does.
+    try:
+        ipaddress.ip_address(value)
+        valid = True
+    except ValueError:
+        valid = False
+    try:
+        _ip(value)
+        accepted = True
+    except PydanticCustomError:
+        accepted = False
+    assert accepted == valid

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -51,11 +52,17 @@ class CardValidationError(BadRequest):
 
 
 def _ip(value: str) -> str:
-    try:
-        ipaddress.ip_address(value)
-    except ValueError as exc:
-        raise PydanticCustomError("ip", "must be an IPv4 or IPv6 address") from exc
+    if _IPV4.fullmatch(value) is None:  # a dotted quad of 0-255 without leading zeros is ipaddress's IPv4 too
+        try:
+            ipaddress.ip_address(value)
+        except ValueError as exc:
+            raise PydanticCustomError("ip", "must be an IPv4 or IPv6 address") from exc
     return value
+
+
+_OCTET = r"(?:25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9][0-9]|[0-9])"
+# ASCII digits only ([0-9], not \d): ipaddress refuses other scripts' digits as well.
+_IPV4 = re.compile(rf"{_OCTET}(?:\.{_OCTET}){{3}}")
 
 
 def _strict_int(value: Any) -> Any:
@@ -218,8 +225,11 @@ def parse_charge_request(body: bytes, now: datetime) -> ChargeRequest:
     except ValidationError as exc:
         errors.extend(from_pydantic_errors(exc.errors(include_input=False)).errors)
     if isinstance(data, dict):
-        flagged = {error.field for error in errors}
-        errors.extend(e for e in _cross_field_errors(data, now) if e.field not in flagged)
+        cross_field = _cross_field_errors(data, now)
+        if errors and cross_field:
+            flagged = {error.field for error in errors}
+            cross_field = [e for e in cross_field if e.field not in flagged]
+        errors.extend(cross_field)
     if errors:
         raise CardValidationError(errors)
     assert request is not None

@@ -39,12 +39,23 @@ def new_sortable_id(prefix: str, length: int = 20) -> str:
     key's index instead of at a random page of it (an insert costs about half as much at 150,000
     rows). The random part still leaves the id unguessable (11 characters: 56 bits at length 20).
     """
-    millis = time.time_ns() // 1_000_000
-    stamp = []
-    for _ in range(_STAMP_LENGTH):
-        millis, digit = divmod(millis, 36)
-        stamp.append(_ALPHABET_BY_VALUE[digit])
-    return prefix + "".join(reversed(stamp)) + random_token(length - _STAMP_LENGTH)
+    return prefix + _stamp(time.time_ns() // 1_000_000) + random_token(length - _STAMP_LENGTH)
+
+
+_last_stamp: tuple[int, str] = (-1, "")  # ids made in the same millisecond share the stamp's text
+
+
+def _stamp(millis: int) -> str:
+    global _last_stamp
+    last_millis, text = _last_stamp
+    if millis != last_millis:
+        digits, rest = [], millis
+        for _ in range(_STAMP_LENGTH):
+            rest, digit = divmod(rest, 36)
+            digits.append(_ALPHABET_BY_VALUE[digit])
+        text = "".join(reversed(digits))
+        _last_stamp = (millis, text)
+    return text
 
 
 def new_secret(nbytes: int = 32) -> str:
