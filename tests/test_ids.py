@@ -37,3 +37,14 @@ def test_sortable_ids_made_later_sort_after_and_stay_unguessable():
     before = time.time_ns() // 1_000_000
     stamped = int(new_sortable_id("CARD", 20)[4:13], 36)  # the stamp is the time, in ms, base 36
     assert before <= stamped <= time.time_ns() // 1_000_000
+
+
+def test_random_tokens_need_an_alphabet_of_distinct_ascii_characters():
+    for alphabet in ("", "A", "AAB", "ÄB"):
+        try:
+            random_token(5, alphabet)
+        except ValueError:
+            continue
+        raise AssertionError(f"{alphabet!r} was taken")
+    assert random_token(0) == ""
+    assert len(random_token(1000, "01")) == 1000

@@ -71,6 +71,10 @@ class Settings(BaseSettings):
     log_level: str = Field("INFO", description="Python log level name.")
     log_format: Literal["json", "text"] = Field("json", description="Log lines as JSON (default) or plain text.")
     bench_mode: bool = Field(False, description="Enables `/bench/ceiling`, the benchmark's same-run ceiling.")
+    card_channels: str = Field(
+        "",
+        description="Card channels and their acquirers, e.g. `CARD,BCACC:BCA`; replaces the shipped list when set.",
+    )
 
     @field_validator("callback_schedule", mode="before")
     @classmethod

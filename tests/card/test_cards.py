@@ -10,11 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kasir.card.cards import (
+    DEFAULT_CHANNELS,
     TEST_CARDS,
     InvalidCardData,
     Outcome,
     acquirer_for,
     brand_of,
+    card_channels,
     luhn_valid,
     mask,
     parse_card,
@@ -30,6 +32,7 @@ from kasir.card.states import (
     CardOrderStatus,
     transition,
 )
+from kasir.config import configure, get_settings
 
 NOW = datetime(2026, 11, 23, tzinfo=UTC)
 
@@ -63,6 +66,19 @@ def test_brands_and_acquirers() -> None:
     assert acquirer_for("CARD", "MASTERCARD") == "CIMB"
     assert acquirer_for("CARD", "JCB") == "BRI"
     assert acquirer_for("BRICC", "VISA") == "BRI"
+
+
+def test_configured_channels_replace_the_shipped_list() -> None:
+    shipped = get_settings()
+    configure(shipped.model_copy(update={"card_channels": " CARD, MANDIRICC:MANDIRI "}))
+    try:
+        assert card_channels() == {"CARD": None, "MANDIRICC": "MANDIRI"}
+        assert acquirer_for("MANDIRICC", "VISA") == "MANDIRI"
+        assert acquirer_for("CARD", "VISA") == "BCA"
+        assert acquirer_for("BCACC", "JCB") == "BRI"  # no longer a channel: no fixed acquirer
+    finally:
+        configure(shipped)
+    assert card_channels() == DEFAULT_CHANNELS
 
 
 def test_mask_keeps_first_six_and_last_four() -> None:

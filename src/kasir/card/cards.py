@@ -8,12 +8,13 @@ name the field and say what is wrong, never what was sent.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from functools import lru_cache
 
+from kasir.config import get_settings
 from kasir.errors import FieldError
 
 
@@ -66,14 +67,21 @@ OTP_FAILED_MESSAGE = "3-D Secure authentication failed"
 
 # Channel -> acquirer; `CARD` is "any acquirer": the brand picks one (_BRAND_ACQUIRER).
 DEFAULT_CHANNELS: dict[str, str | None] = {"CARD": None, "BCACC": "BCA", "CIMBCC": "CIMB", "BRICC": "BRI"}
-CHANNELS_ENV = "KASIR_CARD_CHANNELS"
 _BRAND_ACQUIRER = {"VISA": "BCA", "MASTERCARD": "CIMB"}
 DEFAULT_ACQUIRER = "BRI"  # other brands on the CARD channel, and the CARD channel before any card was tried
 
 
 def card_channels() -> dict[str, str | None]:
-    """The configured channels: `KASIR_CARD_CHANNELS=CARD,BCACC:BCA,...` replaces the shipped list."""
-    configured = os.environ.get(CHANNELS_ENV, "").strip()
+    """The configured channels: `KASIR_CARD_CHANNELS=CARD,BCACC:BCA,...` replaces the shipped list.
+
+    Read from the settings (once per process) and parsed once per value: every charge asks.
+    The answer is shared: read it, never change it.
+    """
+    return _parsed_channels(get_settings().card_channels.strip())
+
+
+@lru_cache(maxsize=4)
+def _parsed_channels(configured: str) -> dict[str, str | None]:
     if not configured:
         return DEFAULT_CHANNELS
     channels: dict[str, str | None] = {}

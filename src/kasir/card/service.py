@@ -75,7 +75,7 @@ from kasir.errors import (
     from_pydantic_errors,
 )
 from kasir.kit.clock import JAKARTA, clock, isoformat_seconds, parse_aware
-from kasir.kit.crypto import constant_time_equals, derive_key
+from kasir.kit.crypto import HmacKey, constant_time_equals, derive_key
 from kasir.kit.ids import new_id, new_sortable_id
 from kasir.kit.logs import annotate_request
 from kasir.merchants.basic_auth import BasicCaller, authenticate_basic_in
@@ -133,9 +133,14 @@ def _service_key(purpose: str) -> bytes:
     return _key(get_settings().resolved_secret_key(), purpose)
 
 
+@lru_cache(maxsize=4)
+def _fingerprint_key(secret_key: str) -> HmacKey:
+    return HmacKey(_key(secret_key, "kasir/card-idempotency"))
+
+
 def request_fingerprint(body: bytes) -> str:
     """Keyed hash of the raw charge body: a plain SHA-256 of a body with a card number could be brute-forced."""
-    return hmac.digest(_service_key("kasir/card-idempotency"), body, "sha256").hex()
+    return _fingerprint_key(get_settings().resolved_secret_key()).digest(body).hex()
 
 
 def page_token(order_id: str, attempt: int, purpose: str) -> str:

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 import string
 import time
+from functools import lru_cache
 
 _ALPHABET = string.ascii_uppercase + string.digits
 # Base 36 in ASCII order (digits before letters), so a fixed-width stamp sorts as the time does.
@@ -15,16 +17,29 @@ _STAMP_LENGTH = 9  # 36**9 ms: until the year 5188
 def random_token(length: int, alphabet: str = _ALPHABET) -> str:
     """`length` characters of `alphabet`, uniformly and independently chosen by the OS's CSPRNG.
 
-    One random number below base**length written in base `alphabet`: the same distribution as a
-    `secrets.choice` per character, in one call instead of `length` (ids are made on every payment).
+    Each random byte below the largest multiple of the alphabet's size picks one character
+    (byte % size); the bytes above it are dropped (rejection sampling, so no character is
+    likelier than another). All of it runs in C, `bytes.translate`: ids are made on every
+    payment, and a number drawn by `secrets.randbelow` and written out digit by digit in
+    Python cost a card charge ~15 µs under load.
     """
-    base = len(alphabet)
-    number = secrets.randbelow(base**length)
-    out = []
-    for _ in range(length):
-        number, digit = divmod(number, base)
-        out.append(alphabet[digit])
-    return "".join(out)
+    picks, dropped = _byte_table(alphabet)
+    out = b""
+    while len(out) < length:
+        # 1/4 more bytes than needed: rarely a second draw (36 characters drop 4 bytes in 256).
+        out += os.urandom(length + length // 4 + 4).translate(picks, dropped)
+    return out[:length].decode("ascii")
+
+
+@lru_cache(maxsize=8)
+def _byte_table(alphabet: str) -> tuple[bytes, bytes]:
+    """The byte -> character table of `alphabet` (ASCII), and the bytes that would bias it."""
+    size = len(alphabet)
+    if not 1 < size <= 256 or not alphabet.isascii() or len(set(alphabet)) != size:
+        raise ValueError("the alphabet must be 2 to 256 distinct ASCII characters")
+    usable = 256 - 256 % size
+    picks = bytes(ord(alphabet[byte % size]) for byte in range(256))
+    return picks, bytes(range(usable, 256))
 
 
 def new_id(prefix: str, length: int = 20) -> str:

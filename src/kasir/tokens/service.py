@@ -21,7 +21,7 @@ from kasir.config import get_settings
 from kasir.db import Database
 from kasir.errors import InvalidFieldFormat, InvalidMandatoryField, InvalidToken, Unauthorized
 from kasir.kit.clock import clock
-from kasir.kit.crypto import b64decode_strict, derive_key
+from kasir.kit.crypto import HmacKey, b64decode_strict, derive_key
 from kasir.merchants.service import merchant_service
 from kasir.snap.signatures import token_string_to_sign, verify_asymmetric
 
@@ -49,13 +49,13 @@ class AccessToken:
 
 
 @lru_cache(maxsize=4)
-def _signing_key(secret_key: str) -> bytes:
-    return derive_key(secret_key, "kasir/access-token")
+def _signing_key(secret_key: str) -> HmacKey:
+    return HmacKey(derive_key(secret_key, "kasir/access-token"))
 
 
 def _sign(payload: bytes) -> str:
     key = _signing_key(get_settings().resolved_secret_key())
-    return base64.urlsafe_b64encode(hmac.digest(key, payload, "sha256")).rstrip(b"=").decode()
+    return base64.urlsafe_b64encode(key.digest(payload)).rstrip(b"=").decode()
 
 
 def _b64url(data: bytes) -> str:
