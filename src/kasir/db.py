@@ -311,6 +311,7 @@ def _configure_sqlite(engine: AsyncEngine, *, busy_timeout_ms: int, turns: Write
         # lives in memory: on files it spills past 64 KiB, which a batch of card charges passes, and
         # from then on every page a unit changes is also written to a temporary file (a card charge
         # made ~12 extra writes, ~20 µs). What it holds is bounded by the batch (GroupCommit.max_batch).
+        # Temporary tables of sorts that no index serves (admin lists) live in memory too.
         cursor.execute("PRAGMA temp_store=MEMORY")
         cursor.close()
 
