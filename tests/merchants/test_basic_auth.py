@@ -7,15 +7,14 @@ import pytest
 from kasir.bnpl import security as bnpl_security
 from kasir.config import get_settings
 from kasir.errors import Unauthorized
-from kasir.merchants.basic_auth import authenticate_basic, known_merchants, parse_basic
+from kasir.merchants.basic_auth import authenticate_basic_in, known_merchants, parse_basic
 from kasir.merchants.service import token_signer_cache
 from tests.support.builders import make_merchant
 from tests.support.signing import basic_auth
 
 
 async def check(app, header: str | None):
-    async with app.state.database.unit_of_work(read_only=True) as session:
-        return await authenticate_basic(session, header)
+    return await authenticate_basic_in(app.state.database, header)
 
 
 async def test_two_and_three_part_forms_are_accepted(app):

@@ -30,7 +30,12 @@ def free_port() -> int:
 
 
 class PostgresCluster:
-    def __init__(self) -> None:
+    """`durable=False` (tests) runs with `fsync=off`: fast, and lost with the machine, which a test
+    cluster may be. The benchmark measures durable payments: `durable=True` keeps PostgreSQL's
+    defaults (every COMMIT waits for its WAL on disk)."""
+
+    def __init__(self, *, durable: bool = False) -> None:
+        self.durable = durable
         self.root = Path(tempfile.mkdtemp(prefix="kasir-pg-"))
         self.data = self.root / "data"
         self.port = free_port()
@@ -45,7 +50,9 @@ class PostgresCluster:
             uid = pwd.getpwnam("postgres")
             os.chown(self.root, uid.pw_uid, uid.pw_gid)
         self._run(_pg_bin("initdb"), "-D", str(self.data), "-U", "kasir", "--auth=trust", "-E", "UTF8", "--no-sync")
-        options = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c fsync=off -c max_connections=200"
+        options = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c max_connections=200"
+        if not self.durable:
+            options += " -c fsync=off"
         self._run(_pg_bin("pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.root / "log"), "-w", "start")
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:

@@ -6,8 +6,9 @@ What the authenticated hot paths know of merchants is held this way (kasir.merch
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Generic, TypeVar
 
 K = TypeVar("K")
@@ -25,6 +26,7 @@ class TtlCache(Generic[K, V]):
         self._ttl = ttl
         self._limit = limit
         self._entries: dict[K, tuple[float, V]] = {}
+        self._loading: dict[K, asyncio.Future[V | None]] = {}
 
     def get(self, key: K) -> V | None:
         entry = self._entries.get(key)
@@ -41,3 +43,26 @@ class TtlCache(Generic[K, V]):
 
     def forget(self, key: K) -> None:
         self._entries.pop(key, None)
+
+    async def load_once(self, key: K, load: Callable[[], Awaitable[V | None]]) -> V | None:
+        """`load()`'s answer, with every concurrent call for `key` sharing one `load()`.
+
+        When an entry expires under load, every request in flight misses it at once: without
+        this each would read the database (on PostgreSQL, 64 access-token requests each took a
+        connection and a transaction, and held the event loop up for ~150 ms every few seconds).
+        The load runs as a task of its own, so a caller that is cancelled does not cancel it
+        for the others; its exception reaches all of them. Nothing is put: the caller decides
+        what to keep (Basic auth keeps only credentials it proved).
+        """
+        loading = self._loading.get(key)
+        if loading is None:
+            loading = asyncio.ensure_future(load())
+            self._loading[key] = loading
+            loading.add_done_callback(lambda done: self._loaded(key, done))
+        return await asyncio.shield(loading)
+
+    def _loaded(self, key: K, done: asyncio.Future[V | None]) -> None:
+        if self._loading.get(key) is done:
+            del self._loading[key]
+        if not done.cancelled():
+            done.exception()  # retrieved: when every caller was cancelled, nobody else reads it

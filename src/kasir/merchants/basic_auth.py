@@ -12,8 +12,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from kasir.db import Database
 from kasir.errors import Unauthorized
 from kasir.kit.crypto import b64decode_strict, constant_time_equals
@@ -64,29 +62,31 @@ def _detached_copy(merchant: Merchant) -> Merchant:
     return Merchant(**{name: getattr(merchant, name) for name in columns})
 
 
-async def authenticate_basic(session: AsyncSession, header: str | None) -> BasicCaller:
+async def authenticate_basic_in(database: Database, header: str | None) -> BasicCaller:
+    """The merchant whose Basic credentials these are (decisions.md §3.4), or Unauthorized.
+
+    The database is read only if the merchant is not cached, once for all the requests that
+    miss it together, in a read-only unit of work of its own.
+    """
     merchant_id, secret, hash_key = parse_basic(header)
     known = known_merchants.get(merchant_id)
     if known is None:
-        merchant = await merchant_repository.get(session, merchant_id)
-        if merchant is None:
+        loaded = await known_merchants.load_once(merchant_id, lambda: _load_caller(database, merchant_id))
+        if loaded is None:
             constant_time_equals(secret, _UNKNOWN_SECRET)
             raise Unauthorized("invalid merchant credentials")
-        loaded = BasicCaller(merchant=_detached_copy(merchant), secrets=merchant_service.secrets(merchant))
-        # Only proven credentials are remembered, for the cache's time from their loading.
-        known_merchants.put(merchant_id, _proven(loaded, secret, hash_key))
-        return loaded
+        proven = _proven(loaded, secret, hash_key)
+        known_merchants.put(merchant_id, proven)  # only proven credentials are remembered
+        return proven
     return _proven(known, secret, hash_key)
 
 
-async def authenticate_basic_in(database: Database, header: str | None) -> BasicCaller:
-    """`authenticate_basic` for an endpoint without a session: one is opened only if the merchant is not cached."""
-    merchant_id, secret, hash_key = parse_basic(header)
-    known = known_merchants.get(merchant_id)
-    if known is None:
-        async with database.unit_of_work(read_only=True) as session:
-            return await authenticate_basic(session, header)
-    return _proven(known, secret, hash_key)
+async def _load_caller(database: Database, merchant_id: str) -> BasicCaller | None:
+    async with database.unit_of_work(read_only=True) as session:
+        merchant = await merchant_repository.get(session, merchant_id)
+        if merchant is None:
+            return None
+        return BasicCaller(merchant=_detached_copy(merchant), secrets=merchant_service.secrets(merchant))
 
 
 def _proven(known: BasicCaller, secret: str, hash_key: str | None) -> BasicCaller:

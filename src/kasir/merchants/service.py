@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import get_settings
+from kasir.db import Database
 from kasir.errors import BadRequest, Conflict, InvalidFieldFormat, NotFound
 from kasir.kit.clock import clock
 from kasir.kit.crypto import KeyError_, SecretBox, load_merchant_public_key, public_key_pem
@@ -165,18 +166,20 @@ class MerchantService:
     async def get_by_client_id(self, session: AsyncSession, client_id: str) -> Merchant | None:
         return await merchant_repository.get_by_client_id(session, client_id)
 
-    def cached_token_signer(self, client_id: str) -> TokenSigner | None:
-        return token_signer_cache.get(client_id)
-
-    async def token_signer(self, session: AsyncSession, client_id: str) -> TokenSigner | None:
+    async def token_signer(self, database: Database, client_id: str) -> TokenSigner | None:
+        """Whose key verifies `client_id`'s token requests: from the cache, else from the database,
+        read once for all the requests that miss it together."""
         signer = token_signer_cache.get(client_id)
         if signer is None:
-            merchant = await merchant_repository.get_by_client_id(session, client_id)
-            if merchant is None:
-                return None
-            signer = TokenSigner(merchant.id, merchant.public_key_pem)
-            token_signer_cache.put(client_id, signer)
+            signer = await token_signer_cache.load_once(client_id, lambda: self._load_token_signer(database, client_id))
+            if signer is not None:
+                token_signer_cache.put(client_id, signer)
         return signer
+
+    async def _load_token_signer(self, database: Database, client_id: str) -> TokenSigner | None:
+        async with database.unit_of_work(read_only=True) as session:
+            merchant = await merchant_repository.get_by_client_id(session, client_id)
+        return None if merchant is None else TokenSigner(merchant.id, merchant.public_key_pem)
 
     async def list(self, session: AsyncSession) -> Sequence[Merchant]:
         return await merchant_repository.list(session)

@@ -111,10 +111,8 @@ class AccessTokenService:
             b64decode_strict(signature)
         except ValueError as exc:
             raise InvalidFieldFormat("X-SIGNATURE", "must be Base64") from exc
-        signer = merchant_service.cached_token_signer(client_key)
-        if signer is None:  # a database read only when the process has not seen this client lately
-            async with database.unit_of_work(read_only=True) as session:
-                signer = await merchant_service.token_signer(session, client_key)
+        # A database read only when the process has not seen this client lately.
+        signer = await merchant_service.token_signer(database, client_key)
         if signer is None:
             raise Unauthorized("Unknown X-CLIENT-KEY")
         if not verify_asymmetric(signer.public_key_pem, token_string_to_sign(client_key, timestamp), signature):
