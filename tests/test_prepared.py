@@ -1,4 +1,7 @@
-"""kasir.prepared: the same answers as SQLAlchemy on both databases, the driver's own path on inline SQLite."""
+"""kasir.prepared: the same answers as SQLAlchemy on both databases.
+
+On inline SQLite and on asyncpg, statements take the driver's own path.
+"""
 
 from __future__ import annotations
 
@@ -126,9 +129,9 @@ async def test_a_missing_parameter_is_named(database: Database):
             await BY_NAME.first(session)
 
 
-async def test_on_inline_sqlite_statements_skip_sqlalchemys_execution(database: Database):
-    if not database.inline_sqlite:
-        pytest.skip("the driver's own path is for the inline SQLite driver; elsewhere it is session.execute")
+async def test_on_inline_sqlite_and_asyncpg_statements_skip_sqlalchemys_execution(database: Database):
+    if not (database.inline_sqlite or database.engine.dialect.driver == "asyncpg"):
+        pytest.skip("the driver's own path is for inline SQLite and asyncpg; elsewhere it is session.execute")
     seen: list[str] = []
     event.listen(database.engine.sync_engine, "before_cursor_execute", lambda *args: seen.append(args[2]))
     async with database.unit_of_work() as session:

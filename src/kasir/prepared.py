@@ -10,8 +10,16 @@ each run is the driver call alone:
 
 - On the inline SQLite driver (kasir.kit.sqlite_inline) it runs on the unit of work's
   `sqlite3` connection: the group-commit seat's, or the session's own connection.
-- Anywhere else (PostgreSQL, the thread driver) it runs through `session.execute`, as any
-  Core statement would.
+- On PostgreSQL (asyncpg) it runs on the asyncpg connection of the session's transaction,
+  through SQLAlchemy's own connection adapter: the adapter begins the transaction if no
+  statement has yet, prepares the statement in its statement cache, and translates asyncpg's
+  errors. Those are private parts of SQLAlchemy's asyncpg dialect, so the path is taken only
+  when the adapter has them as this module knows them (`_asyncpg_path_supported`); otherwise,
+  and with any other driver (the SQLite thread driver), statements run through
+  `session.execute`, as any Core statement would. A card charge on PostgreSQL spent a third
+  of the server's time in `session.execute`.
+
+Either way SQLAlchemy's execution events (`before_cursor_execute`) do not see these statements.
 
 Values go through the same type processors SQLAlchemy applies (a UTC datetime is stored
 exactly as the ORM stores it), and database errors come out as SQLAlchemy's exceptions
@@ -22,10 +30,13 @@ parameters (`IN` lists) are refused when built: their SQL depends on the values.
 
 from __future__ import annotations
 
+import inspect
 import operator
+import re
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import bindparam
@@ -122,6 +133,10 @@ class Prepared:
         dialect = _dialect(session)
         raw = await _sqlite_connection(session, dialect)
         if raw is None:
+            adapter = await _asyncpg_adapter(session, dialect)
+            if adapter is not None:
+                compiled, records, _ = await self._run_asyncpg(dialect, adapter, params)
+                return [_processed(compiled, r) if compiled.any_result_processor else tuple(r) for r in records]
             result = await session.execute(self.statement(dialect.name), params)
             return [tuple(row) for row in result.all()]
         compiled, cursor = self._run(dialect, raw, params)
@@ -133,6 +148,12 @@ class Prepared:
         dialect = _dialect(session)
         raw = await _sqlite_connection(session, dialect)
         if raw is None:
+            adapter = await _asyncpg_adapter(session, dialect)
+            if adapter is not None:
+                compiled, records, _ = await self._run_asyncpg(dialect, adapter, params)
+                if not records:
+                    return None
+                return _processed(compiled, records[0]) if compiled.any_result_processor else tuple(records[0])
             row = (await session.execute(self.statement(dialect.name), params)).first()
             return None if row is None else tuple(row)
         compiled, cursor = self._run(dialect, raw, params)
@@ -152,6 +173,10 @@ class Prepared:
         dialect = _dialect(session)
         raw = await _sqlite_connection(session, dialect)
         if raw is None:
+            adapter = await _asyncpg_adapter(session, dialect)
+            if adapter is not None:
+                _, _, changed = await self._run_asyncpg(dialect, adapter, params)
+                return changed
             result = await session.execute(self.statement(dialect.name), params)
             return int(getattr(result, "rowcount", 0))
         _, cursor = self._run(dialect, raw, params)
@@ -173,6 +198,39 @@ class Prepared:
             raise DBAPIError.instance(
                 compiled.sql, values, exc, sqlite3.Error, hide_parameters=True, dialect=dialect
             ) from exc
+
+    async def _run_asyncpg(
+        self, dialect: Dialect, adapter: Any, params: dict[str, Any]
+    ) -> tuple[_Compiled, list[Any], int]:
+        """Run on the asyncpg connection of the session's transaction: (compiled, records, rows changed)."""
+        compiled = self._compiled.get(dialect.name) or self._for(dialect)
+        if compiled.defaults:
+            params = {**compiled.defaults, **params}
+        try:
+            values = compiled.values(params)
+        except KeyError as missing:
+            raise TypeError(f"Prepared statement is missing the parameter {missing}") from None
+        async with adapter._execute_mutex:
+            try:
+                if adapter._transaction is None:
+                    await adapter._start_transaction()
+                statement, _ = await adapter._prepare(compiled.sql, dialect._invalidate_schema_cache_asof)  # type: ignore[attr-defined]
+                records = await statement.fetch(*values)
+            except Exception as error:
+                try:
+                    adapter._handle_exception(error)  # raises the DB-API error SQLAlchemy would see
+                except Exception as dbapi_error:
+                    raise DBAPIError.instance(
+                        compiled.sql,
+                        values,
+                        dbapi_error,
+                        dialect.loaded_dbapi.Error,
+                        hide_parameters=True,
+                        dialect=dialect,
+                    ) from error
+                raise
+        status = _CHANGED.match(statement.get_statusmsg() or "")
+        return compiled, records, int(status.group(1)) if status else -1
 
 
 def dialect_insert(dialect_name: str, table: Any) -> Any:
@@ -199,6 +257,34 @@ def _dialect(session: AsyncSession) -> Dialect:
     bind = session.bind
     assert bind is not None, "sessions are made bound to the engine"
     return bind.dialect
+
+
+_CHANGED = re.compile(r"(?:SELECT|UPDATE|DELETE|INSERT \d+) (\d+)")
+
+
+async def _asyncpg_adapter(session: AsyncSession, dialect: Dialect) -> Any:
+    """SQLAlchemy's asyncpg connection adapter of the session's transaction (flushing the ORM first); else None."""
+    if dialect.driver != "asyncpg":
+        return None
+    if not session.sync_session._is_clean():
+        await session.flush()
+    connection = await session.connection()
+    adapter: Any = connection.sync_connection.connection.dbapi_connection  # type: ignore[union-attr]
+    dialect_type: Any = type(dialect)
+    adapter_type: Any = type(adapter)
+    return adapter if _asyncpg_path_supported(adapter_type, dialect_type) else None
+
+
+@lru_cache(maxsize=4)
+def _asyncpg_path_supported(adapter_type: Any, dialect_type: Any) -> bool:
+    """Whether SQLAlchemy's asyncpg adapter has the private parts `_run_asyncpg` uses, as it uses them."""
+    needed = ("_execute_mutex", "_transaction", "_start_transaction", "_prepare", "_handle_exception")
+    if not all(hasattr(adapter_type, name) for name in needed):  # slots count: they are class attributes
+        return False
+    if not hasattr(dialect_type, "_invalidate_schema_cache_asof"):
+        return False
+    prepare = inspect.signature(adapter_type._prepare)
+    return list(prepare.parameters) == ["self", "operation", "invalidate_timestamp"]
 
 
 async def _sqlite_connection(session: AsyncSession, dialect: Dialect) -> sqlite3.Connection | None:
