@@ -141,3 +141,45 @@ async def test_no_turn_within_the_busy_limit_fails_as_a_locked_database(database
         give_back(other)
     await asyncio.wait_for(write(db, 2), 5)
     assert await count(db) == 1
+
+
+GIVE_UP_AND_EXIT = """
+import asyncio, sys
+from sqlalchemy import text
+import kasir.db
+from kasir.config import Settings
+from kasir.db import Database
+
+kasir.db.SQLITE_BUSY_SECONDS = 0.3
+
+async def main():
+    db = Database(Settings(data_dir=sys.argv[1], secret_key="k"))
+    try:
+        async with db.unit_of_work() as session:
+            await session.execute(text("INSERT INTO probe (x) VALUES (1)"))
+    except Exception as exc:
+        print(type(exc).__name__, flush=True)
+    finally:
+        await db.dispose()
+
+asyncio.run(main())
+"""
+
+
+async def test_a_process_that_gave_up_waiting_exits_while_the_other_still_holds_the_turn(
+    database, other_process_holding, tmp_path: Path
+):
+    # Its wait in flock is abandoned, not finished: it must not hold up the interpreter's exit
+    # (the loop's default executor joins its threads when asyncio.run ends; this wait is on a daemon thread).
+    _db, lock_path = database
+    other = other_process_holding(lock_path)
+    try:
+        gave_up = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", GIVE_UP_AND_EXIT, str(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        out, err = await asyncio.wait_for(gave_up.communicate(), 20)
+        assert gave_up.returncode == 0, err.decode()
+        assert out.decode().strip() == "OperationalError"
+        assert not turn_is_free(lock_path)  # the other process has it all along
+    finally:
+        give_back(other)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -173,15 +174,29 @@ async def test_rotate_key(tmp_path: Path):
 
 
 @pytest.mark.slow
-def test_demo_merchant_is_idempotent_through_the_real_command(settings_env, migrated, tmp_path: Path):
-    """What `make run` does twice must leave one demo merchant with the same credentials."""
+async def test_demo_merchant_is_idempotent_through_the_real_command(settings_env, migrated, tmp_path: Path):
+    """What `make run` does twice must leave one demo merchant with the same credentials.
+
+    Async, so the session's event loop goes on while the command runs (tests/support/cli.py):
+    a sync test froze it, sometimes with the app's callback worker holding the SQLite writer
+    turn, and the command waited for that lock until it gave up (a 10-minute hang, then exit 1).
+    """
     env = {**settings_env, "KASIR_DATA_DIR": str(tmp_path)}
     kasir_bin = str(Path(sys.executable).parent / "kasir")
-    first = subprocess.run([kasir_bin, "demo-merchant"], env=env, capture_output=True, text=True, check=True)
+
+    async def demo_merchant() -> str:
+        process = await asyncio.create_subprocess_exec(
+            kasir_bin, "demo-merchant", env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        )
+        out, err = await asyncio.wait_for(process.communicate(), 120)
+        assert process.returncode == 0, err.decode()
+        return out.decode()
+
+    first = await demo_merchant()
     credentials = json.loads((tmp_path / "demo" / "credentials.json").read_text())
-    second = subprocess.run([kasir_bin, "demo-merchant"], env=env, capture_output=True, text=True, check=True)
+    second = await demo_merchant()
     assert json.loads((tmp_path / "demo" / "credentials.json").read_text()) == credentials
-    assert credentials["client_id"] in first.stdout
-    assert credentials["client_id"] in second.stdout
-    assert "access-token/b2b" in second.stdout
+    assert credentials["client_id"] in first
+    assert credentials["client_id"] in second
+    assert "access-token/b2b" in second
     assert (tmp_path / "demo" / "private.pem").exists()

@@ -21,9 +21,14 @@ of a process that dies.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import fcntl
 import os
+import queue
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 
 class WriterTurns:
@@ -37,6 +42,7 @@ class WriterTurns:
         # cancelled is taken over by the next take(), or gives the lock back when it comes.
         self._pending: asyncio.Future[None] | None = None
         self._waiters = 0
+        self._waiter = _DaemonCalls("kasir-writer-turn")
 
     def _file(self) -> int:
         if self._fd is None:
@@ -59,7 +65,7 @@ class WriterTurns:
             else:
                 self._held = True
                 return
-            self._pending = asyncio.get_running_loop().run_in_executor(None, fcntl.flock, fd, fcntl.LOCK_EX)
+            self._pending = self._waiter.submit(fcntl.flock, fd, fcntl.LOCK_EX)
             self._pending.add_done_callback(self._unclaimed)
         waiting = self._pending
         self._waiters += 1
@@ -89,3 +95,39 @@ class WriterTurns:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+class _DaemonCalls:
+    """Blocking calls, one after another, on a daemon thread of their own.
+
+    The wait for the turn blocks in `flock` until the other process lets go. On the loop's
+    default executor that thread is joined when `asyncio.run` ends, so a command that gave up
+    waiting (TimeoutError after the busy limit) could not exit until the other process let go:
+    `kasir demo-merchant` once hung ~10 minutes that way. A daemon thread does not hold up the
+    exit, and the kernel drops a lock with its process.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._calls: queue.SimpleQueue[tuple[concurrent.futures.Future[Any], Callable[..., Any], tuple[Any, ...]]] = (
+            queue.SimpleQueue()
+        )
+        self._thread: threading.Thread | None = None
+
+    def submit(self, function: Callable[..., Any], *args: Any) -> asyncio.Future[Any]:
+        done: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._calls.put((done, function, args))
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+            self._thread.start()
+        return asyncio.wrap_future(done)
+
+    def _run(self) -> None:
+        while True:
+            done, function, args = self._calls.get()
+            if not done.set_running_or_notify_cancel():
+                continue
+            try:
+                done.set_result(function(*args))
+            except BaseException as exc:  # handed to the waiting coroutine
+                done.set_exception(exc)
