@@ -184,14 +184,18 @@ class Prepared:
         cursor.close()
         return int(changed)
 
-    def _run(self, dialect: Dialect, raw: sqlite3.Connection, params: dict[str, Any]) -> tuple[_Compiled, Any]:
+    def _bound(self, dialect: Dialect, params: dict[str, Any]) -> tuple[_Compiled, Sequence[Any]]:
+        """The statement compiled for `dialect`, and its positional values from `params`."""
         compiled = self._compiled.get(dialect.name) or self._for(dialect)
         if compiled.defaults:
             params = {**compiled.defaults, **params}
         try:
-            values = compiled.values(params)
+            return compiled, compiled.values(params)
         except KeyError as missing:
             raise TypeError(f"Prepared statement is missing the parameter {missing}") from None
+
+    def _run(self, dialect: Dialect, raw: sqlite3.Connection, params: dict[str, Any]) -> tuple[_Compiled, Any]:
+        compiled, values = self._bound(dialect, params)
         try:
             return compiled, raw.execute(compiled.sql, values)
         except sqlite3.Error as exc:
@@ -203,13 +207,7 @@ class Prepared:
         self, dialect: Dialect, adapter: Any, params: dict[str, Any]
     ) -> tuple[_Compiled, list[Any], int]:
         """Run on the asyncpg connection of the session's transaction: (compiled, records, rows changed)."""
-        compiled = self._compiled.get(dialect.name) or self._for(dialect)
-        if compiled.defaults:
-            params = {**compiled.defaults, **params}
-        try:
-            values = compiled.values(params)
-        except KeyError as missing:
-            raise TypeError(f"Prepared statement is missing the parameter {missing}") from None
+        compiled, values = self._bound(dialect, params)
         async with adapter._execute_mutex:
             try:
                 if adapter._transaction is None:
