@@ -45,7 +45,9 @@ def _add_order(dialect: str) -> Any:
 
     Either unique constraint of the card orders (orderId, externalId) refuses the row, and the
     guard refuses a reference of a wallet transaction: one statement where a look-up and an
-    insert were two, no savepoint, no exception on the path.
+    insert were two, no savepoint, no exception on the path. Whether the row went in is the
+    count of changed rows: a RETURNING clause cost SQLite an ephemeral table per charge
+    (~13 µs of the two INSERTs' ~48 µs).
     """
     values = binds(CardOrder)
     same_order_id, same_external_id = _reference_queries(WalletTransaction, values)
@@ -56,12 +58,7 @@ def _add_order(dialect: str) -> Any:
     # On the table, not the mapped class: the ORM's bulk INSERT (session.execute, on PostgreSQL)
     # does not take an INSERT ... SELECT.
     table = CardOrder.__table__
-    return (
-        dialect_insert(dialect, table)
-        .from_select([table.c[name] for name in values], rows)
-        .on_conflict_do_nothing()
-        .returning(table.c.id)
-    )
+    return dialect_insert(dialect, table).from_select([table.c[name] for name in values], rows).on_conflict_do_nothing()
 
 
 _ADD_ORDER = Prepared(_add_order)
@@ -69,20 +66,22 @@ _ADD_ORDER = Prepared(_add_order)
 _KEY_COLUMNS = ("merchant_id", "key", "request_hash", "status", "created_at", "expires_at")
 
 
-def _add_key(columns: Sequence[str]) -> Prepared:
-    """INSERT a key row unless (merchant, key) is taken, RETURNING its id."""
-    return Prepared(
-        lambda dialect: (
+def _add_key(columns: Sequence[str], *, returning_id: bool) -> Prepared:
+    """INSERT a key row unless (merchant, key) is taken; RETURNING its id when the caller needs it."""
+
+    def build(dialect: str) -> Any:
+        insert = (
             dialect_insert(dialect, CardIdempotencyKey)
             .values(binds(CardIdempotencyKey, columns))
             .on_conflict_do_nothing(index_elements=["merchant_id", "key"])
-            .returning(CardIdempotencyKey.id)
         )
-    )
+        return insert.returning(CardIdempotencyKey.id) if returning_id else insert
+
+    return Prepared(build)
 
 
-_ADD_KEY = _add_key(_KEY_COLUMNS)
-_ADD_ANSWERED_KEY = _add_key((*_KEY_COLUMNS, "response_status", "response_body"))
+_ADD_KEY = _add_key(_KEY_COLUMNS, returning_id=True)  # the claim: completed later by its id
+_ADD_ANSWERED_KEY = _add_key((*_KEY_COLUMNS, "response_status", "response_body"), returning_id=False)
 _KEY = Prepared(
     select(
         CardIdempotencyKey.id,
@@ -99,6 +98,16 @@ _COMPLETE_KEY = Prepared(
     .where(CardIdempotencyKey.id == bindparam("key_id"))
     .values(status="complete", **binds(CardIdempotencyKey, ("response_status", "response_body")))
 )
+
+
+def _key_row(merchant_id: str, key: str, request_hash: str, now: datetime, expires_at: datetime) -> dict[str, Any]:
+    return {
+        "merchant_id": merchant_id,
+        "key": key,
+        "request_hash": request_hash,
+        "created_at": now,
+        "expires_at": expires_at,
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +132,7 @@ class CardRepository:
 
         The unique constraints decide races between concurrent charges.
         """
-        return await _ADD_ORDER.scalar(session, **values) is not None
+        return await _ADD_ORDER.execute(session, **values) == 1
 
     async def used_reference(
         self, session: AsyncSession, merchant_id: str, order_id: str, external_id: str
@@ -167,6 +176,14 @@ class CardRepository:
     # --- idempotency keys --------------------------------------------------------------
 
     async def add_key(
+        self, session: AsyncSession, merchant_id: str, key: str, request_hash: str, now: datetime, expires_at: datetime
+    ) -> int | None:
+        """Claim (merchant, key), in progress: the new row's id, or None when the key is taken."""
+        row = _key_row(merchant_id, key, request_hash, now, expires_at)
+        key_id: int | None = await _ADD_KEY.scalar(session, status="in_progress", **row)
+        return key_id
+
+    async def add_answered_key(
         self,
         session: AsyncSession,
         merchant_id: str,
@@ -174,27 +191,15 @@ class CardRepository:
         request_hash: str,
         now: datetime,
         expires_at: datetime,
-        answer: tuple[int, str] | None = None,
-    ) -> int | None:
-        """Claim (merchant, key): in progress, or complete at once with `answer` (status, body).
-
-        The new row's id, or None when the key is taken.
-        """
-        row: dict[str, Any] = {
-            "merchant_id": merchant_id,
-            "key": key,
-            "request_hash": request_hash,
-            "created_at": now,
-            "expires_at": expires_at,
-        }
-        if answer is None:
-            key_id: int | None = await _ADD_KEY.scalar(session, status="in_progress", **row)
-        else:
-            status, body = answer
-            key_id = await _ADD_ANSWERED_KEY.scalar(
-                session, status="complete", response_status=status, response_body=body, **row
-            )
-        return key_id
+        answer: tuple[int, str],
+    ) -> bool:
+        """Write (merchant, key) complete at once with `answer` (status, body); False when the key is taken."""
+        status, body = answer
+        row = _key_row(merchant_id, key, request_hash, now, expires_at)
+        changed = await _ADD_ANSWERED_KEY.execute(
+            session, status="complete", response_status=status, response_body=body, **row
+        )
+        return changed == 1
 
     async def key(self, session: AsyncSession, merchant_id: str, key: str) -> KeyRow | None:
         row = await _KEY.first(session, merchant_id=merchant_id, key=key)

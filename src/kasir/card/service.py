@@ -389,8 +389,7 @@ class CardService:
         """Write the key complete with its answer, in the charge's unit; False when the key is already there."""
         now = clock.now()
         expires_at = now + IDEMPOTENCY_TTL
-        key_id = await card_repository.add_key(session, merchant_id, key, fingerprint, now, expires_at, answer)
-        return key_id is not None
+        return await card_repository.add_answered_key(session, merchant_id, key, fingerprint, now, expires_at, answer)
 
     async def store_refusal(
         self, database: Database, merchant_id: str, key: str, fingerprint: str, status: int, body: str
