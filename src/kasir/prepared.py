@@ -136,7 +136,7 @@ class Prepared:
             adapter = await _asyncpg_adapter(session, dialect)
             if adapter is not None:
                 compiled, records, _ = await self._run_asyncpg(dialect, adapter, params)
-                return [_processed(compiled, r) if compiled.any_result_processor else tuple(r) for r in records]
+                return [_processed(compiled, record) for record in records]
             result = await session.execute(self.statement(dialect.name), params)
             return [tuple(row) for row in result.all()]
         compiled, cursor = self._run(dialect, raw, params)
@@ -153,7 +153,7 @@ class Prepared:
                 compiled, records, _ = await self._run_asyncpg(dialect, adapter, params)
                 if not records:
                     return None
-                return _processed(compiled, records[0]) if compiled.any_result_processor else tuple(records[0])
+                return _processed(compiled, records[0])
             row = (await session.execute(self.statement(dialect.name), params)).first()
             return None if row is None else tuple(row)
         compiled, cursor = self._run(dialect, raw, params)
@@ -161,7 +161,7 @@ class Prepared:
         cursor.close()
         if found is None:
             return None
-        return _processed(compiled, found) if compiled.any_result_processor else found  # type: ignore[no-any-return]
+        return _processed(compiled, found)
 
     async def scalar(self, session: AsyncSession, **params: Any) -> Any:
         """The first column of the first row, or None."""
@@ -247,6 +247,9 @@ def binds(table: Any, names: Sequence[str] | None = None) -> dict[str, BindParam
 
 
 def _processed(compiled: _Compiled, row: Sequence[Any]) -> tuple[Any, ...]:
+    """A driver's row as a tuple, through the result columns' processors when any has one."""
+    if not compiled.any_result_processor:
+        return tuple(row)  # a sqlite3 row is a tuple already: no copy
     pairs = zip(row, compiled.result, strict=True)
     return tuple(value if process is None else process(value) for value, process in pairs)
 
