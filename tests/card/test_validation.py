@@ -2,17 +2,26 @@
 
 from __future__ import annotations
 
+import copy
 import ipaddress
+import json
 from typing import Any
 
 import httpx
 import pytest
 from fastapi import FastAPI
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic_core import PydanticCustomError
 
-from kasir.card.schemas import _ip
+from kasir.card.schemas import (
+    CardValidationError,
+    ChargeRequest,
+    _ip,
+    parse_charge_request,
+    parse_charge_request_slowly,
+)
+from kasir.kit.clock import clock
 from tests.card.helpers import charge_body, jakarta_in, post_charge, with_change
 from tests.support import builders
 from tests.support.builders import make_merchant
@@ -192,3 +201,157 @@ def test_the_quick_ipv4_check_agrees_with_ipaddress(value: str) -> None:
     except PydanticCustomError:
         accepted = False
     assert accepted == valid
+
+
+def _paths(value: Any) -> list[tuple[str | int, ...]]:
+    """Every path into a body, to its containers and leaves."""
+    children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    return [path for key, child in children for path in [(key,), *((key, *rest) for rest in _paths(child))]]
+
+
+def _changed(body: Any, path: tuple[str | int, ...], value: Any) -> Any:
+    """A copy of `body` with `path` set to `value` (`...` removes it)."""
+    changed = copy.deepcopy(body)
+    target = changed
+    for key in path[:-1]:
+        target = target[key]
+    if value is ...:
+        del target[path[-1]]
+    else:
+        target[path[-1]] = value
+    return changed
+
+
+_BODIES = [
+    charge_body(),
+    charge_body(mode="OPEN", number=None),
+    charge_body(tenor="3", callback_url="https://shop.example/cb", expired_time=jakarta_in(3600)),
+    charge_body(mode="OPEN", number=None, paymentMethod="ewallet", channel="OVO"),
+]
+_WORDS = [
+    "",
+    " ",
+    "\t",
+    "CARD",
+    "BCACC",
+    "OVO",
+    "DANA",
+    "card",
+    "ewallet",
+    "CLOSE",
+    "OPEN",
+    "IDR",
+    "3",
+    "12",
+    "ID",
+    "IDN",
+    "0812345678",
+    "a@b.co",
+    "10.0.0.1",
+    "::1",
+    "https://x.example/r",
+    "2020-01-01T00:00:00+07:00",
+    "2999-01-01T00:00:00+07:00",
+    "2999-01-01T00:00:00",
+    "4811 1111 1111 1114",
+    "12",
+    "2099",
+    "123",
+]
+_JSON_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=8)
+    | st.sampled_from(_WORDS),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(_WORDS) | st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+
+
+_ACROSS = {"paymentMethod", "paymentChannel", "paymentMode", "itemDetails", "cardDetails", "paymentOptions"}
+
+
+def _at(body: Any, path: tuple[str | int, ...]) -> Any:
+    for key in path:
+        body = body[key]
+    return body
+
+
+def _nudged(value: Any) -> st.SearchStrategy[Any]:
+    """Values next to `value`: where rules across fields and blank-but-present fields live."""
+    if isinstance(value, bool):
+        return st.just(not value)
+    if isinstance(value, int):
+        return st.sampled_from([value - 1, value + 1, value * 2, 0, -value, float(value), str(value)])
+    if isinstance(value, str):
+        return st.sampled_from(["", " ", value + " ", " " + value, value.lower(), value[:-1], value * 2])
+    return st.nothing()
+
+
+@st.composite
+def _charge_bodies(draw: st.DrawFn) -> bytes:
+    body = draw(st.sampled_from(_BODIES))
+    for _ in range(draw(st.integers(0, 2))):
+        paths = _paths(body)
+        # Half the time a field the rules across fields read: that is where the two paths differ most.
+        across = [p for p in paths if p[0] in _ACROSS or p[:2] == ("paymentDetails", "amount")]
+        if paths:
+            path = draw(st.sampled_from(across if across and draw(st.booleans()) else paths))
+            nudged = _nudged(_at(body, path))  # mostly: a random value rarely passes the field rules
+            body = _changed(body, path, draw(st.one_of(nudged, nudged, nudged, st.just(...), _JSON_VALUES)))
+    raw = json.dumps(body, ensure_ascii=draw(st.booleans())).encode()
+    edit = draw(st.sampled_from(["none"] * 6 + ["bom", "duplicate", "nan", "spaces", "truncate", "latin1"]))
+    if edit == "bom":
+        raw = b"\xef\xbb\xbf" + raw
+    elif edit == "duplicate" and raw.startswith(b"{") and len(raw) > 2:
+        raw = b'{"orderId": "twice", ' + raw[1:]  # the later orderId wins with json.loads
+    elif edit == "nan":
+        raw = raw.replace(b"150000", b"NaN", 1)
+    elif edit == "spaces":
+        raw = b" \n" + raw + b"\r\n "
+    elif edit == "truncate":
+        raw = raw[: draw(st.integers(0, len(raw)))]
+    elif edit == "latin1":
+        raw = raw.replace(b"Siti", "Sít".encode("latin-1"), 1)
+    return raw
+
+
+def _outcome(parse: Any, body: bytes) -> Any:
+    now = clock.now()
+    try:
+        request: ChargeRequest = parse(body, now)
+    except CardValidationError as refused:
+        return ("refused", [(e.field, e.message) for e in refused.errors])
+    return ("parsed", request.model_dump())
+
+
+@settings(max_examples=600, deadline=None)
+@given(_charge_bodies())
+def test_one_pass_parsing_answers_as_the_slow_path(body: bytes) -> None:
+    # The charge parses a valid body with pydantic's JSON validation and reads the rules across
+    # fields off the model; any other body goes the old way (json.loads, then both rule sets on
+    # the objects). Whatever the body, the answer must be the one the old way alone gives.
+    assert _outcome(parse_charge_request, body) == _outcome(parse_charge_request_slowly, body)
+
+
+def test_the_one_pass_path_reports_the_rules_across_fields() -> None:
+    # Valid fields, broken only across them: answered by the model-reading rules, as the old ones did.
+    now = clock.now()
+    cases = {
+        "paymentDetails.amount": with_change(charge_body(), "paymentDetails.amount", 150001),
+        "paymentDetails.expiredTime": charge_body(expired_time=jakarta_in(-60)),
+        "paymentChannel": charge_body(channel="OVO"),
+        "cardDetails": with_change(charge_body(), "cardDetails", ...),
+        "cardDetails.cardCvn": with_change(charge_body(), "cardDetails.cardCvn", " "),
+    }
+    for field, body in cases.items():
+        raw = json.dumps(body).encode()
+        ChargeRequest.model_validate_json(raw)  # the fields alone are valid: this is the one-pass path
+        for parse in (parse_charge_request, parse_charge_request_slowly):
+            with pytest.raises(CardValidationError) as refused:
+                parse(raw, now)
+            assert [e.field for e in refused.value.errors] == [field]
