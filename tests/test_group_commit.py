@@ -119,3 +119,69 @@ async def test_a_batch_is_committed_even_when_the_writer_expected_to_commit_it_i
     assert committed_names(path) == {"first"}
     with contextlib.suppress(asyncio.CancelledError):
         await second_task
+
+
+async def test_the_seat_wakes_every_waiter_at_once_and_each_takes_it_in_turn():
+    from kasir.db import _Gate
+
+    gate = _Gate()
+    await gate.acquire()
+    order: list[int] = []
+    iterations: list[int] = []
+    loop_turns = 0
+
+    async def count_turns() -> None:
+        nonlocal loop_turns
+        while True:
+            loop_turns += 1
+            await asyncio.sleep(0)
+
+    async def unit(number: int) -> None:
+        await gate.acquire()
+        order.append(number)
+        iterations.append(loop_turns)
+        gate.release()  # held without yielding, as a unit holds the seat
+
+    counter = asyncio.create_task(count_turns())
+    units = [asyncio.create_task(unit(n)) for n in range(5)]
+    await asyncio.sleep(0)  # all five are waiting
+    assert gate.locked()
+    gate.release()
+    await asyncio.gather(*units)
+    counter.cancel()
+    assert order == [0, 1, 2, 3, 4]  # in the order they came
+    # asyncio.Lock would give the seat to one waiter per loop iteration; here all in one.
+    assert len(set(iterations)) == 1
+
+
+async def test_a_woken_unit_that_finds_the_seat_taken_waits_again_and_a_cancelled_one_leaves_no_trace():
+    from kasir.db import _Gate
+
+    gate = _Gate()
+    await gate.acquire()
+    got: list[str] = []
+
+    async def holder_that_yields() -> None:
+        await gate.acquire()
+        got.append("holder")
+        await asyncio.sleep(0.01)  # a busy retry while holding the seat
+        got.append("holder done")
+        gate.release()
+
+    async def unit(name: str) -> None:
+        await gate.acquire()
+        got.append(name)
+        gate.release()
+
+    holder = asyncio.create_task(holder_that_yields())
+    late = asyncio.create_task(unit("late"))
+    cancelled = asyncio.create_task(unit("cancelled"))
+    await asyncio.sleep(0)
+    cancelled.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await cancelled
+    gate.release()
+    await asyncio.gather(holder, late)
+    assert got == ["holder", "holder done", "late"]  # "late", woken with the holder, found it taken and waited
+    assert not gate.locked()
+    await asyncio.wait_for(gate.acquire(), 1)  # nothing left waiting or holding

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import sqlite3
@@ -376,7 +377,7 @@ class GroupCommit:
     def __init__(self, engine: AsyncEngine, *, max_batch: int) -> None:
         self.engine = engine
         self.max_batch = max_batch
-        self._lock = _LoopLocalLock()
+        self._lock = _LoopLocalLock(_Gate)
         self._waiting = 0
         self._connection: AsyncConnection | None = None
         self._idle: AsyncConnection | None = None  # the last batch's, kept: checking one out costs ~130 µs
@@ -608,17 +609,63 @@ def _release(record_info: dict[str, Any], lock: _ProcessWriteLock) -> None:
         lock.release()
 
 
-class _LoopLocalLock:
-    """An asyncio.Lock per event loop (tests and the CLI run several loops in one process)."""
+class _Gate:
+    """A lock whose release wakes every waiter at once: the group-commit seat.
+
+    asyncio.Lock hands itself to one waiter per release, and that waiter runs in the loop's next
+    iteration: the units waiting for a batch's COMMIT would get the seat one iteration (and one
+    epoll_wait) each. Units hold the seat without yielding (statements run inline), so when all
+    waiters are woken together, each finds the seat free in turn within one iteration. A woken
+    unit that finds it taken (its holder yielded: a busy retry) waits again.
+    """
+
+    __slots__ = ("_held", "_waiters")
 
     def __init__(self) -> None:
-        self._locks: dict[int, asyncio.Lock] = {}
+        self._held = False
+        self._waiters: collections.deque[asyncio.Future[None]] = collections.deque()
 
-    def _lock(self) -> asyncio.Lock:
+    def locked(self) -> bool:
+        return self._held
+
+    async def acquire(self) -> None:
+        if not self._held and not self._waiters:
+            self._held = True
+            return
+        loop = asyncio.get_running_loop()
+        while True:
+            waiter = loop.create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            except BaseException:
+                with contextlib.suppress(ValueError):
+                    self._waiters.remove(waiter)
+                raise
+            if not self._held:
+                self._held = True
+                return
+
+    def release(self) -> None:
+        self._held = False
+        waiters, self._waiters = self._waiters, collections.deque()
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+
+class _LoopLocalLock:
+    """An asyncio.Lock (or `factory()`) per event loop (tests and the CLI run several loops in one process)."""
+
+    def __init__(self, factory: Callable[[], Any] = asyncio.Lock) -> None:
+        self._factory = factory
+        self._locks: dict[int, Any] = {}
+
+    def _lock(self) -> Any:
         loop = asyncio.get_running_loop()
         lock = self._locks.get(id(loop))
         if lock is None:
-            lock = self._locks[id(loop)] = asyncio.Lock()
+            lock = self._locks[id(loop)] = self._factory()
         return lock
 
     async def acquire(self) -> None:
