@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import OperationalError
 
 from kasir.config import Settings
 from kasir.db import Database
@@ -54,7 +55,8 @@ async def test_busy_beyond_the_limit_fails_instead_of_hanging(database, monkeypa
         async with db.engine.connect() as connection:
             raw = await connection.get_raw_connection()
             monkeypatch.setattr(raw.driver_connection, "busy_seconds", 0.2)
-            with pytest.raises(Exception, match="locked"):
+            # SQLAlchemy's OperationalError, which the endpoints answer with 503 (its BEGIN runs on the driver's cursor)
+            with pytest.raises(OperationalError, match="locked"):
                 await connection.execute(text("INSERT INTO probe (x) VALUES (2)"))
     finally:
         other_process.rollback()
