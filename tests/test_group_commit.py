@@ -185,3 +185,55 @@ async def test_a_woken_unit_that_finds_the_seat_taken_waits_again_and_a_cancelle
     assert got == ["holder", "holder done", "late"]  # "late", woken with the holder, found it taken and waited
     assert not gate.locked()
     await asyncio.wait_for(gate.acquire(), 1)  # nothing left waiting or holding
+
+
+async def test_programs_run_in_the_batch_and_one_that_fails_is_undone_alone(grouped):
+    database, path = grouped
+    group = database.group
+    assert group is not None
+
+    def insert(name: str, *, fail: bool = False):
+        def program(connection: sqlite3.Connection) -> str:
+            connection.execute("INSERT INTO item (name) VALUES (?)", (name,))
+            if fail:
+                raise LookupError(name)
+            return name
+
+        return program
+
+    async def unit(name: str) -> None:
+        async with database.unit_of_work() as session:
+            await session.execute(text("INSERT INTO item (name) VALUES (:name)"), {"name": name})
+
+    results = await asyncio.gather(
+        group.run(insert("p1")),
+        group.run(insert("p2", fail=True)),
+        group.run(insert("p3")),
+        unit("u1"),
+        group.run(insert("u1")),  # the unit's name: UNIQUE fails this program alone
+        return_exceptions=True,
+    )
+    assert (results[0], results[2], results[3]) == ("p1", "p3", None)
+    assert isinstance(results[1], LookupError)
+    assert isinstance(results[4], sqlite3.IntegrityError)
+    assert committed_names(path) == {"p1", "p3", "u1"}  # committed when the programs answered
+
+
+async def test_a_program_whose_caller_gave_up_before_it_ran_is_not_run(grouped):
+    database, path = grouped
+    group = database.group
+    assert group is not None
+
+    def insert(name: str):
+        def program(connection: sqlite3.Connection) -> None:
+            connection.execute("INSERT INTO item (name) VALUES (?)", (name,))
+
+        return program
+
+    gave_up = asyncio.create_task(group.run(insert("gave up")))
+    await asyncio.sleep(0)  # sent, but the batch has not started
+    gave_up.cancel()
+    await group.run(insert("kept"))
+    with contextlib.suppress(asyncio.CancelledError):
+        await gave_up
+    assert committed_names(path) == {"kept"}

@@ -382,6 +382,8 @@ class GroupCommit:
         self._connection: AsyncConnection | None = None
         self._idle: AsyncConnection | None = None  # the last batch's, kept: checking one out costs ~130 µs
         self._joined: list[asyncio.Future[None]] = []
+        self._programs: list[tuple[Program, asyncio.Future[Any]]] = []
+        self._running_programs: asyncio.Task[None] | None = None
 
     async def enter(self) -> Connection:
         """Wait for the write seat; the shared transaction's connection (begun on first use)."""
@@ -395,18 +397,23 @@ class GroupCommit:
         self._waiting -= 1
         try:
             if self._connection is None:
-                connection, self._idle = self._idle or await self.engine.connect(), None
-                try:
-                    await connection.begin()
-                except BaseException:
-                    await connection.close()
-                    raise
-                self._connection = connection
+                await self._begin()
         except BaseException:
             self._lock.release()
             self._commit_orphans()
             raise
+        assert self._connection is not None
         return self._connection.sync_connection  # type: ignore[return-value]
+
+    async def _begin(self) -> None:
+        """Begin the shared transaction (the seat is held)."""
+        connection, self._idle = self._idle or await self.engine.connect(), None
+        try:
+            await connection.begin()
+        except BaseException:
+            await connection.close()
+            raise
+        self._connection = connection
 
     async def leave(self, *, joined: bool, broken: BaseException | None = None) -> None:
         """Give the seat back; with `joined`, return once the unit's batch is durable.
@@ -440,6 +447,41 @@ class GroupCommit:
             # The unit holding the seat next commits the batch (or this one did, above).
             await done
 
+    async def run(self, program: Program) -> Any:
+        """Run `program` as a unit of work of the next batch, and answer its result once the batch is durable.
+
+        A program is a whole unit's statements as one function of the sqlite3 connection, for a
+        unit that knows everything it writes before it writes (no await in between). It runs with
+        the batch's other programs back to back, just before the COMMIT, inside a savepoint of its
+        own. An exception rolls back to that savepoint and is raised here; the batch's other work
+        stands. So the unit waits once, for its batch, where a unit of work waits for the seat and
+        then for the batch, and pays for neither the seat nor its savepoint's round trips: an OPEN
+        card charge went from 0.47x to 0.51x of the ceiling.
+
+        A caller cancelled before its batch starts is left out of it; after, its program commits.
+        """
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[Any] = loop.create_future()
+        self._programs.append((program, done))
+        if self._running_programs is None:
+            self._running_programs = loop.create_task(self._commit_programs())
+        return await done
+
+    async def _commit_programs(self) -> None:
+        """Commit batches while programs wait: each batch takes the programs sent while the last one committed."""
+        try:
+            await asyncio.sleep(0)  # the requests ready now send theirs first: one batch, not two
+            while self._programs:
+                async with self._seat():
+                    if self._programs:
+                        await self._commit()
+        except BaseException as exc:
+            programs, self._programs = self._programs, []
+            _settle(programs_waiting(programs), exc)
+            raise
+        finally:
+            self._running_programs = None
+
     def _commit_orphans(self) -> None:
         """A batch that joined but was left to a writer that gave up (cancelled, failed): commit it."""
         if self._joined and self._waiting == 0 and not self._lock.locked():
@@ -461,6 +503,14 @@ class GroupCommit:
     async def _commit(self) -> None:
         # The batch is handed over whole to a task of its own: a COMMIT already on its way to the
         # disk is never abandoned half-way by a cancelled request, and its units always hear how it went.
+        programs = [(program, done) for program, done in self._programs if not done.done()]  # not the cancelled
+        self._programs = []
+        if self._connection is None and programs:
+            try:
+                await self._begin()
+            except BaseException as exc:
+                _settle(programs_waiting(programs), exc)
+                raise
         connection, self._connection = self._connection, None
         joined, self._joined = self._joined, []
         if connection is None:
@@ -468,27 +518,43 @@ class GroupCommit:
             return
         loop = asyncio.get_running_loop()
         raw = connection.sync_connection.connection.driver_connection.sqlite  # type: ignore[union-attr]
-        committed = loop.run_in_executor(None, _commit_sqlite, raw)  # the COMMIT is sent now, whatever follows
-        await asyncio.shield(loop.create_task(self._make_durable(connection, joined, committed)))
+        waiting = programs_waiting(programs)
+        try:
+            # On the loop, back to back: on the COMMIT's thread they cost more in GIL hand-overs than
+            # SQLite's share they took off the loop (HTTP: 1,925-1,959 against 1,997-2,008 req/s).
+            outcomes = _run_programs(raw, [program for program, _ in programs])
+        except BaseException as exc:  # a savepoint that could not be undone: nobody can vouch for the batch
+            _settle([*joined, *waiting], exc)
+            await _discard(connection)
+            return
+        committed = loop.run_in_executor(None, _commit_returning, raw, outcomes)  # under way now, whatever follows
+        await asyncio.shield(loop.create_task(self._make_durable(connection, joined, programs, waiting, committed)))
 
     async def _make_durable(
-        self, connection: AsyncConnection, joined: list[asyncio.Future[None]], committed: asyncio.Future[None]
+        self,
+        connection: AsyncConnection,
+        joined: list[asyncio.Future[None]],
+        programs: list[tuple[Program, asyncio.Future[Any]]],
+        waiting: list[asyncio.Future[Any]],
+        committed: asyncio.Future[list[tuple[bool, Any]]],
     ) -> None:
-        """Wait for the batch's COMMIT (on a worker thread, so the loop goes on meanwhile) and tell its units."""
+        """Wait for the batch's programs and COMMIT (on a worker thread: the loop goes on) and tell its units."""
         try:
-            await committed
+            outcomes = await committed
             # SQLAlchemy's COMMIT finds nothing left to commit, and keeps its bookkeeping (events,
             # the process's write lock) as usual.
             await connection.commit()
         except BaseException as exc:
-            _settle(joined, exc)
-            try:
-                with contextlib.suppress(Exception):
-                    await connection.rollback()
-            finally:
-                await connection.close()
+            _settle([*joined, *waiting], exc)
+            await _discard(connection)
             return
         _settle(joined, None)
+        for (_, done), (ok, value) in zip(programs, outcomes, strict=True):
+            if not done.done():
+                if ok:
+                    done.set_result(value)
+                else:
+                    done.set_exception(value)
         if self._idle is None:
             self._idle = connection
         else:
@@ -506,14 +572,53 @@ class GroupCommit:
         joined, self._joined = self._joined, []
         _settle(joined, exc)
         if connection is not None:
-            try:
-                with contextlib.suppress(Exception):
-                    await connection.rollback()
-            finally:
-                await connection.close()
+            await _discard(connection)
 
 
-def _settle(joined: list[asyncio.Future[None]], exc: BaseException | None) -> None:
+Program = Callable[[sqlite3.Connection], Any]
+
+_UNIT_SAVEPOINT = "SAVEPOINT kasir_program"
+_UNIT_ROLLBACK = "ROLLBACK TO kasir_program"
+_UNIT_RELEASE = "RELEASE kasir_program"
+
+
+async def _discard(connection: AsyncConnection) -> None:
+    """Roll back what the connection holds and close it."""
+    try:
+        with contextlib.suppress(Exception):
+            await connection.rollback()
+    finally:
+        await connection.close()
+
+
+def programs_waiting(programs: list[tuple[Program, asyncio.Future[Any]]]) -> list[asyncio.Future[Any]]:
+    return [done for _, done in programs]
+
+
+def _commit_returning(connection: sqlite3.Connection, outcomes: list[tuple[bool, Any]]) -> list[tuple[bool, Any]]:
+    _commit_sqlite(connection)
+    return outcomes
+
+
+def _run_programs(connection: sqlite3.Connection, programs: list[Program]) -> list[tuple[bool, Any]]:
+    """Each program in a savepoint of its own: (True, its result), or (False, its exception) with its
+    writes undone. A savepoint that cannot be undone raises: the batch fails."""
+    outcomes: list[tuple[bool, Any]] = []
+    for program in programs:
+        connection.execute(_UNIT_SAVEPOINT)
+        try:
+            result = program(connection)
+        except Exception as exc:
+            connection.execute(_UNIT_ROLLBACK)
+            connection.execute(_UNIT_RELEASE)
+            outcomes.append((False, exc))
+        else:
+            connection.execute(_UNIT_RELEASE)
+            outcomes.append((True, result))
+    return outcomes
+
+
+def _settle(joined: Iterable[asyncio.Future[Any]], exc: BaseException | None) -> None:
     error = exc if exc is None or isinstance(exc, Exception) else RuntimeError("commit interrupted")
     for waiter in joined:
         if not waiter.done():

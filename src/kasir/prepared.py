@@ -184,6 +184,13 @@ class Prepared:
         cursor.close()
         return int(changed)
 
+    def execute_on(self, raw: sqlite3.Connection, dialect: Dialect, **params: Any) -> int:
+        """`execute` on a sqlite3 connection given outright (a batch program of the group commit); rows changed."""
+        _, cursor = self._run(dialect, raw, params)
+        changed = cursor.rowcount
+        cursor.close()
+        return int(changed)
+
     def _bound(self, dialect: Dialect, params: dict[str, Any]) -> tuple[_Compiled, Sequence[Any]]:
         """The statement compiled for `dialect`, and its positional values from `params`."""
         compiled = self._compiled.get(dialect.name) or self._for(dialect)

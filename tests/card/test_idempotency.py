@@ -192,13 +192,15 @@ async def test_keys_expire_after_24_hours(app: FastAPI, client: httpx.AsyncClien
     assert "idempotent-replayed" not in fresh.headers
 
 
+@pytest.mark.parametrize("mode", ["CLOSE", "OPEN"])
 async def test_twenty_simultaneous_charges_with_one_key(
-    app: FastAPI, client: httpx.AsyncClient, served: ServedKasir
+    app: FastAPI, client: httpx.AsyncClient, served: ServedKasir, mode: str
 ) -> None:
     """Ten through a real `kasir serve`, ten through this process's app, at once, on one database:
-    exactly one order; every other answer is 409 REQUEST_IN_PROGRESS or the replayed 200."""
+    exactly one order; every other answer is 409 REQUEST_IN_PROGRESS or the replayed 200.
+    OPEN mode goes to SQLite's batch as one program (GroupCommit.run), CLOSE as a unit of work."""
     merchant = await make_merchant(app)
-    key, body = new_key(), compact(charge_body())
+    key, body = new_key(), compact(charge_body(mode=mode, number=None if mode == "OPEN" else DECLINED))
     async with httpx.AsyncClient(base_url=served.base_url, timeout=30) as http:
         answers = await asyncio.gather(
             *(post_charge(http if i % 2 else client, merchant, body, key=key) for i in range(20))
@@ -216,3 +218,39 @@ async def test_twenty_simultaneous_charges_with_one_key(
     replay = await post_charge(client, merchant, body, key=key)
     assert replay.headers["idempotent-replayed"] == "true"
     assert replay.content == originals[0].content
+
+
+async def test_open_mode_charges_replay_and_refuse_as_every_charge_does(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    """OPEN mode under SQLite group commit writes the order and its answered key as one batch program:
+    the replay, the reused key and the taken orderId and externalId must answer as in CLOSE mode."""
+    merchant = await make_merchant(app)
+    original = charge_body(mode="OPEN", number=None)
+    key, body = new_key(), compact(original)
+    first = await post_charge(client, merchant, body, key=key)
+    assert first.status_code == 200, first.text
+    assert first.json()["data"]["paymentStatus"] == "PENDING"
+    again = await post_charge(client, merchant, body, key=key)
+    assert (again.status_code, again.headers["idempotent-replayed"]) == (200, "true")
+    assert again.content == first.content
+    reused = await post_charge(client, merchant, compact(charge_body(mode="OPEN", number=None)), key=key)
+    assert (reused.status_code, reused.json()["statusMessage"]) == (422, "IDEMPOTENCY_KEY_REUSED")
+    for field in ("orderId", "externalId"):
+        taken = compact({**charge_body(mode="OPEN", number=None), field: original[field]})
+        taken_key = new_key()
+        refused = await post_charge(client, merchant, taken, key=taken_key)
+        assert refused.status_code == 409, refused.text
+        assert refused.json()["statusMessage"] == "DUPLICATE_ORDER"
+        assert [e["field"] for e in refused.json()["errors"]] == [field]
+        replayed = await post_charge(client, merchant, taken, key=taken_key)  # the refusal is the key's answer
+        assert (replayed.status_code, replayed.headers["idempotent-replayed"]) == (409, "true")
+        assert replayed.content == refused.content
+    assert await orders_for(app, merchant) == 1
+    async with app.state.database.unit_of_work(read_only=True) as session:
+        stored = await session.scalar(
+            select(CardIdempotencyKey.response_body).where(
+                CardIdempotencyKey.merchant_id == merchant.id, CardIdempotencyKey.key == key
+            )
+        )
+    assert stored == first.text

@@ -177,6 +177,15 @@ async def _charge_in_one_unit(request: Request, database: Database, charge: _Key
     A 5xx, or a crash, rolls all of it back and leaves the key free for the retry.
     """
     merchant_id = charge.caller.merchant.id
+    if charge.card is None and charge.request.payment_method == "card":
+        # OPEN mode, the common case: two INSERTs known in full before anything runs, so they go to
+        # the batch as one program (GroupCommit.run) and the request waits once, for its batch.
+        order, outcome = card_service.open_charge(charge.caller, charge.request)
+        response = JSONResponse(charge_body(outcome))
+        answer = (200, bytes(response.body).decode())
+        if await card_service.write_open_charge(database, charge.caller, order, charge.key, charge.fingerprint, answer):
+            return response
+        return await _claim_then_charge(request, database, charge)  # orderId, externalId or the key taken
     try:
         async with database.unit_of_work() as session:
             outcome = await card_service.charge(session, charge.caller, charge.request, charge.card)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import sqlite3
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, delete, select, union_all, update
+from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.card.models import CardAttempt, CardIdempotencyKey, CardOrder
@@ -100,7 +102,7 @@ _COMPLETE_KEY = Prepared(
 )
 
 
-def _key_row(merchant_id: str, key: str, request_hash: str, now: datetime, expires_at: datetime) -> dict[str, Any]:
+def key_row(merchant_id: str, key: str, request_hash: str, now: datetime, expires_at: datetime) -> dict[str, Any]:
     return {
         "merchant_id": merchant_id,
         "key": key,
@@ -121,6 +123,10 @@ class KeyRow:
     response_body: str | None
     created_at: datetime
     expires_at: datetime
+
+
+class Taken(Exception):
+    """A batch program's row was not written: what it names (orderId or externalId, or the key) is taken."""
 
 
 class CardRepository:
@@ -179,7 +185,7 @@ class CardRepository:
         self, session: AsyncSession, merchant_id: str, key: str, request_hash: str, now: datetime, expires_at: datetime
     ) -> int | None:
         """Claim (merchant, key), in progress: the new row's id, or None when the key is taken."""
-        row = _key_row(merchant_id, key, request_hash, now, expires_at)
+        row = key_row(merchant_id, key, request_hash, now, expires_at)
         key_id: int | None = await _ADD_KEY.scalar(session, status="in_progress", **row)
         return key_id
 
@@ -195,11 +201,33 @@ class CardRepository:
     ) -> bool:
         """Write (merchant, key) complete at once with `answer` (status, body); False when the key is taken."""
         status, body = answer
-        row = _key_row(merchant_id, key, request_hash, now, expires_at)
+        row = key_row(merchant_id, key, request_hash, now, expires_at)
         changed = await _ADD_ANSWERED_KEY.execute(
             session, status="complete", response_status=status, response_body=body, **row
         )
         return changed == 1
+
+    def order_with_answered_key(
+        self,
+        dialect: Dialect,
+        order: dict[str, Any],
+        key_row: dict[str, Any],
+        answer: tuple[int, str],
+    ) -> Callable[[sqlite3.Connection], None]:
+        """`add_order` then `add_answered_key` as one program of SQLite's group commit (kasir.db.GroupCommit.run).
+
+        Raises Taken, and so undoes the program, when orderId, externalId or the key is taken.
+        """
+        status, body = answer
+        key_values = {**key_row, "status": "complete", "response_status": status, "response_body": body}
+
+        def program(connection: sqlite3.Connection) -> None:
+            if _ADD_ORDER.execute_on(connection, dialect, **order) != 1:
+                raise Taken("order")
+            if _ADD_ANSWERED_KEY.execute_on(connection, dialect, **key_values) != 1:
+                raise Taken("key")
+
+        return program
 
     async def key(self, session: AsyncSession, merchant_id: str, key: str) -> KeyRow | None:
         row = await _KEY.first(session, merchant_id=merchant_id, key=key)

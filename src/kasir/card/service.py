@@ -51,7 +51,7 @@ from kasir.card.cards import (
     parse_card,
 )
 from kasir.card.models import CardAttempt, CardOrder
-from kasir.card.repository import card_repository
+from kasir.card.repository import Taken, card_repository, key_row
 from kasir.card.schemas import TENORS, CardValidationError, ChargeRequest, parse_charge_request
 from kasir.card.states import (
     MAX_FAILED_ATTEMPTS,
@@ -265,17 +265,12 @@ class CardService:
         if request.callback_url:
             await check_callback_url(request.callback_url, production=get_settings().is_production, field="callbackUrl")
 
-    async def charge(
-        self, session: AsyncSession, caller: BasicCaller, request: ChargeRequest, card: ParsedCard | None
-    ) -> ChargeOutcome:
-        """The charge of a request that passed `parse` and `check_callback_url`."""
+    def new_order(self, caller: BasicCaller, request: ChargeRequest) -> dict[str, Any]:
+        """The row of a card order for `request` (paymentMethod card), not yet written."""
         merchant = caller.merchant
-        if request.payment_method == "ewallet":
-            await self._refuse_duplicate(session, merchant.id, request)
-            return await self._charge_wallet(session, caller, request)
         now = clock.now()
         expires_at = parse_aware(request.payment_details.expired_time) if request.payment_details.expired_time else None
-        values: dict[str, Any] = {
+        return {
             "id": new_sortable_id("CARD", 20),
             "merchant_id": merchant.id,
             "external_id": request.external_id,
@@ -301,6 +296,51 @@ class CardService:
             "updated_at": now,
             "paid_at": None,
         }
+
+    def open_charge(self, caller: BasicCaller, request: ChargeRequest) -> tuple[dict[str, Any], ChargeOutcome]:
+        """An OPEN-mode card charge (the customer enters the card at `link`): its order row and its answer."""
+        values = self.new_order(caller, request)
+        order_id = values["id"]
+        return values, ChargeOutcome(
+            order_id, request.external_id, PAYMENT_STATUS[CardOrderStatus.PENDING], page_url(order_id)
+        )
+
+    async def write_open_charge(
+        self,
+        database: Database,
+        caller: BasicCaller,
+        order: dict[str, Any],
+        key: str,
+        fingerprint: str,
+        answer: tuple[int, str],
+    ) -> bool:
+        """Under SQLite group commit: an `open_charge` order and its X-Idempotency-Key, complete with
+        `answer`, written as one program of the next batch (kasir.db.GroupCommit.run): the request
+        waits once, for its batch, and its statements run off the event loop.
+
+        False, with nothing written, when orderId, externalId or the key is taken: then the caller
+        decides the way every other charge does (`claim_key`, `charge`).
+        """
+        assert database.group is not None
+        now = order["created_at"]
+        row = key_row(caller.merchant.id, key, fingerprint, now, now + IDEMPOTENCY_TTL)
+        program = card_repository.order_with_answered_key(database.engine.dialect, order, row, answer)
+        try:
+            await database.group.run(program)
+        except Taken:
+            return False
+        annotate_request(transaction_id=order["id"], merchant_id=caller.merchant.id)
+        return True
+
+    async def charge(
+        self, session: AsyncSession, caller: BasicCaller, request: ChargeRequest, card: ParsedCard | None
+    ) -> ChargeOutcome:
+        """The charge of a request that passed `parse` and `check_callback_url`."""
+        merchant = caller.merchant
+        if request.payment_method == "ewallet":
+            await self._refuse_duplicate(session, merchant.id, request)
+            return await self._charge_wallet(session, caller, request)
+        values = self.new_order(caller, request)
         if not await card_repository.add_order(session, values):
             await self._refuse_duplicate(session, merchant.id, request)
             raise DuplicateOrder("orderId")
