@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import sqlite3
 from pathlib import Path
 
@@ -237,3 +238,28 @@ async def test_a_program_whose_caller_gave_up_before_it_ran_is_not_run(grouped):
     with contextlib.suppress(asyncio.CancelledError):
         await gave_up
     assert committed_names(path) == {"kept"}
+
+
+async def test_a_batch_that_cannot_begin_fails_its_programs_and_the_next_one_runs(grouped, monkeypatch, caplog):
+    database, path = grouped
+    group = database.group
+    assert group is not None
+
+    def insert(name: str):
+        def program(connection: sqlite3.Connection) -> str:
+            connection.execute("INSERT INTO item (name) VALUES (?)", (name,))
+            return name
+
+        return program
+
+    async def cannot_begin() -> None:
+        raise sqlite3.OperationalError("database is locked")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(group, "_begin", cannot_begin)
+        with pytest.raises(sqlite3.OperationalError, match="locked"):
+            await group.run(insert("lost"))
+    assert await group.run(insert("next")) == "next"  # a new batch, with its own transaction
+    assert committed_names(path) == {"next"}
+    gc.collect()  # a task whose exception nobody retrieved says so when it is collected
+    assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]

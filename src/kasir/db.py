@@ -476,9 +476,12 @@ class GroupCommit:
                     if self._programs:
                         await self._commit()
         except BaseException as exc:
+            # Every program still waiting hears why, and its request answers (503 for a database
+            # that cannot be reached). Nobody awaits this task: an error ends here, a cancel goes on.
             programs, self._programs = self._programs, []
             _settle(programs_waiting(programs), exc)
-            raise
+            if not isinstance(exc, Exception):
+                raise
         finally:
             self._running_programs = None
 
