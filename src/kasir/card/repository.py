@@ -211,7 +211,7 @@ class CardRepository:
         self,
         dialect: Dialect,
         order: dict[str, Any],
-        key_row: dict[str, Any],
+        key_columns: dict[str, Any],
         answer: tuple[int, str],
     ) -> Callable[[sqlite3.Connection], None]:
         """`add_order` then `add_answered_key` as one program of SQLite's group commit (kasir.db.GroupCommit.run).
@@ -219,7 +219,7 @@ class CardRepository:
         Raises Taken, and so undoes the program, when orderId, externalId or the key is taken.
         """
         status, body = answer
-        key_values = {**key_row, "status": "complete", "response_status": status, "response_body": body}
+        key_values = {**key_columns, "status": "complete", "response_status": status, "response_body": body}
 
         def program(connection: sqlite3.Connection) -> None:
             if _ADD_ORDER.execute_on(connection, dialect, **order) != 1:

@@ -316,7 +316,7 @@ class CardService:
     ) -> bool:
         """Under SQLite group commit: an `open_charge` order and its X-Idempotency-Key, complete with
         `answer`, written as one program of the next batch (kasir.db.GroupCommit.run): the request
-        waits once, for its batch, and its statements run off the event loop.
+        waits once, for its batch, and takes no seat in it.
 
         False, with nothing written, when orderId, externalId or the key is taken: then the caller
         decides the way every other charge does (`claim_key`, `charge`).
