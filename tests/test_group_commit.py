@@ -31,6 +31,18 @@ def committed_names(path: Path) -> set[str]:
         return {row[0] for row in connection.execute("SELECT name FROM item")}
 
 
+def insert(name: str, *, fail: bool = False):
+    """A batch program (GroupCommit.run) that inserts `name` and answers it, or then fails."""
+
+    def program(connection: sqlite3.Connection) -> str:
+        connection.execute("INSERT INTO item (name) VALUES (?)", (name,))
+        if fail:
+            raise LookupError(name)
+        return name
+
+    return program
+
+
 async def test_concurrent_units_commit_together_and_a_failing_unit_rolls_back_alone(grouped):
     database, path = grouped
     assert database.group is not None
@@ -193,15 +205,6 @@ async def test_programs_run_in_the_batch_and_one_that_fails_is_undone_alone(grou
     group = database.group
     assert group is not None
 
-    def insert(name: str, *, fail: bool = False):
-        def program(connection: sqlite3.Connection) -> str:
-            connection.execute("INSERT INTO item (name) VALUES (?)", (name,))
-            if fail:
-                raise LookupError(name)
-            return name
-
-        return program
-
     async def unit(name: str) -> None:
         async with database.unit_of_work() as session:
             await session.execute(text("INSERT INTO item (name) VALUES (:name)"), {"name": name})
@@ -225,12 +228,6 @@ async def test_a_program_whose_caller_gave_up_before_it_ran_is_not_run(grouped):
     group = database.group
     assert group is not None
 
-    def insert(name: str):
-        def program(connection: sqlite3.Connection) -> None:
-            connection.execute("INSERT INTO item (name) VALUES (?)", (name,))
-
-        return program
-
     gave_up = asyncio.create_task(group.run(insert("gave up")))
     await asyncio.sleep(0)  # sent, but the batch has not started
     gave_up.cancel()
@@ -244,13 +241,6 @@ async def test_a_batch_that_cannot_begin_fails_its_programs_and_the_next_one_run
     database, path = grouped
     group = database.group
     assert group is not None
-
-    def insert(name: str):
-        def program(connection: sqlite3.Connection) -> str:
-            connection.execute("INSERT INTO item (name) VALUES (?)", (name,))
-            return name
-
-        return program
 
     async def cannot_begin() -> None:
         raise sqlite3.OperationalError("database is locked")

@@ -479,7 +479,7 @@ class GroupCommit:
             # Every program still waiting hears why, and its request answers (503 for a database
             # that cannot be reached). Nobody awaits this task: an error ends here, a cancel goes on.
             programs, self._programs = self._programs, []
-            _settle(programs_waiting(programs), exc)
+            _settle(_futures_of(programs), exc)
             if not isinstance(exc, Exception):
                 raise
         finally:
@@ -512,7 +512,7 @@ class GroupCommit:
             try:
                 await self._begin()
             except BaseException as exc:
-                _settle(programs_waiting(programs), exc)
+                _settle(_futures_of(programs), exc)
                 raise
         connection, self._connection = self._connection, None
         joined, self._joined = self._joined, []
@@ -521,34 +521,34 @@ class GroupCommit:
             return
         loop = asyncio.get_running_loop()
         raw = connection.sync_connection.connection.driver_connection.sqlite  # type: ignore[union-attr]
-        waiting = programs_waiting(programs)
         try:
             # On the loop, back to back: on the COMMIT's thread they cost more in GIL hand-overs than
             # SQLite's share they took off the loop (HTTP: 1,925-1,959 against 1,997-2,008 req/s).
             outcomes = _run_programs(raw, [program for program, _ in programs])
         except BaseException as exc:  # a savepoint that could not be undone: nobody can vouch for the batch
-            _settle([*joined, *waiting], exc)
+            _settle([*joined, *_futures_of(programs)], exc)
             await _discard(connection)
             return
-        committed = loop.run_in_executor(None, _commit_returning, raw, outcomes)  # under way now, whatever follows
-        await asyncio.shield(loop.create_task(self._make_durable(connection, joined, programs, waiting, committed)))
+        committed = loop.run_in_executor(None, _commit_sqlite, raw)  # the COMMIT is sent now, whatever follows
+        durable = self._make_durable(connection, joined, programs, outcomes, committed)
+        await asyncio.shield(loop.create_task(durable))
 
     async def _make_durable(
         self,
         connection: AsyncConnection,
         joined: list[asyncio.Future[None]],
         programs: list[tuple[Program, asyncio.Future[Any]]],
-        waiting: list[asyncio.Future[Any]],
-        committed: asyncio.Future[list[tuple[bool, Any]]],
+        outcomes: list[tuple[bool, Any]],
+        committed: asyncio.Future[None],
     ) -> None:
-        """Wait for the batch's programs and COMMIT (on a worker thread: the loop goes on) and tell its units."""
+        """Wait for the batch's COMMIT (on a worker thread: the loop goes on) and tell its units and programs."""
         try:
-            outcomes = await committed
+            await committed
             # SQLAlchemy's COMMIT finds nothing left to commit, and keeps its bookkeeping (events,
             # the process's write lock) as usual.
             await connection.commit()
         except BaseException as exc:
-            _settle([*joined, *waiting], exc)
+            _settle([*joined, *_futures_of(programs)], exc)
             await _discard(connection)
             return
         _settle(joined, None)
@@ -594,13 +594,8 @@ async def _discard(connection: AsyncConnection) -> None:
         await connection.close()
 
 
-def programs_waiting(programs: list[tuple[Program, asyncio.Future[Any]]]) -> list[asyncio.Future[Any]]:
+def _futures_of(programs: list[tuple[Program, asyncio.Future[Any]]]) -> list[asyncio.Future[Any]]:
     return [done for _, done in programs]
-
-
-def _commit_returning(connection: sqlite3.Connection, outcomes: list[tuple[bool, Any]]) -> list[tuple[bool, Any]]:
-    _commit_sqlite(connection)
-    return outcomes
 
 
 def _run_programs(connection: sqlite3.Connection, programs: list[Program]) -> list[tuple[bool, Any]]:

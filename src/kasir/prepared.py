@@ -179,10 +179,7 @@ class Prepared:
                 return changed
             result = await session.execute(self.statement(dialect.name), params)
             return int(getattr(result, "rowcount", 0))
-        _, cursor = self._run(dialect, raw, params)
-        changed = cursor.rowcount
-        cursor.close()
-        return int(changed)
+        return self.execute_on(raw, dialect, **params)
 
     def execute_on(self, raw: sqlite3.Connection, dialect: Dialect, **params: Any) -> int:
         """`execute` on a sqlite3 connection given outright (a batch program of the group commit); rows changed."""

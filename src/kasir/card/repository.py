@@ -125,6 +125,12 @@ class KeyRow:
     expires_at: datetime
 
 
+def _answered(row: dict[str, Any], answer: tuple[int, str]) -> dict[str, Any]:
+    """A key row complete with its first answer (status, body)."""
+    status, body = answer
+    return {**row, "status": "complete", "response_status": status, "response_body": body}
+
+
 class Taken(Exception):
     """A batch program's row was not written: what it names (orderId or externalId, or the key) is taken."""
 
@@ -200,12 +206,8 @@ class CardRepository:
         answer: tuple[int, str],
     ) -> bool:
         """Write (merchant, key) complete at once with `answer` (status, body); False when the key is taken."""
-        status, body = answer
-        row = key_row(merchant_id, key, request_hash, now, expires_at)
-        changed = await _ADD_ANSWERED_KEY.execute(
-            session, status="complete", response_status=status, response_body=body, **row
-        )
-        return changed == 1
+        row = _answered(key_row(merchant_id, key, request_hash, now, expires_at), answer)
+        return await _ADD_ANSWERED_KEY.execute(session, **row) == 1
 
     def order_with_answered_key(
         self,
@@ -218,8 +220,7 @@ class CardRepository:
 
         Raises Taken, and so undoes the program, when orderId, externalId or the key is taken.
         """
-        status, body = answer
-        key_values = {**key_columns, "status": "complete", "response_status": status, "response_body": body}
+        key_values = _answered(key_columns, answer)
 
         def program(connection: sqlite3.Connection) -> None:
             if _ADD_ORDER.execute_on(connection, dialect, **order) != 1:

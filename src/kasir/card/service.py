@@ -300,10 +300,7 @@ class CardService:
     def open_charge(self, caller: BasicCaller, request: ChargeRequest) -> tuple[dict[str, Any], ChargeOutcome]:
         """An OPEN-mode card charge (the customer enters the card at `link`): its order row and its answer."""
         values = self.new_order(caller, request)
-        order_id = values["id"]
-        return values, ChargeOutcome(
-            order_id, request.external_id, PAYMENT_STATUS[CardOrderStatus.PENDING], page_url(order_id)
-        )
+        return values, _pending(values["id"], request)
 
     async def write_open_charge(
         self,
@@ -347,8 +344,7 @@ class CardService:
         order_id = values["id"]
         annotate_request(transaction_id=order_id, merchant_id=merchant.id)
         if card is None:
-            pending = PAYMENT_STATUS[CardOrderStatus.PENDING]
-            return ChargeOutcome(order_id, request.external_id, pending, page_url(order_id))
+            return _pending(order_id, request)
         order = await self.get(session, order_id)
         await self._attempt(session, order, card, request.tenor, save_card=False)
         return ChargeOutcome.of(order)
@@ -604,6 +600,11 @@ class CardService:
 
 
 card_service = CardService()
+
+
+def _pending(order_id: str, request: ChargeRequest) -> ChargeOutcome:
+    """The answer to a charge whose customer still has to act at the payment page (OPEN mode)."""
+    return ChargeOutcome(order_id, request.external_id, PAYMENT_STATUS[CardOrderStatus.PENDING], page_url(order_id))
 
 
 def _address_body(address: Any) -> dict[str, Any]:
