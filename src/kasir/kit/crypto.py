@@ -151,14 +151,24 @@ def rsa_sha256_sign_b64(private_key: rsa.RSAPrivateKey, message: str | bytes) ->
 
 def rsa_sha256_verify_b64(public_key_pem_text: str, message: str | bytes, signature_b64: str) -> bool:
     """True when `signature_b64` is a valid SHA256withRSA signature of `message`."""
-    if isinstance(message, str):
-        message = message.encode()
     try:
         signature = b64decode_strict(signature_b64)
     except ValueError:
         return False
+    return rsa_sha256_verify(public_key_pem_text, message, signature)
+
+
+# Stateless, so made once: the token path verifies on every request.
+_PKCS1V15 = padding.PKCS1v15()
+_SHA256 = hashes.SHA256()
+
+
+def rsa_sha256_verify(public_key_pem_text: str, message: str | bytes, signature: bytes) -> bool:
+    """True when `signature` (decoded) is a valid SHA256withRSA signature of `message`."""
+    if isinstance(message, str):
+        message = message.encode()
     try:
-        _cached_public_key(public_key_pem_text).verify(signature, message, padding.PKCS1v15(), hashes.SHA256())
+        _cached_public_key(public_key_pem_text).verify(signature, message, _PKCS1V15, _SHA256)
     except InvalidSignature:
         return False
     return True

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 from starlette.datastructures import Headers
@@ -44,8 +45,6 @@ def check_timestamp(value: str, skew_seconds: int) -> datetime:
 
 
 def parse_json_body(raw: bytes) -> object:
-    import json
-
     try:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:

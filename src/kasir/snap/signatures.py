@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from kasir.kit.crypto import constant_time_equals, hmac_sha512_b64, rsa_sha256_verify_b64, sha256_hex
+from kasir.kit.crypto import (
+    constant_time_equals,
+    hmac_sha512_b64,
+    rsa_sha256_verify,
+    rsa_sha256_verify_b64,
+    sha256_hex,
+)
 from kasir.kit.minify import minify
 
 
@@ -32,6 +38,11 @@ def verify_symmetric(client_secret: str, string_to_sign: str, signature: str) ->
 
 def verify_asymmetric(public_key_pem: str, string_to_sign: str, signature: str) -> bool:
     return rsa_sha256_verify_b64(public_key_pem, string_to_sign, signature)
+
+
+def verify_asymmetric_decoded(public_key_pem: str, string_to_sign: str, signature: bytes) -> bool:
+    """`verify_asymmetric` for a signature its caller has already Base64-decoded (to check its form)."""
+    return rsa_sha256_verify(public_key_pem, string_to_sign, signature)
 
 
 def notify_signature(client_secret: str, callback_url: str, body: bytes, timestamp: str) -> str:

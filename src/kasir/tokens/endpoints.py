@@ -17,6 +17,10 @@ from kasir.tokens.service import ACCESS_TOKEN_TTL_SECONDS, Product, access_token
 
 router = APIRouter(tags=["access token"])
 
+# The parts of every token response that never change, made once.
+_SUCCESS = {"responseCode": success_code(SERVICE_TOKEN), "responseMessage": SUCCESS_MESSAGE}
+_EXPIRES_IN = str(ACCESS_TOKEN_TTL_SECONDS)
+
 _TOKEN_ROUTE: dict[str, Any] = {
     "response_model": AccessTokenResponse,
     "responses": {
@@ -45,13 +49,7 @@ async def _issue(request: Request, product: Product) -> JSONResponse:
     token = await access_token_service.issue(
         request.app.state.database, product=product, client_key=client_key, timestamp=timestamp, signature=signature
     )
-    body: dict[str, Any] = {
-        "responseCode": success_code(SERVICE_TOKEN),
-        "responseMessage": SUCCESS_MESSAGE,
-        "accessToken": token.value,
-        "tokenType": "Bearer",
-        "expiresIn": str(ACCESS_TOKEN_TTL_SECONDS),
-    }
+    body: dict[str, Any] = {**_SUCCESS, "accessToken": token.value, "tokenType": "Bearer", "expiresIn": _EXPIRES_IN}
     if additional_info is not None:
         body["additionalInfo"] = additional_info
     return JSONResponse(body, headers={"X-TIMESTAMP": isoformat_seconds(clock.now()), "X-CLIENT-KEY": client_key})
