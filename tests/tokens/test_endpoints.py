@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import httpx
@@ -9,6 +10,7 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric import ec
 
 from kasir.kit.clock import clock, parse_aware
+from kasir.tokens.service import Product, read_access_token
 from tests.support.builders import make_merchant, rsa_key, snap_timestamp
 from tests.support.signing import token_signature
 
@@ -162,6 +164,22 @@ async def test_signature_made_with_another_key(app, client):
     )
     assert response.status_code == 401
     assert response.json()["responseCode"] == "4017300"
+
+
+async def test_concurrent_requests_each_get_their_own_verification(app, client):
+    """The verifications of concurrent requests run together (kit/back_to_back.py): each answer is its own."""
+    first, second = await make_merchant(app), await make_merchant(app, key_slot=2)
+    timestamp = snap_timestamp()
+    forged = token_signature(second.private_key, first.client_id, timestamp)  # the other merchant's key
+    requests = [
+        token_headers(merchant, timestamp=timestamp, **({"X_SIGNATURE": forged} if forge else {}))
+        for merchant, forge in [(first, False), (second, False), (first, True), (second, False), (first, False)]
+    ]
+    responses = await asyncio.gather(*(client.post(PAYMENT_PATH, headers=h, content=GRANT) for h in requests))
+    assert [r.status_code for r in responses] == [200, 200, 401, 200, 200]
+    issued = [r.json()["accessToken"] for r in responses if r.status_code == 200]
+    merchants = [read_access_token(token, Product.PAYMENT).merchant_id for token in issued]
+    assert merchants == [first.id, second.id, second.id, first.id]
 
 
 async def test_signature_not_base64(app, client):

@@ -35,6 +35,7 @@ from kasir.bnpl.repository import SnapMerchant, bnpl_repository
 from kasir.config import get_settings
 from kasir.errors import Conflict, InvalidFieldFormat, Unauthorized
 from kasir.kit.clock import clock
+from kasir.kit.crypto import b64decode_strict
 from kasir.kit.ttl_cache import TtlCache
 from kasir.merchants.service import credential_cache_seconds, secret_box
 from kasir.snap.headers import check_timestamp, require_headers, require_json_content_type
@@ -100,7 +101,10 @@ async def verify_snap_request(request: Request, session: AsyncSession) -> SnapCa
     else:
         merchant = await _merchant(session, partner_id)
         string_to_sign = asymmetric_string_to_sign(method, path, body, timestamp)
-        valid = verify_asymmetric(merchant.public_key_pem, string_to_sign, signature)
+        try:
+            valid = verify_asymmetric(merchant.public_key_pem, string_to_sign, b64decode_strict(signature))
+        except ValueError:  # not Base64: a signature that does not verify, like any other
+            valid = False
     if not valid:
         raise Unauthorized("Invalid signature")
 

@@ -22,6 +22,7 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Protocol, TypeVar
+from weakref import WeakKeyDictionary
 
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -360,7 +361,9 @@ def transaction_body(tx: TransactionFields) -> dict[str, Any]:
 # --- expiry (the worker scheduler calls this) -----------------------------------------
 
 
-_purged_on: dict[int, date] = {}
+# Per Database object, held weakly: keyed by id(), a new database (each test's) could inherit a dead
+# one's date and skip its purge.
+_purged_on: WeakKeyDictionary[Database, date] = WeakKeyDictionary()
 
 
 async def expire_due_bnpl_transactions(database: Database) -> int:
@@ -368,9 +371,9 @@ async def expire_due_bnpl_transactions(database: Database) -> int:
     async with database.unit_of_work(read_only=True) as session:
         due = await bnpl_repository.due_for_expiry(session, clock.now())
     today = clock.local_now().date()
-    if _purged_on.get(id(database)) != today:
+    if _purged_on.get(database) != today:
         # X-EXTERNAL-ID is unique per day: ids older than yesterday are no longer needed (once a day).
         async with database.unit_of_work() as session:
             await bnpl_repository.forget_external_ids_before(session, today - timedelta(days=1))
-        _purged_on[id(database)] = today
+        _purged_on[database] = today
     return await each_in_own_unit_of_work(database, due, bnpl_service.expire, what="bnpl expiry")

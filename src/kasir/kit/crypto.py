@@ -149,15 +149,6 @@ def rsa_sha256_sign_b64(private_key: rsa.RSAPrivateKey, message: str | bytes) ->
     return base64.b64encode(private_key.sign(message, padding.PKCS1v15(), hashes.SHA256())).decode()
 
 
-def rsa_sha256_verify_b64(public_key_pem_text: str, message: str | bytes, signature_b64: str) -> bool:
-    """True when `signature_b64` is a valid SHA256withRSA signature of `message`."""
-    try:
-        signature = b64decode_strict(signature_b64)
-    except ValueError:
-        return False
-    return rsa_sha256_verify(public_key_pem_text, message, signature)
-
-
 # Stateless, so made once: the token path verifies on every request.
 _PKCS1V15 = padding.PKCS1v15()
 _SHA256 = hashes.SHA256()

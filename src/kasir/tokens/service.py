@@ -23,7 +23,7 @@ from kasir.errors import InvalidFieldFormat, InvalidMandatoryField, InvalidToken
 from kasir.kit.clock import clock
 from kasir.kit.crypto import HmacKey, b64decode_strict, derive_key
 from kasir.merchants.service import merchant_service
-from kasir.snap.signatures import token_string_to_sign, verify_asymmetric_decoded
+from kasir.snap.signatures import token_string_to_sign, verify_asymmetric_back_to_back
 
 ACCESS_TOKEN_TTL_SECONDS = 900  # interface.md: a token is valid 900 seconds
 GRANT_TYPE = "client_credentials"
@@ -118,7 +118,7 @@ class AccessTokenService:
         if signer is None:
             raise Unauthorized("Unknown X-CLIENT-KEY")
         string_to_sign = token_string_to_sign(client_key, timestamp)
-        if not verify_asymmetric_decoded(signer.public_key_pem, string_to_sign, signature_bytes):
+        if not await verify_asymmetric_back_to_back(signer.public_key_pem, string_to_sign, signature_bytes):
             raise Unauthorized("X-SIGNATURE does not verify with the registered public key")
         return mint_access_token(signer.merchant_id, product)
 

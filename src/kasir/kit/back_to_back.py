@@ -1,0 +1,60 @@
+"""CPU-bound library calls of many requests, run back to back instead of one per request.
+
+Under load a request runs its whole path at once: headers, body, signature, response, log
+line. A call into a library with code and tables of its own (an RSA verification in
+OpenSSL) then finds them evicted from the CPU's caches by everything else the request did,
+and costs half as much again as it does in a tight loop: 39.5 µs against 24 µs for a
+2048-bit verification in the token endpoint under load.
+
+`BackToBack.run` defers the call instead: every call made during one event-loop iteration
+runs in the next one, one after the other, and each caller gets its own result (or
+exception) back. The requests of an iteration all reach the call, then all make it warm,
+then all go on. With 64 connections the token endpoint's verifications ran 64 at a time,
+25 µs each; the request waits one loop iteration longer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, TypeVar
+from weakref import WeakKeyDictionary
+
+T = TypeVar("T")
+
+_Call = tuple[asyncio.Future[Any], Callable[..., Any], tuple[Any, ...]]
+
+
+class BackToBack:
+    """Calls of one kind, deferred to the next loop iteration and run there together."""
+
+    def __init__(self) -> None:
+        # Per event loop: tests and the CLI run several loops in one process, and a loop that
+        # stopped before its calls ran must not leave them in the way of the next loop's.
+        self._waiting: WeakKeyDictionary[asyncio.AbstractEventLoop, list[_Call]] = WeakKeyDictionary()
+
+    def run(self, function: Callable[..., T], *args: Any) -> asyncio.Future[T]:
+        """`function(*args)`'s result, once the calls made in this loop iteration have run."""
+        loop = asyncio.get_running_loop()
+        waiting = self._waiting.get(loop)
+        if waiting is None:
+            waiting = self._waiting[loop] = []
+        if not waiting:
+            loop.call_soon(_run_all, waiting)
+        future: asyncio.Future[T] = loop.create_future()
+        waiting.append((future, function, args))
+        return future
+
+
+def _run_all(waiting: list[_Call]) -> None:
+    calls = waiting[:]
+    waiting.clear()
+    for future, function, args in calls:
+        if future.cancelled():  # its caller gave up (a client that hung up): nothing to compute
+            continue
+        try:
+            result = function(*args)
+        except Exception as exc:
+            future.set_exception(exc)
+        else:
+            future.set_result(result)
