@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import secrets
 from typing import Any
 
 import httpx
@@ -250,3 +251,22 @@ async def test_the_request_log_line_names_the_order_it_created(
     assert len(lines) == 1
     assert lines[0].transaction_id == response.json()["data"]["transactionId"]  # type: ignore[attr-defined]
     assert lines[0].merchant_id == merchant.id  # type: ignore[attr-defined]
+
+
+async def test_concurrent_charges_each_get_their_own_parse(app: FastAPI, client: httpx.AsyncClient) -> None:
+    """The bodies of concurrent charges are parsed together (kit/back_to_back.py): each answer is its own."""
+    merchant = await make_merchant(app)
+    good = [charge_body(mode="OPEN"), charge_body(), charge_body(mode="OPEN")]
+    negative = charge_body(mode="OPEN")
+    negative["paymentDetails"]["amount"] = -1
+    bodies: list[Any] = [good[0], negative, good[1], "{not json", good[2]]
+    responses = await asyncio.gather(
+        *(
+            post_charge(client, merchant, body, key=f"concurrent-{n}-{secrets.token_hex(4)}")
+            for n, body in enumerate(bodies)
+        )
+    )
+    assert [r.status_code for r in responses] == [200, 400, 200, 400, 200]
+    answered = [r.json()["data"]["externalId"] for r in responses if r.status_code == 200]
+    assert answered == [body["externalId"] for body in good]
+    assert "paymentDetails.amount" in responses[1].text
