@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from contextvars import ContextVar
 
 import pytest
 
@@ -27,6 +28,19 @@ async def test_calls_from_several_requests_run_together_after_all_have_made_them
     # All three reach the call before any runs; all run before any caller goes on.
     assert events[:6] == ["reached 1", "reached 2", "reached 3", "run 1", "run 2", "run 3"]
     assert sorted(events[6:]) == ["answered 1", "answered 2", "answered 3"]
+
+
+_request_id: ContextVar[str] = ContextVar("request_id", default="none")
+
+
+async def test_each_call_runs_in_its_own_callers_context() -> None:
+    calls = BackToBack()
+
+    async def request(request_id: str) -> str:
+        _request_id.set(request_id)
+        return await calls.run(_request_id.get)
+
+    assert await asyncio.gather(request("a"), request("b"), request("c")) == ["a", "b", "c"]
 
 
 async def test_an_exception_reaches_its_own_caller_only() -> None:

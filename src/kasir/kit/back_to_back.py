@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from contextvars import Context, copy_context
 from typing import Any, TypeVar
 from weakref import WeakKeyDictionary
 
 T = TypeVar("T")
 
-_Call = tuple[asyncio.Future[Any], Callable[..., Any], tuple[Any, ...]]
+_Call = tuple[asyncio.Future[Any], Context, Callable[..., Any], tuple[Any, ...]]
 
 
 class BackToBack:
@@ -42,18 +43,20 @@ class BackToBack:
         if not waiting:
             loop.call_soon(_run_all, waiting)
         future: asyncio.Future[T] = loop.create_future()
-        waiting.append((future, function, args))
+        # In its caller's context, not that of the request that happened to schedule the batch: what
+        # the call logs or notes for the request's log line belongs to its own request.
+        waiting.append((future, copy_context(), function, args))
         return future
 
 
 def _run_all(waiting: list[_Call]) -> None:
     calls = waiting[:]
     waiting.clear()
-    for future, function, args in calls:
+    for future, context, function, args in calls:
         if future.cancelled():  # its caller gave up (a client that hung up): nothing to compute
             continue
         try:
-            result = function(*args)
+            result = context.run(function, *args)
         except Exception as exc:
             future.set_exception(exc)
         else:
