@@ -75,6 +75,9 @@ def _wake_other_processes(directory: Path) -> None:
             pass  # never fail a commit's after-actions over a wake-up; polling catches up
 
 
+_BIND_ATTEMPTS = 3
+
+
 class WakeSocket:
     """A worker process's socket in `directory`: every byte received calls `on_wake`."""
 
@@ -85,14 +88,23 @@ class WakeSocket:
         self._socket: socket.socket | None = None
 
     def open(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.directory.mkdir(mode=0o700, exist_ok=True)
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        try:
-            sock.setblocking(False)
-            sock.bind(str(self.path))
-        except OSError:
-            sock.close()
-            raise
+        for attempt in range(_BIND_ATTEMPTS):
+            self.directory.mkdir(mode=0o700, exist_ok=True)
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+            try:
+                sock.setblocking(False)
+                sock.bind(str(self.path))
+            except FileNotFoundError:
+                # The last other worker of this file closed and removed the directory between our
+                # mkdir and bind: make it again.
+                sock.close()
+                if attempt == _BIND_ATTEMPTS - 1:
+                    raise
+                continue
+            except OSError:
+                sock.close()
+                raise
+            break
         self._socket = sock
         loop.add_reader(sock.fileno(), self._readable)
 
@@ -111,3 +123,5 @@ class WakeSocket:
         self._socket = None
         with contextlib.suppress(OSError):
             self.path.unlink()
+        with contextlib.suppress(OSError):  # only when empty: the last worker of the file leaves none behind
+            self.directory.rmdir()
