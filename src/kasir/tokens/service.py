@@ -55,7 +55,7 @@ def _signing_key(secret_key: str) -> HmacKey:
 
 def _sign(payload: bytes) -> str:
     key = _signing_key(get_settings().resolved_secret_key())
-    return base64.urlsafe_b64encode(key.digest(payload)).rstrip(b"=").decode()
+    return _b64url(key.digest(payload))
 
 
 def _b64url(data: bytes) -> str:
@@ -68,8 +68,7 @@ def _unb64url(text: str) -> bytes:
 
 def mint_access_token(merchant_id: str, product: Product) -> AccessToken:
     expires = int(clock.now().timestamp()) + ACCESS_TOKEN_TTL_SECONDS
-    # 12 random bytes are 16 Base64 characters, no padding: what secrets.token_urlsafe(12) gives, one call nearer.
-    nonce = base64.urlsafe_b64encode(os.urandom(12)).decode()
+    nonce = _b64url(os.urandom(12))  # what secrets.token_urlsafe(12) gives, one call nearer
     payload = f"{_PRODUCT_CODES[product]}.{merchant_id}.{expires}.{nonce}".encode()
     value = f"{_b64url(payload)}.{_sign(payload)}"
     return AccessToken(value, merchant_id, product, datetime.fromtimestamp(expires, UTC))
