@@ -5,8 +5,11 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from fastapi import FastAPI
 from kasir_client import AsyncClient, ConflictError, ValidationError
+from sqlalchemy import func, select
 
+from kasir.bnpl.models import BnplTransaction
 from tests.sdk.helpers import sdk_credentials
 from tests.support.builders import make_merchant
 
@@ -78,3 +81,33 @@ async def test_validation_error_names_the_field(app, served):
             await client.bnpl_calculate(body)
     assert caught.value.code == "4009001"
     assert "amount.value" in caught.value.message
+
+
+async def stored(app: FastAPI, merchant_id: str) -> int:
+    async with app.state.database.unit_of_work(read_only=True) as session:
+        count = await session.scalar(
+            select(func.count()).select_from(BnplTransaction).where(BnplTransaction.merchant_id == merchant_id)
+        )
+    return int(count or 0)
+
+
+@pytest.mark.parametrize("signing", ["symmetric", "asymmetric"])
+async def test_a_checkout_sent_twice_with_one_key_acts_once(app, served, receiver, signing):
+    merchant = await make_merchant(app)
+    reference = f"ORDER-{uuid.uuid4().hex[:12]}"
+    body = checkout(reference, receiver.url("/bnpl-once"))
+    async with AsyncClient(served.base_url, sdk_credentials(merchant), signing=signing) as client:
+        first = await client.bnpl_checkout(body, idempotency_key=f"checkout-{reference}")
+        # Another call: a fresh X-EXTERNAL-ID and signature, the same body and key.
+        again = await client.bnpl_checkout(body, idempotency_key=f"checkout-{reference}")
+        assert not first.replayed
+        assert again.replayed
+        assert again.raw == first.raw
+        assert again.reference_no == first.reference_no
+
+        other = checkout(f"{reference}-2", receiver.url("/bnpl-once"))
+        with pytest.raises(ValidationError) as reused:  # the same key with another body
+            await client.bnpl_checkout(other, idempotency_key=f"checkout-{reference}")
+        assert reused.value.status == 422
+        assert reused.value.code == "4229200"
+    assert await stored(app, merchant.id) == 1

@@ -56,6 +56,10 @@ async def test_sign_prints_curl_headers(app, tmp_path, capsys):
     assert main(["sign", "wallet", "--credentials", str(credentials), "--body", str(body)]) == 0
     out = capsys.readouterr().out
     assert f"x-req-signature: {x_req_signature(merchant.credentials.hash_key, 'E1', 'O1')}" in out
+    assert "X-Idempotency-Key" not in out  # the default path is a read
+    wallet = ["sign", "wallet", "--credentials", str(credentials), "--body", str(body)]
+    assert main([*wallet, "--path", "/ewallet/v2/refund", "--idempotency-key", "refund-1"]) == 0
+    assert "-H 'X-Idempotency-Key: refund-1'" in capsys.readouterr().out
 
 
 async def test_verify_callback_from_a_raw_request(app, tmp_path, capsys):

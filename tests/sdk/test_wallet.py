@@ -9,6 +9,7 @@ import secrets
 
 import httpx
 import pytest
+from fastapi import FastAPI
 from kasir_client import (
     AsyncClient,
     AuthenticationError,
@@ -20,7 +21,9 @@ from kasir_client import (
     WalletResult,
     verify_wallet_callback,
 )
+from sqlalchemy import func, select
 
+from kasir.wallet.models import WalletRefund, WalletTransaction
 from tests.sdk.helpers import sdk_credentials
 from tests.support import builders
 from tests.support.builders import make_merchant
@@ -250,3 +253,67 @@ async def test_real_wallet_callback_refuses_tampering(app, served, receiver: Cal
         verify_wallet_callback(
             request.body, request.headers, hash_key=hash_key, query={"svc-signature": "0" * 64}, order=order
         )
+
+
+async def stored(app: FastAPI, merchant_id: str, external_id: str) -> tuple[int, int]:
+    """How many transactions with `external_id` the merchant has, and how many refunds of them."""
+    async with app.state.database.unit_of_work(read_only=True) as session:
+        transactions = await session.scalar(
+            select(func.count())
+            .select_from(WalletTransaction)
+            .where(WalletTransaction.merchant_id == merchant_id, WalletTransaction.external_id == external_id)
+        )
+        refunds = await session.scalar(
+            select(func.count())
+            .select_from(WalletRefund)
+            .join(WalletTransaction, WalletRefund.transaction_id == WalletTransaction.id)
+            .where(WalletTransaction.merchant_id == merchant_id, WalletTransaction.external_id == external_id)
+        )
+    return int(transactions or 0), int(refunds or 0)
+
+
+async def test_a_create_payment_sent_twice_with_one_key_creates_one_transaction(app, served, receiver):
+    merchant = await make_merchant(app)
+    body = order_body(receiver.url("/create-once"))
+    key = f"create-{body['order_id']}"
+    async with AsyncClient(served.base_url, sdk_credentials(merchant)) as client:
+        created = await client.wallet_create_payment(body, idempotency_key=key)
+        again = await client.wallet_create_payment(body, idempotency_key=key)
+        assert not created.replayed
+        assert again.replayed  # Idempotent-Replayed: true
+        assert again.raw == created.raw
+
+        with pytest.raises(ValidationError) as reused:  # the same key with another body
+            await client.wallet_create_payment({**body, "order_id": "ORDER-other"}, idempotency_key=key)
+        assert reused.value.status == 422
+        assert reused.value.code == "01"
+    assert await stored(app, merchant.id, body["external_id"]) == (1, 0)
+
+
+async def test_a_refund_sent_twice_with_one_key_refunds_once(app, served, receiver: CallbackReceiver):
+    merchant = await make_merchant(app)
+    async with AsyncClient(served.base_url, sdk_credentials(merchant)) as client:
+        created = await client.wallet_create_payment(order_body(receiver.url("/refund-once")))
+        await client.wallet_dummy_payment({**ref(created), "payment_method": "wallet", "payment_channel": "DANA"})
+        refund = {**ref(created), "refund_amount": 30_000}
+        key = f"refund-{created.transaction_id}-1"
+        refunded = await client.wallet_refund(refund, idempotency_key=key)
+        repeated = await client.wallet_refund(refund, idempotency_key=key)
+        assert not refunded.replayed
+        assert repeated.replayed  # Idempotent-Replayed: true
+        assert repeated.raw == refunded.raw
+        assert repeated.refunded_amount == 30_000
+
+        with pytest.raises(ValidationError) as reused:  # the same key with another body
+            await client.wallet_refund({**refund, "refund_amount": 20_000}, idempotency_key=key)
+        assert reused.value.status == 422
+        assert reused.value.code == "01"
+
+        inquiry = await client.wallet_inquiry(ref(created))
+        assert inquiry.refunded_amount == 30_000
+        assert len(inquiry.get("refund_history")) == 1
+    assert await stored(app, merchant.id, created.external_id or "") == (1, 1)
+    await receiver.wait_for(2, path="/refund-once")
+    await asyncio.sleep(0.3)
+    statuses = [r.json()["transaction_status"] for r in receiver.requests if r.path == "/refund-once"]
+    assert statuses == ["PAID", "REFUNDED"]  # one refund callback

@@ -11,7 +11,10 @@
         if result.is_success:                          # statusCode "00"
             print(result.link)
 
-Retries: 5xx and connection errors, exponential backoff with full jitter, never 4xx.
+Retries: the calls that create or move money carry an X-Idempotency-Key (made per call, or
+`idempotency_key=`) that every retry repeats, so none acts twice; all calls are retried after
+connection errors and 5xx, money calls also after 409 with Retry-After, with exponential backoff,
+full jitter and Retry-After honoured. The whole rule, and why it is safe: `Client.__doc__`.
 
 Exceptions (see `kasir_client._errors`):
 

@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl, urlsplit
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from kasir_client._client import TOKEN_PATHS, Client, _Core
+from kasir_client._client import IDEMPOTENT_PATHS, TOKEN_PATHS, Client, _Core
 from kasir_client._errors import KasirError
 from kasir_client._models import Credentials
 from kasir_client._webhooks import verify_bnpl_notification, verify_payment_page_callback, verify_wallet_callback
@@ -51,12 +51,14 @@ def sign(args: argparse.Namespace) -> int:
     """Print the headers of a signed request, as curl -H arguments."""
     body = sys.stdin.buffer.read() if args.body == "-" else Path(args.body).read_bytes() if args.body else b""
     core = _Core("http://unused", _credentials(args))
+    key = args.idempotency_key if args.path in IDEMPOTENT_PATHS else None  # only money-moving routes take one
     if args.kind == "token":
         request = core._token_request(args.product)
     elif args.kind == "snap":
-        request = core._snap_request(args.path, body, args.external_id, None if args.asymmetric else args.token)
+        token = None if args.asymmetric else args.token
+        request = core._snap_request(args.path, body, args.external_id, token, key)
     elif args.kind == "wallet":
-        request = core._wallet_request(args.path, json.loads(body or b"{}"))
+        request = core._wallet_request(args.path, json.loads(body or b"{}"), key)
     else:
         request = core._card_request(json.loads(body or b"{}"), args.idempotency_key)
     for name, value in request.headers.items():
@@ -130,12 +132,16 @@ def main(argv: list[str] | None = None) -> int:
     p = commands.add_parser("sign", help="print signed headers for a body (curl -H arguments)")
     with_credentials(p)
     p.add_argument("kind", choices=["token", "snap", "wallet", "card"])
-    p.add_argument("--path", default="/v1.0/bnpl/payment-calculation")
+    p.add_argument("--path", default="/v1.0/bnpl/payment-calculation", help="the route (snap, wallet)")
     p.add_argument("--body", help="file with the JSON body, or - for stdin")
     p.add_argument("--token", help="access token (SNAP symmetric signature)")
     p.add_argument("--asymmetric", action="store_true", help="SNAP asymmetric (RSA) signature, no token")
     p.add_argument("--external-id", default=str(int.from_bytes(os.urandom(8), "big")))
-    p.add_argument("--idempotency-key", default=os.urandom(8).hex())
+    p.add_argument(
+        "--idempotency-key",
+        default=os.urandom(8).hex(),
+        help="X-Idempotency-Key of card and of the wallet and BNPL routes that create or move money",
+    )
     p.add_argument("--product", choices=sorted(TOKEN_PATHS), default="payment")
     p.set_defaults(run=sign)
 

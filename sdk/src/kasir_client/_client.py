@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import random
 import time
 import uuid
@@ -42,12 +43,22 @@ TOKEN_PATHS: dict[str, str] = {
     "disbursement": "/api/v1.0/access-token/b2b",
 }
 TOKEN_REFRESH_MARGIN = 60.0  # seconds before expiry a cached token is replaced
+IDEMPOTENCY_HEADER = "X-Idempotency-Key"
+IDEMPOTENCY_KEY_MAX = 255  # characters, as the service accepts
+# The calls that create or move money: each carries an X-Idempotency-Key (the CLI's `sign` adds one too).
+IDEMPOTENT_PATHS = frozenset(
+    {
+        "/card-v2/v1/charge",
+        "/ewallet/v2/create-payment",
+        "/ewallet/v2/create-qr",
+        "/ewallet/v2/refund",
+        "/ewallet/v2/void",
+        "/ewallet/v2/dummy-payment",
+        "/v1.0/bnpl/qr-checkout",
+        "/v1.1/bnpl/qr-checkout",
+    }
+)
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
-# Failures after which the request certainly did not reach the service: always safe to send again.
-UNSENT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
-# Answers after which the service certainly changed nothing (its unit of work rolled back, or it
-# was not reached); a gateway's 502/504 may come after the service acted, so they are not among them.
-UNCHANGED_STATUSES = frozenset({500, 503})
 
 
 @dataclass(frozen=True)
@@ -69,11 +80,42 @@ def _json(response: httpx.Response) -> Any:
         return {"message": response.text[:500]}
 
 
-def _transport_error(exc: httpx.TransportError, replay_safe: bool) -> TransportError:
-    message = f"{type(exc).__name__}: {exc}"
-    if not replay_safe and not isinstance(exc, UNSENT_ERRORS):
-        message += " (the service may have processed the request: check with wallet_inquiry before repeating it)"
-    return TransportError(message)
+def _idempotency_key(given: str | None) -> str:
+    """The caller's key, checked here rather than refused by the service; or a new one for this call."""
+    if given is None:
+        return str(uuid.uuid4())
+    if not 1 <= len(given) <= IDEMPOTENCY_KEY_MAX or not (given.isascii() and given.isprintable()):
+        raise ConfigurationError(
+            f"idempotency_key must be 1 to {IDEMPOTENCY_KEY_MAX} printable ASCII characters, got {given!r}"
+        )
+    return given
+
+
+def _retryable(request: _Request, response: httpx.Response) -> bool:
+    if response.status_code in RETRY_STATUSES:
+        return True
+    # 409 with Retry-After: the first request with this key is still running (REQUEST_IN_PROGRESS).
+    # A duplicate order or a refused transition is a 409 without one, and final.
+    return (
+        response.status_code == 409
+        and IDEMPOTENCY_HEADER in request.headers
+        and response.headers.get("Retry-After") is not None
+    )
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    """Retry-After in seconds; None when absent or not a number (an HTTP-date: the backoff applies)."""
+    try:
+        seconds = float(response.headers.get("Retry-After", ""))
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
+
+
+def _replayed(response: httpx.Response) -> bool:
+    """Idempotent-Replayed: true: the answer is the one given to an earlier request with this key."""
+    replayed: str | None = response.headers.get("Idempotent-Replayed")
+    return replayed == "true"
 
 
 class _Core:
@@ -85,6 +127,7 @@ class _Core:
         timeout: float = 15.0,
         max_retries: int = 3,
         backoff: float = 0.5,
+        max_delay: float = 5.0,
         signing: Signing = "symmetric",
     ) -> None:
         self.base_url = base_url.rstrip("/")
@@ -92,6 +135,7 @@ class _Core:
         self.timeout = timeout
         self.max_retries = max_retries
         self.backoff = backoff
+        self.max_delay = max_delay
         self.signing = signing
         self._tokens: dict[str, AccessToken] = {}
         self._key = load_private_key(credentials.private_key_pem) if credentials.private_key_pem else None
@@ -101,9 +145,13 @@ class _Core:
             raise ConfigurationError("this call needs the merchant's RSA private key (Credentials.private_key_pem)")
         return self._key
 
-    def _delay(self, attempt: int) -> float:
-        """Exponential backoff with full jitter."""
-        return random.uniform(0, self.backoff * (2**attempt))  # noqa: S311 (jitter)
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        """Exponential backoff with full jitter, at least Retry-After, never more than max_delay.
+
+        The ceiling keeps a hostile or mistaken Retry-After from holding the caller for long.
+        """
+        jittered = random.uniform(0, min(self.backoff * (2**attempt), self.max_delay))  # noqa: S311 (jitter)
+        return jittered if retry_after is None else min(max(retry_after, jittered), self.max_delay)
 
     def _cached_token(self, product: str) -> str | None:
         token = self._tokens.get(product)
@@ -136,7 +184,9 @@ class _Core:
         )
         return str(body["accessToken"])
 
-    def _snap_request(self, path: str, body: bytes, external_id: str, token: str | None) -> _Request:
+    def _snap_request(
+        self, path: str, body: bytes, external_id: str, token: str | None, idempotency_key: str | None = None
+    ) -> _Request:
         ts = timestamp()
         headers = {
             "Content-Type": "application/json",
@@ -145,6 +195,8 @@ class _Core:
             "X-EXTERNAL-ID": external_id,
             "CHANNEL-ID": "95221",
         }
+        if idempotency_key is not None:
+            headers[IDEMPOTENCY_HEADER] = idempotency_key  # not signed: the service keys on the body's hash
         if token is not None:
             headers["Authorization"] = f"Bearer {token}"
             headers["X-SIGNATURE"] = snap_symmetric(self.credentials.client_secret, "POST", path, token, body, ts)
@@ -152,20 +204,18 @@ class _Core:
             headers["X-SIGNATURE"] = snap_asymmetric(self._private_key(), "POST", path, body, ts)
         return _Request("POST", path, headers, body)
 
-    def _wallet_request(self, path: str, payload: Mapping[str, Any]) -> _Request:
+    def _wallet_request(self, path: str, payload: Mapping[str, Any], idempotency_key: str | None = None) -> _Request:
         credentials = self.credentials
         external_id, order_id = str(payload.get("external_id", "")), str(payload.get("order_id", ""))
-        return _Request(
-            "POST",
-            path,
-            {
-                "Content-Type": "application/json",
-                "Authorization": basic_authorization(credentials.merchant_id, credentials.secret, credentials.hash_key),
-                "x-req-signature": x_req_signature(credentials.hash_key, external_id, order_id),
-                "x-version": "v3",
-            },
-            _encode(payload),
-        )
+        headers = {
+            "Content-Type": "application/json",
+            "Authorization": basic_authorization(credentials.merchant_id, credentials.secret, credentials.hash_key),
+            "x-req-signature": x_req_signature(credentials.hash_key, external_id, order_id),
+            "x-version": "v3",
+        }
+        if idempotency_key is not None:
+            headers[IDEMPOTENCY_HEADER] = idempotency_key
+        return _Request("POST", path, headers, _encode(payload))
 
     def _card_request(self, payload: Mapping[str, Any], idempotency_key: str) -> _Request:
         credentials = self.credentials
@@ -175,7 +225,7 @@ class _Core:
             {
                 "Content-Type": "application/json",
                 "Authorization": basic_authorization(credentials.merchant_id, credentials.secret, credentials.hash_key),
-                "X-Idempotency-Key": idempotency_key,
+                IDEMPOTENCY_HEADER: idempotency_key,
             },
             _encode({"source": "kasir-client", **payload}),
         )
@@ -185,13 +235,14 @@ class _Core:
     @staticmethod
     def _snap_ok(response: httpx.Response) -> dict[str, Any]:
         body = _json(response)
-        if not 200 <= response.status_code < 300:
+        if not 200 <= response.status_code < 300 or not isinstance(body, dict):
             raise error_for(response.status_code, body)
-        assert isinstance(body, dict)
         return body
 
-    @staticmethod
-    def _calculation(body: dict[str, Any]) -> BnplCalculation:
+    @classmethod
+    def _calculation(cls, response: httpx.Response) -> BnplCalculation:
+        body = cls._snap_ok(response)
+
         def money(item: dict[str, Any], name: str) -> Decimal:
             value = item.get(name) or {}
             return Decimal(str(value.get("value", "0")))
@@ -212,8 +263,9 @@ class _Core:
         ]
         return BnplCalculation(str(body.get("responseCode")), options, body)
 
-    @staticmethod
-    def _bnpl_transaction(body: dict[str, Any]) -> BnplTransaction:
+    @classmethod
+    def _bnpl_transaction(cls, response: httpx.Response) -> BnplTransaction:
+        body = cls._snap_ok(response)
         return BnplTransaction(
             response_code=str(body.get("responseCode")),
             reference_no=str(body.get("referenceNo", body.get("originalReferenceNo", ""))),
@@ -223,6 +275,7 @@ class _Core:
             qr_content=body.get("qrContent"),
             qr_url=body.get("qrUrl"),
             raw=body,
+            replayed=_replayed(response),
         )
 
     @staticmethod
@@ -257,6 +310,7 @@ class _Core:
             payment_url=text("payment_url"),
             qr_string=text("qr_string"),
             qr_url=text("qr_url"),
+            replayed=_replayed(response),
         )
 
     @staticmethod
@@ -279,7 +333,7 @@ class _Core:
             payment_status=data.get("paymentStatus"),
             link=data.get("link") if success else None,
             errors=[e for e in errors if isinstance(e, dict)],
-            replayed=response.headers.get("Idempotent-Replayed") == "true",
+            replayed=_replayed(response),
             raw=body,
         )
 
@@ -287,9 +341,34 @@ class _Core:
 class Client(_Core):
     """Synchronous client.
 
-    client = Client("http://127.0.0.1:8000", Credentials.from_files("credentials.json", "private.pem"))
-    result = client.card_charge({...})
-    if result.is_success: redirect(result.link)
+        client = Client("http://127.0.0.1:8000", Credentials.from_files("credentials.json", "private.pem"))
+        result = client.card_charge({...})
+        if result.is_success: redirect(result.link)
+
+    Options: timeout=15.0 (seconds, each try), max_retries=3, backoff=0.5, max_delay=5.0
+    (seconds), signing="symmetric" (BNPL; or "asymmetric").
+
+    Idempotency and retries (the SDK's one rule; AsyncClient follows it too):
+
+    - The calls that create or move money (card_charge, wallet_create_payment, wallet_create_qr,
+      wallet_refund, wallet_void, wallet_dummy_payment, bnpl_checkout) send an X-Idempotency-Key:
+      a new uuid4 per call, or `idempotency_key=` (1 to 255 printable ASCII characters). Every try
+      of one call sends the same key and the same body (BNPL: the same X-EXTERNAL-ID too, with a
+      fresh X-TIMESTAMP and signature).
+    - Every call is tried again, up to max_retries times, after a transport error (refused
+      connection, timeout, connection dropped before the answer) and after HTTP 500, 502, 503 or
+      504; a money-moving call also after a 409 with Retry-After (the first try with its key is
+      still running). Other 4xx never are: not a 409 without Retry-After (a duplicate order, a
+      refused state change), not a 422 (the key was used before with another body).
+    - Between tries: exponential backoff with full jitter (up to backoff * 2**try), at least the
+      answer's Retry-After (seconds) when it has one, and never more than max_delay.
+    - Why a retry cannot act twice: Kasir keeps the first complete answer to a key and gives it
+      again, byte for byte, to a repeat with the same key and body (the result's `replayed` is
+      then True); a 5xx or a lost connection lets go of the key, so the next try is the one that
+      acts. Reads (wallet_inquiry, bnpl_status, bnpl_calculate, access_token) change nothing.
+    - When the tries run out, the failure is raised (card_charge returns it as a ChargeResult). To
+      repeat such a call later without acting twice, send it again with the same key: pass your
+      own `idempotency_key` (one per intended operation, e.g. your order id) if you may need to.
     """
 
     def __init__(self, base_url: str, credentials: Credentials, **options: Any) -> None:
@@ -305,12 +384,8 @@ class Client(_Core):
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _send(self, build: Callable[[], _Request], *, replay_safe: bool = True) -> httpx.Response:
-        """Retries connection errors and 5xx with backoff and jitter; never 4xx.
-
-        `replay_safe=False` (wallet calls, which carry no idempotency key): a failure after the
-        request may have reached the service (read timeout, dropped connection) is raised, not retried.
-        """
+    def _send(self, build: Callable[[], _Request]) -> httpx.Response:
+        """One call: tries, each built afresh by `build`, as the class docstring says."""
         for attempt in range(self.max_retries + 1):
             request = build()
             try:
@@ -318,13 +393,14 @@ class Client(_Core):
                     request.method, request.path, headers=request.headers, content=request.body
                 )
             except httpx.TransportError as exc:
-                if attempt == self.max_retries or not (replay_safe or isinstance(exc, UNSENT_ERRORS)):
-                    raise _transport_error(exc, replay_safe) from exc
+                if attempt == self.max_retries:
+                    raise TransportError(f"{type(exc).__name__}: {exc}") from exc
+                retry_after = None
             else:
-                retry_on = RETRY_STATUSES if replay_safe else UNCHANGED_STATUSES
-                if response.status_code not in retry_on or attempt == self.max_retries:
+                if attempt == self.max_retries or not _retryable(request, response):
                     return response
-            time.sleep(self._delay(attempt))
+                retry_after = _retry_after(response)
+            time.sleep(self._delay(attempt, retry_after))
         raise AssertionError("unreachable")
 
     def access_token(self, product: Product = "payment") -> str:
@@ -334,18 +410,23 @@ class Client(_Core):
             return cached
         return self._parse_token(product, self._send(lambda: self._token_request(product)))
 
-    def _snap(self, path: str, payload: Mapping[str, Any], signing: Signing | None) -> dict[str, Any]:
+    def _snap(
+        self, path: str, payload: Mapping[str, Any], signing: Signing | None, idempotency_key: str | None = None
+    ) -> httpx.Response:
         body = _encode(payload)
-        external_id = str(uuid.uuid4().int)[:36]  # fresh per request, kept across its retries
+        external_id = str(uuid.uuid4().int)[:36]  # fresh per call, kept across its retries
         mode = signing or self.signing
         token = self.access_token("payment") if mode == "symmetric" else None
-        return self._snap_ok(self._send(lambda: self._snap_request(path, body, external_id, token)))
+        return self._send(lambda: self._snap_request(path, body, external_id, token, idempotency_key))
 
     def bnpl_calculate(self, payload: Mapping[str, Any], *, signing: Signing | None = None) -> BnplCalculation:
         return self._calculation(self._snap("/v1.0/bnpl/payment-calculation", payload, signing))
 
-    def bnpl_checkout(self, payload: Mapping[str, Any], *, signing: Signing | None = None) -> BnplTransaction:
-        return self._bnpl_transaction(self._snap("/v1.0/bnpl/qr-checkout", payload, signing))
+    def bnpl_checkout(
+        self, payload: Mapping[str, Any], *, signing: Signing | None = None, idempotency_key: str | None = None
+    ) -> BnplTransaction:
+        key = _idempotency_key(idempotency_key)
+        return self._bnpl_transaction(self._snap("/v1.0/bnpl/qr-checkout", payload, signing, key))
 
     def bnpl_status(
         self,
@@ -361,36 +442,36 @@ class Client(_Core):
         }
         return self._bnpl_transaction(self._snap("/v1.0/bnpl/status", payload, signing))
 
-    def _wallet_call(self, path: str, payload: Mapping[str, Any], *, replay_safe: bool = False) -> WalletResult:
-        response = self._send(lambda: self._wallet_request(path, payload), replay_safe=replay_safe)
+    def _wallet_call(self, path: str, payload: Mapping[str, Any], idempotency_key: str | None) -> WalletResult:
+        response = self._send(lambda: self._wallet_request(path, payload, idempotency_key))
         return self._wallet(response, payload)
 
-    def wallet_create_payment(self, payload: Mapping[str, Any]) -> WalletResult:
-        return self._wallet_call("/ewallet/v2/create-payment", payload)
+    def wallet_create_payment(self, payload: Mapping[str, Any], *, idempotency_key: str | None = None) -> WalletResult:
+        return self._wallet_call("/ewallet/v2/create-payment", payload, _idempotency_key(idempotency_key))
 
-    def wallet_create_qr(self, payload: Mapping[str, Any]) -> WalletResult:
-        return self._wallet_call("/ewallet/v2/create-qr", payload)
+    def wallet_create_qr(self, payload: Mapping[str, Any], *, idempotency_key: str | None = None) -> WalletResult:
+        return self._wallet_call("/ewallet/v2/create-qr", payload, _idempotency_key(idempotency_key))
 
     def wallet_inquiry(self, payload: Mapping[str, Any]) -> WalletResult:
-        return self._wallet_call("/ewallet/v2/inquiry", payload, replay_safe=True)
+        return self._wallet_call("/ewallet/v2/inquiry", payload, None)
 
-    def wallet_refund(self, payload: Mapping[str, Any]) -> WalletResult:
-        return self._wallet_call("/ewallet/v2/refund", payload)
+    def wallet_refund(self, payload: Mapping[str, Any], *, idempotency_key: str | None = None) -> WalletResult:
+        return self._wallet_call("/ewallet/v2/refund", payload, _idempotency_key(idempotency_key))
 
-    def wallet_void(self, payload: Mapping[str, Any]) -> WalletResult:
-        return self._wallet_call("/ewallet/v2/void", payload)
+    def wallet_void(self, payload: Mapping[str, Any], *, idempotency_key: str | None = None) -> WalletResult:
+        return self._wallet_call("/ewallet/v2/void", payload, _idempotency_key(idempotency_key))
 
-    def wallet_dummy_payment(self, payload: Mapping[str, Any]) -> WalletResult:
-        return self._wallet_call("/ewallet/v2/dummy-payment", payload)
+    def wallet_dummy_payment(self, payload: Mapping[str, Any], *, idempotency_key: str | None = None) -> WalletResult:
+        return self._wallet_call("/ewallet/v2/dummy-payment", payload, _idempotency_key(idempotency_key))
 
     def card_charge(self, payload: Mapping[str, Any], *, idempotency_key: str | None = None) -> ChargeResult:
-        """Charge; the same X-Idempotency-Key is sent on every retry, so a retry never charges twice."""
-        key = idempotency_key or str(uuid.uuid4())
+        """Charge; an answer that is not a success is returned, not raised (the interface's SDK mapping)."""
+        key = _idempotency_key(idempotency_key)
         return self._charge(self._send(lambda: self._card_request(payload, key)))
 
 
 class AsyncClient(_Core):
-    """Asynchronous client; same methods as Client, awaited."""
+    """Asynchronous client; the same methods, options and retry rule as Client, awaited."""
 
     def __init__(self, base_url: str, credentials: Credentials, **options: Any) -> None:
         super().__init__(base_url, credentials, **options)
@@ -406,7 +487,7 @@ class AsyncClient(_Core):
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
-    async def _send(self, build: Callable[[], _Request], *, replay_safe: bool = True) -> httpx.Response:
+    async def _send(self, build: Callable[[], _Request]) -> httpx.Response:
         for attempt in range(self.max_retries + 1):
             request = build()
             try:
@@ -414,13 +495,14 @@ class AsyncClient(_Core):
                     request.method, request.path, headers=request.headers, content=request.body
                 )
             except httpx.TransportError as exc:
-                if attempt == self.max_retries or not (replay_safe or isinstance(exc, UNSENT_ERRORS)):
-                    raise _transport_error(exc, replay_safe) from exc
+                if attempt == self.max_retries:
+                    raise TransportError(f"{type(exc).__name__}: {exc}") from exc
+                retry_after = None
             else:
-                retry_on = RETRY_STATUSES if replay_safe else UNCHANGED_STATUSES
-                if response.status_code not in retry_on or attempt == self.max_retries:
+                if attempt == self.max_retries or not _retryable(request, response):
                     return response
-            await asyncio.sleep(self._delay(attempt))
+                retry_after = _retry_after(response)
+            await asyncio.sleep(self._delay(attempt, retry_after))
         raise AssertionError("unreachable")
 
     async def access_token(self, product: Product = "payment") -> str:
@@ -430,18 +512,23 @@ class AsyncClient(_Core):
                 return cached
             return self._parse_token(product, await self._send(lambda: self._token_request(product)))
 
-    async def _snap(self, path: str, payload: Mapping[str, Any], signing: Signing | None) -> dict[str, Any]:
+    async def _snap(
+        self, path: str, payload: Mapping[str, Any], signing: Signing | None, idempotency_key: str | None = None
+    ) -> httpx.Response:
         body = _encode(payload)
         external_id = str(uuid.uuid4().int)[:36]
         mode = signing or self.signing
         token = await self.access_token("payment") if mode == "symmetric" else None
-        return self._snap_ok(await self._send(lambda: self._snap_request(path, body, external_id, token)))
+        return await self._send(lambda: self._snap_request(path, body, external_id, token, idempotency_key))
 
     async def bnpl_calculate(self, payload: Mapping[str, Any], *, signing: Signing | None = None) -> BnplCalculation:
         return self._calculation(await self._snap("/v1.0/bnpl/payment-calculation", payload, signing))
 
-    async def bnpl_checkout(self, payload: Mapping[str, Any], *, signing: Signing | None = None) -> BnplTransaction:
-        return self._bnpl_transaction(await self._snap("/v1.0/bnpl/qr-checkout", payload, signing))
+    async def bnpl_checkout(
+        self, payload: Mapping[str, Any], *, signing: Signing | None = None, idempotency_key: str | None = None
+    ) -> BnplTransaction:
+        key = _idempotency_key(idempotency_key)
+        return self._bnpl_transaction(await self._snap("/v1.0/bnpl/qr-checkout", payload, signing, key))
 
     async def bnpl_status(
         self,
@@ -457,28 +544,32 @@ class AsyncClient(_Core):
         }
         return self._bnpl_transaction(await self._snap("/v1.0/bnpl/status", payload, signing))
 
-    async def _wallet_call(self, path: str, payload: Mapping[str, Any], *, replay_safe: bool = False) -> WalletResult:
-        response = await self._send(lambda: self._wallet_request(path, payload), replay_safe=replay_safe)
+    async def _wallet_call(self, path: str, payload: Mapping[str, Any], idempotency_key: str | None) -> WalletResult:
+        response = await self._send(lambda: self._wallet_request(path, payload, idempotency_key))
         return self._wallet(response, payload)
 
-    async def wallet_create_payment(self, payload: Mapping[str, Any]) -> WalletResult:
-        return await self._wallet_call("/ewallet/v2/create-payment", payload)
+    async def wallet_create_payment(
+        self, payload: Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> WalletResult:
+        return await self._wallet_call("/ewallet/v2/create-payment", payload, _idempotency_key(idempotency_key))
 
-    async def wallet_create_qr(self, payload: Mapping[str, Any]) -> WalletResult:
-        return await self._wallet_call("/ewallet/v2/create-qr", payload)
+    async def wallet_create_qr(self, payload: Mapping[str, Any], *, idempotency_key: str | None = None) -> WalletResult:
+        return await self._wallet_call("/ewallet/v2/create-qr", payload, _idempotency_key(idempotency_key))
 
     async def wallet_inquiry(self, payload: Mapping[str, Any]) -> WalletResult:
-        return await self._wallet_call("/ewallet/v2/inquiry", payload, replay_safe=True)
+        return await self._wallet_call("/ewallet/v2/inquiry", payload, None)
 
-    async def wallet_refund(self, payload: Mapping[str, Any]) -> WalletResult:
-        return await self._wallet_call("/ewallet/v2/refund", payload)
+    async def wallet_refund(self, payload: Mapping[str, Any], *, idempotency_key: str | None = None) -> WalletResult:
+        return await self._wallet_call("/ewallet/v2/refund", payload, _idempotency_key(idempotency_key))
 
-    async def wallet_void(self, payload: Mapping[str, Any]) -> WalletResult:
-        return await self._wallet_call("/ewallet/v2/void", payload)
+    async def wallet_void(self, payload: Mapping[str, Any], *, idempotency_key: str | None = None) -> WalletResult:
+        return await self._wallet_call("/ewallet/v2/void", payload, _idempotency_key(idempotency_key))
 
-    async def wallet_dummy_payment(self, payload: Mapping[str, Any]) -> WalletResult:
-        return await self._wallet_call("/ewallet/v2/dummy-payment", payload)
+    async def wallet_dummy_payment(
+        self, payload: Mapping[str, Any], *, idempotency_key: str | None = None
+    ) -> WalletResult:
+        return await self._wallet_call("/ewallet/v2/dummy-payment", payload, _idempotency_key(idempotency_key))
 
     async def card_charge(self, payload: Mapping[str, Any], *, idempotency_key: str | None = None) -> ChargeResult:
-        key = idempotency_key or str(uuid.uuid4())
+        key = _idempotency_key(idempotency_key)
         return self._charge(await self._send(lambda: self._card_request(payload, key)))

@@ -1,13 +1,15 @@
 """The SDK's exceptions.
 
 KasirError                   anything this SDK raises
-├── ConfigurationError       missing credential or key for the call
+├── ConfigurationError       missing credential or RSA key for the call, or an unusable idempotency_key
 ├── TransportError           the request did not complete (after retries): connect, read, timeout
 ├── APIError                 the service answered with an error (has .status, .code, .message, .body)
 │   ├── AuthenticationError  401: bad credentials, signature or token
-│   ├── ValidationError      400 / 422: the request is wrong; .errors lists {field, message} (card)
+│   ├── ValidationError      400 / 422: the request is wrong (or its idempotency key was used with
+│   │                        another body); .errors lists {field, message} (card)
 │   ├── NotFoundError        404
-│   ├── ConflictError        409: duplicate order, reused X-EXTERNAL-ID, request in progress, refused transition
+│   ├── ConflictError        409: duplicate order, reused X-EXTERNAL-ID, refused transition, or
+│   │                        the key's first request still in progress after every retry
 │   └── ServerError          5xx after retries
 └── SignatureError           a callback's signature does not verify
 """

@@ -75,6 +75,7 @@ class BnplTransaction:
     qr_content: str | None
     qr_url: str | None
     raw: dict[str, Any]
+    replayed: bool = False  # a checkout's answer given again to a repeat of its X-Idempotency-Key
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,7 @@ class WalletResult:
     payment_url: str | None = None  # the customer's checkout page (create-payment)
     qr_string: str | None = None  # QRIS payload (create-qr)
     qr_url: str | None = None  # QRIS image, PNG (create-qr)
+    replayed: bool = False  # the answer given again to a repeat of the call's X-Idempotency-Key
 
     def get(self, name: str) -> Any:
         """Any other field of the answer (refund_history, void_history, payment_details, ...)."""
@@ -121,7 +123,7 @@ class ChargeResult:
     payment_status: str | None
     link: str | None
     errors: list[dict[str, str]]
-    replayed: bool
+    replayed: bool  # the answer given again to a repeat of the call's X-Idempotency-Key
     raw: Any
 
 
