@@ -29,6 +29,7 @@ for _name in ("NO_PROXY", "no_proxy"):
     os.environ[_name] = ",".join(filter(None, ["127.0.0.1,localhost", os.environ.get(_name, "")]))
 TEST_SECRET_KEY = "test-secret-key-not-for-production"
 TEST_ADMIN_TOKEN = "test-admin-token"
+WRITE_SEAT_WATCHDOG_SECONDS = 2.0
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -77,6 +78,9 @@ def settings_env(data_dir: Path, database_url: str) -> dict[str, str]:
         "KASIR_LOG_LEVEL": "INFO",
         "KASIR_CALLBACK_POLL_SECONDS": "0.1",
         "KASIR_CALLBACK_TIMEOUT_SECONDS": "2",
+        # The watchdog of SQLite's write seat (kasir.db.sqlite): a unit of work that waits on
+        # something slow inside a write fails the test that made it. Generous for a loaded machine.
+        "KASIR_DEBUG_WRITE_SEAT_SECONDS": str(WRITE_SEAT_WATCHDOG_SECONDS),
     }
 
 
@@ -91,6 +95,7 @@ def settings(settings_env: dict[str, str]) -> Settings:
         public_url="http://kasir.test",
         callback_poll_seconds=0.1,
         callback_timeout_seconds=2,
+        debug_write_seat_seconds=WRITE_SEAT_WATCHDOG_SECONDS,
     )
 
 

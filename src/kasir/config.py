@@ -56,17 +56,25 @@ class Settings(BaseSettings):
         "Basic-auth credentials and its sealed client secret (BNPL symmetric signatures); a rotated key takes effect "
         "in other processes within this time. 0 disables the cache.",
     )
-    sqlite_driver: Literal["inline", "thread"] = Field(
-        "inline",
-        description="SQLite: `inline` runs statements on the event loop's thread (microseconds each; "
-        "lock waits retried without blocking); `thread` is aiosqlite's worker thread per connection.",
+    sqlite_group_commit_max: int = Field(
+        64,
+        ge=1,
+        description="SQLite: the writers of a process share one transaction, committed (fsync) once per batch "
+        "of at most this many units of work; each request still answers only after its data is durable.",
     )
-    sqlite_group_commit: bool = Field(
-        True,
-        description="SQLite: the writers of a process share one transaction, committed (fsync) once per batch; "
-        "each request still answers only after its data is durable.",
+    debug_write_seat_seconds: float = Field(
+        0.0,
+        ge=0,
+        description="Debugging (the tests set it): on SQLite, a unit of work that holds the process's write seat "
+        "longer than this fails, because it waited on something slow inside a write; 0 turns the watchdog off.",
     )
-    sqlite_group_commit_max: int = Field(64, ge=1, description="SQLite group commit: most units of work per COMMIT.")
+    idempotency_wait_seconds: float = Field(
+        0.5,
+        gt=0,
+        le=10,
+        description="PostgreSQL: how long a request waits for another request holding the same X-Idempotency-Key "
+        "before it answers 409 REQUEST_IN_PROGRESS.",
+    )
     db_pool_size: int = Field(10, ge=1, description="Connections per process (PostgreSQL).")
     log_level: str = Field("INFO", description="Python log level name.")
     log_format: Literal["json", "text"] = Field("json", description="Log lines as JSON (default) or plain text.")

@@ -44,6 +44,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from kasir.db import UNAVAILABLE
+
 log = logging.getLogger("kasir.errors")
 
 
@@ -350,6 +352,17 @@ def install_error_handlers(app: FastAPI) -> None:
             error.http_status = exc.status_code
         return render(request, error)
 
+    async def on_database_unavailable(request: Request, exc: Exception) -> JSONResponse:
+        # Logged with its cause: an OperationalError can also be a bug, which must not pass for an outage.
+        log.error("database unavailable", exc_info=exc, extra={"request_id": _request_id(request)})
+        error = ServiceUnavailable(
+            "Service temporarily unavailable; retry with exponential backoff", field="", headers={"Retry-After": "1"}
+        )
+        return render(request, error)
+
     app.add_exception_handler(KasirError, on_kasir_error)
+    # interface.md: 503, retry with exponential backoff; every route, in its own wire format.
+    for unavailable in UNAVAILABLE:
+        app.add_exception_handler(unavailable, on_database_unavailable)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)

@@ -132,7 +132,7 @@ async def test_no_card_data_anywhere(
     ]
 
     assert_clean(await database_dump(app), "the database tables")
-    if app.state.database.is_sqlite:
+    if app.state.database.url.startswith("sqlite"):
         path = Path(app.state.database.url.split(":///", 1)[1])
         for file in (path, path.with_name(path.name + "-wal")):
             if file.exists():

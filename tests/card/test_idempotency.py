@@ -11,8 +11,9 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import func, select
 
-from kasir.card.models import CardIdempotencyKey, CardOrder
+from kasir.card.models import CardOrder
 from kasir.card.service import card_service
+from kasir.idempotency.models import IdempotencyKey
 from kasir.kit.clock import clock
 from tests.card.helpers import DECLINED, charge_body, post_charge
 from tests.support import builders
@@ -140,24 +141,6 @@ async def test_validation_failures_do_not_use_up_the_key(app: FastAPI, client: h
     assert (await post_charge(client, merchant, charge_body(), key=key)).status_code == 200
 
 
-async def test_in_progress_then_abandoned(app: FastAPI, client: httpx.AsyncClient) -> None:
-    """A key claimed by a request that has not finished answers 409; one left by a dead process is taken over."""
-    merchant = await make_merchant(app)
-    key, body = new_key(), compact(charge_body())
-    from kasir.card.service import request_fingerprint
-
-    claim = await card_service.claim_key(app.state.database, merchant.id, key, request_fingerprint(body.encode()))
-    assert claim.key_id is not None
-    busy = await post_charge(client, merchant, body, key=key)
-    assert busy.status_code == 409
-    assert busy.json()["statusMessage"] == "REQUEST_IN_PROGRESS"
-    assert [e["field"] for e in busy.json()["errors"]] == ["X-Idempotency-Key"]
-    clock.advance(61)
-    taken_over = await post_charge(client, merchant, body, key=key)
-    assert taken_over.status_code == 200, taken_over.text
-    assert await orders_for(app, merchant) == 1
-
-
 async def test_a_server_error_lets_go_of_the_key(
     app: FastAPI, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -181,9 +164,9 @@ async def test_keys_expire_after_24_hours(app: FastAPI, client: httpx.AsyncClien
     key = new_key()
     assert (await post_charge(client, merchant, charge_body(), key=key)).status_code == 200
     async with app.state.database.unit_of_work(read_only=True) as session:
-        row = await session.scalar(select(CardIdempotencyKey).where(CardIdempotencyKey.key == key))
+        row = await session.scalar(select(IdempotencyKey).where(IdempotencyKey.key == key))
         assert row is not None
-        assert row.status == "complete"
+        assert row.scope == "POST /card-v2/v1/charge"
         assert row.response_status == 200
         assert (row.expires_at - row.created_at).total_seconds() == 24 * 3600
     clock.advance(24 * 3600 + 1)
@@ -197,8 +180,7 @@ async def test_twenty_simultaneous_charges_with_one_key(
     app: FastAPI, client: httpx.AsyncClient, served: ServedKasir, mode: str
 ) -> None:
     """Ten through a real `kasir serve`, ten through this process's app, at once, on one database:
-    exactly one order; every other answer is 409 REQUEST_IN_PROGRESS or the replayed 200.
-    OPEN mode goes to SQLite's batch as one program (GroupCommit.run), CLOSE as a unit of work."""
+    exactly one order; every other answer is 409 REQUEST_IN_PROGRESS or the replayed 200."""
     merchant = await make_merchant(app)
     key, body = new_key(), compact(charge_body(mode=mode, number=None if mode == "OPEN" else DECLINED))
     async with httpx.AsyncClient(base_url=served.base_url, timeout=30) as http:
@@ -223,8 +205,7 @@ async def test_twenty_simultaneous_charges_with_one_key(
 async def test_open_mode_charges_replay_and_refuse_as_every_charge_does(
     app: FastAPI, client: httpx.AsyncClient
 ) -> None:
-    """OPEN mode under SQLite group commit writes the order and its answered key as one batch program:
-    the replay, the reused key and the taken orderId and externalId must answer as in CLOSE mode."""
+    """The replay, the reused key and the taken orderId and externalId answer in OPEN mode as in CLOSE mode."""
     merchant = await make_merchant(app)
     original = charge_body(mode="OPEN", number=None)
     key, body = new_key(), compact(original)
@@ -249,8 +230,8 @@ async def test_open_mode_charges_replay_and_refuse_as_every_charge_does(
     assert await orders_for(app, merchant) == 1
     async with app.state.database.unit_of_work(read_only=True) as session:
         stored = await session.scalar(
-            select(CardIdempotencyKey.response_body).where(
-                CardIdempotencyKey.merchant_id == merchant.id, CardIdempotencyKey.key == key
+            select(IdempotencyKey.response_body).where(
+                IdempotencyKey.merchant_id == merchant.id, IdempotencyKey.key == key
             )
         )
     assert stored == first.text

@@ -14,13 +14,13 @@ from sqlalchemy.engine import make_url
 
 from kasir.card import repository
 from kasir.config import Settings
-from kasir.prepared import Prepared
+from kasir.db import Statement
 
 STATEMENTS = {"the order's guarded INSERT": repository._ADD_ORDER, "used_reference": repository._USED_REFERENCE}
 
 
 @pytest.mark.parametrize("prepared", STATEMENTS.values(), ids=STATEMENTS.keys())
-async def test_reference_lookups_search_both_columns(settings: Settings, migrated: None, prepared: Prepared) -> None:
+async def test_reference_lookups_search_both_columns(settings: Settings, migrated: None, prepared: Statement) -> None:
     url = make_url(settings.resolved_database_url)
     if not url.drivername.startswith("sqlite"):
         pytest.skip("SQLite's query plans")

@@ -73,12 +73,12 @@ def test_serve_refuses_to_start_with_the_command_to_run(settings_env, empty_data
 
 async def test_sqlite_runs_wal_with_synchronous_full(app):
     database: Database = app.state.database
-    if not database.is_sqlite:
+    if not database.url.startswith("sqlite"):
         pytest.skip("SQLite pragmas")
     async with database.engine.connect() as connection:
         assert (await connection.exec_driver_sql("PRAGMA journal_mode")).scalar() == "wal"
         assert (await connection.exec_driver_sql("PRAGMA synchronous")).scalar() == 2  # FULL
-    # Waiting for another process's write lock: tests/test_sqlite_inline.py.
+    # Waiting for another process's write lock: tests/db/test_sqlite_inline.py.
 
 
 async def test_openapi_documents_token_headers_and_errors(client):

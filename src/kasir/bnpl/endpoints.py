@@ -11,13 +11,15 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.bnpl import pages
 from kasir.bnpl.schemas import BnplStatusInquiryRequest, PaymentCalculationRequest, QrCheckoutRequest
-from kasir.bnpl.security import SNAP_HEADERS, verified_snap_request
+from kasir.bnpl.security import SNAP_HEADERS, claim_external_id, verified_snap_request, verify_snap_request
 from kasir.bnpl.service import bnpl_service, option_body, parse_request, transaction_body
 from kasir.db import ReadSession, WriteSession
 from kasir.errors import KasirError, NotFound, WireFormat, wire
+from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
 from kasir.kit.clock import isoformat_seconds
 from kasir.kit.qr import qr_png
 from kasir.snap.codes import (
@@ -35,8 +37,18 @@ router = APIRouter(tags=["bnpl"])
 VERSIONS = ("v1.0", "v1.1")
 
 
-def _snap_post(name: str, service_code: str, model: type[Any], summary: str) -> Callable[[Any], Any]:
-    extra = {**snap_route(service_code, model), "parameters": snap_header_params("Content-Type", *SNAP_HEADERS)}
+# The X-Idempotency-Key scope of the checkout: one operation under both version prefixes.
+_CHECKOUT_SCOPE = "POST /v1.0/bnpl/qr-checkout"
+
+
+def _snap_post(
+    name: str, service_code: str, model: type[Any], summary: str, *, keyed: bool = False
+) -> Callable[[Any], Any]:
+    parameters = snap_header_params("Content-Type", *SNAP_HEADERS)
+    if keyed:  # creates a payment: X-Idempotency-Key (kasir.idempotency)
+        key = {"name": KEY_HEADER, "in": "header", "required": False, "schema": {"type": "string", "maxLength": 255}}
+        parameters = [*parameters, key]
+    extra = {**snap_route(service_code, model), "parameters": parameters}
 
     def register(handler: Any) -> Any:
         for version in VERSIONS:
@@ -46,7 +58,7 @@ def _snap_post(name: str, service_code: str, model: type[Any], summary: str) -> 
                 methods=["POST"],
                 summary=f"{summary} ({version})",
                 openapi_extra=extra,
-                responses=snap_errors(400, 401, 404, 409, 500),
+                responses=snap_errors(400, 401, 404, 409, *((422,) if keyed else ()), 500, 503),
                 include_in_schema=True,
             )
         return handler
@@ -68,14 +80,24 @@ async def payment_calculation(request: Request) -> JSONResponse:
     )
 
 
-@_snap_post("qr-checkout", SERVICE_QR_CHECKOUT, QrCheckoutRequest, "BNPL QR checkout")
-async def qr_checkout(request: Request) -> JSONResponse:
-    async with verified_snap_request(request) as (session, caller):
-        checkout = parse_request(QrCheckoutRequest, caller.body)
+@_snap_post("qr-checkout", SERVICE_QR_CHECKOUT, QrCheckoutRequest, "BNPL QR checkout", keyed=True)
+async def qr_checkout(request: Request) -> Response:
+    database = request.app.state.database
+    async with database.unit_of_work(read_only=True) as session:
+        caller = await verify_snap_request(request, session)
+    key = idempotency_key(request)
+    checkout = parse_request(QrCheckoutRequest, caller.body)
+    await bnpl_service.check_callback_url(checkout)  # DNS: before the unit of work
+
+    async def checkout_in(session: AsyncSession) -> Response:
+        await claim_external_id(session, caller)
         tx = await bnpl_service.checkout(session, caller, checkout)
-    return JSONResponse(
-        {"responseCode": success_code(SERVICE_QR_CHECKOUT), "responseMessage": SUCCESS_MESSAGE, **transaction_body(tx)}
-    )
+        body = {"responseCode": success_code(SERVICE_QR_CHECKOUT), "responseMessage": SUCCESS_MESSAGE}
+        return JSONResponse({**body, **transaction_body(tx)})
+
+    merchant_id = caller.merchant_id
+    return await run_once(request, database, key, merchant_id=merchant_id, scope=_CHECKOUT_SCOPE, body=caller.body,
+                          handler=checkout_in)  # fmt: skip
 
 
 @_snap_post("status", SERVICE_STATUS_INQUIRY, BnplStatusInquiryRequest, "BNPL status inquiry")

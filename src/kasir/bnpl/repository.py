@@ -1,8 +1,8 @@
 """Every BNPL query.
 
 Every SNAP request claims its X-EXTERNAL-ID and reads its merchant; the calculation reads the
-pricing table and the checkout inserts its transaction. Those statements are prepared
-(kasir.prepared) and hand back plain rows. The transitions (approve, reject, expiry) and the
+pricing table and the checkout inserts its transaction. Those statements are compiled once
+(kasir.db.Statement) and hand back plain rows. The transitions (approve, reject, expiry) and the
 status inquiry lock or read the transaction through the ORM.
 """
 
@@ -18,13 +18,13 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.bnpl.models import BnplExternalId, BnplPricing, BnplTransaction
 from kasir.bnpl.states import BnplStatus
+from kasir.db import Statement, binds
 from kasir.merchants.models import Merchant
-from kasir.prepared import Prepared, binds, dialect_insert
 
 # The unique constraint decides races, with no look-up before it and no savepoint around it.
-_CLAIM_EXTERNAL_ID = Prepared(
-    lambda dialect: (
-        dialect_insert(dialect, BnplExternalId)
+_CLAIM_EXTERNAL_ID = Statement(
+    lambda insert: (
+        insert(BnplExternalId)
         .values(binds(BnplExternalId, ("merchant_id", "day", "external_id", "created_at")))
         .on_conflict_do_nothing(index_elements=["merchant_id", "day", "external_id"])
         .returning(BnplExternalId.id)
@@ -32,23 +32,20 @@ _CLAIM_EXTERNAL_ID = Prepared(
 )
 
 # The unique (merchant_id, partner_reference_no) refuses a reused partnerReferenceNo: no savepoint, no exception.
-_ADD_TRANSACTION = Prepared(
-    lambda dialect: (
-        dialect_insert(dialect, BnplTransaction)
-        .values(binds(BnplTransaction))
-        .on_conflict_do_nothing()
-        .returning(BnplTransaction.id)
+_ADD_TRANSACTION = Statement(
+    lambda insert: (
+        insert(BnplTransaction).values(binds(BnplTransaction)).on_conflict_do_nothing().returning(BnplTransaction.id)
     )
 )
 
 # What verifying a SNAP request needs of its merchant (a merchant's row, read by the BNPL room).
-_SNAP_MERCHANT = Prepared(
+_SNAP_MERCHANT = Statement(
     select(Merchant.id, Merchant.client_secret_encrypted, Merchant.public_key_pem).where(
         Merchant.id == bindparam("merchant_id")
     )
 )
 
-_PLANS = Prepared(select(BnplPricing.plans).where(BnplPricing.merchant_id == bindparam("merchant_id")))
+_PLANS = Statement(select(BnplPricing.plans).where(BnplPricing.merchant_id == bindparam("merchant_id")))
 
 
 @dataclass(frozen=True, slots=True)

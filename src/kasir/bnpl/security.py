@@ -107,12 +107,15 @@ async def verify_snap_request(request: Request, session: AsyncSession) -> SnapCa
             valid = False
     if not valid:
         raise Unauthorized("Invalid signature")
-
-    day = clock.local_now().date()
-    # partner_id is the merchant's id: the merchant was found by it (or the token was minted for it).
-    if not await bnpl_repository.claim_external_id(session, partner_id, day, external_id, clock.now()):
-        raise ExternalIdReused()
     return SnapCaller(partner_id, external_id, channel_id, body, symmetric=token_value is not None)
+
+
+async def claim_external_id(session: AsyncSession, caller: SnapCaller) -> None:
+    """X-EXTERNAL-ID is unique per merchant per calendar day (decisions.md §3.2), in the request's unit of work."""
+    day = clock.local_now().date()
+    # merchant_id is the X-PARTNER-ID: the merchant was found by it (or the token was minted for it).
+    if not await bnpl_repository.claim_external_id(session, caller.merchant_id, day, caller.external_id, clock.now()):
+        raise ExternalIdReused()
 
 
 async def _merchant(session: AsyncSession, partner_id: str) -> SnapMerchant:
@@ -154,4 +157,6 @@ async def verified_snap_request(request: Request) -> AsyncIterator[tuple[AsyncSe
     unit of work is the same: rolled back when anything raises, committed when the block ends.
     """
     async with request.app.state.database.unit_of_work() as session:
-        yield session, await verify_snap_request(request, session)
+        caller = await verify_snap_request(request, session)
+        await claim_external_id(session, caller)
+        yield session, caller

@@ -169,11 +169,16 @@ class BnplService:
 
     # --- QR checkout (service 92) ---------------------------------------------------
 
+    async def check_callback_url(self, request: Any) -> None:
+        """callbackUrl's check, before the checkout's unit of work opens: in production it resolves the
+        host (DNS), and nothing slow may run inside a unit of work (kasir.db.sqlite)."""
+        await check_callback_url(request.callback_url, production=get_settings().is_production, field="callbackUrl")
+
     async def checkout(self, session: AsyncSession, caller: SnapCaller, request: Any) -> NewTransaction:
+        """A request whose callbackUrl passed `check_callback_url`."""
         total = request.payment_details.amount.decimal
         if items_total(request.item_details) != total:
             raise AmountMismatch("paymentDetails.amount.value")
-        await check_callback_url(request.callback_url, production=get_settings().is_production, field="callbackUrl")
         now = clock.now()
         details = {
             "itemDetails": [item.model_dump(by_alias=True, exclude_none=True) for item in request.item_details],

@@ -80,11 +80,15 @@ async def claim_due(database: Database, worker: str, limit: int, lease_seconds: 
         and_(Callback.status == CallbackStatus.PENDING.value, Callback.next_attempt_at <= now),
         and_(Callback.status == CallbackStatus.DELIVERING.value, Callback.lease_expires_at <= now),
     )
+    # Several workers claim at once: each skips the rows another is claiming (SQLite has one writer
+    # at a time, and its SQL has no FOR UPDATE: SQLAlchemy leaves the clause out there).
     query = (
-        select(Callback).where(due, ~blocked_by_earlier).order_by(Callback.next_attempt_at, Callback.id).limit(limit)
+        select(Callback)
+        .where(due, ~blocked_by_earlier)
+        .order_by(Callback.next_attempt_at, Callback.id)
+        .limit(limit)
+        .with_for_update(skip_locked=True, of=Callback)
     )
-    if not database.is_sqlite:
-        query = query.with_for_update(skip_locked=True, of=Callback)
     claimed: list[ClaimedCallback] = []
     async with database.unit_of_work() as session:
         rows = (await session.execute(query)).scalars().all()

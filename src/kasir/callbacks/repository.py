@@ -7,9 +7,9 @@ from sqlalchemy import bindparam, func, insert, null, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.callbacks.models import Callback, CallbackAttempt
-from kasir.prepared import Prepared, binds
+from kasir.db import Statement, binds
 
-# Every attempt writes these two (kasir.prepared: compiled once, no ORM unit of work per attempt).
+# Every attempt writes these two (kasir.db.Statement: compiled once, no ORM unit of work per attempt).
 _ATTEMPT_COLUMNS = (
     "callback_id",
     "number",
@@ -22,9 +22,9 @@ _ATTEMPT_COLUMNS = (
     "response_excerpt",
     "accepted",
 )
-_ADD_ATTEMPT = Prepared(insert(CallbackAttempt).values(binds(CallbackAttempt, _ATTEMPT_COLUMNS)))
+_ADD_ATTEMPT = Statement(insert(CallbackAttempt).values(binds(CallbackAttempt, _ATTEMPT_COLUMNS)))
 _OUTCOME_COLUMNS = ("status", "attempts_made", "next_attempt_at", "delivered_at", "last_error")
-_RECORD_OUTCOME = Prepared(
+_RECORD_OUTCOME = Statement(
     update(Callback)
     .where(Callback.id == bindparam("callback_id"), Callback.fence == bindparam("held_fence"))
     .values(lease_owner=null(), lease_expires_at=null(), **binds(Callback, _OUTCOME_COLUMNS))

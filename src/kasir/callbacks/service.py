@@ -14,16 +14,17 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.callbacks.models import Callback, CallbackAttempt, CallbackKind, CallbackStatus
 from kasir.callbacks.policies import POLICIES
 from kasir.callbacks.repository import callback_repository
-from kasir.callbacks.wakeup import NOTIFY_CHANNEL, wake_directory, wake_dispatcher
-from kasir.db import dialect_name, on_commit
+from kasir.db import notify_after_commit
 from kasir.errors import NotFound
 from kasir.kit.clock import clock
+
+# The channel the delivery workers listen on (kasir.db: Database.listen, notify_after_commit).
+CALLBACKS_CHANNEL = "kasir_callbacks"
 
 
 class CallbackNotFound(NotFound):
@@ -63,12 +64,7 @@ class CallbackOutbox:
             created_at=clock.now(),
         )
         await callback_repository.add(session, callback)
-        sqlite_file = session.bind.url.database if dialect_name(session) == "sqlite" else None  # type: ignore[union-attr]
-        directory = wake_directory(sqlite_file)
-        on_commit(session, lambda: wake_dispatcher(directory))
-        if dialect_name(session) == "postgresql":
-            # Delivered to LISTENing workers at commit, never on rollback.
-            await session.execute(text(f"NOTIFY {NOTIFY_CHANNEL}"))
+        await notify_after_commit(session, CALLBACKS_CHANNEL)  # the delivery workers, woken at commit
         return callback
 
     async def replay(self, session: AsyncSession, callback_id: int) -> Callback:

@@ -1,8 +1,8 @@
 """The delivery worker: embedded in `kasir serve`, or alone as `kasir worker` (many may run).
 
 It claims due callbacks, sends them concurrently, and records each attempt. It wakes at
-once when this process commits a callback, when PostgreSQL notifies that another process
-did (LISTEN kasir_callbacks), and otherwise polls every KASIR_CALLBACK_POLL_SECONDS. The
+once when any process commits a callback (kasir.db: Database.listen), and otherwise polls
+every KASIR_CALLBACK_POLL_SECONDS. The
 same loop runs the expiry scheduler of the product rooms, so pending payments expire
 without any request. `stop()` (SIGTERM) finishes in-flight attempts, then returns.
 """
@@ -17,13 +17,11 @@ import os
 import secrets
 import socket
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import httpx
-from sqlalchemy.engine import make_url
 
 from kasir.callbacks.dispatcher import ClaimedCallback, claim_due, record_attempt, send_attempt
-from kasir.callbacks.wakeup import NOTIFY_CHANNEL, WakeSocket, subscribe, wake_directory
+from kasir.callbacks.service import CALLBACKS_CHANNEL
 from kasir.config import Settings
 from kasir.db import Database
 from kasir.kit.http_client import KeepAliveTransport
@@ -94,11 +92,8 @@ class DeliveryWorker:
 
     async def run(self) -> None:
         self._loop = asyncio.get_running_loop()
-        unsubscribe = subscribe(self.wake)
-        wake_socket = self._open_wake_socket()
+        stop_listening = await self.database.listen(CALLBACKS_CHANNEL, self.wake)
         background = [asyncio.create_task(self._expiry_scheduler())]
-        if not self.database.is_sqlite:
-            background.append(asyncio.create_task(self._listen()))
         log.info("callback worker started", extra={"worker": self.name})
         try:
             while not self._stopping:
@@ -119,32 +114,14 @@ class DeliveryWorker:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), self.settings.callback_poll_seconds)
         finally:
-            unsubscribe()
-            if wake_socket is not None:
-                wake_socket.close(self._loop)
+            stop_listening()
             # The expiry scheduler ends its current pass by itself (`_stopping`): cancelling it inside a
-            # database transaction could strand the SQLite write lock that in-flight attempts still need.
-            for task in background[1:]:
-                task.cancel()
+            # database transaction could strand the write lock that in-flight attempts still need.
             await asyncio.gather(*background, return_exceptions=True)
             if self._inflight:  # finish what was started: an attempt sent is an attempt recorded
                 await asyncio.gather(*self._inflight, return_exceptions=True)
             await self._http.aclose()
             log.info("callback worker stopped", extra={"worker": self.name})
-
-    def _open_wake_socket(self) -> WakeSocket | None:
-        """On a SQLite file: where commits of other processes wake this worker (kasir.callbacks.wakeup)."""
-        directory = wake_directory(make_url(self.database.url).database) if self.database.is_sqlite else None
-        if directory is None:
-            return None
-        assert self._loop is not None
-        wake_socket = WakeSocket(directory, self.wake)
-        try:
-            wake_socket.open(self._loop)
-        except OSError:
-            log.warning("no wake-up socket; polling every %s s", self.settings.callback_poll_seconds, exc_info=True)
-            return None
-        return wake_socket
 
     async def _deliver(self, callback: ClaimedCallback) -> None:
         try:
@@ -166,30 +143,6 @@ class DeliveryWorker:
                     log.exception("expiry job failed", extra={"job": job.__qualname__})
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopped.wait(), EXPIRY_INTERVAL_SECONDS)
-
-    async def _listen(self) -> None:
-        """Wake on NOTIFY from other processes (PostgreSQL only)."""
-        import asyncpg
-
-        url = make_url(self.database.url).set(drivername="postgresql")
-        dsn = url.render_as_string(hide_password=False)
-        while True:
-            connection: Any = None
-            try:
-                connection = await asyncpg.connect(dsn)
-                await connection.add_listener(NOTIFY_CHANNEL, lambda *_args: self.wake())
-                # A commit between the last claim and this LISTEN notified no one: claim once more.
-                self.wake()
-                while not connection.is_closed():
-                    await asyncio.sleep(5)
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.warning("LISTEN connection lost; polling until it is back")
-                await asyncio.sleep(2)
-            finally:
-                if connection is not None and not connection.is_closed():
-                    await connection.close()
 
 
 async def run_worker_until_signalled(database: Database, settings: Settings) -> None:

@@ -6,35 +6,25 @@
     GET  /card/pages/{id}/3ds             3-D Secure one-time-password page (OTP shown in staging)
     POST /card/pages/{id}/3ds             the OTP
 
-Idempotency (decisions.md §7): a request that passes authentication and validation claims
-its (merchant, key) row in its own committed transaction (under SQLite group commit, in the
-charge's own unit of work, and a key never used before is written after the charge, complete:
-see _charge_in_one_unit). The charge and its stored response
-commit together; a 4xx refusal from then on (409 DUPLICATE_ORDER) is stored as the first
-complete response too; a 5xx lets go of the key so a retry runs afresh. Requests refused by
-validation (400, 422 INVALID_CARD) are answered before the key is claimed: their answer
-depends on the body alone.
+The charge has one path on every database and setting: authenticate, parse (400 for the
+request's fields, 422 for the card's), check the callback URL (DNS: before any unit of work),
+then one unit of work through the idempotency room (kasir.idempotency), which claims the key,
+runs the charge in a savepoint and keeps its answer, a 2xx or a 4xx, with the key.
 """
 
 from __future__ import annotations
 
-import logging
-from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from sqlalchemy.exc import InterfaceError, OperationalError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.card import pages
-from kasir.card.cards import ParsedCard
 from kasir.card.repository import card_repository
 from kasir.card.schemas import CardErrorBody, ChargeRequest, ChargeResponse
 from kasir.card.service import (
     EXPIRED_BY_TIME,
-    IDEMPOTENCY_KEY_MAX,
     AttemptAlreadySubmitted,
     InvalidCard,
     card_from_fields,
@@ -43,39 +33,25 @@ from kasir.card.service import (
     check_page_token,
     one_time_password,
     page_token,
-    request_fingerprint,
     return_redirect,
 )
 from kasir.card.states import CardOrderStatus
-from kasir.db import Database, ReadSession, WriteSession, rollback_unit
-from kasir.errors import (
-    InvalidFieldFormat,
-    KasirError,
-    NotFound,
-    RequestInProgress,
-    ServiceUnavailable,
-    WireFormat,
-    render,
-    wire,
-)
+from kasir.db import ReadSession, WriteSession, rollback_unit
+from kasir.errors import KasirError, NotFound, WireFormat, wire
+from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
 from kasir.kit.back_to_back import BackToBack
 from kasir.kit.clock import clock
-from kasir.kit.logs import forget_request_field
-from kasir.merchants.basic_auth import BasicCaller
 from kasir.snap.openapi import snap_route
 from kasir.staging import Staging
 
-log = logging.getLogger("kasir.card")
-
 # The charge bodies of one event-loop iteration are parsed and validated together, with
-# pydantic-core's code and the schema warm in the CPU's caches (kit/back_to_back.py): at 64
-# connections, 0.53x -> 0.58-0.60x the benchmark's ceiling.
+# pydantic-core's code and the schema warm in the CPU's caches (kit/back_to_back.py).
 _charge_parsings = BackToBack()
 
 router = APIRouter(tags=["card"])
 
-REPLAYED = "Idempotent-Replayed"
-
+CHARGE_PATH = "/card-v2/v1/charge"
+_SCOPE = f"POST {CHARGE_PATH}"  # the X-Idempotency-Key's scope
 _CARD = wire(WireFormat.CARD)
 _CHARGE_OPENAPI = {
     **_CARD,
@@ -83,7 +59,7 @@ _CHARGE_OPENAPI = {
     "requestBody": snap_route("00", ChargeRequest)["requestBody"],
     "parameters": [
         {"name": "Authorization", "in": "header", "required": True, "schema": {"type": "string"}},
-        {"name": "X-Idempotency-Key", "in": "header", "required": False, "schema": {"type": "string"}},
+        {"name": KEY_HEADER, "in": "header", "required": False, "schema": {"type": "string", "maxLength": 255}},
     ],
 }
 
@@ -101,152 +77,26 @@ def _error_responses() -> dict[int | str, dict[str, Any]]:
 
 
 @router.post(
-    "/card-v2/v1/charge",
+    CHARGE_PATH,
     summary="Card charge",
     openapi_extra=_CHARGE_OPENAPI,
     response_model=ChargeResponse,
     responses=_error_responses(),
 )
 async def charge(request: Request) -> Response:
-    try:
-        return await _charge(request)
-    except (OperationalError, InterfaceError, PoolTimeout, ConnectionError):
-        # The database is unreachable or overloaded: retry later (interface.md: 503, exponential backoff).
-        # Logged with its cause: an OperationalError can also be a bug, which must not pass for an outage.
-        log.exception("card charge: database unavailable")
-        raise ServiceUnavailable(
-            "Service temporarily unavailable; retry with exponential backoff", field="", headers={"Retry-After": "1"}
-        ) from None
-
-
-async def _charge(request: Request) -> Response:
     database = request.app.state.database
     caller = await card_service.authenticate(database, request.headers.get("authorization"))
-    key = request.headers.get("x-idempotency-key")
-    if key is not None and not 1 <= len(key) <= IDEMPOTENCY_KEY_MAX:
-        raise InvalidFieldFormat("X-Idempotency-Key", f"must be 1 to {IDEMPOTENCY_KEY_MAX} characters")
+    key = idempotency_key(request)
     body = await request.body()
     charge_request, card = await _charge_parsings.run(card_service.parse, body)
-    await card_service.check_callback_url(charge_request)
-    if key is None:
-        async with database.unit_of_work() as session:
-            outcome = await card_service.charge(session, caller, charge_request, card)
-            return JSONResponse(charge_body(outcome))
+    await card_service.check_callback_url(caller, charge_request)
 
-    fingerprint = request_fingerprint(body)
-    if database.group is not None:
-        keyed = _KeyedCharge(caller, key, fingerprint, charge_request, card)
-        return await _charge_in_one_unit(request, database, keyed)
-    claim = await card_service.claim_key(database, caller.merchant.id, key, fingerprint)
-    if claim.replay is not None:
-        return _replayed(claim.replay)
-    assert claim.key_id is not None
-    try:
-        async with database.unit_of_work() as session:
-            outcome = await card_service.charge(session, caller, charge_request, card)
-            response = JSONResponse(charge_body(outcome))
-            await card_service.complete_key(session, claim.key_id, 200, bytes(response.body).decode())
-        return response
-    except KasirError as error:
-        if error.http_status >= 500:
-            await card_service.forget_key(database, claim.key_id)
-            raise
-        refused = render(request, error)
-        await card_service.store_key_response(database, claim.key_id, refused.status_code, bytes(refused.body).decode())
-        return refused
-    except BaseException:
-        await card_service.forget_key(database, claim.key_id)
-        raise
+    async def charge_in(session: AsyncSession) -> Response:
+        outcome = await card_service.charge(session, caller, charge_request, card)
+        return JSONResponse(charge_body(outcome))
 
-
-@dataclass(frozen=True, slots=True)
-class _KeyedCharge:
-    """A charge that passed authentication and validation, sent with an X-Idempotency-Key."""
-
-    caller: BasicCaller
-    key: str
-    fingerprint: str
-    request: ChargeRequest
-    card: ParsedCard | None
-
-
-async def _charge_in_one_unit(request: Request, database: Database, charge: _KeyedCharge) -> Response:
-    """Under SQLite group commit: the key, the charge and its answer in one unit of work.
-
-    A key written in a unit of its own would be seen by no one before the charge anyway: the
-    writers of this process take turns in the shared transaction (one unit at a time), and
-    other processes see committed batches only. So "in progress" is never seen here, and the
-    common case, a key never used before, charges first and then writes the key complete with
-    its answer: one statement where claiming and completing it are two. When the key is
-    already there, or the charge is refused (which may be the replay of a refused first
-    request), that unit is undone and `_claim_then_charge` decides as it does everywhere.
-    A 5xx, or a crash, rolls all of it back and leaves the key free for the retry.
-    """
-    merchant_id = charge.caller.merchant.id
-    if charge.card is None and charge.request.payment_method == "card":
-        # OPEN mode, the common case: two INSERTs known in full before anything runs, so they go to
-        # the batch as one program (GroupCommit.run) and the request waits once, for its batch.
-        order, outcome = card_service.open_charge(charge.caller, charge.request)
-        response = JSONResponse(charge_body(outcome))
-        answer = (200, bytes(response.body).decode())
-        if await card_service.write_open_charge(database, charge.caller, order, charge.key, charge.fingerprint, answer):
-            return response
-        return await _claim_then_charge(request, database, charge)  # orderId, externalId or the key taken
-    try:
-        async with database.unit_of_work() as session:
-            outcome = await card_service.charge(session, charge.caller, charge.request, charge.card)
-            response = JSONResponse(charge_body(outcome))
-            answer = (200, bytes(response.body).decode())
-            if not await card_service.add_answered_key(session, merchant_id, charge.key, charge.fingerprint, answer):
-                raise _KeyAlreadyThere
-        return response
-    except _KeyAlreadyThere:
-        pass
-    except KasirError as error:
-        if error.http_status >= 500:
-            raise
-    forget_request_field("transaction_id")  # that of the undone charge, if it got so far
-    return await _claim_then_charge(request, database, charge)
-
-
-class _KeyAlreadyThere(Exception):
-    """Undoes a charge made before its key was written: the key's first answer decides instead."""
-
-
-async def _claim_then_charge(request: Request, database: Database, charge: _KeyedCharge) -> Response:
-    """Claim the key, charge and keep the answer in one unit (SQLite group commit, see above).
-
-    The key's answer comes first: a replay, a reuse with another body (422), a first request
-    still running (409), or a stale key taken over. A refusal (4xx) of the charge is kept as
-    the key's answer in a unit of its own, as the charge's writes are undone.
-    """
-    merchant_id, key, fingerprint = charge.caller.merchant.id, charge.key, charge.fingerprint
-    charging = False
-    try:
-        async with database.unit_of_work() as session:
-            claim = await card_service.claim_key_in(session, merchant_id, key, fingerprint)
-            if claim is None:
-                raise RequestInProgress(field="X-Idempotency-Key")
-            if claim.replay is not None:
-                return _replayed(claim.replay)
-            assert claim.key_id is not None
-            charging = True
-            outcome = await card_service.charge(session, charge.caller, charge.request, charge.card)
-            response = JSONResponse(charge_body(outcome))
-            await card_service.complete_key(session, claim.key_id, 200, bytes(response.body).decode())
-        return response
-    except KasirError as error:
-        if not charging or error.http_status >= 500:
-            raise
-        refused = render(request, error)
-        answer = bytes(refused.body).decode()
-        await card_service.store_refusal(database, merchant_id, key, fingerprint, refused.status_code, answer)
-        return refused
-
-
-def _replayed(stored: tuple[int, str]) -> Response:
-    status, body = stored
-    return Response(body, status_code=status, media_type="application/json", headers={REPLAYED: "true"})
+    merchant_id = caller.merchant.id
+    return await run_once(request, database, key, merchant_id=merchant_id, scope=_SCOPE, body=body, handler=charge_in)
 
 
 # --- the pages (staging simulator, decisions.md §1) --------------------------------------

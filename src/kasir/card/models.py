@@ -1,4 +1,4 @@
-"""Card tables: orders (the charge), their attempts, and the idempotency keys of the charge API.
+"""Card tables: orders (the charge) and their attempts.
 
 No column ever holds a full card number or a CVN (decisions.md §7): an attempt keeps the
 masked number (first 6, last 4), the brand and the expiry.
@@ -69,23 +69,3 @@ class CardAttempt(Base):
     response_message: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
-
-
-class CardIdempotencyKey(Base):
-    """decisions.md §7: the first complete response per (merchant, X-Idempotency-Key), kept 24 hours.
-
-    The request is remembered only as a keyed hash of its raw body: the body holds card data.
-    """
-
-    __tablename__ = "card_idempotency_key"
-    __table_args__ = (UniqueConstraint("merchant_id", "key"), Index("ix_card_idempotency_key_expires", "expires_at"))
-
-    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True)
-    merchant_id: Mapped[str] = mapped_column(String(32), ForeignKey("merchant.id"))
-    key: Mapped[str] = mapped_column(String(255))
-    request_hash: Mapped[str] = mapped_column(String(64))
-    status: Mapped[str] = mapped_column(String(16))  # in_progress | complete
-    response_status: Mapped[int | None] = mapped_column(Integer)
-    response_body: Mapped[str | None] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
-    expires_at: Mapped[datetime] = mapped_column(UTCDateTime())

@@ -1,4 +1,4 @@
-"""Card charge rules: the charge, attempts, 3-D Secure, expiry, payment-page callbacks, idempotency.
+"""Card charge rules: the charge, attempts, 3-D Secure, expiry, payment-page callbacks.
 
     KasirError
     ├── BadRequest
@@ -8,12 +8,12 @@
     │   └── CardOrderNotFound                 404 NOT_FOUND
     ├── Conflict
     │   ├── DuplicateOrder                    409 DUPLICATE_ORDER (DuplicateReference)
-    │   ├── RequestInProgress                 409 REQUEST_IN_PROGRESS (errors.py)
     │   ├── CardOrderClosed (states.py)       409 CONFLICT
     │   └── AttemptAlreadySubmitted           409 CONFLICT (a page form sent twice)
     └── UnprocessableEntity
-        ├── InvalidCard                       422 INVALID_CARD, every rejected card field
-        └── IdempotencyKeyReused              422 IDEMPOTENCY_KEY_REUSED
+        └── InvalidCard                       422 INVALID_CARD, every rejected card field
+
+X-Idempotency-Key is the idempotency room's (kasir.idempotency), as on every money-moving route.
 
 An attempt's outcome is decided by the staging test card (cards.py). Each failed attempt
 records a payment-page callback FAILED, success records SUCCESS, and the third failure or
@@ -51,7 +51,7 @@ from kasir.card.cards import (
     parse_card,
 )
 from kasir.card.models import CardAttempt, CardOrder
-from kasir.card.repository import Taken, card_repository, key_row
+from kasir.card.repository import card_repository
 from kasir.card.schemas import TENORS, CardValidationError, ChargeRequest, parse_charge_request
 from kasir.card.states import (
     MAX_FAILED_ATTEMPTS,
@@ -70,12 +70,11 @@ from kasir.errors import (
     InvalidFieldFormat,
     KasirError,
     NotFound,
-    RequestInProgress,
     UnprocessableEntity,
     from_pydantic_errors,
 )
 from kasir.kit.clock import JAKARTA, clock, isoformat_seconds, parse_aware
-from kasir.kit.crypto import HmacKey, constant_time_equals, derive_key
+from kasir.kit.crypto import constant_time_equals, derive_key
 from kasir.kit.ids import new_id, new_sortable_id
 from kasir.kit.logs import annotate_request
 from kasir.merchants.basic_auth import BasicCaller, authenticate_basic_in
@@ -85,10 +84,6 @@ log = logging.getLogger("kasir.card")
 
 CURRENCY = "IDR"
 VALIDITY = timedelta(hours=24)  # decisions.md §7: expiredTime defaults to 24 h
-IDEMPOTENCY_TTL = timedelta(hours=24)  # decisions.md §7
-IDEMPOTENCY_KEY_MAX = 255
-# An in-progress key older than this belongs to a request that died (crash, kill): it may be taken over.
-ABANDONED_AFTER = timedelta(seconds=60)
 EXPIRED_BY_TIME = "Payment link expired"
 EXPIRED_BY_ATTEMPTS = f"Payment failed {MAX_FAILED_ATTEMPTS} times; the payment link is closed"
 
@@ -99,13 +94,6 @@ EXPIRED_BY_ATTEMPTS = f"Payment failed {MAX_FAILED_ATTEMPTS} times; the payment 
 class InvalidCard(UnprocessableEntity):
     card_status = "INVALID_CARD"
     default_message = "Card data rejected"
-
-
-class IdempotencyKeyReused(UnprocessableEntity):
-    card_status = "IDEMPOTENCY_KEY_REUSED"
-
-    def __init__(self) -> None:
-        super().__init__("X-Idempotency-Key was already used with a different request body", field="X-Idempotency-Key")
 
 
 class DuplicateOrder(DuplicateReference):
@@ -131,16 +119,6 @@ def _key(secret_key: str, purpose: str) -> bytes:
 
 def _service_key(purpose: str) -> bytes:
     return _key(get_settings().resolved_secret_key(), purpose)
-
-
-@lru_cache(maxsize=4)
-def _fingerprint_key(secret_key: str) -> HmacKey:
-    return HmacKey(_key(secret_key, "kasir/card-idempotency"))
-
-
-def request_fingerprint(body: bytes) -> str:
-    """Keyed hash of the raw charge body: a plain SHA-256 of a body with a card number could be brute-forced."""
-    return _fingerprint_key(get_settings().resolved_secret_key()).digest(body).hex()
 
 
 def page_token(order_id: str, attempt: int, purpose: str) -> str:
@@ -235,14 +213,6 @@ def card_from_fields(fields: dict[str, Any], *, now: datetime, prefix: str = "ca
         raise InvalidCard(errors=exc.errors) from None
 
 
-@dataclass(frozen=True, slots=True)
-class KeyClaim:
-    """Either this request owns the key row (`key_id`), or it gets the stored answer (`replay`)."""
-
-    key_id: int | None = None
-    replay: tuple[int, str] | None = None
-
-
 class CardService:
     # --- the charge API (interface.md endpoint 6) ---------------------------------------
 
@@ -259,10 +229,14 @@ class CardService:
             card = card_from_fields(request.card_details.model_dump(by_alias=True), now=clock.local_now())
         return request, card
 
-    async def check_callback_url(self, request: ChargeRequest) -> None:
+    async def check_callback_url(self, caller: BasicCaller, request: ChargeRequest) -> None:
         """callbackUrl's check, before any unit of work: in production it resolves the host (DNS), and
-        waiting for DNS with the group-commit seat taken would hold up every writer of the process."""
-        if request.callback_url:
+        nothing slow may run inside a unit of work (kasir.db.sqlite)."""
+        if request.payment_method == "ewallet":
+            from kasir.wallet.service import wallet_service
+
+            await wallet_service.check_callback_url(caller.merchant, request.callback_url, field="callbackUrl")
+        elif request.callback_url:
             await check_callback_url(request.callback_url, production=get_settings().is_production, field="callbackUrl")
 
     def new_order(self, caller: BasicCaller, request: ChargeRequest) -> dict[str, Any]:
@@ -296,38 +270,6 @@ class CardService:
             "updated_at": now,
             "paid_at": None,
         }
-
-    def open_charge(self, caller: BasicCaller, request: ChargeRequest) -> tuple[dict[str, Any], ChargeOutcome]:
-        """An OPEN-mode card charge (the customer enters the card at `link`): its order row and its answer."""
-        values = self.new_order(caller, request)
-        return values, _pending(values["id"], request)
-
-    async def write_open_charge(
-        self,
-        database: Database,
-        caller: BasicCaller,
-        order: dict[str, Any],
-        key: str,
-        fingerprint: str,
-        answer: tuple[int, str],
-    ) -> bool:
-        """Under SQLite group commit: an `open_charge` order and its X-Idempotency-Key, complete with
-        `answer`, written as one program of the next batch (kasir.db.GroupCommit.run): the request
-        waits once, for its batch, and takes no seat in it.
-
-        False, with nothing written, when orderId, externalId or the key is taken: then the caller
-        decides the way every other charge does (`claim_key`, `charge`).
-        """
-        assert database.group is not None
-        now = order["created_at"]
-        row = key_row(caller.merchant.id, key, fingerprint, now, now + IDEMPOTENCY_TTL)
-        program = card_repository.order_with_answered_key(database.engine.dialect, order, row, answer)
-        try:
-            await database.group.run(program)
-        except Taken:
-            return False
-        annotate_request(transaction_id=order["id"], merchant_id=caller.merchant.id)
-        return True
 
     async def charge(
         self, session: AsyncSession, caller: BasicCaller, request: ChargeRequest, card: ParsedCard | None
@@ -378,76 +320,6 @@ class CardService:
             raise
         annotate_request(transaction_id=tx.id, merchant_id=caller.merchant.id)
         return ChargeOutcome(tx.id, tx.external_id, "PENDING", payment_url(tx))
-
-    # --- idempotency (decisions.md §7) --------------------------------------------------
-
-    async def claim_key(self, database: Database, merchant_id: str, key: str, fingerprint: str) -> KeyClaim:
-        """Own the key in a short committed transaction; the unique (merchant, key) decides races."""
-        for _ in range(3):
-            async with database.unit_of_work() as session:
-                claim = await self.claim_key_in(session, merchant_id, key, fingerprint)
-            if claim is not None:
-                return claim
-            # The first request failed with a 5xx and let go of the key between our two statements: try again.
-        raise RequestInProgress(field="X-Idempotency-Key")
-
-    async def claim_key_in(
-        self, session: AsyncSession, merchant_id: str, key: str, fingerprint: str
-    ) -> KeyClaim | None:
-        """Own the key in this unit of work, or get its stored answer; None when it vanished meanwhile.
-
-        Raises IdempotencyKeyReused (another body) and RequestInProgress (its first request still runs).
-        """
-        now = clock.now()
-        expires_at = now + IDEMPOTENCY_TTL
-        key_id = await card_repository.add_key(session, merchant_id, key, fingerprint, now, expires_at)
-        if key_id is not None:
-            return KeyClaim(key_id=key_id)
-        existing = await card_repository.key(session, merchant_id, key)
-        if existing is None:
-            return None
-        stale = existing.expires_at <= now or (
-            existing.status == "in_progress" and existing.created_at <= now - ABANDONED_AFTER
-        )
-        if stale:
-            if await card_repository.take_over_key(session, existing, fingerprint, now, expires_at):
-                return KeyClaim(key_id=existing.id)
-            raise RequestInProgress(field="X-Idempotency-Key")
-        if not constant_time_equals(existing.request_hash, fingerprint):
-            raise IdempotencyKeyReused()
-        if existing.status != "complete" or existing.response_status is None or existing.response_body is None:
-            raise RequestInProgress(field="X-Idempotency-Key")
-        return KeyClaim(replay=(existing.response_status, existing.response_body))
-
-    async def add_answered_key(
-        self, session: AsyncSession, merchant_id: str, key: str, fingerprint: str, answer: tuple[int, str]
-    ) -> bool:
-        """Write the key complete with its answer, in the charge's unit; False when the key is already there."""
-        now = clock.now()
-        expires_at = now + IDEMPOTENCY_TTL
-        return await card_repository.add_answered_key(session, merchant_id, key, fingerprint, now, expires_at, answer)
-
-    async def store_refusal(
-        self, database: Database, merchant_id: str, key: str, fingerprint: str, status: int, body: str
-    ) -> None:
-        """Keep a refusal (4xx) as the key's first complete answer, in a unit of its own.
-
-        For a charge claimed in the unit that was refused (and so rolled back): the key is written
-        again, complete at once; if another request holds it by now, that request's answer stands.
-        """
-        async with database.unit_of_work() as session:
-            await self.add_answered_key(session, merchant_id, key, fingerprint, (status, body))
-
-    async def complete_key(self, session: AsyncSession, key_id: int, status: int, body: str) -> None:
-        await card_repository.complete_key(session, key_id, status, body)
-
-    async def store_key_response(self, database: Database, key_id: int, status: int, body: str) -> None:
-        async with database.unit_of_work() as session:
-            await card_repository.complete_key(session, key_id, status, body)
-
-    async def forget_key(self, database: Database, key_id: int) -> None:
-        async with database.unit_of_work() as session:
-            await card_repository.delete_key(session, key_id)
 
     # --- attempts -------------------------------------------------------------------------
 
@@ -725,17 +597,8 @@ def callback_payload(order: CardOrder, transaction_status: str) -> dict[str, Any
 # --- expiry (the worker scheduler calls this) -----------------------------------------------
 
 
-_purged_at: dict[int, datetime] = {}
-
-
 async def expire_due_card_orders(database: Database) -> int:
     """Close every open order past its expiredTime (EXPIRED callback); each in its own unit of work."""
-    now = clock.now()
     async with database.unit_of_work(read_only=True) as session:
-        due = await card_repository.due_for_expiry(session, now)
-    last = _purged_at.get(id(database))
-    if last is None or now - last >= timedelta(minutes=1):
-        async with database.unit_of_work() as session:
-            await card_repository.forget_keys_before(session, now)
-        _purged_at[id(database)] = now
+        due = await card_repository.due_for_expiry(session, clock.now())
     return await each_in_own_unit_of_work(database, due, card_service.expire, what="card expiry")

@@ -36,8 +36,11 @@ def snap_errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         401: "Unauthorized: `401xx00 Unauthorized. {reason}`, `401xx01 Invalid Token (B2B)`",
         403: "`403xx01 Feature Not Allowed`",
         404: "`404xx01 Transaction Not Found`",
-        409: "`409xx00 Conflict` (X-EXTERNAL-ID reused today), `409xx01` duplicate partnerReferenceNo",
+        409: "`409xx00 Conflict` (X-EXTERNAL-ID reused today; with Retry-After: a request with the same "
+        "X-Idempotency-Key is still running), `409xx01` duplicate partnerReferenceNo",
+        422: "`422xx00`: X-Idempotency-Key reused with another body",
         500: "`500xx00 General Error`",
+        503: "`503xx00`: the database is unavailable; retry after Retry-After",
     }
     return {status: {"model": SnapErrorBody, "description": descriptions[status]} for status in statuses}
 

@@ -14,19 +14,23 @@ Every API route checks, in order (each failure in the wallet format, decisions.m
 
 The API routes verify the request and open their unit of work themselves instead of through
 FastAPI dependencies: create-payment and inquiry run on every payment, and a dependency tree
-with a function-scoped session costs more than their database work (~0.1 ms a request on the
-benchmark machine). The unit of work still ends (commits) before the response is sent.
-Inquiry only reads: its unit of work is read-only (on SQLite it never waits for the write lock).
+with a function-scoped session costs more than their database work. The unit of work still
+ends (commits) before the response is sent. The routes that create or move money run it
+through the idempotency room (X-Idempotency-Key, kasir.idempotency); a callback URL is checked
+(DNS in production) before it opens. Inquiry only reads: its unit of work is read-only (on
+SQLite it never waits for the write lock).
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel, ValidationError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.callbacks.signing import x_req_signature
 from kasir.db import Database, ReadSession, WriteSession
@@ -41,6 +45,7 @@ from kasir.errors import (
     from_pydantic_errors,
     wire,
 )
+from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
 from kasir.kit.crypto import constant_time_equals
 from kasir.kit.qr import qr_png
 from kasir.merchants.basic_auth import BasicCaller, authenticate_basic_in
@@ -69,10 +74,11 @@ UnitOfWork = WriteSession
 
 @dataclass(frozen=True, slots=True)
 class WalletCaller:
-    """A verified wallet request: the merchant, and its JSON body (an object)."""
+    """A verified wallet request: the merchant, its JSON body (an object), and the body's bytes."""
 
     merchant: BasicCaller
     body: dict[str, Any]
+    raw: bytes
 
 
 def _signed_field(body: dict[str, Any], name: str) -> str:
@@ -99,14 +105,15 @@ async def verify_wallet_request(request: Request) -> WalletCaller:
     signature = headers.get("x-req-signature")
     if signature is None or not signature.strip():
         raise InvalidMandatoryField("x-req-signature")
-    body = parse_json_body(await request.body())
+    raw = await request.body()
+    body = parse_json_body(raw)
     if not isinstance(body, dict):
         raise BadRequest("body must be a JSON object", field="body")
     external_id, order_id = _signed_field(body, "external_id"), _signed_field(body, "order_id")
     expected = x_req_signature(caller.secrets.hash_key, external_id, order_id)
     if not constant_time_equals(signature.strip(), expected):
         raise Unauthorized("x-req-signature does not match sha256(hash_key + external_id + order_id)")
-    return WalletCaller(caller, body)
+    return WalletCaller(caller, body, raw)
 
 
 def database(request: Request) -> Database:
@@ -129,53 +136,71 @@ _HEADERS = [
      "description": "lowercase hex sha256(hash_key + external_id + order_id)"},
     {"name": "x-version", "in": "header", "required": True, "schema": {"type": "string", "enum": [API_VERSION]}},
 ]  # fmt: skip
+# Routes that create or move money also take X-Idempotency-Key (kasir.idempotency).
+_KEYED_HEADERS = [
+    *_HEADERS,
+    {"name": KEY_HEADER, "in": "header", "required": False, "schema": {"type": "string", "maxLength": 255},
+     "description": "Makes retries safe: the first complete answer is replayed (Idempotent-Replayed: true)"},
+]  # fmt: skip
 _ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": WalletErrorBody, "description": "`01` Request Parameter Error: names the field and the rule"},
     401: {"model": WalletErrorBody, "description": "`04` Unauthorized Merchant"},
     404: {"model": WalletErrorBody, "description": "`02` Data Not Found"},
-    409: {"model": WalletErrorBody, "description": "`03` Failed Request (the transaction's state refuses it)"},
+    409: {
+        "model": WalletErrorBody,
+        "description": "`03` Failed Request (the transaction's state refuses it; "
+        "with Retry-After: a request with the same X-Idempotency-Key is still running)",
+    },
+    422: {"model": WalletErrorBody, "description": "`01`: X-Idempotency-Key reused with another body"},
+    503: {"model": WalletErrorBody, "description": "`98`: the database is unavailable; retry after Retry-After"},
     500: {"model": WalletErrorBody, "description": "`98` System Error"},
 }
 
 
-def _extra(model: type[BaseModel]) -> dict[str, Any]:
+def _extra(model: type[BaseModel], *, keyed: bool) -> dict[str, Any]:
     """The raw-body request schema (the body is read before it is validated: signature first)."""
     extra = snap_route("00", model)
     extra.pop("x-snap-service-code", None)
     extra.update(wire(WireFormat.WALLET))
-    extra["parameters"] = _HEADERS
+    extra["parameters"] = _KEYED_HEADERS if keyed else _HEADERS
     return extra
 
 
-def _route(path: str, model: type[BaseModel], summary: str, *, staging: bool = False) -> Any:
+def _route(path: str, model: type[BaseModel], summary: str, *, staging: bool = False, keyed: bool = True) -> Any:
     return router.post(
         path,
         summary=summary,
-        openapi_extra=_extra(model),
+        openapi_extra=_extra(model, keyed=keyed),
         responses=_ERRORS,
         dependencies=[Staging] if staging else None,
     )
 
 
-@_route("/ewallet/v2/create-payment", CreatePaymentRequest, "Create a wallet payment (checkout page)")
-async def create_payment(request: Request) -> JSONResponse:
+async def _create(request: Request, *, qr: bool) -> Response:
     caller = await verify_wallet_request(request)
+    key = idempotency_key(request)
     payment = parse(CreatePaymentRequest, caller.body)
-    async with database(request).unit_of_work() as session:
-        tx = await wallet_service.create_payment(session, caller.merchant.merchant, payment)
+    merchant = caller.merchant.merchant
+    await wallet_service.check_callback_url(merchant, payment.callback_url)  # DNS: before the unit of work
+
+    async def create(session: AsyncSession) -> Response:
+        tx = await wallet_service.create_payment(session, merchant, payment, qr=qr)
         return JSONResponse(await wallet_service.describe(session, tx))
+
+    return await _run_once(request, key, caller, create)
+
+
+@_route("/ewallet/v2/create-payment", CreatePaymentRequest, "Create a wallet payment (checkout page)")
+async def create_payment(request: Request) -> Response:
+    return await _create(request, qr=False)
 
 
 @_route("/ewallet/v2/create-qr", CreatePaymentRequest, "Create a dynamic QRIS payment")
-async def create_qr(request: Request) -> JSONResponse:
-    caller = await verify_wallet_request(request)
-    payment = parse(CreatePaymentRequest, caller.body)
-    async with database(request).unit_of_work() as session:
-        tx = await wallet_service.create_payment(session, caller.merchant.merchant, payment, qr=True)
-        return JSONResponse(await wallet_service.describe(session, tx))
+async def create_qr(request: Request) -> Response:
+    return await _create(request, qr=True)
 
 
-@_route("/ewallet/v2/inquiry", InquiryRequest, "Current state of a wallet transaction")
+@_route("/ewallet/v2/inquiry", InquiryRequest, "Current state of a wallet transaction", keyed=False)
 async def inquiry(request: Request) -> JSONResponse:
     caller = await verify_wallet_request(request)
     reference = parse(InquiryRequest, caller.body)
@@ -185,30 +210,53 @@ async def inquiry(request: Request) -> JSONResponse:
 
 
 @_route("/ewallet/v2/refund", RefundRequest, "Refund a paid wallet transaction (partial allowed)")
-async def refund(request: Request) -> JSONResponse:
+async def refund(request: Request) -> Response:
     caller = await verify_wallet_request(request)
+    key = idempotency_key(request)
     refund_request = parse(RefundRequest, caller.body)
-    async with database(request).unit_of_work() as session:
+
+    async def refund_in(session: AsyncSession) -> Response:
         tx = await wallet_service.refund_payment(session, caller.merchant.merchant, refund_request)
         return JSONResponse(await wallet_service.describe(session, tx))
 
+    return await _run_once(request, key, caller, refund_in)
+
 
 @_route("/ewallet/v2/void", VoidRequest, "Void a wallet transaction paid today (Asia/Jakarta)")
-async def void(request: Request) -> JSONResponse:
+async def void(request: Request) -> Response:
     caller = await verify_wallet_request(request)
+    key = idempotency_key(request)
     void_request = parse(VoidRequest, caller.body)
-    async with database(request).unit_of_work() as session:
+
+    async def void_in(session: AsyncSession) -> Response:
         tx = await wallet_service.void_payment(session, caller.merchant.merchant, void_request)
         return JSONResponse(await wallet_service.describe(session, tx))
 
+    return await _run_once(request, key, caller, void_in)
+
 
 @_route("/ewallet/v2/dummy-payment", DummyPaymentRequest, "Simulate the customer's payment (staging)", staging=True)
-async def dummy_payment(request: Request) -> JSONResponse:
+async def dummy_payment(request: Request) -> Response:
     caller = await verify_wallet_request(request)
+    key = idempotency_key(request)
     payment = parse(DummyPaymentRequest, caller.body)
-    async with database(request).unit_of_work() as session:
+
+    async def pay(session: AsyncSession) -> Response:
         tx = await wallet_service.dummy_payment(session, caller.merchant.merchant, payment)
         return JSONResponse(dummy_payment_result(tx))
+
+    return await _run_once(request, key, caller, pay)
+
+
+async def _run_once(
+    request: Request, key: str | None, caller: WalletCaller, handler: Callable[[AsyncSession], Awaitable[Response]]
+) -> Response:
+    """The route's unit of work, once per X-Idempotency-Key (kasir.idempotency), scoped by its path."""
+    scope = f"POST {request.url.path}"
+    merchant_id = caller.merchant.merchant.id
+    return await run_once(
+        request, database(request), key, merchant_id=merchant_id, scope=scope, body=caller.raw, handler=handler
+    )
 
 
 # --- QR image and the staging checkout page (payment_url) ------------------------------

@@ -1,7 +1,7 @@
 """Every wallet query.
 
-Create-payment and inquiry run on every payment: their statements are prepared
-(kasir.prepared) and hand back plain rows (`TransactionRow`, `RefundRow`) instead of ORM
+Create-payment and inquiry run on every payment: their statements are compiled once
+(kasir.db.Statement) and hand back plain rows (`TransactionRow`, `RefundRow`) instead of ORM
 objects. The transitions (pay, fail, refund, void, expiry) lock the row and change it through
 the ORM.
 """
@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import bindparam, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from kasir.prepared import Prepared, binds, dialect_insert
+from kasir.db import Statement, binds
 from kasir.wallet.models import WalletRefund, WalletTransaction
 from kasir.wallet.states import WalletStatus
 
@@ -66,20 +66,20 @@ class RefundRow:
 TRANSACTION_COLUMNS = tuple(field.name for field in fields(TransactionRow))
 
 # The unique (merchant_id, external_id) refuses a reused external_id: no savepoint, no exception.
-_ADD_TRANSACTION = Prepared(
-    lambda dialect: (
-        dialect_insert(dialect, WalletTransaction)
+_ADD_TRANSACTION = Statement(
+    lambda insert: (
+        insert(WalletTransaction)
         .values(binds(WalletTransaction, TRANSACTION_COLUMNS))
         .on_conflict_do_nothing()
         .returning(WalletTransaction.id)
     )
 )
-_TRANSACTION = Prepared(
+_TRANSACTION = Statement(
     select(*(WalletTransaction.__table__.c[name] for name in TRANSACTION_COLUMNS)).where(
         WalletTransaction.id == bindparam("transaction_id")
     )
 )
-_REFUNDS = Prepared(
+_REFUNDS = Statement(
     select(WalletRefund.refunded_at, WalletRefund.amount)
     .where(WalletRefund.transaction_id == bindparam("transaction_id"))
     .order_by(WalletRefund.id)

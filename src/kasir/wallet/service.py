@@ -159,6 +159,14 @@ def items_total(request: CreatePaymentRequest) -> int:
 class WalletService:
     # --- creation ------------------------------------------------------------------
 
+    async def check_callback_url(self, merchant: Merchant, url: str | None, *, field: str = "callback_url") -> None:
+        """The callback URL a new payment will use (the request's, else the merchant's), checked before
+        its unit of work opens: in production the check resolves the host (DNS), and nothing slow may
+        run inside a unit of work (kasir.db.sqlite). A missing URL is create_payment's to refuse."""
+        callback_url = url or merchant.callback_url
+        if callback_url:
+            await check_callback_url(callback_url, production=get_settings().is_production, field=field)
+
     async def create_payment(
         self, session: AsyncSession, merchant: Merchant, request: CreatePaymentRequest, *, qr: bool = False
     ) -> TransactionRow:
@@ -187,7 +195,6 @@ class WalletService:
         callback_url = request.callback_url or merchant.callback_url
         if not callback_url:
             raise CallbackUrlMissing()
-        await check_callback_url(callback_url, production=get_settings().is_production, field="callback_url")
 
         transaction_id = new_id("WLT", 20)
         terminal = qr_string = None

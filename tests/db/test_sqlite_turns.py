@@ -1,4 +1,4 @@
-"""Processes sharing one SQLite file take turns at its write lock (kasir.kit.sqlite_turns)."""
+"""Processes sharing one SQLite file take turns at its write lock (kasir.db.sqlite_turns)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import OperationalError
 
-import kasir.db
+import kasir.db.sqlite
 from kasir.config import Settings
 from kasir.db import Database
 from tests.support.loop import LoopTicks
@@ -96,7 +96,6 @@ async def test_a_write_waits_for_the_other_process_s_turn_with_the_loop_free_and
     database, other_process_holding
 ):
     db, lock_path = database
-    assert db.group is not None  # the served configuration: group commit on the inline driver
     other = other_process_holding(lock_path)
     ticks = LoopTicks()
     writing = asyncio.create_task(write(db, 1))
@@ -132,7 +131,7 @@ async def test_a_writer_cancelled_while_waiting_does_not_keep_the_turn(database,
 
 async def test_no_turn_within_the_busy_limit_fails_as_a_locked_database(database, other_process_holding, monkeypatch):
     db, lock_path = database
-    monkeypatch.setattr(kasir.db, "SQLITE_BUSY_SECONDS", 0.3)
+    monkeypatch.setattr(kasir.db.sqlite, "SQLITE_BUSY_SECONDS", 0.3)
     other = other_process_holding(lock_path)
     try:
         with pytest.raises(OperationalError, match="locked"):
@@ -146,11 +145,11 @@ async def test_no_turn_within_the_busy_limit_fails_as_a_locked_database(database
 GIVE_UP_AND_EXIT = """
 import asyncio, sys
 from sqlalchemy import text
-import kasir.db
+import kasir.db.sqlite
 from kasir.config import Settings
 from kasir.db import Database
 
-kasir.db.SQLITE_BUSY_SECONDS = 0.3
+kasir.db.sqlite.SQLITE_BUSY_SECONDS = 0.3
 
 async def main():
     db = Database(Settings(data_dir=sys.argv[1], secret_key="k"))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kasir.callbacks.wakeup import WakeSocket, wake_dispatcher
+from kasir.db.wakeup import WakeSocket, wake
 
 
 async def test_the_last_socket_to_close_removes_the_directory(tmp_path: Path) -> None:
@@ -23,7 +23,7 @@ async def test_the_last_socket_to_close_removes_the_directory(tmp_path: Path) ->
     first.close(loop)
     assert directory.is_dir()  # the other worker still listens there
 
-    wake_dispatcher(directory)
+    wake("test", directory)
     for _ in range(100):
         if woken:
             break

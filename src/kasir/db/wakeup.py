@@ -1,9 +1,9 @@
-"""Waking the delivery engine after a commit that recorded callbacks.
+"""Waking listeners of a channel after a commit (kasir.db.notify_after_commit, Database.listen).
 
-- In the process: every worker subscribed here (the embedded one) is woken at once.
-- In other processes: on PostgreSQL, `NOTIFY kasir_callbacks` at commit (workers LISTEN). On
-  a SQLite file, each worker process listens on a Unix datagram socket in a directory named
-  after the file (`wake_directory`), and a commit sends one byte to every socket there. A
+- In the process: every listener subscribed to the channel here is woken at once.
+- In other processes: on PostgreSQL, `NOTIFY <channel>` at commit (kasir.db.postgres). On
+  a SQLite file, each listening process has a Unix datagram socket in a directory named
+  after the file and the channel (`wake_directory`), and a commit sends one byte to every socket there. A
   byte that cannot be sent (a full queue: that worker is already woken; a socket without a
   listener: a worker that died) is dropped, so a commit never waits for a worker; a worker
   that misses one still polls every KASIR_CALLBACK_POLL_SECONDS.
@@ -22,32 +22,31 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-NOTIFY_CHANNEL = "kasir_callbacks"  # PostgreSQL LISTEN/NOTIFY channel of other processes' workers
-
-_listeners: list[Callable[[], None]] = []
+_listeners: dict[str, list[Callable[[], None]]] = {}
 
 
-def subscribe(listener: Callable[[], None]) -> Callable[[], None]:
-    _listeners.append(listener)
-    return lambda: _listeners.remove(listener)
+def subscribe(channel: str, listener: Callable[[], None]) -> Callable[[], None]:
+    listeners = _listeners.setdefault(channel, [])
+    listeners.append(listener)
+    return lambda: listeners.remove(listener)
 
 
-def wake_dispatcher(wake_directory: Path | None = None) -> None:
-    for listener in list(_listeners):
+def wake(channel: str, wake_directory: Path | None = None) -> None:
+    for listener in list(_listeners.get(channel, ())):
         listener()
     if wake_directory is not None:
         _wake_other_processes(wake_directory)
 
 
-@functools.cache  # every commit that records a callback asks: resolve the path once
-def wake_directory(sqlite_file: str | None) -> Path | None:
-    """Where the workers of one SQLite file listen (None for no file: PostgreSQL, an in-memory database).
+@functools.cache  # every commit that notifies asks: resolve the path once
+def wake_directory(sqlite_file: str | None, channel: str) -> Path | None:
+    """Where the listeners of one SQLite file's channel wait (None for no file: an in-memory database).
 
     Short, as a Unix socket's path must be (108 bytes).
     """
     if not sqlite_file or sqlite_file == ":memory:":
         return None
-    digest = hashlib.sha256(os.path.realpath(sqlite_file).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(f"{os.path.realpath(sqlite_file)}\0{channel}".encode()).hexdigest()[:16]
     return Path(tempfile.gettempdir()) / f"kasir-wake-{digest}"
 
 

@@ -18,7 +18,6 @@ from tests.support.loop import LoopTicks
 @pytest.fixture
 async def database(tmp_path: Path):
     db = Database(Settings(data_dir=tmp_path, secret_key="k"))
-    assert db.inline_sqlite
     async with db.unit_of_work() as session:
         await session.execute(text("CREATE TABLE probe (x INTEGER)"))
     yield db, tmp_path / "kasir.db"

@@ -1,10 +1,9 @@
-"""SQLite group commit (KASIR_SQLITE_GROUP_COMMIT): shared transaction, savepoint per unit, durable before done."""
+"""SQLite group commit: shared transaction, savepoint per unit, durable before done."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import sqlite3
 from pathlib import Path
 
@@ -17,7 +16,7 @@ from kasir.db import Database, on_commit
 
 @pytest.fixture
 async def grouped(tmp_path: Path):
-    settings = Settings(data_dir=tmp_path, secret_key="k", sqlite_group_commit=True, sqlite_group_commit_max=8)
+    settings = Settings(data_dir=tmp_path, secret_key="k", sqlite_group_commit_max=8)
     database = Database(settings)
     async with database.engine.begin() as connection:
         await connection.execute(text("CREATE TABLE item (id INTEGER PRIMARY KEY, name TEXT UNIQUE)"))
@@ -31,21 +30,9 @@ def committed_names(path: Path) -> set[str]:
         return {row[0] for row in connection.execute("SELECT name FROM item")}
 
 
-def insert(name: str, *, fail: bool = False):
-    """A batch program (GroupCommit.run) that inserts `name` and answers it, or then fails."""
-
-    def program(connection: sqlite3.Connection) -> str:
-        connection.execute("INSERT INTO item (name) VALUES (?)", (name,))
-        if fail:
-            raise LookupError(name)
-        return name
-
-    return program
-
-
 async def test_concurrent_units_commit_together_and_a_failing_unit_rolls_back_alone(grouped):
     database, path = grouped
-    assert database.group is not None
+    assert database.strategy.group is not None
     seen_after_commit: dict[str, set[str]] = {}
 
     async def unit(name: str, fail: bool) -> str:
@@ -99,7 +86,7 @@ async def test_a_unit_that_never_writes_takes_no_seat(grouped):
 
 async def test_a_batch_is_committed_even_when_the_writer_expected_to_commit_it_is_cancelled(grouped, monkeypatch):
     database, path = grouped
-    group = database.group
+    group = database.strategy.group
     assert group is not None
     first_wrote, release_first = asyncio.Event(), asyncio.Event()
 
@@ -135,7 +122,7 @@ async def test_a_batch_is_committed_even_when_the_writer_expected_to_commit_it_i
 
 
 async def test_the_seat_wakes_every_waiter_at_once_and_each_takes_it_in_turn():
-    from kasir.db import _Gate
+    from kasir.db.sqlite import _Gate
 
     gate = _Gate()
     await gate.acquire()
@@ -168,7 +155,7 @@ async def test_the_seat_wakes_every_waiter_at_once_and_each_takes_it_in_turn():
 
 
 async def test_a_woken_unit_that_finds_the_seat_taken_waits_again_and_a_cancelled_one_leaves_no_trace():
-    from kasir.db import _Gate
+    from kasir.db.sqlite import _Gate
 
     gate = _Gate()
     await gate.acquire()
@@ -198,58 +185,3 @@ async def test_a_woken_unit_that_finds_the_seat_taken_waits_again_and_a_cancelle
     assert got == ["holder", "holder done", "late"]  # "late", woken with the holder, found it taken and waited
     assert not gate.locked()
     await asyncio.wait_for(gate.acquire(), 1)  # nothing left waiting or holding
-
-
-async def test_programs_run_in_the_batch_and_one_that_fails_is_undone_alone(grouped):
-    database, path = grouped
-    group = database.group
-    assert group is not None
-
-    async def unit(name: str) -> None:
-        async with database.unit_of_work() as session:
-            await session.execute(text("INSERT INTO item (name) VALUES (:name)"), {"name": name})
-
-    results = await asyncio.gather(
-        group.run(insert("p1")),
-        group.run(insert("p2", fail=True)),
-        group.run(insert("p3")),
-        unit("u1"),
-        group.run(insert("u1")),  # the unit's name: UNIQUE fails this program alone
-        return_exceptions=True,
-    )
-    assert (results[0], results[2], results[3]) == ("p1", "p3", None)
-    assert isinstance(results[1], LookupError)
-    assert isinstance(results[4], sqlite3.IntegrityError)
-    assert committed_names(path) == {"p1", "p3", "u1"}  # committed when the programs answered
-
-
-async def test_a_program_whose_caller_gave_up_before_it_ran_is_not_run(grouped):
-    database, path = grouped
-    group = database.group
-    assert group is not None
-
-    gave_up = asyncio.create_task(group.run(insert("gave up")))
-    await asyncio.sleep(0)  # sent, but the batch has not started
-    gave_up.cancel()
-    await group.run(insert("kept"))
-    with contextlib.suppress(asyncio.CancelledError):
-        await gave_up
-    assert committed_names(path) == {"kept"}
-
-
-async def test_a_batch_that_cannot_begin_fails_its_programs_and_the_next_one_runs(grouped, monkeypatch, caplog):
-    database, path = grouped
-    group = database.group
-    assert group is not None
-
-    async def cannot_begin() -> None:
-        raise sqlite3.OperationalError("database is locked")
-
-    with monkeypatch.context() as patched:
-        patched.setattr(group, "_begin", cannot_begin)
-        with pytest.raises(sqlite3.OperationalError, match="locked"):
-            await group.run(insert("lost"))
-    assert await group.run(insert("next")) == "next"  # a new batch, with its own transaction
-    assert committed_names(path) == {"next"}
-    gc.collect()  # a task whose exception nobody retrieved says so when it is collected
-    assert not [r for r in caplog.records if "never retrieved" in r.getMessage()]

@@ -1,0 +1,68 @@
+"""The database, behind one interface.
+
+    Database(settings)                 the engine and its strategy (SQLite or PostgreSQL)
+      .unit_of_work(read_only=False)   a session committed at the end, rolled back on exception
+      .listen(channel, on_wake)        wake-ups from commits that notified the channel
+    savepoint(session)                 undo a block's writes on exception, keep the unit's
+    on_commit(session, action)         run an action after the unit commits
+    notify_after_commit(session, ch)   wake the channel's listeners after the unit commits
+    lock_wait_at_most(session, s)      wait at most s for a row another unit holds (LockTimeout)
+    Statement(core statement)          a Core statement compiled once, run on the unit's connection
+    Base, UTCDateTime                  the models' declarative base and aware UTC datetimes
+    UNAVAILABLE                        what an unreachable or overloaded database raises (503)
+
+The strategies (`sqlite.py`, `postgres.py`) are the only modules that know a dialect; the
+rooms' repositories write SQLAlchemy statements and run them through this interface.
+"""
+
+from kasir.db.database import (
+    UNAVAILABLE,
+    Database,
+    LockTimeout,
+    ReadSession,
+    SchemaBehind,
+    WriteSession,
+    check_schema,
+    current_revision,
+    each_in_own_unit_of_work,
+    head_revision,
+    lock_wait_at_most,
+    notify_after_commit,
+    ping,
+    read_session,
+    rollback_unit,
+    savepoint,
+    upgrade_schema,
+    write_session,
+)
+from kasir.db.models import NAMING_CONVENTION, Base, UTCDateTime
+from kasir.db.statements import Statement, binds
+from kasir.db.unit import on_commit, run_after_commit
+
+__all__ = [
+    "NAMING_CONVENTION",
+    "UNAVAILABLE",
+    "Base",
+    "Database",
+    "LockTimeout",
+    "ReadSession",
+    "SchemaBehind",
+    "Statement",
+    "UTCDateTime",
+    "WriteSession",
+    "binds",
+    "check_schema",
+    "current_revision",
+    "each_in_own_unit_of_work",
+    "head_revision",
+    "lock_wait_at_most",
+    "notify_after_commit",
+    "on_commit",
+    "ping",
+    "read_session",
+    "rollback_unit",
+    "run_after_commit",
+    "savepoint",
+    "upgrade_schema",
+    "write_session",
+]

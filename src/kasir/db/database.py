@@ -1,0 +1,219 @@
+"""The one Database: units of work, savepoints, after-commit notification, schema version.
+
+Services never commit. The request (or worker task) boundary opens a unit of work, which
+commits on success and rolls back on any exception; actions registered with `on_commit()`
+run only after a successful commit. How that is done is the strategy's business:
+
+- `kasir.db.sqlite`: the embedded file, statements inline on the event loop, group commit.
+- `kasir.db.postgres`: asyncpg through a pool, a transaction per unit, LISTEN/NOTIFY.
+
+Nothing outside this package names a dialect or a driver.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends
+from sqlalchemy import text
+from sqlalchemy.exc import InterfaceError, OperationalError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from starlette.requests import Request
+
+from kasir.config import Settings
+from kasir.db import postgres, sqlite
+from kasir.db.postgres import PostgresStrategy
+from kasir.db.sqlite import SqliteStrategy
+
+log = logging.getLogger("kasir.db")
+
+# What a database that cannot be reached or is overloaded raises: every route answers it with
+# 503 and Retry-After in its own wire format (kasir.errors). An OperationalError can also be a
+# bug; the handler logs it with its cause so it does not pass for an outage.
+UNAVAILABLE: tuple[type[Exception], ...] = (OperationalError, InterfaceError, PoolTimeout, ConnectionError)
+
+
+class LockTimeout(Exception):
+    """A row another transaction holds was not free within the wait allowed (`lock_wait_at_most`)."""
+
+
+class Database:
+    """One engine per process, and the units of work made from it."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.url = settings.resolved_database_url
+        self.strategy: SqliteStrategy | PostgresStrategy = (
+            SqliteStrategy(settings, self.url)
+            if self.url.startswith("sqlite")
+            else PostgresStrategy(settings, self.url)
+        )
+        self.engine: AsyncEngine = self.strategy.engine
+
+    def unit_of_work(self, *, read_only: bool = False) -> AbstractAsyncContextManager[AsyncSession]:
+        """Commit on success, roll back on any exception; then run the after-commit actions.
+
+        `read_only`: the unit only reads (on SQLite it never waits for the write lock).
+        """
+        return self.strategy.unit_of_work(read_only=read_only)
+
+    async def listen(self, channel: str, on_wake: Callable[[], None]) -> Callable[[], None]:
+        """Call `on_wake` after every commit that notified `channel` (`notify_after_commit`), in this
+        process or in another sharing the database; returns the function that stops listening."""
+        return await self.strategy.listen(channel, on_wake)
+
+    async def dispose(self) -> None:
+        await self.strategy.dispose()
+
+
+# --- what a unit of work's session offers the rooms ------------------------------------------
+
+
+def _is_sqlite(session: AsyncSession) -> bool:
+    bind = session.bind
+    assert bind is not None, "sessions are made bound to the engine"
+    return bind.dialect.name == "sqlite"
+
+
+def savepoint(session: AsyncSession) -> AbstractAsyncContextManager[None]:
+    """A savepoint inside the unit of work: an exception undoes what the block wrote (ORM changes
+    included) and goes on; what the unit wrote before the block stands."""
+    return sqlite.savepoint(session) if _is_sqlite(session) else postgres.savepoint(session)
+
+
+async def rollback_unit(session: AsyncSession) -> None:
+    """Undo what this unit of work wrote so far and go on in the same unit (a page re-read after a refusal)."""
+    if _is_sqlite(session):
+        await sqlite.rollback_unit(session)
+    else:
+        await session.rollback()
+
+
+async def notify_after_commit(session: AsyncSession, channel: str) -> None:
+    """Wake the listeners of `channel` (Database.listen) once this unit of work commits; never on rollback."""
+    if _is_sqlite(session):
+        await sqlite.notify_after_commit(session, channel)
+    else:
+        await postgres.notify_after_commit(session, channel)
+
+
+@asynccontextmanager
+async def lock_wait_at_most(session: AsyncSession, seconds: float) -> AsyncIterator[None]:
+    """The block's statements wait at most `seconds` for a row another unit of work holds, then raise
+    LockTimeout (and the unit must end). On SQLite no other unit holds rows while this one runs."""
+    if _is_sqlite(session):
+        yield
+        return
+    try:
+        async with postgres.lock_wait_at_most(session, seconds):
+            yield
+    except Exception as exc:
+        if postgres.is_lock_timeout(exc):
+            raise LockTimeout(str(exc)) from None
+        raise
+
+
+async def each_in_own_unit_of_work(
+    database: Database,
+    keys: Iterable[str],
+    action: Callable[[AsyncSession, str], Awaitable[bool]],
+    *,
+    what: str,
+) -> int:
+    """Run `action(session, key)` for each key in a unit of work of its own; how many returned True.
+
+    For the worker's jobs (expiries): one bad row must not stop the others, and the next run retries it.
+    """
+    done = 0
+    for key in keys:
+        try:
+            async with database.unit_of_work() as session:
+                if await action(session, key):
+                    done += 1
+        except Exception:
+            log.exception("%s failed", what, extra={"transaction_id": key})
+    return done
+
+
+async def ping(database: Database) -> None:
+    async with database.unit_of_work(read_only=True) as session:
+        await session.execute(text("SELECT 1"))
+
+
+# --- schema version -----------------------------------------------------------------
+
+MIGRATIONS_DIR = Path(__file__).resolve().parents[3] / "migrations"
+
+
+class SchemaBehind(RuntimeError):
+    """The database's schema is older than the code (or missing)."""
+
+
+def alembic_config() -> Any:
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(MIGRATIONS_DIR))
+    return config
+
+
+def head_revision() -> str | None:
+    from alembic.script import ScriptDirectory
+
+    return ScriptDirectory.from_config(alembic_config()).get_current_head()
+
+
+async def current_revision(database: Database) -> str | None:
+    from alembic.runtime.migration import MigrationContext
+
+    # Deferred on SQLite: reading the version never waits for the write lock.
+    async with database.engine.execution_options(sqlite_begin="DEFERRED").connect() as connection:
+        return await connection.run_sync(lambda sync: MigrationContext.configure(sync).get_current_revision())
+
+
+async def upgrade_schema(database: Database, revision: str = "head") -> None:
+    from alembic import command
+
+    def _upgrade(sync_connection: Any) -> None:
+        config = alembic_config()
+        config.attributes["connection"] = sync_connection
+        command.upgrade(config, revision)
+
+    async with database.engine.begin() as connection:
+        await connection.run_sync(_upgrade)
+
+
+async def check_schema(database: Database) -> None:
+    """Raise SchemaBehind with the command to run when the database is not at head."""
+    current, head = await current_revision(database), head_revision()
+    if current != head:
+        found = current or "no schema"
+        raise SchemaBehind(
+            f"database schema is behind (found {found}, code needs {head}); run `kasir db upgrade` "
+            "with the same KASIR_DATABASE_URL, then start again"
+        )
+
+
+# --- FastAPI dependencies: the request is the unit of work ---------------------------
+
+
+async def write_session(request: Request) -> AsyncIterator[AsyncSession]:
+    """A session committed when the endpoint returns, rolled back when it raises."""
+    async with request.app.state.database.unit_of_work() as session:
+        yield session
+
+
+async def read_session(request: Request) -> AsyncIterator[AsyncSession]:
+    async with request.app.state.database.unit_of_work(read_only=True) as session:
+        yield session
+
+
+# What endpoints declare. scope="function": the unit of work ends (commits) when the endpoint
+# returns, BEFORE the response is sent; FastAPI's default would commit after the client already
+# has the answer, so a merchant reading back at once could miss what it was just told exists.
+WriteSession = Annotated[AsyncSession, Depends(write_session, scope="function")]
+ReadSession = Annotated[AsyncSession, Depends(read_session, scope="function")]

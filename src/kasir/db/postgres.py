@@ -1,0 +1,163 @@
+"""The PostgreSQL strategy: for many processes and machines.
+
+- asyncpg through a SQLAlchemy pool; every unit of work is a transaction of its own.
+- After-commit wake-ups reach other processes through `NOTIFY <channel>` sent inside the
+  transaction (PostgreSQL delivers it at commit, never on rollback) and `LISTEN` connections.
+- kasir.db statements run on SQLAlchemy's asyncpg adapter directly (`asyncpg_adapter`): the
+  adapter begins the transaction if no statement has yet, prepares the statement in its cache
+  and translates asyncpg's errors. Those are private parts of SQLAlchemy's asyncpg dialect, so
+  the path is taken only when the adapter has them as this module knows them; the SQLAlchemy
+  version is pinned in pyproject.toml and tests/db/test_statements.py fails when they change.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import inspect
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Dialect, make_url
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+
+from kasir.config import Settings
+from kasir.db.unit import on_commit, session_unit_of_work
+from kasir.db.wakeup import subscribe, wake
+
+log = logging.getLogger("kasir.db")
+
+_LOCK_NOT_AVAILABLE = "55P03"  # SQLSTATE of a lock_timeout
+
+
+class PostgresStrategy:
+    def __init__(self, settings: Settings, url: str) -> None:
+        self.url = url
+        # Statement parameters never reach a log line or an exception message (merchant data, hashes, tokens).
+        self.engine: AsyncEngine = create_async_engine(
+            url,
+            hide_parameters=True,
+            pool_size=settings.db_pool_size,
+            max_overflow=settings.db_pool_size,
+            pool_pre_ping=True,
+        )
+        self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+
+    def unit_of_work(self, *, read_only: bool) -> AbstractAsyncContextManager[AsyncSession]:
+        return session_unit_of_work(self._sessions)
+
+    async def listen(self, channel: str, on_wake: Callable[[], None]) -> Callable[[], None]:
+        """Call `on_wake` after every commit that notifies `channel`, in this process or another."""
+        unsubscribe = subscribe(channel, on_wake)
+        task = asyncio.get_running_loop().create_task(self._listen(channel, on_wake))
+
+        def stop() -> None:
+            unsubscribe()
+            task.cancel()
+
+        return stop
+
+    async def _listen(self, channel: str, on_wake: Callable[[], None]) -> None:
+        import asyncpg
+
+        dsn = make_url(self.url).set(drivername="postgresql").render_as_string(hide_password=False)
+        while True:
+            connection: Any = None
+            try:
+                connection = await asyncpg.connect(dsn)
+                await connection.add_listener(channel, lambda *_args: on_wake())
+                # A commit between the listener's last look and this LISTEN notified no one: look once more.
+                on_wake()
+                while not connection.is_closed():
+                    await asyncio.sleep(5)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.warning("LISTEN %s connection lost; polling until it is back", channel)
+                await asyncio.sleep(2)
+            finally:
+                if connection is not None and not connection.is_closed():
+                    with contextlib.suppress(Exception):
+                        await connection.close()
+
+    async def dispose(self) -> None:
+        await self.engine.dispose()
+
+
+# --- what kasir.db asks of a PostgreSQL session ------------------------------------------
+
+
+@asynccontextmanager
+async def savepoint(session: AsyncSession) -> AsyncIterator[None]:
+    async with session.begin_nested():
+        yield
+
+
+async def notify_after_commit(session: AsyncSession, channel: str) -> None:
+    on_commit(session, lambda: wake(channel))  # this process's listeners, at once
+    await session.execute(text(f"NOTIFY {channel}"))  # other processes', at commit
+
+
+@asynccontextmanager
+async def lock_wait_at_most(session: AsyncSession, seconds: float) -> AsyncIterator[None]:
+    """Statements of the block wait at most `seconds` for a row another transaction holds."""
+    milliseconds = max(1, int(seconds * 1000))
+    await session.execute(text(f"SET LOCAL lock_timeout = {milliseconds}"))
+    yield
+    await session.execute(text("SET LOCAL lock_timeout TO DEFAULT"))
+
+
+def is_lock_timeout(error: BaseException) -> bool:
+    original = getattr(error, "orig", None)
+    code = getattr(original, "sqlstate", None) or getattr(original, "pgcode", None)
+    return isinstance(error, DBAPIError) and code == _LOCK_NOT_AVAILABLE
+
+
+async def asyncpg_adapter(session: AsyncSession) -> Any:
+    """SQLAlchemy's asyncpg connection adapter of the session's transaction (flushing the ORM first), or
+    None when the adapter is not the one this module knows."""
+    if not session.sync_session._is_clean():
+        await session.flush()
+    connection = await session.connection()
+    adapter: Any = connection.sync_connection.connection.dbapi_connection  # type: ignore[union-attr]
+    adapter_type: Any = type(adapter)
+    dialect_type: Any = type(connection.dialect)
+    return adapter if asyncpg_path_supported(adapter_type, dialect_type) else None
+
+
+ADAPTER_PARTS = ("_execute_mutex", "_transaction", "_start_transaction", "_prepare", "_handle_exception")
+
+
+@lru_cache(maxsize=4)
+def asyncpg_path_supported(adapter_type: Any, dialect_type: Any) -> bool:
+    """Whether SQLAlchemy's asyncpg adapter has the private parts `run_on_adapter` uses, as it uses them."""
+    if not all(hasattr(adapter_type, name) for name in ADAPTER_PARTS):  # slots count: they are class attributes
+        return False
+    if not hasattr(dialect_type, "_invalidate_schema_cache_asof"):
+        return False
+    prepare = inspect.signature(adapter_type._prepare)
+    return list(prepare.parameters) == ["self", "operation", "invalidate_timestamp"]
+
+
+async def run_on_adapter(adapter: Any, dialect: Dialect, sql: str, values: Any) -> tuple[list[Any], str]:
+    """Run `sql` on the asyncpg connection of the session's transaction: (records, status message)."""
+    async with adapter._execute_mutex:
+        try:
+            if adapter._transaction is None:
+                await adapter._start_transaction()
+            statement, _ = await adapter._prepare(sql, dialect._invalidate_schema_cache_asof)  # type: ignore[attr-defined]
+            records = await statement.fetch(*values)
+        except Exception as error:
+            try:
+                adapter._handle_exception(error)  # raises the DB-API error SQLAlchemy would see
+            except Exception as dbapi_error:
+                raise DBAPIError.instance(
+                    sql, values, dbapi_error, dialect.loaded_dbapi.Error, hide_parameters=True, dialect=dialect
+                ) from error
+            raise
+    return records, statement.get_statusmsg() or ""

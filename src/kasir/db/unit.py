@@ -1,0 +1,42 @@
+"""What every strategy's unit of work shares: after-commit actions and the plain session unit."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+log = logging.getLogger("kasir.db")
+
+AfterCommit = Callable[[], Awaitable[None] | None]
+
+
+def on_commit(session: AsyncSession, action: AfterCommit) -> None:
+    """Run `action` after the session's transaction commits (never if it rolls back)."""
+    session.info.setdefault("after_commit", []).append(action)
+
+
+async def run_after_commit(session: AsyncSession) -> None:
+    actions: list[AfterCommit] = session.info.pop("after_commit", [])
+    for action in actions:
+        try:
+            result = action()
+            if result is not None:
+                await result
+        except Exception:  # the commit stands; a failed side effect is retried by its own machinery
+            log.exception("after-commit action failed")
+
+
+@asynccontextmanager
+async def session_unit_of_work(maker: async_sessionmaker[AsyncSession]) -> AsyncIterator[AsyncSession]:
+    """A session of its own transaction: committed on success, rolled back on any exception."""
+    async with maker() as session:
+        try:
+            yield session
+        except BaseException:
+            await session.rollback()
+            raise
+        await session.commit()
+        await run_after_commit(session)

@@ -1,0 +1,1 @@
+"""One claim / replay / conflict for every money-moving POST (X-Idempotency-Key)."""

@@ -1,0 +1,135 @@
+"""Every idempotency-key query. Each keyed request runs two or three of them: compiled once."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import bindparam, delete, select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.db import Statement, binds
+from kasir.idempotency.models import IdempotencyKey
+
+_CLAIM_COLUMNS = ("merchant_id", "scope", "key", "request_hash", "created_at", "expires_at")
+_NAMED = (
+    IdempotencyKey.merchant_id == bindparam("merchant_id"),
+    IdempotencyKey.scope == bindparam("scope"),
+    IdempotencyKey.key == bindparam("key"),
+)
+
+# The unique (merchant, scope, key) decides between concurrent first requests: the loser's INSERT
+# writes nothing (and on PostgreSQL first waits for the winner's unit of work to end).
+_CLAIM = Statement(
+    lambda insert: (
+        insert(IdempotencyKey)
+        .values(binds(IdempotencyKey, _CLAIM_COLUMNS))
+        .on_conflict_do_nothing(index_elements=["merchant_id", "scope", "key"])
+    )
+)
+_FIND = Statement(
+    select(
+        IdempotencyKey.request_hash,
+        IdempotencyKey.response_status,
+        IdempotencyKey.response_headers,
+        IdempotencyKey.response_body,
+        IdempotencyKey.expires_at,
+    ).where(*_NAMED)
+)
+_ANSWER = Statement(
+    update(IdempotencyKey)
+    .where(*_NAMED)
+    .values(binds(IdempotencyKey, ("response_status", "response_headers", "response_body")))
+)
+# An expired key not yet purged is a new key: the first request to take it over wins.
+_TAKE_OVER = Statement(
+    update(IdempotencyKey)
+    .where(*_NAMED, IdempotencyKey.expires_at <= bindparam("now", type_=IdempotencyKey.expires_at.type))
+    .values(
+        **binds(IdempotencyKey, ("request_hash", "created_at", "expires_at")),
+        response_status=None,
+        response_headers=None,
+        response_body=None,
+    )
+)
+_PURGE = Statement(
+    delete(IdempotencyKey).where(IdempotencyKey.expires_at <= bindparam("now", type_=IdempotencyKey.expires_at.type))
+)
+
+
+@dataclass(frozen=True, slots=True)
+class StoredKey:
+    request_hash: str
+    response_status: int | None
+    response_headers: str | None
+    response_body: str | None
+    expires_at: datetime
+
+
+class IdempotencyRepository:
+    async def claim(
+        self,
+        session: AsyncSession,
+        merchant_id: str,
+        scope: str,
+        key: str,
+        request_hash: str,
+        now: datetime,
+        expires_at: datetime,
+    ) -> bool:
+        """Write the key for this unit of work's request; False when it is taken."""
+        changed = await _CLAIM.execute(
+            session,
+            merchant_id=merchant_id,
+            scope=scope,
+            key=key,
+            request_hash=request_hash,
+            created_at=now,
+            expires_at=expires_at,
+        )
+        return changed == 1
+
+    async def find(self, session: AsyncSession, merchant_id: str, scope: str, key: str) -> StoredKey | None:
+        row = await _FIND.first(session, merchant_id=merchant_id, scope=scope, key=key)
+        return None if row is None else StoredKey(*row)
+
+    async def take_over(
+        self,
+        session: AsyncSession,
+        merchant_id: str,
+        scope: str,
+        key: str,
+        request_hash: str,
+        now: datetime,
+        expires_at: datetime,
+    ) -> bool:
+        changed = await _TAKE_OVER.execute(
+            session,
+            merchant_id=merchant_id,
+            scope=scope,
+            key=key,
+            request_hash=request_hash,
+            created_at=now,
+            expires_at=expires_at,
+            now=now,
+        )
+        return changed == 1
+
+    async def answer(
+        self, session: AsyncSession, merchant_id: str, scope: str, key: str, status: int, headers: str, body: str
+    ) -> None:
+        await _ANSWER.execute(
+            session,
+            merchant_id=merchant_id,
+            scope=scope,
+            key=key,
+            response_status=status,
+            response_headers=headers,
+            response_body=body,
+        )
+
+    async def purge(self, session: AsyncSession, now: datetime) -> int:
+        return await _PURGE.execute(session, now=now)
+
+
+idempotency_repository = IdempotencyRepository()

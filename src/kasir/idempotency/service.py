@@ -1,0 +1,187 @@
+"""X-Idempotency-Key for every merchant POST that creates or moves money (decisions.md §7, for all of them).
+
+    endpoint: authenticate, key = idempotency_key(request), parse, check what needs the network (DNS), then
+        return await run_once(request, database, key, merchant_id=..., scope=..., body=raw, handler=...)
+
+One unit of work holds it all:
+
+1. the key is claimed with one INSERT ... ON CONFLICT DO NOTHING, the unit's first statement;
+2. the handler runs in a savepoint of that unit;
+3. its answer, a 2xx or a refusal (4xx, the handler's writes undone with its savepoint), is
+   stored with the key, and the unit commits: the answer and what it reports are durable together.
+
+A 5xx, a crash or a lost connection rolls the whole unit back, the key with it: the client's
+retry with the same key runs afresh at once (no takeover timer). A key found taken answers:
+
+    same body, answered            the stored answer, byte for byte, with `Idempotent-Replayed: true`
+    another body                   422 IDEMPOTENCY_KEY_REUSED
+    first request still running    409 REQUEST_IN_PROGRESS with Retry-After (on PostgreSQL, after
+                                   waiting KASIR_IDEMPOTENCY_WAIT_SECONDS for the key's row; on
+                                   SQLite a process's writers take turns, so the first has finished)
+
+each in the route's own wire format (kasir.errors). Keys are scoped by merchant and route, and
+expire after 24 hours (`purge_expired_keys`, run by the worker).
+
+    KasirError
+    ├── Conflict
+    │   └── RequestInProgress (errors.py)   409 REQUEST_IN_PROGRESS, Retry-After
+    └── UnprocessableEntity
+        └── IdempotencyKeyReused            422 IDEMPOTENCY_KEY_REUSED
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from datetime import datetime, timedelta
+from functools import lru_cache
+
+from fastapi import Request
+from fastapi.responses import Response
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.config import get_settings
+from kasir.db import Database, LockTimeout, lock_wait_at_most, savepoint
+from kasir.errors import InvalidFieldFormat, KasirError, RequestInProgress, UnprocessableEntity, render
+from kasir.idempotency.repository import StoredKey, idempotency_repository
+from kasir.kit.clock import clock
+from kasir.kit.crypto import HmacKey, constant_time_equals, derive_key
+from kasir.kit.logs import forget_request_field
+
+KEY_HEADER = "X-Idempotency-Key"
+REPLAYED_HEADER = "Idempotent-Replayed"
+KEY_MAX = 255  # decisions.md §7
+TTL = timedelta(hours=24)  # decisions.md §7
+RETRY_AFTER_SECONDS = 1
+# The key of the request fingerprint. Named for the card charge, whose keys came first: the keys
+# moved from its table keep their fingerprints.
+_FINGERPRINT_PURPOSE = "kasir/card-idempotency"
+# Headers of an answer that are not the answer's own: made afresh for every response.
+_NOT_STORED = frozenset({"content-length", "x-request-id", "date", "server"})
+
+Handler = Callable[[AsyncSession], Awaitable[Response]]
+
+
+class IdempotencyKeyReused(UnprocessableEntity):
+    card_status = "IDEMPOTENCY_KEY_REUSED"
+
+    def __init__(self) -> None:
+        super().__init__(f"{KEY_HEADER} was already used with a different request body", field=KEY_HEADER)
+
+
+def request_in_progress() -> RequestInProgress:
+    return RequestInProgress(field=KEY_HEADER, headers={"Retry-After": str(RETRY_AFTER_SECONDS)})
+
+
+def idempotency_key(request: Request) -> str | None:
+    """The request's X-Idempotency-Key, checked (400 in the route's format), or None."""
+    key = request.headers.get(KEY_HEADER)
+    if key is None:
+        return None
+    if not 1 <= len(key) <= KEY_MAX or not key.isprintable():
+        raise InvalidFieldFormat(KEY_HEADER, f"must be 1 to {KEY_MAX} printable characters")
+    return key
+
+
+@lru_cache(maxsize=4)
+def _fingerprint_key(secret_key: str) -> HmacKey:
+    return HmacKey(derive_key(secret_key, _FINGERPRINT_PURPOSE))
+
+
+def request_fingerprint(body: bytes) -> str:
+    """Keyed hash of the raw body: a plain SHA-256 of a body with a card number could be brute-forced."""
+    return _fingerprint_key(get_settings().resolved_secret_key()).digest(body).hex()
+
+
+async def run_once(
+    request: Request,
+    database: Database,
+    key: str | None,
+    *,
+    merchant_id: str,
+    scope: str,
+    body: bytes,
+    handler: Handler,
+) -> Response:
+    """Run `handler` in a unit of work of its own, at most once per (merchant, scope, key) when the
+    request carries a key (`idempotency_key`; see the module docstring). `body` is the raw request body."""
+    if key is None:
+        async with database.unit_of_work() as session:
+            return await handler(session)
+    fingerprint = request_fingerprint(body)
+    async with database.unit_of_work() as session:
+        stored = await _claim(session, merchant_id, scope, key, fingerprint)
+        if stored is not None:
+            return _replay(stored)
+        try:
+            async with savepoint(session):
+                response = await handler(session)
+        except KasirError as error:
+            if error.http_status >= 500:
+                raise  # the whole unit rolls back: the key is free for the retry
+            forget_request_field("transaction_id")  # that of an undone payment, if it got so far
+            response = render(request, error)
+        headers = {name: value for name, value in response.headers.items() if name not in _NOT_STORED}
+        answer = bytes(response.body).decode()
+        await idempotency_repository.answer(
+            session, merchant_id, scope, key, response.status_code, json.dumps(headers), answer
+        )
+    return response
+
+
+async def _claim(session: AsyncSession, merchant_id: str, scope: str, key: str, fingerprint: str) -> StoredKey | None:
+    """None when this request owns the key now; the stored answer to replay; or the refusal raised."""
+    now = clock.now()
+    expires_at = now + TTL
+    try:
+        async with lock_wait_at_most(session, get_settings().idempotency_wait_seconds):
+            if await idempotency_repository.claim(session, merchant_id, scope, key, fingerprint, now, expires_at):
+                return None
+            stored = await idempotency_repository.find(session, merchant_id, scope, key)
+            if stored is None or stored.expires_at <= now:
+                # Expired (or purged between the two statements): a new key for whoever takes it first.
+                if await _take(session, merchant_id, scope, key, fingerprint, now, expires_at):
+                    return None
+                raise request_in_progress()
+    except LockTimeout:
+        raise request_in_progress() from None
+    if not constant_time_equals(stored.request_hash, fingerprint):
+        raise IdempotencyKeyReused()
+    if stored.response_status is None or stored.response_body is None:
+        raise request_in_progress()  # never committed so; said for safety
+    return stored
+
+
+async def _take(
+    session: AsyncSession, merchant_id: str, scope: str, key: str, fingerprint: str, now: datetime, expires_at: datetime
+) -> bool:
+    repository = idempotency_repository
+    if await repository.take_over(session, merchant_id, scope, key, fingerprint, now, expires_at):
+        return True
+    return await repository.claim(session, merchant_id, scope, key, fingerprint, now, expires_at)
+
+
+def _replay(stored: StoredKey) -> Response:
+    assert stored.response_status is not None
+    assert stored.response_body is not None
+    headers: dict[str, str] = json.loads(stored.response_headers or "{}")
+    headers[REPLAYED_HEADER] = "true"
+    return Response(stored.response_body, status_code=stored.response_status, headers=headers)
+
+
+# --- expiry (the worker's scheduler calls this) ----------------------------------------------
+
+_purged_at: dict[int, datetime] = {}
+PURGE_EVERY = timedelta(minutes=1)
+
+
+async def purge_expired_keys(database: Database) -> int:
+    """Delete the keys past their 24 hours, at most once a minute per database."""
+    now = clock.now()
+    last = _purged_at.get(id(database))
+    if last is not None and now - last < PURGE_EVERY:
+        return 0
+    async with database.unit_of_work() as session:
+        purged = await idempotency_repository.purge(session, now)
+    _purged_at[id(database)] = now
+    return purged

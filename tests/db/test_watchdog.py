@@ -1,0 +1,108 @@
+"""The rule of SQLite's write seat, guarded: nothing slow inside a write unit of work.
+
+KASIR_DEBUG_WRITE_SEAT_SECONDS fails a unit that held the process's write seat longer than
+allowed (the suite runs with it on: tests/conftest.py). Here: it catches a DNS look-up made
+inside a unit, and the routes that resolve a callback URL do it before their unit opens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import text
+
+from kasir.callbacks.ssrf import check_callback_url
+from kasir.config import Settings
+from kasir.db import Database
+from kasir.db.sqlite import WriteSeatHeldTooLong
+from tests.card.helpers import charge_body, post_charge
+from tests.support.builders import make_merchant
+from tests.wallet import helpers as wallet
+
+SLOW_DNS_SECONDS = 0.4
+LIMIT_SECONDS = 0.2
+
+
+@pytest.fixture
+async def guarded(tmp_path: Path) -> Any:
+    database = Database(Settings(data_dir=tmp_path, secret_key="k", debug_write_seat_seconds=LIMIT_SECONDS))
+    async with database.unit_of_work() as session:
+        await session.execute(text("CREATE TABLE item (name TEXT)"))
+    yield database
+    await database.dispose()
+
+
+async def names(database: Database) -> set[str]:
+    async with database.unit_of_work(read_only=True) as session:
+        return set((await session.execute(text("SELECT name FROM item"))).scalars())
+
+
+@pytest.fixture
+def slow_dns(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Every look-up takes SLOW_DNS_SECONDS and finds a public address (nothing is sent anywhere)."""
+    looked_up: list[str] = []
+
+    async def getaddrinfo(self: Any, host: str, port: Any, *args: Any, **kwargs: Any) -> list[Any]:
+        looked_up.append(host)
+        await asyncio.sleep(SLOW_DNS_SECONDS)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.215.14", 443))]
+
+    monkeypatch.setattr(asyncio.BaseEventLoop, "getaddrinfo", getaddrinfo)
+    yield looked_up
+
+
+async def test_a_unit_that_waits_on_dns_while_holding_the_seat_fails_and_its_writes_are_undone(
+    guarded: Database, slow_dns: list[str]
+) -> None:
+    with pytest.raises(WriteSeatHeldTooLong, match="held the SQLite write seat"):
+        async with guarded.unit_of_work() as session:
+            await session.execute(text("INSERT INTO item (name) VALUES ('written before the look-up')"))
+            await check_callback_url("https://merchant.example/cb", production=True)
+    assert slow_dns == ["merchant.example"]
+    assert await names(guarded) == set()
+    async with guarded.unit_of_work() as session:  # the seat is free again
+        await session.execute(text("INSERT INTO item (name) VALUES ('next')"))
+    assert await names(guarded) == {"next"}
+
+
+async def test_waiting_before_the_first_statement_holds_no_seat(guarded: Database, slow_dns: list[str]) -> None:
+    async with guarded.unit_of_work() as session:
+        await check_callback_url("https://merchant.example/cb", production=True)
+        await session.execute(text("INSERT INTO item (name) VALUES ('after the look-up')"))
+    assert await names(guarded) == {"after the look-up"}
+
+
+@pytest.fixture
+def production_with_a_tight_watchdog(app: FastAPI, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
+    if not settings.resolved_database_url.startswith("sqlite"):
+        pytest.skip("the write seat is SQLite's")
+    monkeypatch.setattr(type(settings), "is_production", property(lambda _self: True))
+    monkeypatch.setattr(app.state.database.strategy.group, "watchdog_seconds", LIMIT_SECONDS)
+
+
+@pytest.mark.usefixtures("production_with_a_tight_watchdog")
+async def test_routes_resolve_callback_urls_before_their_unit_of_work(
+    app: FastAPI, client: httpx.AsyncClient, slow_dns: list[str]
+) -> None:
+    """The card charge's ewallet path once resolved the URL inside its write (an unrelated charge waited
+    behind it); now every route that takes a callback URL resolves it first."""
+    merchant = await make_merchant(app, callback_url="https://merchant.example/default")
+    slow_dns.clear()  # the merchant's own default URL was checked as it was set
+    url = "https://merchant.example/cb"
+    ewallet = charge_body(mode="OPEN", number=None, channel="DANA", callback_url=url, paymentMethod="ewallet")
+    answer = await post_charge(client, merchant, ewallet)
+    assert answer.status_code == 200, answer.text
+    card = charge_body(mode="OPEN", number=None, callback_url=url)
+    answer = await post_charge(client, merchant, card)
+    assert answer.status_code == 200, answer.text
+    body = wallet.create_body(url)
+    answer = await wallet.post_wallet(client, merchant, wallet.CREATE, body)
+    assert answer.status_code == 200, answer.text
+    assert slow_dns.count("merchant.example") == 3
