@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +44,7 @@ async def names(database: Database) -> set[str]:
 
 
 @pytest.fixture
-def slow_dns(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+def slow_dns(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every look-up takes SLOW_DNS_SECONDS and finds a public address (nothing is sent anywhere)."""
     looked_up: list[str] = []
 
@@ -55,16 +54,19 @@ def slow_dns(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
         return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.215.14", 443))]
 
     monkeypatch.setattr(asyncio.BaseEventLoop, "getaddrinfo", getaddrinfo)
-    yield looked_up
+    return looked_up
 
 
 async def test_a_unit_that_waits_on_dns_while_holding_the_seat_fails_and_its_writes_are_undone(
     guarded: Database, slow_dns: list[str]
 ) -> None:
-    with pytest.raises(WriteSeatHeldTooLong, match="held the SQLite write seat"):
+    async def look_up_inside_a_write() -> None:
         async with guarded.unit_of_work() as session:
             await session.execute(text("INSERT INTO item (name) VALUES ('written before the look-up')"))
             await check_callback_url("https://merchant.example/cb", production=True)
+
+    with pytest.raises(WriteSeatHeldTooLong, match="held the SQLite write seat"):
+        await look_up_inside_a_write()
     assert slow_dns == ["merchant.example"]
     assert await names(guarded) == set()
     async with guarded.unit_of_work() as session:  # the seat is free again

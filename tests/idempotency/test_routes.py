@@ -38,9 +38,9 @@ class Route:
     """A keyed route: how to make its request (a fresh body each call), and how many effects it left."""
 
     name: str
-    prepare: Callable[[httpx.AsyncClient, TestMerchant], Awaitable[dict[str, Any]]]
-    request: Callable[[TestMerchant, dict[str, Any]], tuple[str, str, dict[str, str]]]
-    effects: Callable[[FastAPI, TestMerchant, dict[str, Any]], Awaitable[int]]
+    prepare: Callable[[httpx.AsyncClient, builders.TestMerchant], Awaitable[dict[str, Any]]]
+    request: Callable[[builders.TestMerchant, dict[str, Any]], tuple[str, str, dict[str, str]]]
+    effects: Callable[[FastAPI, builders.TestMerchant, dict[str, Any]], Awaitable[int]]
     reused_code: tuple[str, str]  # (field, value) of the 422 body
 
 

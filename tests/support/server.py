@@ -25,7 +25,7 @@ class ServedKasir:
 
     def start(self) -> None:
         kasir = Path(sys.executable).parent / "kasir"
-        self._log = self.log_path.open("wb")
+        self._log = self.log_path.open("ab")  # a restart (after `kill`) goes on in the same log
         self.process = subprocess.Popen(
             [str(kasir), "serve", "--port", str(self.port), *self.args],
             env=self.env,
@@ -48,6 +48,13 @@ class ServedKasir:
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would: no shutdown, no rollback; `start()` again afterwards."""
+        assert self.process is not None
+        self.process.kill()
+        self.process.wait()
+        self._log.close()
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:
