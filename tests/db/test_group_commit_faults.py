@@ -204,3 +204,24 @@ async def test_a_charge_whose_commit_fails_answers_503_saves_nothing_and_frees_i
     retried = await post_charge(client, merchant, body, key="fault-key")
     assert retried.status_code == 200, retried.text
     assert "idempotent-replayed" not in retried.headers
+
+
+async def test_every_route_answers_an_unavailable_database_with_503_in_its_own_format(
+    app: FastAPI, client: httpx.AsyncClient, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Mapped once (kasir.errors), not per endpoint: the wallet's format says it as `98`."""
+    if not settings.resolved_database_url.startswith("sqlite"):
+        pytest.skip("SQLite's group commit")
+    from tests.wallet import helpers as wallet
+
+    merchant = await make_merchant(app)
+
+    def fails(connection: sqlite3.Connection) -> None:
+        connection.rollback()
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(kasir.db.sqlite, "_commit_sqlite", fails)
+    body = wallet.create_body()
+    refused = await wallet.post_wallet(client, merchant, wallet.CREATE, body)
+    wallet.assert_problem(refused, 503, "98")
+    assert refused.headers["retry-after"] == "1"

@@ -67,7 +67,7 @@ class DeliveryWorker:
             # resolved address (and CI machines carry proxy variables meant for package registries).
             trust_env=False,
             timeout=settings.callback_timeout_seconds,
-            # Not httpx's default pool: it cost ~4 ms of CPU per attempt here (kasir.kit.http_client).
+            # Not httpx's default pool: its CPU per attempt grows with the attempts in flight (kasir.kit.http_client).
             transport=KeepAliveTransport(max_idle_per_origin=self.concurrency),
         )
 

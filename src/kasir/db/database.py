@@ -82,7 +82,7 @@ def _is_sqlite(session: AsyncSession) -> bool:
 def savepoint(session: AsyncSession) -> AbstractAsyncContextManager[None]:
     """A savepoint inside the unit of work: an exception undoes what the block wrote (ORM changes
     included) and goes on; what the unit wrote before the block stands."""
-    return sqlite.savepoint(session) if _is_sqlite(session) else postgres.savepoint(session)
+    return sqlite.Savepoint(session) if _is_sqlite(session) else postgres.savepoint(session)
 
 
 async def rollback_unit(session: AsyncSession) -> None:
@@ -101,13 +101,16 @@ async def notify_after_commit(session: AsyncSession, channel: str) -> None:
         await postgres.notify_after_commit(session, channel)
 
 
-@asynccontextmanager
-async def lock_wait_at_most(session: AsyncSession, seconds: float) -> AsyncIterator[None]:
+def lock_wait_at_most(session: AsyncSession, seconds: float) -> AbstractAsyncContextManager[None]:
     """The block's statements wait at most `seconds` for a row another unit of work holds, then raise
     LockTimeout (and the unit must end). On SQLite no other unit holds rows while this one runs."""
     if _is_sqlite(session):
-        yield
-        return
+        return _NOTHING_TO_WAIT_FOR
+    return _postgres_lock_wait(session, seconds)
+
+
+@asynccontextmanager
+async def _postgres_lock_wait(session: AsyncSession, seconds: float) -> AsyncIterator[None]:
     try:
         async with postgres.lock_wait_at_most(session, seconds):
             yield
@@ -115,6 +118,17 @@ async def lock_wait_at_most(session: AsyncSession, seconds: float) -> AsyncItera
         if postgres.is_lock_timeout(exc):
             raise LockTimeout(str(exc)) from None
         raise
+
+
+class _NoWait:
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+_NOTHING_TO_WAIT_FOR = _NoWait()
 
 
 async def each_in_own_unit_of_work(

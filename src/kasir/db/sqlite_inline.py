@@ -1,10 +1,10 @@
 """SQLite for the async engine, run on the event loop's own thread.
 
-SQLAlchemy's aiosqlite dialect sends every statement to a worker thread and back. On the small
-virtual machines Kasir is benchmarked on, that round trip costs ~0.8 ms, while the statement
-itself (a primary-key look-up in a local WAL file) costs ~10 µs: a card charge spent most of
-its time waking threads. This module gives the aiosqlite dialect (through `async_creator`) a
-connection with aiosqlite's interface whose calls run inline instead.
+SQLAlchemy's aiosqlite dialect sends every statement to a worker thread and back. That round
+trip costs tens of times what the statement itself (a primary-key look-up in a local WAL file)
+costs: a card charge spent most of its time waking threads. This module gives the aiosqlite
+dialect (through `async_creator`) a connection with aiosqlite's interface whose calls run
+inline instead.
 
 Blocking the loop is only acceptable for work that is short, so:
 
@@ -13,9 +13,9 @@ Blocking the loop is only acceptable for work that is short, so:
   for up to `busy_seconds` in all (the thread driver's 30 s busy timeout, without blocking).
   A statement that failed with SQLITE_BUSY had no effect, so repeating it is safe.
 - Writers of one process never meet SQLITE_BUSY from each other: they queue on the process's
-  write lock (kasir.db) before BEGIN IMMEDIATE.
-- A COMMIT's fsync (~0.3 ms here) and WAL auto-checkpoints run inline too; group commit
-  (kasir.db.GroupCommit) keeps COMMITs to one per batch of writers.
+  write lock (kasir.db.sqlite) before BEGIN IMMEDIATE.
+- WAL auto-checkpoints run inline too; a COMMIT's fsync runs on a worker thread, and group
+  commit (kasir.db.sqlite.GroupCommit) keeps COMMITs to one per batch of writers.
 """
 
 from __future__ import annotations

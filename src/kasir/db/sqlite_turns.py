@@ -1,10 +1,10 @@
 """Turns at SQLite's write lock for the processes that share one database file.
 
 SQLite has no queue for its write lock: a process that finds it taken (SQLITE_BUSY) can only
-sleep and try again (kasir.kit.sqlite_inline backs off 1 ms, 2 ms, ... 50 ms). The process
+sleep and try again (kasir.db.sqlite_inline backs off 1 ms, 2 ms, ... 50 ms). The process
 that holds it begins its next write transaction microseconds after committing, so under load a
 second server process rarely finds the lock free when it wakes: with `kasir serve --workers 2`
-a card charge waited up to half a second for its turn (p99 483 ms at 64 connections).
+a card charge could wait hundreds of milliseconds for its turn.
 
 Here the processes take turns on an exclusive `flock` of a file beside the database before
 they begin a write transaction, and give it back after the COMMIT. A process that finds the

@@ -3,14 +3,14 @@
 Under load a request runs its whole path at once: headers, body, signature, response, log
 line. A call into a library with code and tables of its own (an RSA verification in
 OpenSSL) then finds them evicted from the CPU's caches by everything else the request did,
-and costs half as much again as it does in a tight loop: 39.5 µs against 24 µs for a
-2048-bit verification in the token endpoint under load.
+and costs about half as much again as it does in a tight loop (a 2048-bit verification in
+the token endpoint under load: the figures are in the commit that brought this module).
 
 `BackToBack.run` defers the call instead: every call made during one event-loop iteration
 runs in the next one, one after the other, and each caller gets its own result (or
 exception) back. The requests of an iteration all reach the call, then all make it warm,
 then all go on. With 64 connections the token endpoint's verifications ran 64 at a time,
-25 µs each; the request waits one loop iteration longer.
+each at its tight-loop cost; the request waits one loop iteration longer.
 """
 
 from __future__ import annotations

@@ -2,10 +2,10 @@
 
 httpx's default transport (httpcore 1.0.9, through anyio) re-examines every pooled connection on
 each request and polls each idle socket on the way (httpx issue #3215; the fixes, httpcore PRs
-#924 and #928, are not merged). Measured on the 2-core benchmark machine, POSTing to a local
-receiver: 1.4 ms of CPU per request with one connection, 4.0 ms with 32 in flight, so a
-`kasir worker` was CPU-bound at ~140 deliveries/s. Through this transport the same client costs
-~0.4 ms per request at either concurrency (most of it httpx's own Request/Response layer).
+#924 and #928, are not merged): its CPU per request grows with the connections in flight, so a
+`kasir worker` was CPU-bound far below what the network allows. Through this transport the
+same client costs a fraction of it, at any concurrency (most of it httpx's own Request and
+Response layer); the figures are in bench/results and the commit that brought this module.
 
 What it does; everything else (redirects, which the worker does not follow, auth, cookies) stays httpx's:
 

@@ -2,9 +2,9 @@
 
 With `--workers N` uvicorn binds the listening socket itself with `proto` 0; the connections
 it accepts inherit that, and asyncio turns Nagle's algorithm off only for sockets that say
-IPPROTO_TCP. Nagle then holds each response's last segment until the client's delayed ACK:
-~40 ms on every keep-alive request (2 server processes answered 361 req/s instead of ~5,000;
-uvicorn issue #3149, open). uvloop sets the option itself, asyncio does not: set it here.
+IPPROTO_TCP. Nagle then holds each response's last segment until the client's delayed ACK
+on every keep-alive request, a delay per request that dwarfs the request itself (uvicorn
+issue #3149, open). uvloop sets the option itself, asyncio does not: set it here.
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ def random_token(length: int, alphabet: str = _ALPHABET) -> str:
     (byte % size); the bytes above it are dropped (rejection sampling, so no character is
     likelier than another). All of it runs in C, `bytes.translate`: ids are made on every
     payment, and a number drawn by `secrets.randbelow` and written out digit by digit in
-    Python cost a card charge ~15 µs under load.
+    Python showed in a card charge's profile.
     """
     picks, dropped = _byte_table(alphabet)
     out = b""
