@@ -1,0 +1,147 @@
+"""Every setting the README offers, run with a value other than its default (the defaults run everywhere).
+
+A setting CI never runs does not work: each test here sets one the way an operator would, from
+the environment where that is how it is read, and checks what it promises.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from kasir.app import create_app
+from kasir.callbacks.dispatcher import retry_delay
+from kasir.config import Settings, configure
+from kasir.db import Database
+from kasir.errors import Unauthorized
+from kasir.kit.clock import clock
+from kasir.kit.logs import configure_logging
+from kasir.snap.headers import check_timestamp
+from tests.support.builders import snap_timestamp
+from tests.support.server import ServedKasir
+
+
+def test_the_environment_is_read_with_the_kasir_prefix(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("KASIR_CALLBACK_SCHEDULE", "1,2,3")
+    monkeypatch.setenv("KASIR_CLOCK_SKEW_SECONDS", "10")
+    monkeypatch.setenv("KASIR_CALLBACK_CONCURRENCY", "3")
+    monkeypatch.setenv("KASIR_SQLITE_GROUP_COMMIT_MAX", "5")
+    monkeypatch.setenv("KASIR_IDEMPOTENCY_WAIT_SECONDS", "0.25")
+    monkeypatch.setenv("KASIR_DEBUG_WRITE_SEAT_SECONDS", "1.5")
+    monkeypatch.setenv("KASIR_DB_POOL_SIZE", "3")
+    monkeypatch.setenv("KASIR_LOG_FORMAT", "text")
+    monkeypatch.setenv("KASIR_BENCH_MODE", "true")
+    settings = Settings(data_dir=tmp_path)
+    assert settings.callback_schedule == [1, 2, 3]
+    assert settings.clock_skew_seconds == 10
+    assert settings.callback_concurrency == 3
+    assert settings.sqlite_group_commit_max == 5
+    assert settings.idempotency_wait_seconds == 0.25
+    assert settings.debug_write_seat_seconds == 1.5
+    assert settings.db_pool_size == 3
+    assert settings.log_format == "text"
+    assert settings.bench_mode is True
+
+
+def test_the_callback_schedule_sets_each_retrys_delay() -> None:
+    settings = Settings(callback_schedule="2,30")  # type: ignore[arg-type]  # as the environment gives it
+    assert 1.8 <= retry_delay(settings, 1) <= 2.2
+    assert 27 <= retry_delay(settings, 2) <= 33
+    assert 27 <= retry_delay(settings, 5) <= 33  # the last entry repeats
+
+
+def test_the_clock_skew_bounds_x_timestamp() -> None:
+    assert check_timestamp(snap_timestamp(-5), 10) is not None
+    with pytest.raises(Unauthorized, match="allowed 10 s"):
+        check_timestamp(snap_timestamp(-60), 10)
+    clock.reset()
+
+
+async def test_the_sqlite_group_commit_max_bounds_a_batch(tmp_path: Path) -> None:
+    from sqlalchemy import text
+
+    database = Database(Settings(data_dir=tmp_path, secret_key="k", sqlite_group_commit_max=2))
+    try:
+        async with database.unit_of_work() as session:
+            await session.execute(text("CREATE TABLE item (name TEXT)"))
+        batches: list[int] = []
+        group = database.strategy.group  # type: ignore[union-attr]
+        commit = group._commit
+
+        async def counted() -> None:
+            batches.append(len(group._joined))
+            await commit()
+
+        group._commit = counted  # type: ignore[method-assign]
+
+        async def write(n: int) -> None:
+            async with database.unit_of_work() as session:
+                await session.execute(text("INSERT INTO item (name) VALUES (:n)"), {"n": str(n)})
+
+        await asyncio.gather(*(write(n) for n in range(7)))
+        assert sum(batches) == 7
+        assert max(batches) <= 2
+    finally:
+        await database.dispose()
+
+
+async def test_the_postgresql_pool_size(settings: Settings) -> None:
+    if settings.resolved_database_url.startswith("sqlite"):
+        pytest.skip("a PostgreSQL setting")
+    database = Database(settings.model_copy(update={"db_pool_size": 3}))
+    try:
+        assert database.engine.pool.size() == 3  # type: ignore[attr-defined]
+    finally:
+        await database.dispose()
+
+
+def test_text_logs_are_lines_for_humans(capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        configure_logging("INFO", "text")
+        logging.getLogger("kasir.test").info("hello operator")
+        line = capsys.readouterr().err.strip().splitlines()[-1]
+        assert line.endswith("INFO kasir.test hello operator")
+        assert not line.startswith("{")
+    finally:
+        configure_logging("INFO", "json")
+
+
+async def test_bench_mode_is_the_only_way_to_the_ceiling_endpoint(settings: Settings, migrated: None) -> None:
+    for bench_mode, statuses in ((False, {404, 405}), (True, {200})):
+        app: FastAPI = create_app(settings.model_copy(update={"bench_mode": bench_mode}))
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://kasir.test") as client:
+                answer = await client.post("/bench/ceiling", json={}, headers={"Content-Type": "application/json"})
+        assert answer.status_code in statuses, (bench_mode, answer.text)
+    configure(settings)
+
+
+async def test_serve_runs_on_uvloop_when_asked(settings_env: dict[str, str], migrated: None) -> None:
+    server = ServedKasir(settings_env, args=("--loop", "uvloop", "--no-worker"))
+    await asyncio.to_thread(server.start)
+    try:
+        async with httpx.AsyncClient(base_url=server.base_url) as client:
+            assert (await client.get("/healthz")).status_code == 200
+    finally:
+        await asyncio.to_thread(server.stop)
+
+
+def test_the_kasir_command_reads_a_bad_setting_as_an_error(tmp_path: Path) -> None:
+    kasir = Path(sys.executable).parent / "kasir"
+    result = subprocess.run(
+        [str(kasir), "db", "current"],
+        env={"PATH": "/usr/bin:/bin", "KASIR_DATA_DIR": str(tmp_path), "KASIR_LOG_FORMAT": "xml"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0
+    assert "log_format" in (result.stderr + result.stdout)
