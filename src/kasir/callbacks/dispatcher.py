@@ -18,12 +18,10 @@ from datetime import timedelta
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
-from sqlalchemy import and_, exists, or_, select
-from sqlalchemy.orm import aliased
 
 from kasir import __version__
 from kasir.callbacks import metrics
-from kasir.callbacks.models import Callback, CallbackKind, CallbackStatus
+from kasir.callbacks.models import CallbackKind, CallbackStatus
 from kasir.callbacks.policies import POLICIES
 from kasir.callbacks.repository import callback_repository
 from kasir.callbacks.signing import SVC_SIGNATURE, snap_notify_headers, with_query_signature
@@ -31,7 +29,6 @@ from kasir.callbacks.ssrf import UnsafeCallbackUrl, resolve_public
 from kasir.config import Settings
 from kasir.db import Database
 from kasir.kit.clock import clock, isoformat_seconds
-from kasir.merchants.models import Merchant
 from kasir.merchants.service import merchant_service
 
 log = logging.getLogger("kasir.callbacks")
@@ -68,37 +65,15 @@ class AttemptResult:
 async def claim_due(database: Database, worker: str, limit: int, lease_seconds: float) -> list[ClaimedCallback]:
     """Take up to `limit` due callbacks whose earlier siblings (same transaction) are settled."""
     now = clock.now()
-    earlier = aliased(Callback)
-    blocked_by_earlier = exists().where(
-        earlier.merchant_id == Callback.merchant_id,
-        earlier.kind == Callback.kind,
-        earlier.transaction_ref == Callback.transaction_ref,
-        earlier.id < Callback.id,
-        earlier.status.in_([CallbackStatus.PENDING.value, CallbackStatus.DELIVERING.value]),
-    )
-    due = or_(
-        and_(Callback.status == CallbackStatus.PENDING.value, Callback.next_attempt_at <= now),
-        and_(Callback.status == CallbackStatus.DELIVERING.value, Callback.lease_expires_at <= now),
-    )
-    # Several workers claim at once: each skips the rows another is claiming (SQLite has one writer
-    # at a time, and its SQL has no FOR UPDATE: SQLAlchemy leaves the clause out there).
-    query = (
-        select(Callback)
-        .where(due, ~blocked_by_earlier)
-        .order_by(Callback.next_attempt_at, Callback.id)
-        .limit(limit)
-        .with_for_update(skip_locked=True, of=Callback)
-    )
     claimed: list[ClaimedCallback] = []
     async with database.unit_of_work() as session:
-        rows = (await session.execute(query)).scalars().all()
+        rows = await callback_repository.claimable(session, now, limit)
         if not rows:
             return []
         secrets: dict[str, str] = {}
         for row in rows:
             if row.kind == CallbackKind.BNPL.value and row.merchant_id not in secrets:
-                merchant = await session.get(Merchant, row.merchant_id)
-                assert merchant is not None
+                merchant = await merchant_service.get(session, row.merchant_id)
                 secrets[row.merchant_id] = merchant_service.secrets(merchant).client_secret
             row.status = CallbackStatus.DELIVERING.value
             row.lease_owner = worker

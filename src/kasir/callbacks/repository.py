@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, null, select, update
+from sqlalchemy import and_, bindparam, exists, func, insert, null, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import aliased
 
-from kasir.callbacks.models import Callback, CallbackAttempt
+from kasir.callbacks.models import Callback, CallbackAttempt, CallbackStatus
 from kasir.db import Statement, binds
 
 # Every attempt writes these two (kasir.db.Statement: compiled once, no ORM unit of work per attempt).
@@ -32,6 +34,31 @@ _RECORD_OUTCOME = Statement(
 
 
 class CallbackRepository:
+    async def claimable(self, session: AsyncSession, now: datetime, limit: int) -> Sequence[Callback]:
+        """Up to `limit` due callbacks whose earlier siblings (same transaction) are settled, locked for the claim."""
+        earlier = aliased(Callback)
+        blocked_by_earlier = exists().where(
+            earlier.merchant_id == Callback.merchant_id,
+            earlier.kind == Callback.kind,
+            earlier.transaction_ref == Callback.transaction_ref,
+            earlier.id < Callback.id,
+            earlier.status.in_([CallbackStatus.PENDING.value, CallbackStatus.DELIVERING.value]),
+        )
+        due = or_(
+            and_(Callback.status == CallbackStatus.PENDING.value, Callback.next_attempt_at <= now),
+            and_(Callback.status == CallbackStatus.DELIVERING.value, Callback.lease_expires_at <= now),
+        )
+        # Several workers claim at once: each skips the rows another is claiming (SQLite has one writer
+        # at a time, and its SQL has no FOR UPDATE: SQLAlchemy leaves the clause out there).
+        query = (
+            select(Callback)
+            .where(due, ~blocked_by_earlier)
+            .order_by(Callback.next_attempt_at, Callback.id)
+            .limit(limit)
+            .with_for_update(skip_locked=True, of=Callback)
+        )
+        return (await session.scalars(query)).all()
+
     async def add(self, session: AsyncSession, callback: Callback) -> None:
         session.add(callback)
         await session.flush()
