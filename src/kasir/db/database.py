@@ -74,7 +74,7 @@ class Database:
 
 
 def _is_sqlite(session: AsyncSession) -> bool:
-    bind = session.bind
+    bind = session.sync_session.bind  # the sync session's own attribute: no proxy call
     assert bind is not None, "sessions are made bound to the engine"
     return bind.dialect.name == "sqlite"
 

@@ -127,9 +127,9 @@ class SqliteStrategy:
 
     async def _recycle(self, session: AsyncSession) -> None:
         """Keep a finished write session for the next unit: making one costs more than a card charge's SQL."""
-        if session.in_transaction() or len(session.identity_map):
+        if session.sync_session.in_transaction() or len(session.sync_session.identity_map):
             await session.close()
-        session.info.clear()
+        session.sync_session.info.clear()
         if len(self._idle_sessions) < _IDLE_SESSIONS_MAX:
             self._idle_sessions.append(session)
 
@@ -150,8 +150,8 @@ class Savepoint:
 
     async def __aenter__(self) -> None:
         session = self._session
-        seat: _Seat = session.info["group_seat"]
-        if session.in_transaction():
+        seat: _Seat = session.sync_session.info["group_seat"]
+        if session.sync_session.in_transaction():
             # The ORM's own savepoint is closed here (flushing), so one it opens inside the block
             # nests inside this one, and undoing this one never undoes what came before the block.
             await session.commit()
@@ -164,7 +164,7 @@ class Savepoint:
         session, raw, name = self._session, self._raw, self._name
         if exc_type is None:
             try:
-                if session.in_transaction():
+                if session.sync_session.in_transaction():
                     await session.commit()
             except BaseException:
                 await self._undo()
@@ -174,7 +174,7 @@ class Savepoint:
         await self._undo()
 
     async def _undo(self) -> None:
-        if self._session.in_transaction():
+        if self._session.sync_session.in_transaction():
             await self._session.rollback()
         self._raw.execute(f"ROLLBACK TO {self._name}")
         self._raw.execute(f"RELEASE {self._name}")
@@ -182,7 +182,7 @@ class Savepoint:
 
 async def rollback_unit(session: AsyncSession) -> None:
     await session.rollback()
-    seat: _Seat | None = session.info.get("group_seat")
+    seat: _Seat | None = session.sync_session.info.get("group_seat")
     if seat is not None:
         seat.rollback_to_start()
 
@@ -194,7 +194,7 @@ async def notify_after_commit(session: AsyncSession, channel: str) -> None:
 
 async def raw_connection(session: AsyncSession) -> sqlite3.Connection:
     """The unit's sqlite3 connection: the seat's in a write unit, the session's own in a read unit."""
-    seat: _Seat | None = session.info.get("group_seat")
+    seat: _Seat | None = session.sync_session.info.get("group_seat")
     if seat is not None:
         return seat.sqlite or await seat.sqlite_connection()
     driver = (await session.connection()).sync_connection.connection.driver_connection  # type: ignore[union-attr]
@@ -219,14 +219,14 @@ class _GroupUnitOfWork:
     async def __aenter__(self) -> AsyncSession:
         session = self._session = self._strategy._session()
         seat = self._seat = _Seat(self._strategy.group)
-        session.info["group_seat"] = seat
+        session.sync_session.info["group_seat"] = seat
         return session
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
         session = self._session
         if exc_type is None:
             try:
-                if session.in_transaction():
+                if session.sync_session.in_transaction():
                     await session.commit()  # flushes, and releases the ORM's savepoint
             except BaseException:
                 await self._undo()
@@ -244,7 +244,7 @@ class _GroupUnitOfWork:
     async def _undo(self) -> None:
         session = self._session
         try:
-            if session.in_transaction():
+            if session.sync_session.in_transaction():
                 await session.rollback()
         finally:
             try:

@@ -156,13 +156,15 @@ class Statement:
         self, session: AsyncSession, params: dict[str, Any], *, first: bool = False, rows: bool = True
     ) -> tuple[_Compiled, Sequence[Any], int]:
         """(compiled, the driver's rows, rows changed) on the unit of work's connection."""
-        bind = session.bind
+        sync_session = session.sync_session  # its own attributes: AsyncSession proxies each one
+        bind = sync_session.bind
         assert bind is not None, "sessions are made bound to the engine"
         dialect = bind.dialect
         if dialect.name == "sqlite":
-            if not session.sync_session._is_clean():  # what session.execute's autoflush does
+            if not sync_session._is_clean():  # what session.execute's autoflush does
                 await session.flush()
-            raw = await sqlite.raw_connection(session)
+            seat = sync_session.info.get("group_seat")
+            raw = seat.sqlite if seat is not None and seat.sqlite is not None else await sqlite.raw_connection(session)
             compiled, values = self._bound(dialect, params)
             try:
                 cursor = raw.execute(compiled.sql, values)

@@ -15,11 +15,11 @@ AfterCommit = Callable[[], Awaitable[None] | None]
 
 def on_commit(session: AsyncSession, action: AfterCommit) -> None:
     """Run `action` after the session's transaction commits (never if it rolls back)."""
-    session.info.setdefault("after_commit", []).append(action)
+    session.sync_session.info.setdefault("after_commit", []).append(action)
 
 
 async def run_after_commit(session: AsyncSession) -> None:
-    actions: list[AfterCommit] = session.info.pop("after_commit", [])
+    actions: list[AfterCommit] = session.sync_session.info.pop("after_commit", [])
     for action in actions:
         try:
             result = action()

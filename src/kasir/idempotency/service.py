@@ -57,7 +57,7 @@ RETRY_AFTER_SECONDS = 1
 # moved from its table keep their fingerprints.
 _FINGERPRINT_PURPOSE = "kasir/card-idempotency"
 # Headers of an answer that are not the answer's own: made afresh for every response.
-_NOT_STORED = frozenset({"content-length", "x-request-id", "date", "server"})
+_NOT_STORED = frozenset({b"content-length", b"x-request-id", b"date", b"server"})
 
 Handler = Callable[[AsyncSession], Awaitable[Response]]
 
@@ -121,7 +121,7 @@ async def run_once(
                 raise  # the whole unit rolls back: the key is free for the retry
             forget_request_field("transaction_id")  # that of an undone payment, if it got so far
             response = render(request, error)
-        headers = {name: value for name, value in response.headers.items() if name not in _NOT_STORED}
+        headers = {name.decode(): value.decode() for name, value in response.raw_headers if name not in _NOT_STORED}
         answer = bytes(response.body).decode()
         await idempotency_repository.answer(
             session, merchant_id, scope, key, response.status_code, json.dumps(headers), answer
