@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from kasir.merchants.models import Merchant
+from kasir.merchants.models import Merchant, MerchantCredentialGrace
 
 
 class MerchantRepository:
@@ -27,6 +28,19 @@ class MerchantRepository:
     async def list(self, session: AsyncSession) -> Sequence[Merchant]:
         result = await session.execute(select(Merchant).order_by(Merchant.created_at, Merchant.id))
         return result.scalars().all()
+
+    async def add_grace(self, session: AsyncSession, grace: MerchantCredentialGrace) -> None:
+        session.add(grace)
+        await session.flush()
+
+    async def grace(self, session: AsyncSession, merchant_id: str, now: datetime) -> Sequence[MerchantCredentialGrace]:
+        """The merchant's replaced credentials whose grace period has not ended at `now`."""
+        result = await session.scalars(
+            select(MerchantCredentialGrace)
+            .where(MerchantCredentialGrace.merchant_id == merchant_id, MerchantCredentialGrace.expires_at > now)
+            .order_by(MerchantCredentialGrace.id)
+        )
+        return result.all()
 
 
 merchant_repository = MerchantRepository()
