@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx
@@ -63,3 +65,11 @@ async def paid_wallet_payment(
     paid = await dummy_payment(client, merchant, tx)
     assert paid.status_code == 200, paid.text
     return tx
+
+
+@asynccontextmanager
+async def closing(client: httpx.AsyncClient) -> AsyncIterator[httpx.AsyncClient]:
+    try:
+        yield client
+    finally:
+        await client.aclose()
