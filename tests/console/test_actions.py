@@ -48,11 +48,13 @@ async def test_refund_void_and_simulate_from_the_console(app: FastAPI, client: h
         )
         assert refunded.status_code == 303
         page = await browser.get(refunded.headers["location"])
-        assert "Refund recorded" in page.text and "REFUNDED" in page.text
+        assert "Refund recorded" in page.text
+        assert "REFUNDED" in page.text
         too_much = await browser.post(
             f"/console/payments/{tx['transaction_id']}/refund", data={"amount": "999999", "csrf_token": csrf}
         )
-        assert too_much.status_code == 409 and "refundable" in too_much.text
+        assert too_much.status_code == 409
+        assert "refundable" in too_much.text
         simulated = await browser.post(
             f"/console/payments/{pending['transaction_id']}/simulate", data={"outcome": "fail", "csrf_token": csrf}
         )
@@ -91,7 +93,8 @@ async def test_csv_export_has_every_filtered_row(app: FastAPI, client: httpx.Asy
     assert response.headers["content-type"].startswith("text/csv")
     rows = list(csv.DictReader(io.StringIO(response.text)))
     assert {row["id"] for row in rows} == {tx["transaction_id"] for tx in made}
-    assert {row["amount"] for row in rows} == {"100000"} and {row["outcome"] for row in rows} == {"paid"}
+    assert {row["amount"] for row in rows} == {"100000"}
+    assert {row["outcome"] for row in rows} == {"paid"}
 
 
 async def test_admin_api_lists_searches_and_pages_payments(app: FastAPI, client: httpx.AsyncClient) -> None:
@@ -132,7 +135,8 @@ async def test_rotating_the_basic_secret_with_a_grace_period_then_disabling(
     )
     assert rotated.status_code == 200, rotated.text
     new = rotated.json()["new_value"]
-    assert new != old and rotated.json()["old_accepted_until"]
+    assert new != old
+    assert rotated.json()["old_accepted_until"]
     assert await basic_ok(client, merchant, new) == 404
     assert await basic_ok(client, merchant, old) == 404  # still in its grace period
     clock.advance(601)
@@ -143,7 +147,8 @@ async def test_rotating_the_basic_secret_with_a_grace_period_then_disabling(
     refused = await client.post(
         INQUIRY, content=b"{}", headers={**wallet_headers(merchant, {}), "Authorization": basic_auth(merchant.id, new)}
     )
-    assert refused.status_code == 401 and refused.json()["response_code"] == "04"
+    assert refused.status_code == 401
+    assert refused.json()["response_code"] == "04"
     await client.post(f"/admin/merchants/{merchant.id}/enable", headers=ADMIN)
     assert await basic_ok(client, merchant, new) == 404
     assert await audit_actions(app, merchant.id) == [
@@ -177,7 +182,8 @@ async def test_users_through_the_admin_api_and_the_cli(app: FastAPI, client: htt
     )
     assert created.status_code == 201, created.text
     user = created.json()
-    assert user["email"] == "ops.admin@example.id" and len(user["password"]) >= 12
+    assert user["email"] == "ops.admin@example.id"
+    assert len(user["password"]) >= 12
     assert (
         await client.post("/admin/users", json={"email": "x@example.id", "role": "merchant"}, headers=ADMIN)
     ).status_code == 400

@@ -155,7 +155,9 @@ def demo_console_users(merchant_id: str, directory: Path, base_url: str) -> None
         with os.fdopen(fd, "w") as handle:
             handle.writelines(f"{email} {password}\n" for email, password in known.items())
     lines = path.read_text().splitlines()
-    console.print(f"\n[bold]Console[/bold] {base_url}/console/sign-in  (passwords in {path})", highlight=False, soft_wrap=True)
+    console.print(
+        f"\n[bold]Console[/bold] {base_url}/console/sign-in  (passwords in {path})", highlight=False, soft_wrap=True
+    )
     for line in lines:
         email, _, password = line.partition(" ")
         console.print(f"  {email:<24} {password}", highlight=False)
