@@ -54,6 +54,33 @@ templates.filters["jakarta"] = jakarta_time
 templates.globals["bar_chart"] = bar_chart
 
 
+def audit_changes(event: Any) -> list[tuple[str, str | None, str]]:
+    """(key, before or None, after) of what an audit event changed: only the keys whose value moved."""
+    import json
+
+    before = json.loads(event.before) if event.before else None
+    after = json.loads(event.after) if event.after else {}
+    lines = []
+    for key in sorted(set(after) | set(before or {})):
+        old = None if before is None else before.get(key)
+        new = after.get(key)
+        if before is not None and old == new:
+            continue
+        lines.append((key, None if before is None else _text(old), _text(new)))
+    return lines
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+templates.filters["changes"] = audit_changes
+
+
 def render(
     request: Request, name: str, status_code: int = 200, viewer: Viewer | None = None, **context: Any
 ) -> HTMLResponse:

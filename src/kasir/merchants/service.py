@@ -31,7 +31,7 @@ from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import get_settings
 from kasir.db import Database
 from kasir.errors import BadRequest, Conflict, InvalidFieldFormat, NotFound
-from kasir.kit.clock import clock
+from kasir.kit.clock import JAKARTA, clock
 from kasir.kit.crypto import (
     KeyError_,
     SecretBox,
@@ -366,6 +366,9 @@ class MerchantService:
             setattr(merchant, column, box.seal(shown))
         merchant.updated_at = now
         until = None
+        # Values replaced earlier are accepted no longer than the one replaced now: a rotation
+        # without grace (a leak) ends every old value of this credential at once.
+        await merchant_repository.cut_grace(session, merchant.id, kind.value, now + timedelta(seconds=grace_seconds))
         if grace_seconds > 0:
             until = now + timedelta(seconds=grace_seconds)
             await merchant_repository.add_grace(
@@ -385,7 +388,11 @@ class MerchantService:
                 target_id=merchant.id,
                 merchant_id=merchant.id,
                 before=before,
-                after={**merchant_state(merchant), "old_accepted_until": until},
+                after={
+                    **merchant_state(merchant),
+                    "rotated": kind.value,
+                    "old_accepted_until": until.astimezone(JAKARTA).isoformat(timespec="seconds") if until else None,
+                },
             )
         return Rotated(merchant.id, kind, shown, until)
 

@@ -33,6 +33,7 @@ from kasir.bnpl.service import bnpl_service
 from kasir.callbacks.models import Callback, CallbackAttempt, CallbackKind
 from kasir.callbacks.service import callback_outbox
 from kasir.config import get_settings
+from kasir.console.format import jakarta_time, rupiah
 from kasir.db import Database
 from kasir.errors import BadRequest, Conflict, NotFound
 from kasir.kit.clock import JAKARTA, clock, parse_aware
@@ -258,13 +259,13 @@ class PaymentsService:
                 ("Issuer", tx.issuer or ""),
                 ("Retrieval reference no", tx.retrieval_reference_no or ""),
                 ("Failure reason", tx.failure_reason or ""),
-                ("Expires", tx.expires_at.isoformat()),
+                ("Expires", jakarta_time(tx.expires_at)),
             ]
             detail.items = list(details.get("item_details") or [])
             if tx.paid_at:
                 timeline.append(TimelineEntry(tx.paid_at, "Paid", tx.issuer or ""))
             for refund in await payments_repository.wallet_refunds(session, tx.id):
-                timeline.append(TimelineEntry(refund.refunded_at, "Refunded", f"{refund.amount}"))
+                timeline.append(TimelineEntry(refund.refunded_at, "Refunded", rupiah(refund.amount)))
             if tx.voided_at:
                 timeline.append(TimelineEntry(tx.voided_at, "Voided"))
             if tx.status in ("EXPIRED", "failed"):
@@ -285,7 +286,7 @@ class PaymentsService:
                 ("Channel id", btx.channel_id),
                 ("Callback URL", btx.callback_url),
                 ("Customer", _customer(details.get("customerDetails") or details.get("customer_details"))),
-                ("Valid until", btx.expires_at.isoformat()),
+                ("Valid until", jakarta_time(btx.expires_at)),
             ]
             detail.items = list(details.get("itemDetails") or details.get("item_details") or [])
             if btx.paid_at:
