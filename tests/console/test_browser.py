@@ -267,6 +267,7 @@ async def test_operator_walks_through_the_console(
     await shot(phone, artifacts, "phone-overview")
     await phone.goto(f"{base}/console/payments")
     await shot(phone, artifacts, "phone-payments")
+    await phone.screenshot(path=str(artifacts / "console-phone-payments-screen.png"))  # what a phone shows first
     await phone.goto(f"{base}/console/payments/{paid['transaction_id']}")
     await shot(phone, artifacts, "phone-payment")
     width = await phone.evaluate("document.documentElement.scrollWidth")
