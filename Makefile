@@ -20,7 +20,8 @@ $(VENV)/.dev: pyproject.toml sdk/pyproject.toml $(VENV)/.runtime
 	$(BIN)/pip install -q -e '.[dev]' -e ./sdk
 	touch $@
 
-## make run: set up, migrate the embedded SQLite database, create the demo merchant, serve on :8000
+## make run: set up, migrate the embedded SQLite database, create the demo merchant and the demo console users
+## (operator@kasir.demo, merchant@kasir.demo; it prints their passwords and the sign-in URL), serve on :8000
 run: $(VENV)/.runtime
 	$(BIN)/kasir db upgrade
 	$(BIN)/kasir demo-merchant
@@ -55,6 +56,7 @@ clean:
 bench: $(VENV)/.dev
 	@scripts/system-deps.sh bench
 	$(BIN)/python bench/run.py
+	$(BIN)/python bench/console.py
 
 ## make demo: against a running `make run`, a merchant goes through every product
 demo: $(VENV)/.dev

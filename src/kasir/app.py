@@ -16,6 +16,7 @@ from fastapi.openapi.utils import get_openapi
 from kasir import __version__
 from kasir.callbacks.worker import DeliveryWorker
 from kasir.config import Settings, configure, get_settings
+from kasir.console.admin import router as console_users_router
 from kasir.db import Database, check_schema
 from kasir.errors import install_error_handlers
 from kasir.kit.logs import configure_logging
@@ -28,10 +29,15 @@ from kasir.snap.openapi import extra_components
 from kasir.tokens.endpoints import router as token_router
 
 
-def product_routers() -> list[APIRouter]:
-    """The `router` of every room's endpoints.py (wallet, bnpl, card, callbacks admin), as they land."""
+def product_routers(settings: Settings | None = None) -> list[APIRouter]:
+    """The `router` of every room's endpoints.py (wallet, bnpl, card, callbacks admin, console), as they land.
+
+    The console's pages are left out when KASIR_CONSOLE is false.
+    """
     routers = []
     for room in ROOMS:
+        if room == "console" and settings is not None and not settings.console:
+            continue
         if importlib.util.find_spec(f"kasir.{room}.endpoints") is not None:
             routers.append(importlib.import_module(f"kasir.{room}.endpoints").router)
     return routers
@@ -91,8 +97,9 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
     if settings.bench_mode:
         add_routes(app, bench_router)
     add_routes(app, token_router)
-    for router in product_routers():
+    for router in product_routers(settings):
         add_routes(app, router)
+    add_routes(app, console_users_router)
     # Last: it indexes the routes above (kasir.kit.routing: the scan cost the card charge more than its SQL).
     app.router.routes.insert(0, StaticPathIndex(app.router.routes))
 

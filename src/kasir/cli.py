@@ -17,10 +17,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from kasir.callbacks.cli import callbacks_app, worker
 from kasir.cli_support import console, fail, run_in_session
 from kasir.config import configure, get_settings
+from kasir.console.cli import demo_console_users, user_app
 from kasir.db import Database, SchemaBehind, check_schema, current_revision, head_revision, upgrade_schema
 from kasir.kit.http_server import NoDelayHttpToolsProtocol
 from kasir.merchants.cli import credentials_json, keygen, merchant_app, write_key_pair
 from kasir.merchants.service import MerchantCredentials, merchant_service
+from kasir.payments.cli import payments_app, replay_given_up
 
 app = typer.Typer(help="Kasir payment platform.", no_args_is_help=True, pretty_exceptions_enable=False)
 
@@ -39,8 +41,11 @@ db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(merchant_app, name="merchant")
 app.command("keygen")(keygen)
+callbacks_app.command("replay-given-up")(replay_given_up)
 app.add_typer(callbacks_app, name="callbacks")
 app.command("worker")(worker)
+app.add_typer(user_app, name="user")
+app.add_typer(payments_app, name="payments")
 
 DEMO_MERCHANT_NAME = "Demo Merchant"
 
@@ -184,6 +189,8 @@ def demo_merchant(
         highlight=False,
     )
     typer.echo(_token_example(settings.public_url, credentials.client_id, private_path))
+    if settings.console:
+        demo_console_users(credentials.merchant_id, directory, settings.public_url)
 
 
 def _token_example(base_url: str, client_id: str, private_key: Path) -> str:

@@ -79,6 +79,22 @@ class Settings(BaseSettings):
     log_level: str = Field("INFO", description="Python log level name.")
     log_format: Literal["json", "text"] = Field("json", description="Log lines as JSON (default) or plain text.")
     bench_mode: bool = Field(False, description="Enables `/bench/ceiling`, the benchmark's same-run ceiling.")
+    console: bool = Field(True, description="Serve the operators' and merchants' web console under /console.")
+    console_session_hours: float = Field(
+        8.0, gt=0, description="Console sign-in lifetime: a session ends this long after sign-in, whatever its use."
+    )
+    console_idle_minutes: float = Field(
+        60.0, gt=0, description="Console session idle limit: a session unused this long ends."
+    )
+    console_lock_after: int = Field(
+        5, ge=1, description="Console: this many failed sign-ins in a row lock the account for console_lock_minutes."
+    )
+    console_lock_minutes: float = Field(15.0, gt=0, description="Console: how long a locked account stays locked.")
+    console_sign_in_delay_seconds: float = Field(
+        0.5,
+        ge=0,
+        description="Console: a failed sign-in answers after this many seconds per failure in a row (4x at most).",
+    )
     card_channels: str = Field(
         "",
         description="Card channels and their acquirers, e.g. `CARD,BCACC:BCA`; replaces the shipped list when set.",
@@ -96,6 +112,11 @@ class Settings(BaseSettings):
     @classmethod
     def _strip_slash(cls, value: str) -> str:
         return value.rstrip("/")
+
+    @property
+    def console_cookie_secure(self) -> bool:
+        """The console's cookies carry `Secure` when the public URL is https."""
+        return self.public_url.startswith("https://")
 
     @property
     def is_production(self) -> bool:

@@ -5,7 +5,10 @@
 
 Every failure is the same `Unauthorized` (wallet `04`, card `401 UNAUTHORIZED` with field
 `authorization`) with a reason that never repeats what was sent. Secrets are compared in
-constant time, and an unknown merchant costs the same comparison as a known one.
+constant time, and an unknown merchant costs the same comparison as a known one. A disabled
+merchant is refused like an unknown one. A rotated secret or hash key is still accepted during
+its grace period; the caller then carries the hash key it proved (the three-part form), so the
+wallet's x-req-signature check uses the key the merchant still signs with.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from kasir.kit.crypto import b64decode_strict, constant_time_equals
 from kasir.kit.ttl_cache import TtlCache
 from kasir.merchants.models import Merchant
 from kasir.merchants.repository import merchant_repository
-from kasir.merchants.service import MerchantSecrets, credential_cache_seconds, merchant_service
+from kasir.merchants.service import CredentialKind, MerchantSecrets, credential_cache_seconds, merchant_service
 
 # Compared against when the merchant is unknown, so timing does not say whether it exists.
 _UNKNOWN_SECRET = "x" * 32
@@ -51,8 +54,8 @@ def parse_basic(header: str | None) -> tuple[str, str, str | None]:
 
 # merchant_id -> (merchant, decrypted secrets) for KASIR_CREDENTIAL_CACHE_SECONDS. Every wallet and
 # card request authenticates: this skips a query and three decryptions on the hot path. Safe to
-# hold briefly: a merchant's secrets never change once created, and the fields read from the
-# merchant here (id, name, default callback URL) are not edited in place.
+# hold briefly: the lifecycle (rotation, disabling, a new callback URL) forgets this process's
+# entry at once, and other processes' entries end within the cache's seconds.
 known_merchants: TtlCache[str, BasicCaller] = TtlCache(credential_cache_seconds)
 
 
@@ -84,15 +87,26 @@ async def authenticate_basic_in(database: Database, header: str | None) -> Basic
 async def _load_caller(database: Database, merchant_id: str) -> BasicCaller | None:
     async with database.unit_of_work(read_only=True) as session:
         merchant = await merchant_repository.get(session, merchant_id)
-        if merchant is None:
+        if merchant is None or merchant.disabled_at is not None:
             return None
-        return BasicCaller(merchant=_detached_copy(merchant), secrets=merchant_service.secrets(merchant))
+        secrets = await merchant_service.secrets_with_grace(session, merchant)
+        return BasicCaller(merchant=_detached_copy(merchant), secrets=secrets)
 
 
 def _proven(known: BasicCaller, secret: str, hash_key: str | None) -> BasicCaller:
     secrets = known.secrets
-    secret_ok = constant_time_equals(secret, secrets.secret)
-    hash_ok = hash_key is None or constant_time_equals(hash_key, secrets.hash_key)
-    if not (secret_ok and hash_ok):
+    if not secrets.grace:  # the common case: only the current values
+        secret_ok = constant_time_equals(secret, secrets.secret)
+        hash_ok = hash_key is None or constant_time_equals(hash_key, secrets.hash_key)
+        if not (secret_ok and hash_ok):
+            raise Unauthorized("invalid merchant credentials")
+        return known
+    secret_ok = secrets.matching(CredentialKind.SECRET, secret) is not None
+    proven_hash = secrets.hash_key if hash_key is None else secrets.matching(CredentialKind.HASH_KEY, hash_key)
+    if not (secret_ok and proven_hash is not None):
         raise Unauthorized("invalid merchant credentials")
-    return known
+    if proven_hash == secrets.hash_key:
+        return known
+    return BasicCaller(
+        known.merchant, MerchantSecrets(secrets.client_secret, secrets.secret, proven_hash, secrets.grace)
+    )

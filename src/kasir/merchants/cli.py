@@ -11,10 +11,11 @@ import typer
 from rich.table import Table
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from kasir.audit.service import Actor
 from kasir.cli_support import console, fail, run_in_session
 from kasir.kit.crypto import generate_rsa_private_key, private_key_pem, public_key_fingerprint, public_key_pem
 from kasir.merchants.models import Merchant
-from kasir.merchants.service import MerchantCredentials, merchant_service, validate_public_key
+from kasir.merchants.service import CredentialKind, MerchantCredentials, merchant_service, validate_public_key
 
 merchant_app = typer.Typer(help="Create and inspect merchants.", no_args_is_help=True)
 
@@ -91,12 +92,20 @@ def create(
         pem = _read_public_key(public_key)
     else:
         assert generate_key is not None
+        for path in (generate_key / "private.pem", generate_key / "public.pem"):
+            if path.exists():
+                fail(f"{path} already exists")
+
+        async def check(session: AsyncSession) -> None:
+            await merchant_service.check_new(session, name=name, callback_url=callback_url)
+
+        run_in_session(check, read_only=True)  # a bad name or URL is refused before any file is written
         _private_path, public_path = write_key_pair(generate_key)
         pem = public_path.read_text()
 
     async def work(session: AsyncSession) -> MerchantCredentials:
         _merchant, credentials = await merchant_service.create(
-            session, name=name, public_key=pem, callback_url=callback_url
+            session, name=name, public_key=pem, callback_url=callback_url, actor=Actor.cli()
         )
         return credentials
 
@@ -117,6 +126,7 @@ def _summary(merchant: Merchant) -> dict[str, str | None]:
         "client_id": merchant.client_id,
         "callback_url": merchant.callback_url,
         "created_at": merchant.created_at.isoformat(timespec="seconds"),
+        "state": "disabled" if merchant.disabled_at else "active",
     }
 
 
@@ -131,7 +141,7 @@ def list_merchants(as_json: Annotated[bool, typer.Option("--json")] = False) -> 
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
-    table = Table("merchant_id", "name", "client_id", "callback_url", "created_at")
+    table = Table("merchant_id", "name", "client_id", "callback_url", "created_at", "state")
     for row in rows:
         table.add_row(*(value or "-" for value in row.values()))
     console.print(table)
@@ -169,13 +179,79 @@ def show(merchant_id: str, as_json: Annotated[bool, typer.Option("--json")] = Fa
 def rotate_key(
     merchant_id: str,
     public_key: Annotated[Path, typer.Option("--public-key", help="The new PEM public key")],
+    grace: Annotated[int, typer.Option("--grace", help="Seconds the old key still verifies (default 0)")] = 0,
 ) -> None:
-    """Replace a merchant's RSA public key; signatures made with the old key stop verifying."""
+    """Replace a merchant's RSA public key; signatures made with the old key stop verifying (after --grace)."""
     pem = _read_public_key(public_key)
 
     async def work(session: AsyncSession) -> str:
-        merchant = await merchant_service.rotate_key(session, merchant_id, pem)
+        merchant = await merchant_service.rotate_key(session, merchant_id, pem, grace_seconds=grace, actor=Actor.cli())
         return public_key_fingerprint(merchant.public_key_pem)
 
     fingerprint = run_in_session(work)
     console.print(f"public key of {merchant_id} replaced (sha256 {fingerprint})")
+
+
+@merchant_app.command("rotate")
+def rotate(
+    merchant_id: str,
+    kind: Annotated[CredentialKind, typer.Option("--kind", help="The credential to replace")],
+    grace: Annotated[int, typer.Option("--grace", help="Seconds the old value is still accepted (default 0)")] = 0,
+    public_key: Annotated[Path | None, typer.Option("--public-key", help="The new PEM public key")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Replace one credential; the new value is printed once."""
+    pem = _read_public_key(public_key) if public_key is not None else None
+
+    async def work(session: AsyncSession) -> dict[str, str | None]:
+        rotated = await merchant_service.rotate(
+            session, merchant_id, kind, public_key=pem, grace_seconds=grace, actor=Actor.cli()
+        )
+        until = rotated.old_accepted_until
+        return {
+            "merchant_id": rotated.merchant_id,
+            "kind": rotated.kind.value,
+            "new_value": rotated.new_value,
+            "old_accepted_until": until.isoformat() if until else None,
+        }
+
+    values = run_in_session(work)
+    if as_json:
+        typer.echo(json.dumps(values, indent=2))
+        return
+    _print_credentials(values, f"{kind.value} of {merchant_id} rotated: store the new value now")
+
+
+@merchant_app.command("set-callback-url")
+def set_callback_url(
+    merchant_id: str, url: Annotated[str, typer.Argument(help="The new default callback URL ('' removes it)")]
+) -> None:
+    """Change a merchant's default callback URL (the SSRF rules of callbacks apply)."""
+
+    async def work(session: AsyncSession) -> str | None:
+        merchant = await merchant_service.change_callback_url(session, merchant_id, url or None, actor=Actor.cli())
+        return merchant.callback_url
+
+    console.print(f"default callback URL of {merchant_id}: {run_in_session(work) or '-'}", highlight=False)
+
+
+@merchant_app.command("disable")
+def disable(merchant_id: str) -> None:
+    """Refuse the merchant's credentials and tokens (401); its pending callbacks are still delivered."""
+
+    async def work(session: AsyncSession) -> None:
+        await merchant_service.set_disabled(session, merchant_id, True, actor=Actor.cli())
+
+    run_in_session(work)
+    console.print(f"merchant {merchant_id} disabled", highlight=False)
+
+
+@merchant_app.command("enable")
+def enable(merchant_id: str) -> None:
+    """Accept a disabled merchant's credentials again."""
+
+    async def work(session: AsyncSession) -> None:
+        await merchant_service.set_disabled(session, merchant_id, False, actor=Actor.cli())
+
+    run_in_session(work)
+    console.print(f"merchant {merchant_id} enabled", highlight=False)

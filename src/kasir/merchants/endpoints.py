@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Request
 
 from kasir.admin import require_admin
+from kasir.audit.service import Actor
 from kasir.db import ReadSession, WriteSession
+from kasir.errors import BadRequest
 from kasir.kit.crypto import public_key_fingerprint
 from kasir.merchants.models import Merchant
-from kasir.merchants.schemas import MerchantCreate, MerchantCreated, MerchantKey, MerchantList, MerchantView
-from kasir.merchants.service import merchant_service
+from kasir.merchants.schemas import (
+    MerchantCallbackUrl,
+    MerchantCreate,
+    MerchantCreated,
+    MerchantKey,
+    MerchantList,
+    MerchantRotate,
+    MerchantRotated,
+    MerchantView,
+)
+from kasir.merchants.service import CredentialKind, merchant_service
 
 router = APIRouter(prefix="/admin/merchants", tags=["admin"], dependencies=[Depends(require_admin)])
 
@@ -23,13 +34,18 @@ def _view(merchant: Merchant) -> MerchantView:
         public_key_sha256=public_key_fingerprint(merchant.public_key_pem),
         created_at=merchant.created_at,
         updated_at=merchant.updated_at,
+        disabled=merchant.disabled_at is not None,
     )
 
 
+def actor(request: Request) -> Actor:
+    return Actor.admin_api(request.client.host if request.client else None)
+
+
 @router.post("", status_code=201, summary="Create a merchant; the answer holds its secrets, shown once")
-async def create_merchant(body: MerchantCreate, session: WriteSession) -> MerchantCreated:
+async def create_merchant(body: MerchantCreate, request: Request, session: WriteSession) -> MerchantCreated:
     merchant, credentials = await merchant_service.create(
-        session, name=body.name, public_key=body.public_key, callback_url=body.callback_url
+        session, name=body.name, public_key=body.public_key, callback_url=body.callback_url, actor=actor(request)
     )
     return MerchantCreated(
         **_view(merchant).model_dump(),
@@ -50,5 +66,45 @@ async def show_merchant(merchant_id: str, session: ReadSession) -> MerchantView:
 
 
 @router.post("/{merchant_id}/rotate-key", summary="Replace the merchant's RSA public key")
-async def rotate_key(merchant_id: str, body: MerchantKey, session: WriteSession) -> MerchantView:
-    return _view(await merchant_service.rotate_key(session, merchant_id, body.public_key))
+async def rotate_key(merchant_id: str, body: MerchantKey, request: Request, session: WriteSession) -> MerchantView:
+    merchant = await merchant_service.rotate_key(
+        session, merchant_id, body.public_key, grace_seconds=body.grace_seconds, actor=actor(request)
+    )
+    return _view(merchant)
+
+
+@router.post("/{merchant_id}/rotate", summary="Rotate one credential; the answer holds the new value, shown once")
+async def rotate(merchant_id: str, body: MerchantRotate, request: Request, session: WriteSession) -> MerchantRotated:
+    try:
+        kind = CredentialKind(body.kind)
+    except ValueError as exc:
+        raise BadRequest("kind must be client_secret, secret, hash_key or public_key", field="kind") from exc
+    rotated = await merchant_service.rotate(
+        session, merchant_id, kind, public_key=body.public_key, grace_seconds=body.grace_seconds, actor=actor(request)
+    )
+    return MerchantRotated(
+        merchant_id=rotated.merchant_id,
+        kind=rotated.kind.value,
+        new_value=rotated.new_value,
+        old_accepted_until=rotated.old_accepted_until,
+    )
+
+
+@router.post("/{merchant_id}/callback-url", summary="Change the default callback URL (SSRF rules apply)")
+async def change_callback_url(
+    merchant_id: str, body: MerchantCallbackUrl, request: Request, session: WriteSession
+) -> MerchantView:
+    merchant = await merchant_service.change_callback_url(
+        session, merchant_id, body.callback_url or None, actor=actor(request)
+    )
+    return _view(merchant)
+
+
+@router.post("/{merchant_id}/disable", summary="Disable: credentials and tokens refused (401), callbacks still go out")
+async def disable(merchant_id: str, request: Request, session: WriteSession) -> MerchantView:
+    return _view(await merchant_service.set_disabled(session, merchant_id, True, actor=actor(request)))
+
+
+@router.post("/{merchant_id}/enable", summary="Enable a disabled merchant")
+async def enable(merchant_id: str, request: Request, session: WriteSession) -> MerchantView:
+    return _view(await merchant_service.set_disabled(session, merchant_id, False, actor=actor(request)))

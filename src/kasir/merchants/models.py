@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import String, Text
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from kasir.db import Base, UTCDateTime
@@ -23,3 +23,24 @@ class Merchant(Base):
     callback_url: Mapped[str | None] = mapped_column(String(2048))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # Set while the merchant is disabled: its credentials and tokens are refused (401);
+    # its pending callbacks still go out.
+    disabled_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
+class MerchantCredentialGrace(Base):
+    """A replaced credential that is still accepted until `expires_at` (a rotation's grace period).
+
+    `value` is sealed like the merchant's own secrets (SecretBox) for the client secret, the Basic
+    secret and the hash key; for the RSA public key it is the PEM (not a secret).
+    """
+
+    __tablename__ = "merchant_credential_grace"
+    __table_args__ = (Index("ix_merchant_credential_grace_merchant", "merchant_id", "kind"),)
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True)
+    merchant_id: Mapped[str] = mapped_column(String(32), ForeignKey("merchant.id"))
+    kind: Mapped[str] = mapped_column(String(16))  # client_secret | secret | hash_key | public_key
+    value: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime())

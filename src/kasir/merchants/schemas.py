@@ -13,6 +13,26 @@ class MerchantCreate(BaseModel):
 
 class MerchantKey(BaseModel):
     public_key: str = Field(description="PEM `BEGIN PUBLIC KEY`, RSA 2048-bit")
+    grace_seconds: int = Field(0, ge=0, description="The old key still verifies this long (at most a week)")
+
+
+class MerchantCallbackUrl(BaseModel):
+    callback_url: str | None = Field(description="The new default callback URL; null or empty removes it")
+
+
+class MerchantRotate(BaseModel):
+    kind: str = Field(description="client_secret | secret | hash_key | public_key")
+    grace_seconds: int = Field(0, ge=0, description="The old value is still accepted this long (at most a week)")
+    public_key: str | None = Field(None, description="The new PEM public key (kind public_key only)")
+
+
+class MerchantRotated(BaseModel):
+    """Shown once: the new secret (a public key's SHA-256 for kind public_key)."""
+
+    merchant_id: str
+    kind: str
+    new_value: str
+    old_accepted_until: datetime | None
 
 
 class MerchantView(BaseModel):
@@ -23,6 +43,7 @@ class MerchantView(BaseModel):
     public_key_sha256: str
     created_at: datetime
     updated_at: datetime
+    disabled: bool = False
 
 
 class MerchantCreated(MerchantView):

@@ -1,22 +1,48 @@
-"""Merchants: creation, key rotation, and reading their secrets back for signatures."""
+"""Merchants: creation, their lifecycle, and reading their secrets back for signatures.
+
+The lifecycle (one service for the console, the admin API and the CLI, every action audited):
+
+    change_callback_url   the default callback URL, under the same SSRF rules as everywhere
+    rotate                one credential (client_secret | secret | hash_key | public_key) at a time;
+                          the new value is answered once; with a grace period the old one is
+                          still accepted until it ends (merchant_credential_grace, sealed)
+    disable / enable      a disabled merchant's credentials and tokens are refused with the
+                          documented 401s; its pending callbacks still go out
+
+Changes reach this process's credential caches at once and other processes within
+KASIR_CREDENTIAL_CACHE_SECONDS.
+
+Errors: MerchantError (400), MerchantNotFound (404), MerchantNameTaken (409).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from enum import StrEnum
 from functools import lru_cache
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from kasir.audit.service import Actor, audit
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import get_settings
 from kasir.db import Database
 from kasir.errors import BadRequest, Conflict, InvalidFieldFormat, NotFound
-from kasir.kit.clock import clock
-from kasir.kit.crypto import KeyError_, SecretBox, load_merchant_public_key, public_key_pem
+from kasir.kit.clock import JAKARTA, clock
+from kasir.kit.crypto import (
+    KeyError_,
+    SecretBox,
+    constant_time_equals,
+    load_merchant_public_key,
+    public_key_fingerprint,
+    public_key_pem,
+)
 from kasir.kit.ids import new_id, new_secret
 from kasir.kit.ttl_cache import TtlCache
-from kasir.merchants.models import Merchant
+from kasir.merchants.models import Merchant, MerchantCredentialGrace
 from kasir.merchants.repository import merchant_repository
 
 
@@ -56,6 +82,30 @@ class MerchantCredentials:
         }
 
 
+class CredentialKind(StrEnum):
+    """What `rotate` replaces: each credential of decisions.md §2 on its own."""
+
+    CLIENT_SECRET = "client_secret"  # noqa: S105 (the name of a credential, not its value)
+    SECRET = "secret"  # noqa: S105
+    HASH_KEY = "hash_key"
+    PUBLIC_KEY = "public_key"
+
+
+MAX_GRACE_SECONDS = 7 * 24 * 3600  # a week: long enough to redeploy a shop, short enough to matter
+
+
+@dataclass(frozen=True, slots=True)
+class GraceCredential:
+    """A replaced credential still accepted until `expires_at` (opened secret, or PEM)."""
+
+    kind: str
+    value: str
+    expires_at: datetime
+
+    def __repr__(self) -> str:
+        return f"GraceCredential({self.kind}, <hidden>, until {self.expires_at.isoformat()})"
+
+
 @dataclass(frozen=True, slots=True)
 class MerchantSecrets:
     """A merchant's decrypted secrets, for computing and checking signatures."""
@@ -63,9 +113,25 @@ class MerchantSecrets:
     client_secret: str
     secret: str
     hash_key: str
+    # Replaced values still in their grace period (empty unless loaded with `secrets_with_grace`).
+    grace: tuple[GraceCredential, ...] = field(default=(), compare=False)
 
     def __repr__(self) -> str:  # never print secrets by accident
         return "MerchantSecrets(<hidden>)"
+
+    def previous(self, kind: CredentialKind) -> list[str]:
+        """The replaced values of `kind` still accepted now."""
+        now = clock.now()
+        return [g.value for g in self.grace if g.kind == kind.value and g.expires_at > now]
+
+    def matching(self, kind: CredentialKind, given: str) -> str | None:
+        """The accepted value (current, else one in grace) equal to `given`, compared in constant time."""
+        current: str = getattr(self, kind.value)
+        found = current if constant_time_equals(given, current) else None
+        for value in self.previous(kind):
+            if constant_time_equals(given, value) and found is None:
+                found = value
+        return found
 
 
 def mask(value: str) -> str:
@@ -102,10 +168,43 @@ async def validate_callback_url(url: str | None) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class TokenSigner:
-    """What verifying a token request needs: whose key, and the key."""
+    """What verifying a token request needs: whose key, and the key (and replaced keys in their grace period)."""
 
     merchant_id: str
     public_key_pem: str
+    grace_keys: tuple[tuple[str, datetime], ...] = ()
+
+    def previous_public_keys(self) -> list[str]:
+        now = clock.now()
+        return [pem for pem, expires_at in self.grace_keys if expires_at > now]
+
+
+@dataclass(frozen=True, slots=True)
+class Rotated:
+    """A rotation's outcome: the new value, shown once (a public key's fingerprint), and the old one's end."""
+
+    merchant_id: str
+    kind: CredentialKind
+    new_value: str
+    old_accepted_until: datetime | None
+
+
+def merchant_state(merchant: Merchant) -> dict[str, Any]:
+    """What the audit log keeps of a merchant: no secret, the public key's fingerprint."""
+    return {
+        "name": merchant.name,
+        "callback_url": merchant.callback_url,
+        "public_key_sha256": public_key_fingerprint(merchant.public_key_pem),
+        "disabled": merchant.disabled_at is not None,
+    }
+
+
+def forget_cached(merchant: Merchant) -> None:
+    """This process's hot paths read the merchant again on their next request."""
+    from kasir.merchants.basic_auth import known_merchants
+
+    known_merchants.forget(merchant.id)
+    token_signer_cache.forget(merchant.client_id)
 
 
 def credential_cache_seconds() -> float:
@@ -118,16 +217,32 @@ token_signer_cache: TtlCache[str, TokenSigner] = TtlCache(credential_cache_secon
 
 
 class MerchantService:
-    async def create(
-        self, session: AsyncSession, *, name: str, public_key: str | bytes, callback_url: str | None = None
-    ) -> tuple[Merchant, MerchantCredentials]:
+    async def check_new(
+        self, session: AsyncSession, *, name: str, callback_url: str | None = None
+    ) -> tuple[str, str | None]:
+        """(name, callback URL) as they would be stored, when a merchant could be created with them; else the error.
+
+        `kasir merchant create --generate-key` asks this before it writes any file.
+        """
         name = name.strip()
         if not name or len(name) > 100:
             raise MerchantError("merchant name must be 1 to 100 characters", field="name")
-        pem = validate_public_key(public_key)
-        callback_url = await validate_callback_url(callback_url)
+        checked_url = await validate_callback_url(callback_url)
         if await merchant_repository.get_by_name(session, name) is not None:
             raise MerchantNameTaken(f"a merchant named {name!r} already exists", field="name")
+        return name, checked_url
+
+    async def create(
+        self,
+        session: AsyncSession,
+        *,
+        name: str,
+        public_key: str | bytes,
+        callback_url: str | None = None,
+        actor: Actor | None = None,
+    ) -> tuple[Merchant, MerchantCredentials]:
+        pem = validate_public_key(public_key)
+        name, callback_url = await self.check_new(session, name=name, callback_url=callback_url)
         box = secret_box()
         credentials = MerchantCredentials(
             merchant_id=new_id("MCH", 13),
@@ -152,6 +267,16 @@ class MerchantService:
             updated_at=now,
         )
         await merchant_repository.add(session, merchant)
+        if actor is not None:
+            await audit.record(
+                session,
+                actor,
+                "merchant.create",
+                target_type="merchant",
+                target_id=merchant.id,
+                merchant_id=merchant.id,
+                after=merchant_state(merchant),
+            )
         return merchant, credentials
 
     async def get(self, session: AsyncSession, merchant_id: str) -> Merchant:
@@ -179,18 +304,166 @@ class MerchantService:
     async def _load_token_signer(self, database: Database, client_id: str) -> TokenSigner | None:
         async with database.unit_of_work(read_only=True) as session:
             merchant = await merchant_repository.get_by_client_id(session, client_id)
-        return None if merchant is None else TokenSigner(merchant.id, merchant.public_key_pem)
+            if merchant is None or merchant.disabled_at is not None:
+                return None  # a disabled merchant is refused like an unknown client (4017300)
+            grace = await merchant_repository.grace(session, merchant.id, clock.now())
+        keys = tuple((g.value, g.expires_at) for g in grace if g.kind == CredentialKind.PUBLIC_KEY.value)
+        return TokenSigner(merchant.id, merchant.public_key_pem, keys)
 
     async def list(self, session: AsyncSession) -> Sequence[Merchant]:
         return await merchant_repository.list(session)
 
-    async def rotate_key(self, session: AsyncSession, merchant_id: str, public_key: str | bytes) -> Merchant:
+    async def rotate_key(
+        self,
+        session: AsyncSession,
+        merchant_id: str,
+        public_key: str | bytes,
+        *,
+        grace_seconds: int = 0,
+        actor: Actor | None = None,
+    ) -> Merchant:
+        """Replace the RSA public key (the old one verifies for `grace_seconds` more)."""
+        await self.rotate(
+            session,
+            merchant_id,
+            CredentialKind.PUBLIC_KEY,
+            public_key=public_key,
+            grace_seconds=grace_seconds,
+            actor=actor,
+        )
+        return await self.get(session, merchant_id)
+
+    # --- lifecycle: every action audited -------------------------------------------------
+
+    async def rotate(
+        self,
+        session: AsyncSession,
+        merchant_id: str,
+        kind: CredentialKind,
+        *,
+        public_key: str | bytes | None = None,
+        grace_seconds: int = 0,
+        actor: Actor | None = None,
+    ) -> Rotated:
+        """A new value for one credential, answered once; the old one is accepted `grace_seconds` more."""
+        if not 0 <= grace_seconds <= MAX_GRACE_SECONDS:
+            raise MerchantError(f"grace period must be 0 to {MAX_GRACE_SECONDS} seconds", field="grace_seconds")
         merchant = await self.get(session, merchant_id)
-        merchant.public_key_pem = validate_public_key(public_key)
-        merchant.updated_at = clock.now()
-        token_signer_cache.forget(merchant.client_id)
+        box = secret_box()
+        now = clock.now()
+        before = merchant_state(merchant)
+        if kind is CredentialKind.PUBLIC_KEY:
+            if public_key is None:
+                raise MerchantError("a new public key (PEM) is required", field="public_key")
+            new_pem = validate_public_key(public_key)
+            old_value = merchant.public_key_pem
+            merchant.public_key_pem = new_pem
+            shown = public_key_fingerprint(new_pem)
+        else:
+            column = f"{kind.value}_encrypted"
+            old_value = getattr(merchant, column)  # sealed; kept sealed in the grace table
+            shown = new_secret(32 if kind is CredentialKind.CLIENT_SECRET else 24)
+            setattr(merchant, column, box.seal(shown))
+        merchant.updated_at = now
+        until = None
+        # Values replaced earlier are accepted no longer than the one replaced now: a rotation
+        # without grace (a leak) ends every old value of this credential at once.
+        await merchant_repository.cut_grace(session, merchant.id, kind.value, now + timedelta(seconds=grace_seconds))
+        if grace_seconds > 0:
+            until = now + timedelta(seconds=grace_seconds)
+            await merchant_repository.add_grace(
+                session,
+                MerchantCredentialGrace(
+                    merchant_id=merchant.id, kind=kind.value, value=old_value, created_at=now, expires_at=until
+                ),
+            )
         await session.flush()
+        forget_cached(merchant)
+        if actor is not None:
+            await audit.record(
+                session,
+                actor,
+                f"merchant.rotate.{kind.value}",
+                target_type="merchant",
+                target_id=merchant.id,
+                merchant_id=merchant.id,
+                before=before,
+                after={
+                    **merchant_state(merchant),
+                    "rotated": kind.value,
+                    "old_accepted_until": until.astimezone(JAKARTA).isoformat(timespec="seconds") if until else None,
+                },
+            )
+        return Rotated(merchant.id, kind, shown, until)
+
+    async def change_callback_url(
+        self, session: AsyncSession, merchant_id: str, url: str | None, *, actor: Actor | None = None
+    ) -> Merchant:
+        checked = await validate_callback_url(url)
+        merchant = await self.get(session, merchant_id)
+        before = merchant_state(merchant)
+        merchant.callback_url = checked
+        merchant.updated_at = clock.now()
+        await session.flush()
+        forget_cached(merchant)
+        if actor is not None:
+            await audit.record(
+                session,
+                actor,
+                "merchant.callback_url",
+                target_type="merchant",
+                target_id=merchant.id,
+                merchant_id=merchant.id,
+                before=before,
+                after=merchant_state(merchant),
+            )
         return merchant
+
+    async def set_disabled(
+        self, session: AsyncSession, merchant_id: str, disabled: bool, *, actor: Actor | None = None
+    ) -> Merchant:
+        merchant = await self.get(session, merchant_id)
+        before = merchant_state(merchant)
+        if disabled and merchant.disabled_at is None:
+            merchant.disabled_at = clock.now()
+        elif not disabled:
+            merchant.disabled_at = None
+        merchant.updated_at = clock.now()
+        await session.flush()
+        forget_cached(merchant)
+        if actor is not None:
+            await audit.record(
+                session,
+                actor,
+                "merchant.disable" if disabled else "merchant.enable",
+                target_type="merchant",
+                target_id=merchant.id,
+                merchant_id=merchant.id,
+                before=before,
+                after=merchant_state(merchant),
+            )
+        return merchant
+
+    async def grace(self, session: AsyncSession, merchant_id: str) -> Sequence[MerchantCredentialGrace]:
+        """The replaced credentials still accepted now (what the console shows; values stay sealed)."""
+        return await merchant_repository.grace(session, merchant_id, clock.now())
+
+    async def secrets_with_grace(self, session: AsyncSession, merchant: Merchant) -> MerchantSecrets:
+        """`secrets(merchant)` and the replaced secrets still in their grace period, opened."""
+        secrets = self.secrets(merchant)
+        rows = await merchant_repository.grace(session, merchant.id, clock.now())
+        if not rows:
+            return secrets
+        box = secret_box()
+        grace = tuple(
+            GraceCredential(
+                row.kind,
+                row.value if row.kind == CredentialKind.PUBLIC_KEY.value else box.open(row.value),
+                row.expires_at,
+            )
+            for row in rows
+        )
+        return MerchantSecrets(secrets.client_secret, secrets.secret, secrets.hash_key, grace)
 
     def secrets(self, merchant: Merchant) -> MerchantSecrets:
         box = secret_box()

@@ -118,7 +118,12 @@ class AccessTokenService:
             raise Unauthorized("Unknown X-CLIENT-KEY")
         string_to_sign = token_string_to_sign(client_key, timestamp)
         if not await verify_asymmetric_back_to_back(signer.public_key_pem, string_to_sign, signature_bytes):
-            raise Unauthorized("X-SIGNATURE does not verify with the registered public key")
+            # A rotated key verifies until its grace period ends (kasir.merchants.service.rotate).
+            previous = signer.previous_public_keys()
+            if not any(
+                [await verify_asymmetric_back_to_back(pem, string_to_sign, signature_bytes) for pem in previous]
+            ):
+                raise Unauthorized("X-SIGNATURE does not verify with the registered public key")
         return mint_access_token(signer.merchant_id, product)
 
 

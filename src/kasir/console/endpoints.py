@@ -1,0 +1,550 @@
+"""The console's pages (`/console/...`): thin, one service call each, rendered with Jinja2.
+
+Every route checks the viewer on the server: merchant users see only their merchant
+(anything else answers 404, as if it did not exist), operators see everything; merchant and
+audit pages are operators' only. Every state-changing request carries the session's CSRF token.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime
+from typing import Annotated
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Form, Request, Response
+from fastapi.responses import FileResponse, RedirectResponse, StreamingResponse
+
+from kasir.audit.service import audit
+from kasir.callbacks.models import CallbackKind
+from kasir.config import get_settings
+from kasir.console.charts import overview_charts
+from kasir.console.service import AccountLocked, NotYours, SignInRefused, console_sessions
+from kasir.console.web import (
+    COOKIE,
+    SIGN_IN_CSRF_COOKIE,
+    STATIC,
+    Checked,
+    CheckedOperator,
+    ConsoleRoute,
+    Operator,
+    SignedIn,
+    client_ip,
+    database,
+    render,
+)
+from kasir.db import ReadSession, WriteSession
+from kasir.errors import BadRequest
+from kasir.kit.clock import clock, parse_aware
+from kasir.kit.crypto import constant_time_equals, generate_rsa_private_key, private_key_pem, public_key_pem
+from kasir.merchants.service import CredentialKind, merchant_service
+from kasir.payments.repository import OUTCOME_NAMES, PRODUCTS
+from kasir.payments.service import parse_filter as payment_filter
+from kasir.payments.service import payment_actions, payments_service
+from kasir.staging import staging_only
+
+router = APIRouter(prefix="/console", route_class=ConsoleRoute, include_in_schema=False)
+
+DONE = {
+    "refunded": "Refund recorded; the merchant's callback is on its way.",
+    "voided": "Payment voided; the merchant's callback is on its way.",
+    "simulated": "Simulated; the merchant's callback is on its way.",
+    "replayed": "Callback queued for delivery again.",
+    "callback_url": "Default callback URL changed.",
+    "disabled": "Merchant disabled: its credentials and tokens are refused; pending callbacks still go out.",
+    "enabled": "Merchant enabled.",
+}
+STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml", ".txt": "text/plain"}
+
+
+# --- signing in and out ------------------------------------------------------------------
+
+
+@router.get("/sign-in")
+async def sign_in_page(request: Request, next: str = "/console/overview") -> Response:  # noqa: A002
+    token = secrets.token_urlsafe(24)
+    response = render(request, "sign_in.html", csrf_token=token, next=_local(next))
+    _sign_in_cookie(response, token)
+    return response
+
+
+@router.post("/sign-in")
+async def sign_in(
+    request: Request,
+    email: Annotated[str, Form(max_length=254)],
+    password: Annotated[str, Form(max_length=1024)],
+    csrf_token: Annotated[str, Form(max_length=64)] = "",
+    next: Annotated[str, Form(max_length=2048)] = "/console/overview",  # noqa: A002
+) -> Response:
+    expected = request.cookies.get(SIGN_IN_CSRF_COOKIE, "")
+    if not expected or not constant_time_equals(expected, csrf_token):
+        error, status = "This form has expired. Please try again.", 403
+    else:
+        try:
+            signed_in = await console_sessions.sign_in(database(request), email, password, client_ip(request))
+        except (SignInRefused, AccountLocked) as exc:
+            error, status = exc.message, exc.http_status
+        else:
+            redirect = RedirectResponse(_local(next), status_code=303)
+            redirect.set_cookie(
+                COOKIE,
+                signed_in.token,
+                max_age=signed_in.max_age,
+                path="/console",
+                httponly=True,
+                secure=get_settings().console_cookie_secure,
+                samesite="lax",
+            )
+            redirect.delete_cookie(SIGN_IN_CSRF_COOKIE, path="/console/sign-in")
+            return redirect
+    token = secrets.token_urlsafe(24)
+    response = render(request, "sign_in.html", status, csrf_token=token, next=_local(next), email=email, error=error)
+    _sign_in_cookie(response, token)
+    return response
+
+
+def _sign_in_cookie(response: Response, token: str) -> None:
+    response.set_cookie(
+        SIGN_IN_CSRF_COOKIE,
+        token,
+        path="/console/sign-in",
+        httponly=True,
+        secure=get_settings().console_cookie_secure,
+        samesite="strict",
+    )
+
+
+def _local(target: str) -> str:
+    """Only a path of the console itself (no open redirect)."""
+    if not target.startswith("/console/") or target.startswith("//") or "\\" in target:
+        return "/console/overview"
+    return target
+
+
+@router.post("/sign-out")
+async def sign_out(request: Request, viewer: Checked) -> Response:
+    await console_sessions.sign_out(database(request), viewer, client_ip(request))
+    response = RedirectResponse("/console/sign-in?signed_out=1", status_code=303)
+    response.delete_cookie(COOKIE, path="/console")
+    return response
+
+
+@router.get("")
+@router.get("/")
+async def home() -> Response:
+    return RedirectResponse("/console/overview", status_code=303)
+
+
+# --- overview ------------------------------------------------------------------------------
+
+
+@router.get("/overview")
+async def overview(request: Request, viewer: SignedIn, session: ReadSession, period: str = "today") -> Response:
+    numbers = await payments_service.overview(session, viewer.scope, period)
+    name = "overview_panel.html" if "hx-request" in request.headers else "overview.html"
+    return render(request, name, viewer=viewer, o=numbers, charts=overview_charts(numbers))
+
+
+# --- payments --------------------------------------------------------------------------------
+
+
+@router.get("/payments")
+async def payments(
+    request: Request,
+    viewer: SignedIn,
+    session: ReadSession,
+    q: str = "",
+    product: str = "",
+    status: str = "",
+    channel: str = "",
+    merchant: str = "",
+    since: str = "",
+    until: str = "",
+    cursor: str = "",
+) -> Response:
+    filters = {
+        "q": q,
+        "product": product,
+        "status": status,
+        "channel": channel,
+        "merchant": merchant,
+        "since": since,
+        "until": until,
+    }
+    where = payment_filter(
+        scope=viewer.scope,
+        merchant_id=merchant,
+        product=product,
+        status=status,
+        channel=channel,
+        since=since,
+        until=until,
+        query=q,
+    )
+    page = await payments_service.list(session, where, cursor=cursor or None)
+    if q and len(page.rows) == 1 and not cursor and "hx-request" not in request.headers:
+        return RedirectResponse(f"/console/payments/{page.rows[0].id}", status_code=303)  # found it
+    query = urlencode({k: v for k, v in filters.items() if v})
+    name = "payment_rows.html" if "hx-request" in request.headers else "payments.html"
+    return render(
+        request,
+        name,
+        viewer=viewer,
+        page=page,
+        filters=filters,
+        query=query,
+        cursor=cursor,
+        products=PRODUCTS,
+        outcomes=OUTCOME_NAMES,
+    )
+
+
+@router.get("/payments.csv")
+async def payments_csv(
+    request: Request,
+    viewer: SignedIn,
+    q: str = "",
+    product: str = "",
+    status: str = "",
+    channel: str = "",
+    merchant: str = "",
+    since: str = "",
+    until: str = "",
+) -> Response:
+    where = payment_filter(
+        scope=viewer.scope,
+        merchant_id=merchant,
+        product=product,
+        status=status,
+        channel=channel,
+        since=since,
+        until=until,
+        query=q,
+    )
+    stamp = clock.local_now().strftime("%Y%m%d-%H%M%S")
+    return StreamingResponse(
+        payments_service.export_csv(database(request), where),
+        media_type="text/csv; charset=utf-8",
+        headers={
+            "content-disposition": f'attachment; filename="kasir-payments-{stamp}.csv"',
+            "cache-control": "no-store",
+        },
+    )
+
+
+@router.get("/payments/{payment_id}")
+async def payment(
+    request: Request, payment_id: str, viewer: SignedIn, session: ReadSession, done: str = ""
+) -> Response:
+    detail = await payments_service.detail(session, viewer.scope, payment_id)
+    name = "payment_live.html" if "hx-request" in request.headers else "payment.html"
+    return render(request, name, viewer=viewer, d=detail, done=DONE.get(done))
+
+
+@router.post("/payments/{payment_id}/refund")
+async def refund(
+    request: Request,
+    payment_id: str,
+    viewer: Checked,
+    session: WriteSession,
+    amount: Annotated[int, Form(ge=1)],
+    reason: Annotated[str, Form(max_length=255)] = "",
+) -> Response:
+    await payment_actions.refund(
+        session, viewer.scope, payment_id, amount, reason or None, viewer.actor(client_ip(request))
+    )
+    return _back(payment_id, "refunded")
+
+
+@router.post("/payments/{payment_id}/void")
+async def void(request: Request, payment_id: str, viewer: Checked, session: WriteSession) -> Response:
+    await payment_actions.void(session, viewer.scope, payment_id, viewer.actor(client_ip(request)))
+    return _back(payment_id, "voided")
+
+
+@router.post("/payments/{payment_id}/simulate")
+async def simulate(
+    request: Request,
+    payment_id: str,
+    viewer: Checked,
+    session: WriteSession,
+    outcome: Annotated[str, Form(pattern="^(pay|fail|expire)$")],
+) -> Response:
+    staging_only()
+    await payment_actions.simulate(session, viewer.scope, payment_id, outcome, viewer.actor(client_ip(request)))
+    return _back(payment_id, "simulated")
+
+
+def _back(payment_id: str, done: str) -> Response:
+    return RedirectResponse(f"/console/payments/{payment_id}?done={done}", status_code=303)
+
+
+# --- callbacks ---------------------------------------------------------------------------------
+
+QUEUES = {
+    "pending": ("pending", "delivering"),
+    "retrying": ("pending", "delivering"),
+    "given_up": ("failed",),
+    "delivered": ("delivered",),
+}
+
+
+@router.get("/callbacks")
+async def callbacks(
+    request: Request,
+    viewer: SignedIn,
+    session: ReadSession,
+    state: str = "given_up",
+    merchant: str = "",
+    product: str = "",
+    before: int | None = None,
+    done: str = "",
+) -> Response:
+    if state not in QUEUES:
+        raise BadRequest("state must be pending, retrying, given_up or delivered", field="state")
+    kinds = {
+        "wallet": CallbackKind.WALLET.value,
+        "card": CallbackKind.PAYMENT_PAGE.value,
+        "bnpl": CallbackKind.BNPL.value,
+    }
+    from kasir.payments.repository import payments_repository
+
+    merchant_id = viewer.scope or merchant or None
+    if viewer.scope and merchant and merchant != viewer.scope:
+        raise NotYours()
+    rows = await payments_repository.callback_queue(
+        session,
+        statuses=QUEUES[state],
+        merchant_id=merchant_id,
+        kind=kinds.get(product),
+        retrying_only=state == "retrying",
+        before_id=before,
+        limit=50,
+    )
+    if state == "pending":
+        rows = [row for row in rows if row.attempts_made == 0]
+    merchants = await merchant_service.list(session) if viewer.is_operator else []
+    return render(
+        request,
+        "callbacks.html",
+        viewer=viewer,
+        rows=rows,
+        state=state,
+        merchant=merchant,
+        product=product,
+        merchants=merchants,
+        now=clock.now(),
+        done=DONE.get(done),
+        next_before=rows[-1].id if len(rows) == 50 else None,
+    )
+
+
+@router.post("/callbacks/{callback_id}/replay")
+async def replay(
+    request: Request,
+    callback_id: int,
+    viewer: Checked,
+    session: WriteSession,
+    target: Annotated[str, Form(pattern="^(original|current)$")] = "original",
+) -> Response:
+    replayed = await payment_actions.replay(
+        session, viewer.scope, callback_id, target, viewer.actor(client_ip(request))
+    )
+    return RedirectResponse(f"/console/payments/{replayed.transaction_ref}?done=replayed", status_code=303)
+
+
+@router.post("/callbacks/replay-given-up")
+async def replay_given_up(
+    request: Request,
+    viewer: Checked,
+    session: WriteSession,
+    merchant: Annotated[str, Form(max_length=32)],
+    since: Annotated[str, Form(max_length=40)],
+    confirmed: Annotated[str, Form()] = "",
+) -> Response:
+    moment = _since(since)
+    if confirmed != "yes":
+        from kasir.payments.repository import payments_repository
+
+        if viewer.scope is not None and merchant != viewer.scope:
+            raise NotYours()
+        waiting = await payments_repository.given_up_since(session, merchant, moment)
+        return render(request, "confirm_replay.html", viewer=viewer, merchant=merchant, since=since, count=len(waiting))
+    replays = await payment_actions.replay_given_up(
+        session, viewer.scope, merchant, moment, viewer.actor(client_ip(request))
+    )
+    return render(request, "replayed.html", viewer=viewer, merchant=merchant, replays=replays)
+
+
+def _since(text: str) -> datetime:
+    value = text.strip()
+    try:
+        if len(value) == 16:  # an <input type="datetime-local">: Asia/Jakarta
+            value += ":00+07:00"
+        elif len(value) == 10:
+            value += "T00:00:00+07:00"
+        return parse_aware(value)
+    except ValueError as exc:
+        raise BadRequest("since must be a date and time", field="since") from exc
+
+
+# --- merchants (operators) ------------------------------------------------------------------------
+
+
+@router.get("/merchants")
+async def merchants(request: Request, viewer: Operator, session: ReadSession) -> Response:
+    rows = await merchant_service.list(session)
+    return render(request, "merchants.html", viewer=viewer, merchants=rows)
+
+
+@router.get("/merchants/new")
+async def new_merchant(request: Request, viewer: Operator) -> Response:
+    return render(request, "merchant_new.html", viewer=viewer)
+
+
+@router.post("/merchants")
+async def create_merchant(
+    request: Request,
+    viewer: CheckedOperator,
+    session: WriteSession,
+    name: Annotated[str, Form(max_length=100)],
+    callback_url: Annotated[str, Form(max_length=2048)] = "",
+    public_key: Annotated[str, Form(max_length=10_000)] = "",
+    key: Annotated[str, Form(pattern="^(upload|generate)$")] = "generate",
+) -> Response:
+    private_pem = None
+    if key == "generate":
+        private = generate_rsa_private_key()
+        public_key, private_pem = public_key_pem(private.public_key()).decode(), private_key_pem(private).decode()
+    merchant, credentials = await merchant_service.create(
+        session,
+        name=name,
+        public_key=public_key,
+        callback_url=callback_url or None,
+        actor=viewer.actor(client_ip(request)),
+    )
+    return render(
+        request,
+        "merchant_created.html",
+        viewer=viewer,
+        merchant=merchant,
+        credentials=credentials,
+        private_pem=private_pem,
+    )
+
+
+@router.get("/merchants/{merchant_id}")
+async def merchant(
+    request: Request, merchant_id: str, viewer: Operator, session: ReadSession, done: str = ""
+) -> Response:
+    row = await merchant_service.get(session, merchant_id)
+    grace = await merchant_service.grace(session, merchant_id)
+    events = await audit.search(session, merchant_id=merchant_id, limit=20)
+    return render(
+        request,
+        "merchant.html",
+        viewer=viewer,
+        m=row,
+        grace=grace,
+        events=events,
+        done=DONE.get(done),
+        kinds=list(CredentialKind),
+    )
+
+
+@router.post("/merchants/{merchant_id}/callback-url")
+async def change_callback_url(
+    request: Request,
+    merchant_id: str,
+    viewer: CheckedOperator,
+    session: WriteSession,
+    callback_url: Annotated[str, Form(max_length=2048)] = "",
+) -> Response:
+    await merchant_service.change_callback_url(
+        session, merchant_id, callback_url or None, actor=viewer.actor(client_ip(request))
+    )
+    return RedirectResponse(f"/console/merchants/{merchant_id}?done=callback_url", status_code=303)
+
+
+@router.post("/merchants/{merchant_id}/rotate")
+async def rotate(
+    request: Request,
+    merchant_id: str,
+    viewer: CheckedOperator,
+    session: WriteSession,
+    kind: Annotated[CredentialKind, Form()],
+    grace_hours: Annotated[float, Form(ge=0, le=168)] = 0,
+    public_key: Annotated[str, Form(max_length=10_000)] = "",
+) -> Response:
+    rotated = await merchant_service.rotate(
+        session,
+        merchant_id,
+        kind,
+        public_key=public_key or None,
+        grace_seconds=int(grace_hours * 3600),
+        actor=viewer.actor(client_ip(request)),
+    )
+    return render(request, "rotated.html", viewer=viewer, rotated=rotated)
+
+
+@router.post("/merchants/{merchant_id}/disable")
+async def disable(
+    request: Request,
+    merchant_id: str,
+    viewer: CheckedOperator,
+    session: WriteSession,
+    confirmed: Annotated[str, Form()] = "",
+) -> Response:
+    if confirmed != "yes":
+        row = await merchant_service.get(session, merchant_id)
+        return render(request, "confirm_disable.html", viewer=viewer, m=row)
+    await merchant_service.set_disabled(session, merchant_id, True, actor=viewer.actor(client_ip(request)))
+    return RedirectResponse(f"/console/merchants/{merchant_id}?done=disabled", status_code=303)
+
+
+@router.post("/merchants/{merchant_id}/enable")
+async def enable(request: Request, merchant_id: str, viewer: CheckedOperator, session: WriteSession) -> Response:
+    await merchant_service.set_disabled(session, merchant_id, False, actor=viewer.actor(client_ip(request)))
+    return RedirectResponse(f"/console/merchants/{merchant_id}?done=enabled", status_code=303)
+
+
+# --- audit log (operators) ---------------------------------------------------------------------------
+
+
+@router.get("/audit")
+async def audit_log(
+    request: Request,
+    viewer: Operator,
+    session: ReadSession,
+    merchant: str = "",
+    action: str = "",
+    before: int | None = None,
+) -> Response:
+    events = await audit.search(
+        session, merchant_id=merchant or None, action=action or None, before_id=before, limit=50
+    )
+    return render(
+        request,
+        "audit.html",
+        viewer=viewer,
+        events=events,
+        merchant=merchant,
+        action=action,
+        next_before=events[-1].id if len(events) == 50 else None,
+    )
+
+
+# --- static files and everything else ------------------------------------------------------------------
+
+
+@router.get("/static/{name}")
+async def static(name: str) -> Response:
+    path = STATIC / name
+    if "/" in name or name.startswith(".") or path.suffix not in STATIC_TYPES or not path.is_file():
+        raise NotYours()
+    return FileResponse(path, media_type=STATIC_TYPES[path.suffix], headers={"cache-control": "public, max-age=3600"})
+
+
+@router.api_route("/{anything:path}", methods=["GET", "POST"])
+async def not_found(anything: str, request: Request) -> Response:
+    raise NotYours()

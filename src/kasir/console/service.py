@@ -1,0 +1,419 @@
+"""Console users, sign-in and sessions.
+
+    ConsoleError (KasirError)
+     ├── UserInvalid (400)          an email, role, merchant or password that cannot be
+     ├── UserNotFound (404)
+     ├── UserEmailTaken (409)
+     ├── SignInRefused (401)        wrong email or password, or a disabled user: one message
+     ├── AccountLocked (429)        too many failed sign-ins in a row
+     ├── SignInRequired (401)       no session, or it ended (expired, idle, revoked, user disabled)
+     ├── CsrfRefused (403)          a state-changing request without its session's token
+     └── NotYours (404)             a merchant user asking for another merchant's data
+
+Passwords are Argon2id (argon2-cffi's defaults), hashed and verified on a thread and outside
+any write unit of work. Sessions are rows (the cookie holds a random value, the table its
+SHA-256), so every server process accepts them and sign-out or disabling a user ends them
+everywhere at once. Lockout: KASIR_CONSOLE_LOCK_AFTER failures in a row lock the account for
+KASIR_CONSOLE_LOCK_MINUTES; each failure answers after KASIR_CONSOLE_SIGN_IN_DELAY_SECONDS
+times the failures so far (at most 4 times).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from functools import lru_cache
+from typing import Any
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.audit.service import Actor, audit
+from kasir.config import get_settings
+from kasir.console.models import ConsoleSession, ConsoleUser, Role
+from kasir.console.repository import console_repository
+from kasir.db import Database
+from kasir.errors import BadRequest, Conflict, KasirError, NotFound, TooManyRequests
+from kasir.kit.clock import clock
+from kasir.kit.crypto import constant_time_equals
+from kasir.merchants.service import merchant_service
+
+
+class UserInvalid(BadRequest):
+    pass
+
+
+class UserNotFound(NotFound):
+    pass
+
+
+class UserEmailTaken(Conflict):
+    pass
+
+
+class SignInRefused(KasirError):
+    http_status = 401
+    default_message = "Email or password is wrong."
+
+
+class AccountLocked(TooManyRequests):
+    pass
+
+
+class SignInRequired(KasirError):
+    http_status = 401
+    default_message = "Please sign in."
+
+
+class CsrfRefused(KasirError):
+    http_status = 403
+    default_message = "This form has expired or did not come from the console. Reload the page and try again."
+
+
+class NotYours(NotFound):
+    """Another merchant's payment, callback or merchant: answered exactly like one that does not exist."""
+
+    default_message = "Not found."
+
+
+MIN_PASSWORD_LENGTH = 12
+_EMAIL = re.compile(r"^[^@\s]{1,64}@[^@\s]{1,189}\.[^@\s]{2,}$")
+
+
+@lru_cache(maxsize=1)
+def _hasher() -> PasswordHasher:
+    return PasswordHasher()  # Argon2id, RFC 9106's second recommended parameters (64 MiB, 3 passes)
+
+
+@lru_cache(maxsize=1)
+def _dummy_hash() -> str:
+    # Verified against when the email is unknown, so a wrong email costs what a wrong password costs.
+    return _hasher().hash(secrets.token_urlsafe(16))
+
+
+def hash_password_sync(password: str) -> str:
+    return _hasher().hash(password)
+
+
+async def hash_password(password: str) -> str:
+    return await asyncio.to_thread(hash_password_sync, password)
+
+
+async def verify_password(password_hash: str, password: str) -> bool:
+    def verify() -> bool:
+        try:
+            return _hasher().verify(password_hash, password)
+        except (VerificationError, InvalidHashError):
+            return False
+
+    return await asyncio.to_thread(verify)
+
+
+def session_key(token: str) -> str:
+    """The stored id of a session: SHA-256 of the cookie's value."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def new_password() -> str:
+    return secrets.token_urlsafe(15)  # 20 characters, 120 bits
+
+
+def normalise_email(email: str) -> str:
+    email = email.strip().lower()
+    if not _EMAIL.match(email):
+        raise UserInvalid("email must be an address such as name@example.id", field="email")
+    return email
+
+
+def check_password(password: str) -> str:
+    if len(password) < MIN_PASSWORD_LENGTH:
+        raise UserInvalid(f"password must be at least {MIN_PASSWORD_LENGTH} characters", field="password")
+    if len(password) > 1024:
+        raise UserInvalid("password must be at most 1024 characters", field="password")
+    return password
+
+
+@dataclass(frozen=True, slots=True)
+class Viewer:
+    """The signed-in console user of a request, and what it may see."""
+
+    user_id: int
+    email: str
+    role: Role
+    merchant_id: str | None
+    session_id: str
+    csrf_token: str
+
+    @property
+    def is_operator(self) -> bool:
+        return self.role is Role.OPERATOR
+
+    @property
+    def scope(self) -> str | None:
+        """The merchant every query is limited to; None for an operator (every merchant)."""
+        return None if self.is_operator else self.merchant_id
+
+    def may_see(self, merchant_id: str | None) -> bool:
+        return self.is_operator or (merchant_id is not None and merchant_id == self.merchant_id)
+
+    def check(self, merchant_id: str | None) -> None:
+        """NotYours (404, as if it did not exist) unless this viewer may see `merchant_id`'s data."""
+        if not self.may_see(merchant_id):
+            raise NotYours()
+
+    def actor(self, ip: str | None) -> Actor:
+        return Actor(f"console:{self.email}", "console", ip, self.user_id)
+
+
+@dataclass(frozen=True, slots=True)
+class SignedIn:
+    token: str  # the cookie's value; only its hash is stored
+    viewer: Viewer
+    max_age: int
+
+
+def user_state(user: ConsoleUser) -> dict[str, Any]:
+    return {
+        "email": user.email,
+        "role": user.role,
+        "merchant_id": user.merchant_id,
+        "disabled": user.disabled_at is not None,
+    }
+
+
+class ConsoleUserService:
+    async def create(
+        self,
+        session: AsyncSession,
+        *,
+        email: str,
+        role: str,
+        merchant_id: str | None = None,
+        password: str | None = None,
+        actor: Actor,
+    ) -> tuple[ConsoleUser, str]:
+        """The new user and its password (generated when none is given): shown once."""
+        email = normalise_email(email)
+        try:
+            role_ = Role(role)
+        except ValueError as exc:
+            raise UserInvalid("role must be operator or merchant", field="role") from exc
+        if role_ is Role.MERCHANT:
+            if not merchant_id:
+                raise UserInvalid("a merchant user needs --merchant (the merchant id)", field="merchant_id")
+            await merchant_service.get(session, merchant_id)
+        elif merchant_id:
+            raise UserInvalid("an operator sees every merchant: give no merchant", field="merchant_id")
+        password = check_password(password) if password is not None else new_password()
+        password_hash = await hash_password(password)
+        if await console_repository.user_by_email(session, email) is not None:
+            raise UserEmailTaken(f"a console user {email} already exists", field="email")
+        now = clock.now()
+        user = ConsoleUser(
+            email=email,
+            role=role_.value,
+            merchant_id=merchant_id if role_ is Role.MERCHANT else None,
+            password_hash=password_hash,
+            failed_sign_ins=0,
+            created_at=now,
+            updated_at=now,
+        )
+        await console_repository.add(session, user)
+        await audit.record(
+            session,
+            actor,
+            "user.create",
+            target_type="console_user",
+            target_id=email,
+            merchant_id=user.merchant_id,
+            after=user_state(user),
+        )
+        return user, password
+
+    async def list(self, session: AsyncSession) -> Sequence[ConsoleUser]:
+        return await console_repository.users(session)
+
+    async def get(self, session: AsyncSession, email_or_id: str | int) -> ConsoleUser:
+        if isinstance(email_or_id, int) or str(email_or_id).isdigit():
+            user = await console_repository.user(session, int(email_or_id))
+        else:
+            user = await console_repository.user_by_email(session, str(email_or_id).strip().lower())
+        if user is None:
+            raise UserNotFound(f"no console user {email_or_id}", field="user")
+        return user
+
+    async def set_disabled(
+        self, session: AsyncSession, email_or_id: str | int, disabled: bool, *, actor: Actor
+    ) -> ConsoleUser:
+        """Disabling ends every session of the user at once."""
+        user = await self.get(session, email_or_id)
+        before = user_state(user)
+        now = clock.now()
+        user.disabled_at = (user.disabled_at or now) if disabled else None
+        user.updated_at = now
+        await session.flush()
+        if disabled:
+            await console_repository.revoke_all(session, user.id, now)
+        await audit.record(
+            session,
+            actor,
+            "user.disable" if disabled else "user.enable",
+            target_type="console_user",
+            target_id=user.email,
+            merchant_id=user.merchant_id,
+            before=before,
+            after=user_state(user),
+        )
+        return user
+
+    async def reset_password(
+        self, session: AsyncSession, email_or_id: str | int, password: str | None = None, *, actor: Actor
+    ) -> tuple[ConsoleUser, str]:
+        """A new password (generated when none is given), shown once; the user's sessions end, a lock is lifted."""
+        password = check_password(password) if password is not None else new_password()
+        password_hash = await hash_password(password)
+        user = await self.get(session, email_or_id)
+        now = clock.now()
+        user.password_hash = password_hash
+        user.failed_sign_ins = 0
+        user.locked_until = None
+        user.updated_at = now
+        await session.flush()
+        await console_repository.revoke_all(session, user.id, now)
+        await audit.record(
+            session,
+            actor,
+            "user.reset_password",
+            target_type="console_user",
+            target_id=user.email,
+            merchant_id=user.merchant_id,
+        )
+        return user, password
+
+
+class ConsoleSessionService:
+    async def sign_in(self, database: Database, email: str, password: str, ip: str | None) -> SignedIn:
+        """A new session, or SignInRefused / AccountLocked. Each opens its own short units of work:
+        the password is verified between them, never inside one."""
+        settings = get_settings()
+        email = email.strip().lower()[:254]
+        async with database.unit_of_work(read_only=True) as session:
+            user = await console_repository.user_by_email(session, email)
+        now = clock.now()
+        if user is not None and user.locked_until is not None and user.locked_until > now:
+            raise AccountLocked(_locked_message(user.locked_until))
+        if user is None or user.disabled_at is not None:
+            await verify_password(_dummy_hash(), password)
+            await asyncio.sleep(settings.console_sign_in_delay_seconds)
+            raise SignInRefused()
+        if not await verify_password(user.password_hash, password):
+            async with database.unit_of_work() as session:
+                failures = await console_repository.count_failure(session, user.id, clock.now())
+                locked_until = None
+                if failures >= settings.console_lock_after:
+                    locked_until = clock.now() + timedelta(minutes=settings.console_lock_minutes)
+                    await console_repository.lock(session, user.id, locked_until)
+                    await audit.record(
+                        session,
+                        Actor(f"console:{email}", "console", ip, user.id),
+                        "user.locked",
+                        target_type="console_user",
+                        target_id=email,
+                        merchant_id=user.merchant_id,
+                        after={"failed_sign_ins": failures, "locked_until": locked_until},
+                    )
+            await asyncio.sleep(settings.console_sign_in_delay_seconds * min(failures, 4))
+            if locked_until is not None:
+                raise AccountLocked(_locked_message(locked_until))
+            raise SignInRefused()
+        rehash = _hasher().check_needs_rehash(user.password_hash)
+        new_hash = await hash_password(password) if rehash else None
+        token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        lifetime = timedelta(hours=settings.console_session_hours)
+        async with database.unit_of_work() as session:
+            fresh = await console_repository.user(session, user.id)
+            if fresh is None or fresh.disabled_at is not None:
+                raise SignInRefused()
+            now = clock.now()
+            fresh.failed_sign_ins = 0
+            fresh.last_sign_in_at = now
+            if new_hash is not None:
+                fresh.password_hash = new_hash
+            await console_repository.add(
+                session,
+                ConsoleSession(
+                    id=session_key(token),
+                    user_id=user.id,
+                    csrf_token=csrf,
+                    ip=ip,
+                    created_at=now,
+                    last_seen_at=now,
+                    expires_at=now + lifetime,
+                ),
+            )
+            await audit.record(
+                session,
+                Actor(f"console:{email}", "console", ip, user.id),
+                "user.sign_in",
+                target_type="console_user",
+                target_id=email,
+                merchant_id=user.merchant_id,
+            )
+        viewer = Viewer(user.id, user.email, Role(user.role), user.merchant_id, session_key(token), csrf)
+        return SignedIn(token, viewer, int(lifetime.total_seconds()))
+
+    async def viewer(self, database: Database, token: str | None) -> Viewer:
+        """The signed-in user of a session cookie, or SignInRequired (no session, ended, user disabled)."""
+        if not token or len(token) > 128:
+            raise SignInRequired()
+        key = session_key(token)
+        async with database.unit_of_work(read_only=True) as session:
+            found = await console_repository.session_with_user(session, key)
+        if found is None:
+            raise SignInRequired()
+        row, user = found
+        now = clock.now()
+        idle = timedelta(minutes=get_settings().console_idle_minutes)
+        if (
+            row.revoked_at is not None
+            or row.expires_at <= now
+            or row.last_seen_at + idle <= now
+            or user.disabled_at is not None
+        ):
+            raise SignInRequired("Your session has ended. Please sign in again.")
+        if now - row.last_seen_at > timedelta(seconds=60):  # one write a minute at most, not one per page
+            async with database.unit_of_work() as session:
+                await console_repository.touch(session, key, now)
+        return Viewer(user.id, user.email, Role(user.role), user.merchant_id, key, row.csrf_token)
+
+    async def sign_out(self, database: Database, viewer: Viewer, ip: str | None) -> None:
+        async with database.unit_of_work() as session:
+            await console_repository.revoke(session, viewer.session_id, clock.now())
+            await audit.record(
+                session,
+                viewer.actor(ip),
+                "user.sign_out",
+                target_type="console_user",
+                target_id=viewer.email,
+                merchant_id=viewer.merchant_id,
+            )
+
+    def check_csrf(self, viewer: Viewer, given: str | None) -> None:
+        if not given or not constant_time_equals(given, viewer.csrf_token):
+            raise CsrfRefused()
+
+
+def _locked_message(until: datetime) -> str:
+    from kasir.console.format import jakarta_time
+
+    return f"Too many failed sign-ins. This account is locked until {jakarta_time(until)}."
+
+
+console_users = ConsoleUserService()
+console_sessions = ConsoleSessionService()

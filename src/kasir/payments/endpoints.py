@@ -1,0 +1,73 @@
+"""Admin API of payments (Bearer KASIR_ADMIN_TOKEN): one list across wallet, BNPL and card; callback replays."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+
+from kasir.admin import require_admin
+from kasir.audit.service import Actor
+from kasir.callbacks.schemas import CallbackView
+from kasir.db import ReadSession, WriteSession
+from kasir.payments.schemas import PaymentList, PaymentView, ReplayedList, ReplayGivenUpRequest, ReplayRequest
+from kasir.payments.service import parse_filter, payment_actions, payments_service
+
+router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(require_admin)])
+
+
+def actor(request: Request) -> Actor:
+    return Actor.admin_api(request.client.host if request.client else None)
+
+
+@router.get("/payments", summary="Payments of every product, newest first (keyset pages)")
+async def list_payments(
+    session: ReadSession,
+    q: Annotated[
+        str | None, Query(description="Any id: transaction, external, order, partnerReferenceNo, reference")
+    ] = None,
+    product: Annotated[str | None, Query(description="wallet | bnpl | card")] = None,
+    status: Annotated[str | None, Query(description="pending | paid | refunded | void | expired | failed")] = None,
+    channel: str | None = None,
+    merchant_id: str | None = None,
+    since: Annotated[str | None, Query(description="2026-11-24 (Asia/Jakarta) or ISO 8601 with offset")] = None,
+    until: Annotated[str | None, Query(description="2026-11-24 (the whole day) or ISO 8601 with offset")] = None,
+    cursor: str | None = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+) -> PaymentList:
+    where = parse_filter(
+        scope=None,
+        merchant_id=merchant_id,
+        product=product,
+        status=status,
+        channel=channel,
+        since=since,
+        until=until,
+        query=q,
+    )
+    page = await payments_service.list(session, where, cursor=cursor, limit=limit)
+    return PaymentList(payments=[PaymentView.of(row) for row in page.rows], next_cursor=page.next_cursor)
+
+
+@router.get("/payments/{payment_id}", summary="One payment of any product")
+async def show_payment(payment_id: str, session: ReadSession) -> PaymentView:
+    return PaymentView.of(await payments_service.get(session, None, payment_id))
+
+
+@router.post(
+    "/callbacks/{callback_id}/replay-to",
+    status_code=201,
+    summary="Deliver a callback again to its original URL or to the merchant's current default URL",
+)
+async def replay_to(callback_id: int, body: ReplayRequest, request: Request, session: WriteSession) -> CallbackView:
+    return CallbackView.of(await payment_actions.replay(session, None, callback_id, body.target, actor(request)))
+
+
+@router.post(
+    "/callbacks/replay-given-up",
+    status_code=201,
+    summary="Deliver again every given-up callback of a merchant recorded since a time",
+)
+async def replay_given_up(body: ReplayGivenUpRequest, request: Request, session: WriteSession) -> ReplayedList:
+    replays = await payment_actions.replay_given_up(session, None, body.merchant_id, body.since, actor(request))
+    return ReplayedList(replayed=[r.id for r in replays], of=[r.replay_of or 0 for r in replays])

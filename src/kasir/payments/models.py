@@ -1,0 +1,43 @@
+"""The indexes the payments query (kasir.payments) reads the product tables by.
+
+The tables belong to their rooms; these indexes serve only the console's and the admin API's
+list (newest first, all merchants or one) and search (any id a merchant or customer quotes).
+Declared here, on the rooms' tables, so the metadata and migration 0009 agree.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Index
+
+from kasir.bnpl.models import BnplTransaction
+from kasir.callbacks.models import Callback
+from kasir.card.models import CardOrder
+from kasir.wallet.models import WalletTransaction
+
+INDEXES = (
+    Index("ix_wallet_transaction_created", WalletTransaction.created_at, WalletTransaction.id),
+    Index(
+        "ix_wallet_transaction_merchant_created",
+        WalletTransaction.merchant_id,
+        WalletTransaction.created_at,
+        WalletTransaction.id,
+    ),
+    Index("ix_wallet_transaction_external", WalletTransaction.external_id),
+    Index("ix_wallet_transaction_order", WalletTransaction.order_id),
+    Index("ix_wallet_transaction_reference", WalletTransaction.reference_id),
+    Index("ix_bnpl_transaction_created", BnplTransaction.created_at, BnplTransaction.id),
+    Index(
+        "ix_bnpl_transaction_merchant_created",
+        BnplTransaction.merchant_id,
+        BnplTransaction.created_at,
+        BnplTransaction.id,
+    ),
+    Index("ix_bnpl_transaction_partner_reference", BnplTransaction.partner_reference_no),
+    Index("ix_card_order_created", CardOrder.created_at, CardOrder.id),
+    Index("ix_card_order_merchant_created", CardOrder.merchant_id, CardOrder.created_at, CardOrder.id),
+    Index("ix_card_order_external", CardOrder.external_id),
+    Index("ix_card_order_order", CardOrder.order_id),
+)
+
+# The overview counts the period's callbacks by status.
+CALLBACK_INDEXES = (Index("ix_callback_created", Callback.created_at),)

@@ -1,0 +1,366 @@
+"""Read-only queries across the product tables (wallet, BNPL, card), for the payments list and the overview.
+
+Each product is read by its own statement with the same shape (newest first, keyset by
+(created_at, id)), and the rows are merged in Python: every statement walks an index
+(kasir.payments.models) and stops after one page, whatever the number of payments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy import String, and_, func, literal, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.bnpl.models import BnplTransaction, amount_of
+from kasir.callbacks.models import Callback, CallbackAttempt
+from kasir.card.models import CardAttempt, CardOrder
+from kasir.wallet.models import WalletRefund, WalletTransaction
+
+PRODUCTS = ("wallet", "bnpl", "card")
+
+# Each product's statuses by outcome: the one status filter of the list, across products.
+OUTCOMES: dict[str, dict[str, tuple[str, ...]]] = {
+    "wallet": {
+        "pending": ("PENDING",),
+        "paid": ("PAID",),
+        "refunded": ("REFUNDED",),
+        "void": ("VOID",),
+        "expired": ("EXPIRED",),
+        "failed": ("failed",),
+    },
+    "bnpl": {
+        "pending": ("01", "02", "03"),
+        "paid": ("00",),
+        "refunded": ("04",),
+        "expired": ("05",),
+        "failed": ("06",),
+    },
+    "card": {"pending": ("PENDING", "AUTHENTICATING"), "paid": ("SUCCESS",), "expired": ("EXPIRED",)},
+}
+OUTCOME_NAMES = ("pending", "paid", "refunded", "void", "expired", "failed")
+
+
+def outcome_of(product: str, status: str) -> str:
+    for outcome, statuses in OUTCOMES[product].items():
+        if status in statuses:
+            return outcome
+    return "pending"
+
+
+@dataclass(frozen=True, slots=True)
+class PaymentRow:
+    """One payment of any product, in the list's columns."""
+
+    product: str
+    id: str
+    merchant_id: str
+    external_id: str | None
+    order_id: str | None  # BNPL: partnerReferenceNo
+    channel: str
+    status: str
+    outcome: str
+    amount: Decimal
+    created_at: datetime
+    updated_at: datetime
+    paid_at: datetime | None
+
+    @property
+    def sort_key(self) -> tuple[datetime, str]:
+        return (self.created_at, self.id)
+
+
+@dataclass(frozen=True, slots=True)
+class PaymentFilter:
+    merchant_id: str | None = None
+    product: str | None = None
+    outcome: str | None = None
+    channel: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    query: str | None = None  # any id a merchant or customer quotes, exact
+
+
+class _Table:
+    """How one product's table answers the list's questions."""
+
+    def __init__(
+        self,
+        product: str,
+        model: Any,
+        *,
+        external: Any,
+        order: Any,
+        channel: Any,
+        amount: Any,
+        searchable: Sequence[Any],
+    ) -> None:
+        self.product = product
+        self.model = model
+        self.external = external
+        self.order = order
+        self.channel = channel
+        self.amount = amount
+        self.searchable = searchable
+
+    def columns(self) -> list[Any]:
+        m = self.model
+        return [
+            m.id,
+            m.merchant_id,
+            self.external,
+            self.order,
+            self.channel,
+            m.status,
+            self.amount,
+            m.created_at,
+            m.updated_at,
+            m.paid_at,
+        ]
+
+    def row(self, values: Any) -> PaymentRow:
+        id_, merchant_id, external, order, channel, status, amount, created, updated, paid = values
+        money = amount_of(amount) if self.product == "bnpl" else Decimal(amount)
+        return PaymentRow(
+            self.product,
+            id_,
+            merchant_id,
+            external,
+            order,
+            channel,
+            status,
+            outcome_of(self.product, status),
+            money,
+            created,
+            updated,
+            paid,
+        )
+
+    def conditions(self, where: PaymentFilter) -> list[Any] | None:
+        """The WHERE of this table for the filter; None when no row of this product can match."""
+        m = self.model
+        found: list[Any] = []
+        if where.product and where.product != self.product:
+            return None
+        if where.merchant_id:
+            found.append(m.merchant_id == where.merchant_id)
+        if where.outcome:
+            statuses = OUTCOMES[self.product].get(where.outcome)
+            if not statuses:
+                return None
+            found.append(m.status.in_(statuses))
+        if where.channel:
+            if self.product == "bnpl":
+                if where.channel.upper() != "BNPL":
+                    return None
+            else:
+                found.append(self.channel == where.channel.upper())
+        if where.since is not None:
+            found.append(m.created_at >= where.since)
+        if where.until is not None:
+            found.append(m.created_at < where.until)
+        if where.query:
+            found.append(or_(*(column == where.query for column in self.searchable)))
+        return found
+
+
+_TABLES = {
+    "wallet": _Table(
+        "wallet",
+        WalletTransaction,
+        external=WalletTransaction.external_id,
+        order=WalletTransaction.order_id,
+        channel=WalletTransaction.payment_channel,
+        amount=WalletTransaction.amount,
+        searchable=(
+            WalletTransaction.id,
+            WalletTransaction.external_id,
+            WalletTransaction.order_id,
+            WalletTransaction.reference_id,
+        ),
+    ),
+    "bnpl": _Table(
+        "bnpl",
+        BnplTransaction,
+        external=BnplTransaction.partner_reference_no,
+        order=BnplTransaction.partner_reference_no,
+        channel=literal("BNPL", String(8)),
+        amount=BnplTransaction.amount_cents,
+        searchable=(BnplTransaction.id, BnplTransaction.partner_reference_no),
+    ),
+    "card": _Table(
+        "card",
+        CardOrder,
+        external=CardOrder.external_id,
+        order=CardOrder.order_id,
+        channel=CardOrder.payment_channel,
+        amount=CardOrder.amount,
+        searchable=(CardOrder.id, CardOrder.external_id, CardOrder.order_id),
+    ),
+}
+
+
+class PaymentsRepository:
+    async def page(
+        self,
+        session: AsyncSession,
+        where: PaymentFilter,
+        *,
+        after: tuple[datetime, str] | None,
+        limit: int,
+    ) -> list[PaymentRow]:
+        """Up to `limit` payments older than `after` (the keyset), newest first, across products."""
+        rows: list[PaymentRow] = []
+        for table in _TABLES.values():
+            conditions = table.conditions(where)
+            if conditions is None:
+                continue
+            m = table.model
+            if after is not None:
+                created, id_ = after
+                conditions.append(or_(m.created_at < created, and_(m.created_at == created, m.id < id_)))
+            statement = (
+                select(*table.columns()).where(*conditions).order_by(m.created_at.desc(), m.id.desc()).limit(limit)
+            )
+            rows.extend(table.row(values) for values in (await session.execute(statement)).all())
+        rows.sort(key=lambda row: row.sort_key, reverse=True)
+        return rows[:limit]
+
+    async def get(self, session: AsyncSession, payment_id: str) -> PaymentRow | None:
+        for table in _TABLES.values():
+            values = (await session.execute(select(*table.columns()).where(table.model.id == payment_id))).first()
+            if values is not None:
+                return table.row(values)
+        return None
+
+    async def totals(
+        self, session: AsyncSession, merchant_id: str | None, since: datetime
+    ) -> list[tuple[str, str, int, Decimal]]:
+        """(product, outcome, count, volume) of the payments created since `since`."""
+        found: dict[tuple[str, str], tuple[int, Decimal]] = {}
+        for table in _TABLES.values():
+            m = table.model
+            statement = select(m.status, func.count(), func.coalesce(func.sum(table.amount), 0)).where(
+                m.created_at >= since
+            )
+            if merchant_id:
+                statement = statement.where(m.merchant_id == merchant_id)
+            for status, count, total in (await session.execute(statement.group_by(m.status))).all():
+                money = amount_of(int(total)) if table.product == "bnpl" else Decimal(int(total))
+                key = (table.product, outcome_of(table.product, status))
+                old_count, old_total = found.get(key, (0, Decimal(0)))
+                found[key] = (old_count + int(count), old_total + money)
+        return [(product, outcome, count, total) for (product, outcome), (count, total) in sorted(found.items())]
+
+    async def callback_totals(self, session: AsyncSession, merchant_id: str | None, since: datetime) -> dict[str, int]:
+        statement = select(Callback.status, func.count()).where(Callback.created_at >= since)
+        if merchant_id:
+            statement = statement.where(Callback.merchant_id == merchant_id)
+        result = await session.execute(statement.group_by(Callback.status))
+        return {status: int(count) for status, count in result.all()}
+
+    async def retrying(self, session: AsyncSession, merchant_id: str | None, since: datetime) -> int:
+        """Callbacks still to deliver that have been tried and refused at least once."""
+        statement = select(func.count()).where(
+            Callback.created_at >= since,
+            Callback.status.in_(("pending", "delivering")),
+            Callback.attempts_made > 0,
+        )
+        if merchant_id:
+            statement = statement.where(Callback.merchant_id == merchant_id)
+        return int(await session.scalar(statement) or 0)
+
+    async def delivery_latencies(
+        self, session: AsyncSession, merchant_id: str | None, since: datetime, limit: int = 5000
+    ) -> list[float]:
+        """Seconds from a callback's commit to its acceptance, for the latest `limit` delivered since `since`."""
+        statement = (
+            select(Callback.created_at, Callback.delivered_at)
+            .where(Callback.created_at >= since, Callback.status == "delivered", Callback.replay_of.is_(None))
+            .order_by(Callback.created_at.desc())
+            .limit(limit)
+        )
+        if merchant_id:
+            statement = statement.where(Callback.merchant_id == merchant_id)
+        return [
+            (delivered - created).total_seconds()
+            for created, delivered in (await session.execute(statement)).all()
+            if delivered is not None
+        ]
+
+    # --- one payment's details ---------------------------------------------------------
+
+    async def wallet(self, session: AsyncSession, payment_id: str) -> WalletTransaction | None:
+        return await session.get(WalletTransaction, payment_id)
+
+    async def wallet_refunds(self, session: AsyncSession, payment_id: str) -> Sequence[WalletRefund]:
+        statement = select(WalletRefund).where(WalletRefund.transaction_id == payment_id).order_by(WalletRefund.id)
+        return (await session.scalars(statement)).all()
+
+    async def bnpl(self, session: AsyncSession, payment_id: str) -> BnplTransaction | None:
+        return await session.get(BnplTransaction, payment_id)
+
+    async def card(self, session: AsyncSession, payment_id: str) -> CardOrder | None:
+        return await session.get(CardOrder, payment_id)
+
+    async def card_attempts(self, session: AsyncSession, payment_id: str) -> Sequence[CardAttempt]:
+        statement = select(CardAttempt).where(CardAttempt.card_order_id == payment_id).order_by(CardAttempt.number)
+        return (await session.scalars(statement)).all()
+
+    async def callbacks(self, session: AsyncSession, merchant_id: str, payment_id: str) -> Sequence[Callback]:
+        statement = (
+            select(Callback)
+            .where(Callback.merchant_id == merchant_id, Callback.transaction_ref == payment_id)
+            .order_by(Callback.id)
+        )
+        return (await session.scalars(statement)).all()
+
+    async def attempts(self, session: AsyncSession, callback_ids: Sequence[int]) -> Sequence[CallbackAttempt]:
+        if not callback_ids:
+            return []
+        statement = (
+            select(CallbackAttempt)
+            .where(CallbackAttempt.callback_id.in_(callback_ids))
+            .order_by(CallbackAttempt.callback_id, CallbackAttempt.number, CallbackAttempt.id)
+        )
+        return (await session.scalars(statement)).all()
+
+    async def callback(self, session: AsyncSession, callback_id: int) -> Callback | None:
+        return await session.get(Callback, callback_id)
+
+    async def callback_queue(
+        self,
+        session: AsyncSession,
+        *,
+        statuses: Sequence[str],
+        merchant_id: str | None,
+        kind: str | None,
+        retrying_only: bool = False,
+        before_id: int | None = None,
+        limit: int = 50,
+    ) -> Sequence[Callback]:
+        statement = select(Callback).where(Callback.status.in_(statuses)).order_by(Callback.id.desc()).limit(limit)
+        if merchant_id:
+            statement = statement.where(Callback.merchant_id == merchant_id)
+        if kind:
+            statement = statement.where(Callback.kind == kind)
+        if retrying_only:
+            statement = statement.where(Callback.attempts_made > 0)
+        if before_id is not None:
+            statement = statement.where(Callback.id < before_id)
+        return (await session.scalars(statement)).all()
+
+    async def given_up_since(self, session: AsyncSession, merchant_id: str, since: datetime) -> Sequence[Callback]:
+        statement = (
+            select(Callback)
+            .where(Callback.merchant_id == merchant_id, Callback.status == "failed", Callback.created_at >= since)
+            .order_by(Callback.id)
+        )
+        return (await session.scalars(statement)).all()
+
+
+payments_repository = PaymentsRepository()

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from kasir.payments.repository import PaymentRow
+
+
+class PaymentView(BaseModel):
+    product: str
+    id: str
+    merchant_id: str
+    external_id: str | None
+    order_id: str | None = Field(description="The merchant's order id; BNPL: partnerReferenceNo")
+    channel: str
+    status: str = Field(description="The product's own status")
+    outcome: str = Field(description="pending | paid | refunded | void | expired | failed")
+    amount: Decimal
+    created_at: datetime
+    updated_at: datetime
+    paid_at: datetime | None
+
+    @classmethod
+    def of(cls, row: PaymentRow) -> PaymentView:
+        return cls(
+            product=row.product,
+            id=row.id,
+            merchant_id=row.merchant_id,
+            external_id=row.external_id,
+            order_id=row.order_id,
+            channel=row.channel,
+            status=row.status,
+            outcome=row.outcome,
+            amount=row.amount,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+            paid_at=row.paid_at,
+        )
+
+
+class PaymentList(BaseModel):
+    payments: list[PaymentView]
+    next_cursor: str | None = Field(description="Pass as `cursor` for the next (older) page; null on the last")
+
+
+class ReplayRequest(BaseModel):
+    target: Literal["original", "current"] = "original"
+
+
+class ReplayGivenUpRequest(BaseModel):
+    merchant_id: str
+    since: datetime = Field(description="ISO 8601 with offset: given-up callbacks recorded since then")
+
+
+class ReplayedList(BaseModel):
+    replayed: list[int] = Field(description="Ids of the new callbacks")
+    of: list[int] = Field(description="Ids of the callbacks they replay")

@@ -1,0 +1,603 @@
+"""Payments across products: one list, one detail, the overview's numbers, and the actions on a payment.
+
+Reachable three ways (the console, `GET /admin/payments`, `kasir payments`). Every call takes
+the caller's merchant scope: None for an operator (every merchant), else the one merchant
+whose data it may see; anything outside it answers PaymentNotFound, like a payment that does
+not exist. Actions go through the product rooms' services (the same rules as the API) and
+are audited.
+
+    PaymentsError
+     ├── PaymentNotFound (404)
+     ├── BadCursor (400)
+     └── ActionRefused (409)        not a wallet payment, no current callback URL, ...
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import csv
+import io
+import json
+import statistics
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.audit.service import Actor, audit
+from kasir.bnpl.service import bnpl_service
+from kasir.callbacks.models import Callback, CallbackAttempt, CallbackKind
+from kasir.callbacks.service import callback_outbox
+from kasir.config import get_settings
+from kasir.console.format import jakarta_time, rupiah
+from kasir.db import Database
+from kasir.errors import BadRequest, Conflict, NotFound
+from kasir.kit.clock import JAKARTA, clock, parse_aware
+from kasir.merchants.service import merchant_service
+from kasir.payments.repository import (
+    OUTCOME_NAMES,
+    PRODUCTS,
+    PaymentFilter,
+    PaymentRow,
+    payments_repository,
+)
+from kasir.wallet.service import wallet_service
+
+PAGE_SIZE = 50
+EXPORT_PAGE = 1000
+
+
+class PaymentNotFound(NotFound):
+    default_message = "No such payment."
+
+
+class BadCursor(BadRequest):
+    pass
+
+
+class ActionRefused(Conflict):
+    pass
+
+
+class CallbackNotFound(NotFound):
+    default_message = "No such callback."
+
+
+def encode_cursor(row: PaymentRow) -> str:
+    text = f"{row.created_at.isoformat()}|{row.id}"
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str | None) -> tuple[datetime, str] | None:
+    if not cursor:
+        return None
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        moment, _, id_ = text.partition("|")
+        return parse_aware(moment), id_
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BadCursor("cursor is not one this list handed out", field="cursor") from exc
+
+
+def parse_filter(
+    *,
+    scope: str | None,
+    merchant_id: str | None = None,
+    product: str | None = None,
+    status: str | None = None,
+    channel: str | None = None,
+    since: str | datetime | None = None,
+    until: str | datetime | None = None,
+    query: str | None = None,
+) -> PaymentFilter:
+    """A filter from what a person typed (dates as `2026-11-24` in Asia/Jakarta or ISO 8601), within `scope`."""
+    if product and product not in PRODUCTS:
+        raise BadRequest(f"product must be one of {', '.join(PRODUCTS)}", field="product")
+    if status and status not in OUTCOME_NAMES:
+        raise BadRequest(f"status must be one of {', '.join(OUTCOME_NAMES)}", field="status")
+    merchant = scope or (merchant_id.strip() if merchant_id else None) or None
+    if scope and merchant_id and merchant_id != scope:
+        merchant = "\x00none"  # a merchant user asking for another merchant: nothing matches
+    return PaymentFilter(
+        merchant_id=merchant,
+        product=product or None,
+        outcome=status or None,
+        channel=(channel or "").strip().upper() or None,
+        since=_moment(since, "since"),
+        until=_moment(until, "until", end_of_day=True),
+        query=(query or "").strip()[:128] or None,
+    )
+
+
+def _moment(value: str | datetime | None, name: str, *, end_of_day: bool = False) -> datetime | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value
+    text = value.strip()
+    try:
+        if len(text) == 10:  # a date: that day in Asia/Jakarta (an `until` date includes the whole day)
+            day = datetime.fromisoformat(text).replace(tzinfo=JAKARTA)
+            return day + timedelta(days=1) if end_of_day else day
+        return parse_aware(text)
+    except ValueError as exc:
+        raise BadRequest(f"{name} must be a date (2026-11-24) or an ISO 8601 time with offset", field=name) from exc
+
+
+@dataclass(frozen=True, slots=True)
+class PaymentPage:
+    rows: list[PaymentRow]
+    next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineEntry:
+    at: datetime
+    what: str
+    detail: str = ""
+
+
+@dataclass
+class CallbackWithAttempts:
+    callback: Callback
+    attempts: list[CallbackAttempt] = field(default_factory=list)
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """The headers Kasir sends with it (signatures are computed afresh at each attempt)."""
+        headers = {"Content-Type": "application/json", "X-Kasir-Callback-Id": str(self.callback.id)}
+        if self.callback.svc_signature:
+            headers["svc-signature"] = self.callback.svc_signature
+        if self.callback.kind == CallbackKind.BNPL.value:
+            headers.update({"X-PARTNER-ID": self.callback.merchant_id, "X-VERSION": "v1", "X-SIGNATURE": "(HMAC)"})
+        return headers
+
+
+@dataclass
+class PaymentDetail:
+    row: PaymentRow
+    merchant_name: str
+    merchant_callback_url: str | None
+    fields: list[tuple[str, str]]
+    items: list[dict[str, Any]]
+    timeline: list[TimelineEntry]
+    callbacks: list[CallbackWithAttempts]
+    refundable: int | None = None  # wallet: what is left to refund
+    can_void: bool = False
+    simulate: tuple[str, ...] = ()  # staging: pay / fail / expire
+
+
+@dataclass(frozen=True, slots=True)
+class Overview:
+    period: str
+    since: datetime
+    totals: list[tuple[str, str, int, Decimal]]  # product, outcome, count, volume
+    callbacks: dict[str, int]  # delivered, retrying, given_up, pending
+    latency_p50_ms: float | None
+    latency_p95_ms: float | None
+
+    def count(self, product: str | None = None, outcome: str | None = None) -> int:
+        return sum(c for p, o, c, _v in self.totals if (product in (None, p)) and (outcome in (None, o)))
+
+    def volume(self, product: str | None = None, outcome: str | None = None) -> Decimal:
+        return sum((v for p, o, _c, v in self.totals if (product in (None, p)) and (outcome in (None, o))), Decimal(0))
+
+    def success_rate(self, product: str | None = None) -> float | None:
+        """Paid (and later refunded or voided) of the payments that reached an outcome."""
+        paid = sum(self.count(product, o) for o in ("paid", "refunded", "void"))
+        done = paid + self.count(product, "failed") + self.count(product, "expired")
+        return None if done == 0 else paid / done
+
+
+PERIODS = {"today": None, "7d": timedelta(days=7), "30d": timedelta(days=30)}
+
+
+def period_start(period: str) -> datetime:
+    if period not in PERIODS:
+        raise BadRequest("period must be today, 7d or 30d", field="period")
+    span = PERIODS[period]
+    if span is None:
+        local = clock.local_now()
+        return local.replace(hour=0, minute=0, second=0, microsecond=0)
+    return clock.now() - span
+
+
+def _percentile(values: list[float], share: float) -> float | None:
+    if not values:
+        return None
+    if len(values) == 1:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[int(share * 100) - 1]
+
+
+class PaymentsService:
+    async def list(
+        self, session: AsyncSession, where: PaymentFilter, *, cursor: str | None = None, limit: int = PAGE_SIZE
+    ) -> PaymentPage:
+        limit = max(1, min(limit, 500))
+        rows = await payments_repository.page(session, where, after=decode_cursor(cursor), limit=limit + 1)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        return PaymentPage(rows, encode_cursor(rows[-1]) if more and rows else None)
+
+    async def get(self, session: AsyncSession, scope: str | None, payment_id: str) -> PaymentRow:
+        row = await payments_repository.get(session, payment_id.strip())
+        if row is None or (scope is not None and row.merchant_id != scope):
+            raise PaymentNotFound()
+        return row
+
+    async def find(self, session: AsyncSession, scope: str | None, query: str) -> builtins.list[PaymentRow]:
+        """Every payment any of whose ids is `query` (a merchant's order id may name a wallet and a card payment)."""
+        page = await self.list(session, parse_filter(scope=scope, query=query), limit=100)
+        return page.rows
+
+    async def detail(self, session: AsyncSession, scope: str | None, payment_id: str) -> PaymentDetail:
+        row = await self.get(session, scope, payment_id)
+        merchant = await merchant_service.get(session, row.merchant_id)
+        detail = PaymentDetail(row, merchant.name, merchant.callback_url, [], [], [], [])
+        timeline = [TimelineEntry(row.created_at, "Created", f"{row.channel}")]
+        staging = not get_settings().is_production
+        if row.product == "wallet":
+            tx = await payments_repository.wallet(session, row.id)
+            assert tx is not None
+            details = _json(tx.details)
+            detail.fields = [
+                ("Transaction id", tx.id),
+                ("External id", tx.external_id),
+                ("Order id", tx.order_id),
+                ("Reference id", tx.reference_id),
+                ("Channel", tx.payment_channel),
+                ("Description", tx.description),
+                ("Callback URL", tx.callback_url),
+                ("Return URL", tx.return_url or ""),
+                ("Customer", _customer(details.get("customer_details"))),
+                ("Wallet account", _wallet_account(details.get("wallet_details"))),
+                ("Issuer", tx.issuer or ""),
+                ("Retrieval reference no", tx.retrieval_reference_no or ""),
+                ("Failure reason", tx.failure_reason or ""),
+                ("Expires", jakarta_time(tx.expires_at)),
+            ]
+            detail.items = list(details.get("item_details") or [])
+            if tx.paid_at:
+                timeline.append(TimelineEntry(tx.paid_at, "Paid", tx.issuer or ""))
+            for refund in await payments_repository.wallet_refunds(session, tx.id):
+                timeline.append(TimelineEntry(refund.refunded_at, "Refunded", rupiah(refund.amount)))
+            if tx.voided_at:
+                timeline.append(TimelineEntry(tx.voided_at, "Voided"))
+            if tx.status in ("EXPIRED", "failed"):
+                timeline.append(TimelineEntry(tx.updated_at, "Expired" if tx.status == "EXPIRED" else "Failed"))
+            detail.refundable = tx.refundable_amount if tx.status in ("PAID", "REFUNDED") else None
+            detail.can_void = tx.status == "PAID"
+            if staging and tx.status == "PENDING":
+                detail.simulate = ("pay", "fail", "expire") if tx.payment_channel == "OVO" else ("pay", "expire")
+        elif row.product == "bnpl":
+            btx = await payments_repository.bnpl(session, row.id)
+            assert btx is not None
+            details = _json(btx.details)
+            detail.fields = [
+                ("Reference no", btx.id),
+                ("Partner reference no", btx.partner_reference_no),
+                ("Status", f"{btx.status} {btx.status_desc}"),
+                ("Tenure", f"{btx.tenure} months" if btx.tenure else ""),
+                ("Channel id", btx.channel_id),
+                ("Callback URL", btx.callback_url),
+                ("Customer", _customer(details.get("customerDetails") or details.get("customer_details"))),
+                ("Valid until", jakarta_time(btx.expires_at)),
+            ]
+            detail.items = list(details.get("itemDetails") or details.get("item_details") or [])
+            if btx.paid_at:
+                timeline.append(TimelineEntry(btx.paid_at, "Approved", f"{btx.tenure} months"))
+            elif btx.status in ("05", "06"):
+                timeline.append(TimelineEntry(btx.updated_at, btx.status_desc))
+            if staging and btx.status == "01":
+                detail.simulate = ("pay", "fail")
+        else:
+            order = await payments_repository.card(session, row.id)
+            assert order is not None
+            details = _json(order.details)
+            detail.fields = [
+                ("Transaction id", order.id),
+                ("External id", order.external_id),
+                ("Order id", order.order_id),
+                ("Channel", order.payment_channel),
+                ("Mode", order.payment_mode),
+                ("Acquirer", order.acq or ""),
+                ("Tenor", order.tenor or ""),
+                ("Last message", order.response_message or ""),
+                ("Attempts", f"{order.attempts_made} ({order.attempts_failed} failed)"),
+                ("Callback URL", order.callback_url or ""),
+                ("Return URL", order.return_url),
+                ("Customer", _customer(details.get("customerDetails") or details.get("customer_details"))),
+            ]
+            detail.items = list(details.get("itemDetails") or details.get("item_details") or [])
+            for attempt in await payments_repository.card_attempts(session, order.id):
+                # Only the masked number (first 6, last 4) was ever stored.
+                timeline.append(
+                    TimelineEntry(
+                        attempt.created_at,
+                        f"Attempt {attempt.number}: {attempt.status}",
+                        f"{attempt.card_brand} {attempt.masked_card} · {attempt.acq} · {attempt.response_message}",
+                    )
+                )
+            if order.paid_at:
+                timeline.append(TimelineEntry(order.paid_at, "Paid", order.acq or ""))
+            if order.status == "EXPIRED":
+                timeline.append(TimelineEntry(order.updated_at, "Expired"))
+        callbacks = await payments_repository.callbacks(session, row.merchant_id, row.id)
+        attempts = await payments_repository.attempts(session, [c.id for c in callbacks])
+        by_callback: dict[int, list[CallbackAttempt]] = {}
+        for callback_attempt in attempts:
+            by_callback.setdefault(callback_attempt.callback_id, []).append(callback_attempt)
+        detail.callbacks = [CallbackWithAttempts(c, by_callback.get(c.id, [])) for c in callbacks]
+        for c in callbacks:
+            label = f"Callback {c.event} " + ("replayed" if c.replay_of else "recorded")
+            timeline.append(TimelineEntry(c.created_at, label, f"#{c.id} → {c.status}"))
+        detail.timeline = sorted(timeline, key=lambda entry: entry.at)
+        return detail
+
+    async def overview(self, session: AsyncSession, scope: str | None, period: str) -> Overview:
+        since = period_start(period)
+        totals = await payments_repository.totals(session, scope, since)
+        counts = await payments_repository.callback_totals(session, scope, since)
+        retrying = await payments_repository.retrying(session, scope, since)
+        waiting = counts.get("pending", 0) + counts.get("delivering", 0)
+        callbacks = {
+            "delivered": counts.get("delivered", 0),
+            "retrying": retrying,
+            "given_up": counts.get("failed", 0),
+            "pending": waiting - retrying,
+        }
+        latencies = await payments_repository.delivery_latencies(session, scope, since)
+        p50, p95 = _percentile(latencies, 0.50), _percentile(latencies, 0.95)
+        return Overview(
+            period,
+            since,
+            totals,
+            callbacks,
+            None if p50 is None else p50 * 1000,
+            None if p95 is None else p95 * 1000,
+        )
+
+    async def export_csv(self, database: Database, where: PaymentFilter) -> AsyncIterator[str]:
+        """The filtered list as CSV, a page at a time, each page in a short read-only unit of work:
+        memory stays at one page whatever the number of rows."""
+        yield _csv_line(
+            [
+                "product",
+                "id",
+                "merchant_id",
+                "external_id",
+                "order_id",
+                "channel",
+                "status",
+                "outcome",
+                "amount",
+                "created_at",
+                "paid_at",
+            ]
+        )
+        after: tuple[datetime, str] | None = None
+        while True:
+            async with database.unit_of_work(read_only=True) as session:
+                rows = await payments_repository.page(session, where, after=after, limit=EXPORT_PAGE)
+            if not rows:
+                return
+            buffer = io.StringIO()
+            writer = csv.writer(buffer, lineterminator="\r\n")
+            for row in rows:
+                writer.writerow(
+                    [
+                        _cell(value)
+                        for value in (
+                            row.product,
+                            row.id,
+                            row.merchant_id,
+                            row.external_id or "",
+                            row.order_id or "",
+                            row.channel,
+                            row.status,
+                            row.outcome,
+                            str(row.amount),
+                            row.created_at.astimezone(JAKARTA).isoformat(timespec="seconds"),
+                            row.paid_at.astimezone(JAKARTA).isoformat(timespec="seconds") if row.paid_at else "",
+                        )
+                    ]
+                )
+            yield buffer.getvalue()
+            if len(rows) < EXPORT_PAGE:
+                return
+            after = rows[-1].sort_key
+
+
+class PaymentActions:
+    """What the console, the admin API and the CLI may do to a payment: through the rooms' services, audited."""
+
+    async def refund(
+        self, session: AsyncSession, scope: str | None, payment_id: str, amount: int, reason: str | None, actor: Actor
+    ) -> PaymentRow:
+        tx = await self._wallet(session, scope, payment_id)
+        before = {"status": tx.status, "refunded_amount": tx.refunded_amount}
+        if amount < 1:
+            raise BadRequest("refund amount must be at least Rp 1", field="refund_amount")
+        await wallet_service.refund(session, tx, amount, reason)
+        await self._audit(
+            session,
+            actor,
+            "payment.refund",
+            tx.id,
+            tx.merchant_id,
+            before,
+            {"status": tx.status, "refunded_amount": tx.refunded_amount, "refund_amount": amount},
+        )
+        return await payments_service.get(session, scope, payment_id)
+
+    async def void(self, session: AsyncSession, scope: str | None, payment_id: str, actor: Actor) -> PaymentRow:
+        tx = await self._wallet(session, scope, payment_id)
+        before = {"status": tx.status}
+        await wallet_service.void(session, tx)
+        await self._audit(session, actor, "payment.void", tx.id, tx.merchant_id, before, {"status": tx.status})
+        return await payments_service.get(session, scope, payment_id)
+
+    async def simulate(
+        self, session: AsyncSession, scope: str | None, payment_id: str, outcome: str, actor: Actor
+    ) -> PaymentRow:
+        """Staging only (the caller checks): the customer pays, fails or lets the payment expire."""
+        row = await payments_service.get(session, scope, payment_id)
+        before = {"status": row.status}
+        if row.product == "wallet":
+            tx = await wallet_service.get(session, row.id, lock=True)
+            if outcome == "pay":
+                await wallet_service.pay(session, tx)
+            elif outcome == "fail":
+                await wallet_service.fail(session, tx, "Simulated from the console")
+            elif outcome == "expire":
+                await wallet_service.expire_now(session, tx)
+            else:
+                raise BadRequest("outcome must be pay, fail or expire", field="outcome")
+        elif row.product == "bnpl" and outcome in ("pay", "fail"):
+            if outcome == "pay":
+                options = await bnpl_service.options(session, row.merchant_id, row.amount)
+                await bnpl_service.approve(session, row.id, options[0].tenure)
+            else:
+                await bnpl_service.reject(session, row.id)
+        else:
+            raise ActionRefused("this payment cannot be simulated from the console (card: use its payment page)")
+        after = await payments_service.get(session, scope, payment_id)
+        await self._audit(
+            session, actor, f"payment.simulate.{outcome}", row.id, row.merchant_id, before, {"status": after.status}
+        )
+        return after
+
+    async def replay(
+        self, session: AsyncSession, scope: str | None, callback_id: int, target: str, actor: Actor
+    ) -> Callback:
+        """Deliver a callback again, to the URL it was first sent to (`original`) or to the merchant's current
+        default callback URL (`current`): the same body, signatures computed afresh."""
+        original = await payments_repository.callback(session, callback_id)
+        if original is None or (scope is not None and original.merchant_id != scope):
+            raise CallbackNotFound()
+        if target == "original":
+            replay = await callback_outbox.replay(session, callback_id)
+        elif target == "current":
+            merchant = await merchant_service.get(session, original.merchant_id)
+            if not merchant.callback_url:
+                raise ActionRefused("the merchant has no default callback URL; replay to the original URL instead")
+            replay = await callback_outbox.record(
+                session,
+                kind=CallbackKind(original.kind),
+                merchant_id=original.merchant_id,
+                transaction_ref=original.transaction_ref,
+                event=original.event,
+                url=merchant.callback_url,
+                payload=json.loads(original.payload),
+                svc_signature=original.svc_signature,
+            )
+            replay.payload = original.payload  # byte for byte the same body
+            replay.replay_of = original.id
+            await session.flush()
+        else:
+            raise BadRequest("target must be original or current", field="target")
+        await self._audit(
+            session,
+            actor,
+            "callback.replay",
+            str(original.id),
+            original.merchant_id,
+            {"url": original.url, "status": original.status},
+            {"replay_id": replay.id, "url": replay.url, "target": target},
+        )
+        return replay
+
+    async def replay_given_up(
+        self, session: AsyncSession, scope: str | None, merchant_id: str, since: datetime, actor: Actor
+    ) -> list[Callback]:
+        """Every given-up callback of the merchant recorded since `since`, delivered again (one audited action)."""
+        if scope is not None and merchant_id != scope:
+            raise CallbackNotFound()
+        await merchant_service.get(session, merchant_id)
+        replays = [
+            await callback_outbox.replay(session, c.id)
+            for c in await payments_repository.given_up_since(session, merchant_id, since)
+        ]
+        await audit.record(
+            session,
+            actor,
+            "callback.replay_given_up",
+            target_type="merchant",
+            target_id=merchant_id,
+            merchant_id=merchant_id,
+            after={"since": since.isoformat(), "replayed": [r.replay_of for r in replays]},
+        )
+        return replays
+
+    async def _wallet(self, session: AsyncSession, scope: str | None, payment_id: str) -> Any:
+        row = await payments_service.get(session, scope, payment_id)
+        if row.product != "wallet":
+            raise ActionRefused("refund and void are for wallet payments")
+        return await wallet_service.get(session, row.id, lock=True)
+
+    async def _audit(
+        self,
+        session: AsyncSession,
+        actor: Actor,
+        action: str,
+        target: str,
+        merchant_id: str,
+        before: Any,
+        after: Any,
+    ) -> None:
+        await audit.record(
+            session,
+            actor,
+            action,
+            target_type="payment" if action.startswith("payment") else "callback",
+            target_id=target,
+            merchant_id=merchant_id,
+            before=before,
+            after=after,
+        )
+
+
+def _json(text: str | None) -> dict[str, Any]:
+    try:
+        value = json.loads(text or "{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _customer(value: Any) -> str:
+    if not isinstance(value, dict):
+        return ""
+    name = (
+        value.get("full_name")
+        or value.get("fullName")
+        or " ".join(str(value.get(k, "")) for k in ("firstName", "lastName") if value.get(k))
+    )
+    parts = [str(name or ""), str(value.get("email") or ""), str(value.get("phone") or "")]
+    return " · ".join(p for p in parts if p)
+
+
+def _wallet_account(value: Any) -> str:
+    if not isinstance(value, dict):
+        return ""
+    return f"{value.get('id', '')} ({value.get('id_type', '')})" if value.get("id") else ""
+
+
+def _cell(value: str) -> str:
+    # A cell a spreadsheet would run as a formula is written as text (CSV injection).
+    return "'" + value if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
+
+
+def _csv_line(values: Sequence[str]) -> str:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\r\n").writerow(values)
+    return buffer.getvalue()
+
+
+payments_service = PaymentsService()
+payment_actions = PaymentActions()

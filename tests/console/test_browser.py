@@ -1,0 +1,296 @@
+"""An operator and a merchant user in Chromium (Playwright, Debian's /usr/bin/chromium) on the console of `kasir serve`.
+
+Run alone with `pytest tests/console -m browser`. Screenshots of every page go to test-artifacts/console-*.png.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from tests.card.helpers import charge_body, post_charge
+from tests.console.helpers import PASSWORD, make_user
+from tests.support.builders import make_merchant
+from tests.support.receiver import CallbackReceiver
+from tests.support.server import ServedKasir
+from tests.support.signing import basic_auth, x_req_signature
+from tests.wallet.helpers import INQUIRY, create, dummy_payment
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+DESKTOP = {"width": 1280, "height": 900}
+PHONE = {"width": 375, "height": 812}
+
+
+async def new_page(chromium: Any, viewport: dict[str, int] = DESKTOP) -> Any:
+    context = await chromium.new_context(viewport=viewport, accept_downloads=True)
+    page = await context.new_page()
+    errors: list[str] = []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    page.errors = errors  # CSP violations are console errors: none may happen
+    return page
+
+
+async def sign_in(page: Any, base: str, email: str, password: str = PASSWORD) -> None:
+    await page.goto(f"{base}/console/sign-in")
+    await page.fill("#email", email)
+    await page.fill("#password", password)
+    async with page.expect_navigation():
+        await page.click("#sign-in")
+
+
+def signed(hash_key: str, body: dict[str, str]) -> dict[str, str]:
+    """Wallet headers for a merchant known only by the values the console showed."""
+    signature = x_req_signature(hash_key, body["external_id"], body["order_id"])
+    return {"Content-Type": "application/json", "x-version": "v3", "x-req-signature": signature}
+
+
+async def shot(page: Any, artifacts: Path, name: str) -> None:
+    await page.screenshot(path=str(artifacts / f"console-{name}.png"), full_page=True)
+
+
+async def test_operator_walks_through_the_console(
+    app: FastAPI, served: ServedKasir, receiver: CallbackReceiver, chromium: Any, artifacts: Path
+) -> None:
+    base = served.base_url
+    merchant = await make_merchant(app, callback_url=receiver.url("/current"))
+    other = await make_merchant(app, callback_url=receiver.url("/other"))
+    async with httpx.AsyncClient(base_url=base) as api:
+        paid = await create(
+            api,
+            merchant,
+            receiver.url("/first"),
+            channel="DANA",
+            amount=150_000,
+            items=[{"item_id": "KOPI-1", "name": "Kopi <b>Susu</b>", "amount": 75_000, "qty": 2}],
+        )
+        assert (await dummy_payment(api, merchant, paid)).status_code == 200
+        pending = await create(
+            api,
+            merchant,
+            receiver.url("/first"),
+            channel="OVO",
+            amount=50_000,
+            items=[{"item_id": "X", "name": "Teh", "amount": 25_000, "qty": 2}],
+        )
+        charge = charge_body(mode="CLOSE", callback_url=receiver.url("/card"), return_url=receiver.url("/shop"))
+        assert (await post_charge(api, merchant, charge)).status_code == 200
+        theirs = await create(api, other, receiver.url("/other"))
+    await receiver.wait_for(1, path="/first")
+    operator = await make_user(app)
+    locked = await make_user(app)
+    merchant_user = await make_user(app, role="merchant", merchant_id=merchant.id)
+
+    page = await new_page(chromium)
+    # Sign-in: bad, then good.
+    await sign_in(page, base, operator, "not the password")
+    assert "Email or password is wrong." in await page.inner_text("#sign-in-error")
+    await shot(page, artifacts, "sign-in-refused")
+    await sign_in(page, base, operator)
+    assert page.url == f"{base}/console/overview"
+    assert int(await page.inner_text("#stat-count")) >= 3
+    assert await page.locator("#chart-status rect").count() >= 3
+    assert await page.locator("#chart-latency rect").count() >= 1
+    await shot(page, artifacts, "overview")
+
+    # Payments: filter, then search by the merchant's order id.
+    await page.click("text=Payments")
+    await page.select_option("#status", "paid")
+    async with page.expect_navigation():
+        await page.click("#apply")
+    table = await page.inner_text("#payments-table")
+    assert paid["transaction_id"] in table
+    assert pending["transaction_id"] not in table
+    assert "Rp 150.000" in table
+    await shot(page, artifacts, "payments")
+    await page.goto(f"{base}/console/payments")
+    await page.fill("#q", paid["order_id"])
+    async with page.expect_navigation():
+        await page.press("#q", "Enter")
+    assert page.url.endswith(f"/console/payments/{paid['transaction_id']}")
+
+    # Payment detail: timeline, the callback and its attempt, escaped item names.
+    timeline = await page.inner_text("#timeline")
+    assert "Created" in timeline
+    assert "Paid" in timeline
+    assert "+07:00" in timeline
+    assert "Kopi <b>Susu</b>" in await page.inner_text("#items")  # shown as text, not markup
+    callbacks = await page.inner_text("#callbacks-h + *")
+    assert "PAID" in callbacks
+    await page.wait_for_selector(".attempts", timeout=15_000)
+    await shot(page, artifacts, "payment")
+
+    # Replay to the original URL and to the merchant's current one.
+    original_id = (await page.get_attribute("article.callback", "id")).split("-")[1]
+    async with page.expect_navigation():
+        await page.click(f"#replay-original-{original_id}")
+    assert "queued for delivery again" in await page.inner_text("main")
+    async with page.expect_navigation():
+        await page.click(f"#replay-current-{original_id}")
+    [_first, again] = await receiver.wait_for(2, path="/first")
+    [current] = await receiver.wait_for(1, path="/current")
+    assert json.loads(again.body) == json.loads(current.body)
+
+    # Refund part of it.
+    await page.fill("#refund-amount", "50000")
+    async with page.expect_navigation():
+        await page.click("#refund")
+    assert "Refund recorded" in await page.inner_text("main")
+    assert await page.inner_text("#payment-status") == "REFUNDED"
+    await shot(page, artifacts, "payment-refunded")
+
+    # Staging: the customer of the OVO payment pays, simulated.
+    await page.goto(f"{base}/console/payments/{pending['transaction_id']}")
+    async with page.expect_navigation():
+        await page.click("#simulate-pay")
+    assert await page.inner_text("#payment-status") == "PAID"
+
+    # CSV export of the filtered list.
+    await page.goto(f"{base}/console/payments?merchant={merchant.id}")
+    async with page.expect_download() as download_info:
+        await page.click("#export-csv")
+    download = await download_info.value
+    rows = list(csv.DictReader(io.StringIO(Path(await download.path()).read_text())))
+    assert {row["id"] for row in rows} >= {paid["transaction_id"], pending["transaction_id"]}
+    assert theirs["transaction_id"] not in {row["id"] for row in rows}
+
+    # Callbacks queue.
+    await page.goto(f"{base}/console/callbacks?state=delivered")
+    assert paid["transaction_id"] in await page.inner_text("#callbacks-table")
+    await shot(page, artifacts, "callbacks")
+
+    # Merchants: create one with a generated key pair; credentials shown once.
+    await page.goto(f"{base}/console/merchants")
+    await shot(page, artifacts, "merchants")
+    await page.click("#new-merchant")
+    await page.fill("#m-name", "Toko <Maju> Jaya")
+    await page.fill("#m-callback", receiver.url("/maju"))
+    async with page.expect_navigation():
+        await page.click("#create-merchant")
+    new_id = await page.inner_text("#cred-merchant-id")
+    old_secret = await page.inner_text("#cred-secret")
+    new_hash_key = await page.inner_text("#cred-hash-key")
+    assert "BEGIN PRIVATE KEY" in await page.input_value("#private-pem")
+    await shot(page, artifacts, "merchant-created")
+
+    # Rotate its Basic secret with a grace period: both work, and the old one stops at the end.
+    await page.goto(f"{base}/console/merchants/{new_id}")
+    await page.select_option("#rotate-kind", "secret")
+    await page.fill("#grace-hours", "1")
+    async with page.expect_navigation():
+        await page.click("#rotate")
+    new_secret = (await page.inner_text("#new-value")).strip()
+    assert "still accepted until" in await page.inner_text("#grace-until")
+    await shot(page, artifacts, "rotated")
+    async with httpx.AsyncClient(base_url=base) as api:
+        for secret in (old_secret, new_secret):
+            body = {"transaction_id": "x", "external_id": "x", "order_id": "x"}
+            response = await api.post(
+                INQUIRY,
+                content=json.dumps(body),
+                headers={**signed(new_hash_key, body), "Authorization": basic_auth(new_id, secret)},
+            )
+            assert response.status_code == 404, secret  # authenticated; no such transaction
+    # Rotate again with no grace: the previous value stops at once.
+    await page.goto(f"{base}/console/merchants/{new_id}")
+    await page.select_option("#rotate-kind", "secret")
+    await page.fill("#grace-hours", "0")
+    async with page.expect_navigation():
+        await page.click("#rotate")
+    newest = (await page.inner_text("#new-value")).strip()
+    async with httpx.AsyncClient(base_url=base) as api:
+        body = {"transaction_id": "x", "external_id": "x", "order_id": "x"}
+        for stopped in (new_secret, old_secret):  # a rotation without grace ends every old value at once
+            refused = await api.post(
+                INQUIRY,
+                content=json.dumps(body),
+                headers={**signed(new_hash_key, body), "Authorization": basic_auth(new_id, stopped)},
+            )
+            assert refused.status_code == 401
+        accepted = await api.post(
+            INQUIRY,
+            content=json.dumps(body),
+            headers={**signed(new_hash_key, body), "Authorization": basic_auth(new_id, newest)},
+        )
+        assert accepted.status_code == 404
+
+    # Disable it (confirmed); its credentials answer 401.
+    await page.goto(f"{base}/console/merchants/{new_id}")
+    page.once("dialog", lambda dialog: dialog.accept())
+    async with page.expect_navigation():
+        await page.click("#disable")
+    async with page.expect_navigation():
+        await page.click("#confirm")
+    assert "disabled since" in await page.inner_text("#merchant-state")
+    await shot(page, artifacts, "merchant")
+    async with httpx.AsyncClient(base_url=base) as api:
+        body = {"transaction_id": "x", "external_id": "x", "order_id": "x"}
+        response = await api.post(
+            INQUIRY,
+            content=json.dumps(body),
+            headers={**signed(new_hash_key, body), "Authorization": basic_auth(new_id, newest)},
+        )
+        assert response.status_code == 401
+
+    # Audit log: every change above, by whom and from where.
+    await page.goto(f"{base}/console/audit")
+    log = await page.inner_text("#audit-table")
+    for action in (
+        "merchant.create",
+        "merchant.rotate.secret",
+        "merchant.disable",
+        "payment.refund",
+        "callback.replay",
+    ):
+        assert action in log
+    assert f"console:{operator}" in log
+    await shot(page, artifacts, "audit")
+
+    # Sign out.
+    await page.click("text=Sign out")
+    await page.wait_for_url(f"{base}/console/sign-in?signed_out=1")
+    await page.goto(f"{base}/console/overview")
+    assert "/console/sign-in" in page.url
+    assert [e for e in page.errors if "Content Security Policy" in e or "Refused" in e] == []
+    await page.context.close()
+
+    # A phone: the same pages at 375 px.
+    phone = await new_page(chromium, PHONE)
+    await sign_in(phone, base, operator)
+    await shot(phone, artifacts, "phone-overview")
+    await phone.goto(f"{base}/console/payments")
+    await shot(phone, artifacts, "phone-payments")
+    await phone.screenshot(path=str(artifacts / "console-phone-payments-screen.png"))  # what a phone shows first
+    await phone.goto(f"{base}/console/payments/{paid['transaction_id']}")
+    await shot(phone, artifacts, "phone-payment")
+    width = await phone.evaluate("document.documentElement.scrollWidth")
+    assert width <= 375, width  # nothing wider than the screen
+    await phone.context.close()
+
+    # A merchant user: its own payments, and 404 for another merchant's.
+    page = await new_page(chromium)
+    await sign_in(page, base, merchant_user)
+    await page.goto(f"{base}/console/payments")
+    assert paid["transaction_id"] in await page.inner_text("#payments-table")
+    assert theirs["transaction_id"] not in await page.inner_text("main")
+    response = await page.goto(f"{base}/console/payments/{theirs['transaction_id']}")
+    assert response.status == 404
+    assert "Not found" in await page.inner_text("h1")
+    await shot(page, artifacts, "not-found")
+    await page.context.close()
+
+    # Locked after five failures, even with the right password.
+    page = await new_page(chromium)
+    for _ in range(5):
+        await sign_in(page, base, locked, "wrong password 123")
+    await sign_in(page, base, locked)
+    assert "locked until" in await page.inner_text("#sign-in-error")
+    await shot(page, artifacts, "sign-in-locked")
+    await page.context.close()
