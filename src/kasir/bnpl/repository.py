@@ -40,7 +40,7 @@ _ADD_TRANSACTION = Statement(
 
 # What verifying a SNAP request needs of its merchant (a merchant's row, read by the BNPL room).
 _SNAP_MERCHANT = Statement(
-    select(Merchant.id, Merchant.client_secret_encrypted, Merchant.public_key_pem).where(
+    select(Merchant.id, Merchant.client_secret_encrypted, Merchant.public_key_pem, Merchant.disabled_at).where(
         Merchant.id == bindparam("merchant_id")
     )
 )
@@ -55,6 +55,7 @@ class SnapMerchant:
     id: str
     client_secret_encrypted: str
     public_key_pem: str
+    disabled_at: datetime | None
 
 
 class BnplRepository:

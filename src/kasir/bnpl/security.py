@@ -12,7 +12,7 @@ checks, in order, each failure with its own SNAP case (the route adds its servic
     CHANNEL-ID over 5                          400xx01
     Authorization not a valid payment token    401xx01 Invalid Token (B2B)
     X-PARTNER-ID not the token's merchant      401xx00
-    X-PARTNER-ID unknown                       401xx00
+    X-PARTNER-ID unknown (or disabled)         401xx00
     X-SIGNATURE does not verify                401xx00
     X-EXTERNAL-ID already used today           409xx00
 
@@ -37,7 +37,8 @@ from kasir.errors import Conflict, InvalidFieldFormat, Unauthorized
 from kasir.kit.clock import clock
 from kasir.kit.crypto import b64decode_strict
 from kasir.kit.ttl_cache import TtlCache
-from kasir.merchants.service import credential_cache_seconds, secret_box
+from kasir.merchants.repository import merchant_repository
+from kasir.merchants.service import CredentialKind, credential_cache_seconds, merchant_id_caches, secret_box
 from kasir.snap.headers import check_timestamp, require_headers, require_json_content_type
 from kasir.snap.signatures import (
     asymmetric_string_to_sign,
@@ -94,20 +95,36 @@ async def verify_snap_request(request: Request, session: AsyncSession) -> SnapCa
         token = read_access_token(token_value, Product.PAYMENT)
         if token.merchant_id != partner_id:
             raise Unauthorized("X-PARTNER-ID is not the merchant of the access token")
-        sealed_secret = await _sealed_client_secret(session, partner_id)
-        client_secret = _client_secret(get_settings().resolved_secret_key(), sealed_secret)
+        merchant = await _cached_merchant(session, partner_id)  # a disabled merchant's tokens stop here
         string_to_sign = symmetric_string_to_sign(method, path, token_value, body, timestamp)
+        client_secret = _client_secret(get_settings().resolved_secret_key(), merchant.client_secret_encrypted)
         valid = verify_symmetric(client_secret, string_to_sign, signature)
+        if not valid:  # a client secret replaced within its grace period (the console's rotation)
+            secrets = await _in_grace(session, partner_id, CredentialKind.CLIENT_SECRET)
+            valid = any(verify_symmetric(secret, string_to_sign, signature) for secret in secrets)
     else:
         merchant = await _merchant(session, partner_id)
         string_to_sign = asymmetric_string_to_sign(method, path, body, timestamp)
         try:
-            valid = verify_asymmetric(merchant.public_key_pem, string_to_sign, b64decode_strict(signature))
+            signature_bytes = b64decode_strict(signature)
         except ValueError:  # not Base64: a signature that does not verify, like any other
-            valid = False
+            raise Unauthorized("Invalid signature") from None
+        valid = verify_asymmetric(merchant.public_key_pem, string_to_sign, signature_bytes)
+        if not valid:  # a public key replaced within its grace period
+            keys = await _in_grace(session, partner_id, CredentialKind.PUBLIC_KEY)
+            valid = any(verify_asymmetric(pem, string_to_sign, signature_bytes) for pem in keys)
     if not valid:
         raise Unauthorized("Invalid signature")
     return SnapCaller(partner_id, external_id, channel_id, body, symmetric=token_value is not None)
+
+
+async def _in_grace(session: AsyncSession, merchant_id: str, kind: CredentialKind) -> list[str]:
+    """The replaced credentials of `kind` still accepted now, opened (a PEM stays as it is)."""
+    rows = await merchant_repository.grace(session, merchant_id, clock.now())
+    values = [row.value for row in rows if row.kind == kind.value]
+    if kind is CredentialKind.PUBLIC_KEY:
+        return values
+    return [secret_box().open(value) for value in values]
 
 
 async def claim_external_id(session: AsyncSession, caller: SnapCaller) -> None:
@@ -120,22 +137,24 @@ async def claim_external_id(session: AsyncSession, caller: SnapCaller) -> None:
 
 async def _merchant(session: AsyncSession, partner_id: str) -> SnapMerchant:
     merchant = await bnpl_repository.snap_merchant(session, partner_id)
-    if merchant is None:
-        raise Unauthorized("Unknown X-PARTNER-ID")
+    if merchant is None or merchant.disabled_at is not None:
+        raise Unauthorized("Unknown X-PARTNER-ID")  # a disabled merchant is refused like an unknown one
     return merchant
 
 
-# X-PARTNER-ID -> its sealed client secret, which never changes once the merchant is created: the
-# symmetric (access-token) path skips the merchant query for KASIR_CREDENTIAL_CACHE_SECONDS.
-_sealed_client_secrets: TtlCache[str, str] = TtlCache(credential_cache_seconds)
+# X-PARTNER-ID -> what the symmetric (access-token) path needs of the merchant, kept for
+# KASIR_CREDENTIAL_CACHE_SECONDS: that path skips the merchant query. A rotation or a disabling
+# forgets this process's entry at once (kasir.merchants.service.forget_cached).
+_snap_merchants: TtlCache[str, SnapMerchant] = TtlCache(credential_cache_seconds)
+merchant_id_caches.append(_snap_merchants)
 
 
-async def _sealed_client_secret(session: AsyncSession, partner_id: str) -> str:
-    sealed = _sealed_client_secrets.get(partner_id)
-    if sealed is None:
-        sealed = (await _merchant(session, partner_id)).client_secret_encrypted
-        _sealed_client_secrets.put(partner_id, sealed)
-    return sealed
+async def _cached_merchant(session: AsyncSession, partner_id: str) -> SnapMerchant:
+    merchant = _snap_merchants.get(partner_id)
+    if merchant is None:
+        merchant = await _merchant(session, partner_id)
+        _snap_merchants.put(partner_id, merchant)
+    return merchant
 
 
 @lru_cache(maxsize=1024)

@@ -49,6 +49,7 @@ from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
 from kasir.kit.crypto import constant_time_equals
 from kasir.kit.qr import qr_png
 from kasir.merchants.basic_auth import BasicCaller, authenticate_basic_in
+from kasir.merchants.service import CredentialKind
 from kasir.snap.headers import parse_json_body
 from kasir.snap.openapi import snap_route
 from kasir.staging import Staging
@@ -110,10 +111,15 @@ async def verify_wallet_request(request: Request) -> WalletCaller:
     if not isinstance(body, dict):
         raise BadRequest("body must be a JSON object", field="body")
     external_id, order_id = _signed_field(body, "external_id"), _signed_field(body, "order_id")
-    expected = x_req_signature(caller.secrets.hash_key, external_id, order_id)
-    if not constant_time_equals(signature.strip(), expected):
+    if not _signed_by_a_hash_key(caller, signature.strip(), external_id, order_id):
         raise Unauthorized("x-req-signature does not match sha256(hash_key + external_id + order_id)")
     return WalletCaller(caller, body, raw)
+
+
+def _signed_by_a_hash_key(caller: BasicCaller, signature: str, external_id: str, order_id: str) -> bool:
+    """The current hash key, or one replaced within its grace period (the console's rotation)."""
+    hash_keys = [caller.secrets.hash_key, *caller.secrets.previous(CredentialKind.HASH_KEY)]
+    return any(constant_time_equals(signature, x_req_signature(key, external_id, order_id)) for key in hash_keys)
 
 
 def database(request: Request) -> Database:
