@@ -10,6 +10,7 @@ the worker that took over; the attempt itself is recorded either way.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import random
 import time
@@ -60,6 +61,8 @@ class AttemptResult:
     error: str | None
     excerpt: str | None
     latency_ms: int
+    request_url: str | None = None  # as sent (before the production path connects to the checked address)
+    request_headers: dict[str, str] | None = None
 
 
 async def claim_due(database: Database, worker: str, limit: int, lease_seconds: float) -> list[ClaimedCallback]:
@@ -127,6 +130,7 @@ def request_for(callback: ClaimedCallback) -> tuple[str, dict[str, str]]:
 
 async def send_attempt(http: httpx.AsyncClient, callback: ClaimedCallback, settings: Settings) -> AttemptResult:
     url, headers = request_for(callback)
+    sent_url, sent_headers = url, dict(headers)  # what the attempt records as sent
     extensions: dict[str, str] = {}
     started = time.perf_counter()
     try:
@@ -142,11 +146,13 @@ async def send_attempt(http: httpx.AsyncClient, callback: ClaimedCallback, setti
         async with asyncio.timeout(settings.callback_timeout_seconds):
             response = await http.post(url, content=callback.payload, headers=headers, extensions=extensions)
     except UnsafeCallbackUrl as exc:
-        return AttemptResult(False, None, f"refused: {exc.reason}", None, _ms(started))
+        return AttemptResult(False, None, f"refused: {exc.reason}", None, _ms(started), sent_url, sent_headers)
     except TimeoutError:
-        return AttemptResult(False, None, f"timeout after {settings.callback_timeout_seconds:g} s", None, _ms(started))
+        timeout = f"timeout after {settings.callback_timeout_seconds:g} s"
+        return AttemptResult(False, None, timeout, None, _ms(started), sent_url, sent_headers)
     except httpx.HTTPError as exc:
-        return AttemptResult(False, None, f"{type(exc).__name__}: {exc}"[:500], None, _ms(started))
+        error = f"{type(exc).__name__}: {exc}"[:500]
+        return AttemptResult(False, None, error, None, _ms(started), sent_url, sent_headers)
     excerpt = response.content[:RESPONSE_EXCERPT_BYTES].decode("utf-8", errors="replace")
     accepted = POLICIES[callback.kind].accepts(response)
     error = None
@@ -154,7 +160,7 @@ async def send_attempt(http: httpx.AsyncClient, callback: ClaimedCallback, setti
         error = f"HTTP {response.status_code} not accepted"
         if response.is_redirect:
             error = f"HTTP {response.status_code} redirect (not followed)"
-    return AttemptResult(accepted, response.status_code, error, excerpt, _ms(started))
+    return AttemptResult(accepted, response.status_code, error, excerpt, _ms(started), sent_url, sent_headers)
 
 
 def _ms(started: float) -> int:
@@ -195,6 +201,8 @@ async def record_attempt(
             error=result.error,
             response_excerpt=result.excerpt,
             accepted=result.accepted,
+            request_url=result.request_url,
+            request_headers=None if result.request_headers is None else json.dumps(result.request_headers),
         )
         recorded = await callback_repository.record_outcome(
             session,

@@ -70,3 +70,7 @@ class CallbackAttempt(Base):
     error: Mapped[str | None] = mapped_column(String(500))
     response_excerpt: Mapped[str | None] = mapped_column(Text)  # first 2 KB of the answer
     accepted: Mapped[bool] = mapped_column(default=False)
+    # The request as it was sent (the body is the callback's payload, byte for byte): the URL with
+    # its query, and the headers as JSON, signatures included (what the merchant verified; no secret).
+    request_url: Mapped[str | None] = mapped_column(String(2048))
+    request_headers: Mapped[str | None] = mapped_column(Text)

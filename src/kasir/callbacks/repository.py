@@ -23,6 +23,8 @@ _ATTEMPT_COLUMNS = (
     "error",
     "response_excerpt",
     "accepted",
+    "request_url",
+    "request_headers",
 )
 _ADD_ATTEMPT = Statement(insert(CallbackAttempt).values(binds(CallbackAttempt, _ATTEMPT_COLUMNS)))
 _OUTCOME_COLUMNS = ("status", "attempts_made", "next_attempt_at", "delivered_at", "last_error")

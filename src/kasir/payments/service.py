@@ -147,8 +147,20 @@ class CallbackWithAttempts:
     attempts: list[CallbackAttempt] = field(default_factory=list)
 
     @property
+    def sent(self) -> tuple[int, str, dict[str, str]] | None:
+        """The latest attempt's request as it was sent: (attempt number, URL with its query, headers).
+
+        None before the first attempt, or for attempts recorded before requests were kept.
+        """
+        for attempt in reversed(self.attempts):
+            if attempt.request_headers is not None:
+                headers: dict[str, str] = json.loads(attempt.request_headers)
+                return attempt.number, attempt.request_url or self.callback.url, headers
+        return None
+
+    @property
     def headers(self) -> dict[str, str]:
-        """The headers Kasir sends with it (signatures are computed afresh at each attempt)."""
+        """The headers Kasir will send with it (what `sent` shows once an attempt went out)."""
         headers = {"Content-Type": "application/json", "X-Kasir-Callback-Id": str(self.callback.id)}
         if self.callback.svc_signature:
             headers["svc-signature"] = self.callback.svc_signature
