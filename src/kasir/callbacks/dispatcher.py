@@ -151,8 +151,8 @@ async def send_attempt(http: httpx.AsyncClient, callback: ClaimedCallback, setti
         timeout = f"timeout after {settings.callback_timeout_seconds:g} s"
         return AttemptResult(False, None, timeout, None, _ms(started), sent_url, sent_headers)
     except httpx.HTTPError as exc:
-        error = f"{type(exc).__name__}: {exc}"[:500]
-        return AttemptResult(False, None, error, None, _ms(started), sent_url, sent_headers)
+        failure = f"{type(exc).__name__}: {exc}"[:500]
+        return AttemptResult(False, None, failure, None, _ms(started), sent_url, sent_headers)
     excerpt = response.content[:RESPONSE_EXCERPT_BYTES].decode("utf-8", errors="replace")
     accepted = POLICIES[callback.kind].accepts(response)
     error = None
