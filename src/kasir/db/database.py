@@ -82,7 +82,7 @@ def _is_sqlite(session: AsyncSession) -> bool:
 def savepoint(session: AsyncSession) -> AbstractAsyncContextManager[None]:
     """A savepoint inside the unit of work: an exception undoes what the block wrote (ORM changes
     included) and goes on; what the unit wrote before the block stands."""
-    return sqlite.Savepoint(session) if _is_sqlite(session) else postgres.savepoint(session)
+    return sqlite.Savepoint(session) if _is_sqlite(session) else postgres.Savepoint(session)
 
 
 async def rollback_unit(session: AsyncSession) -> None:

@@ -92,24 +92,66 @@ class PostgresStrategy:
 # --- what kasir.db asks of a PostgreSQL session ------------------------------------------
 
 
-@asynccontextmanager
-async def savepoint(session: AsyncSession) -> AsyncIterator[None]:
-    async with session.begin_nested():
-        yield
+async def _run(session: AsyncSession, sql: str) -> None:
+    """A fixed statement without parameters on the unit's connection, as kasir.db statements run:
+    on the asyncpg adapter, without SQLAlchemy's execution machinery (or through it, when the
+    adapter is not the one this module knows)."""
+    adapter = await asyncpg_adapter(session)
+    if adapter is None:
+        await session.execute(text(sql))
+        return
+    connection = await session.connection()
+    await run_on_adapter(adapter, connection.dialect, sql, ())
+
+
+class Savepoint:
+    """A savepoint inside the unit's transaction: an exception undoes what the block wrote and goes on.
+
+    Plain SAVEPOINT / RELEASE / ROLLBACK TO on the connection rather than the ORM's nested
+    transaction, whose bookkeeping costs more than the statements: the ORM's pending changes are
+    flushed on the way in and out, and after a rollback its objects are let go (what they hold
+    may no longer be in the database).
+    """
+
+    __slots__ = ("_name", "_session")
+
+    def __init__(self, session: AsyncSession) -> None:
+        self._session = session
+
+    async def __aenter__(self) -> None:
+        info = self._session.sync_session.info
+        depth = info["kasir_savepoints"] = info.get("kasir_savepoints", 0) + 1
+        self._name = f"kasir_nested_{depth}"
+        await _run(self._session, f"SAVEPOINT {self._name}")  # flushes the ORM first
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        session = self._session
+        session.sync_session.info["kasir_savepoints"] -= 1
+        if exc_type is None:
+            await _run(session, f"RELEASE SAVEPOINT {self._name}")  # flushes what the block left pending
+            return
+        session.sync_session.expunge_all()
+        try:
+            await _run(session, f"ROLLBACK TO SAVEPOINT {self._name}")
+            await _run(session, f"RELEASE SAVEPOINT {self._name}")
+        except Exception:
+            # The session itself is past saving (a failed flush): the block's exception goes on, and
+            # the unit of work, which cannot commit now, rolls back whole.
+            log.warning("savepoint %s could not be rolled back", self._name, exc_info=True)
 
 
 async def notify_after_commit(session: AsyncSession, channel: str) -> None:
     on_commit(session, lambda: wake(channel))  # this process's listeners, at once
-    await session.execute(text(f"NOTIFY {channel}"))  # other processes', at commit
+    await _run(session, f"NOTIFY {channel}")  # other processes', at commit
 
 
 @asynccontextmanager
 async def lock_wait_at_most(session: AsyncSession, seconds: float) -> AsyncIterator[None]:
     """Statements of the block wait at most `seconds` for a row another transaction holds."""
     milliseconds = max(1, int(seconds * 1000))
-    await session.execute(text(f"SET LOCAL lock_timeout = {milliseconds}"))
+    await _run(session, f"SET LOCAL lock_timeout = {milliseconds}")
     yield
-    await session.execute(text("SET LOCAL lock_timeout TO DEFAULT"))
+    await _run(session, "SET LOCAL lock_timeout TO DEFAULT")
 
 
 def is_lock_timeout(error: BaseException) -> bool:
