@@ -66,54 +66,40 @@ class StoredKey:
     expires_at: datetime
 
 
+@dataclass(frozen=True, slots=True)
+class NewKey:
+    """A key as its first request writes it (the answer comes at the end of the same unit of work)."""
+
+    merchant_id: str
+    scope: str
+    key: str
+    request_hash: str
+    created_at: datetime
+    expires_at: datetime
+
+    def values(self) -> dict[str, object]:
+        return {
+            "merchant_id": self.merchant_id,
+            "scope": self.scope,
+            "key": self.key,
+            "request_hash": self.request_hash,
+            "created_at": self.created_at,
+            "expires_at": self.expires_at,
+        }
+
+
 class IdempotencyRepository:
-    async def claim(
-        self,
-        session: AsyncSession,
-        merchant_id: str,
-        scope: str,
-        key: str,
-        request_hash: str,
-        now: datetime,
-        expires_at: datetime,
-    ) -> bool:
+    async def claim(self, session: AsyncSession, new: NewKey) -> bool:
         """Write the key for this unit of work's request; False when it is taken."""
-        changed = await _CLAIM.execute(
-            session,
-            merchant_id=merchant_id,
-            scope=scope,
-            key=key,
-            request_hash=request_hash,
-            created_at=now,
-            expires_at=expires_at,
-        )
-        return changed == 1
+        return await _CLAIM.execute(session, **new.values()) == 1
 
     async def find(self, session: AsyncSession, merchant_id: str, scope: str, key: str) -> StoredKey | None:
         row = await _FIND.first(session, merchant_id=merchant_id, scope=scope, key=key)
         return None if row is None else StoredKey(*row)
 
-    async def take_over(
-        self,
-        session: AsyncSession,
-        merchant_id: str,
-        scope: str,
-        key: str,
-        request_hash: str,
-        now: datetime,
-        expires_at: datetime,
-    ) -> bool:
-        changed = await _TAKE_OVER.execute(
-            session,
-            merchant_id=merchant_id,
-            scope=scope,
-            key=key,
-            request_hash=request_hash,
-            created_at=now,
-            expires_at=expires_at,
-            now=now,
-        )
-        return changed == 1
+    async def take_over(self, session: AsyncSession, new: NewKey) -> bool:
+        """Write the key over an expired one of the same name; False when it is not expired (or gone)."""
+        return await _TAKE_OVER.execute(session, now=new.created_at, **new.values()) == 1
 
     async def answer(
         self, session: AsyncSession, merchant_id: str, scope: str, key: str, status: int, headers: str, body: str

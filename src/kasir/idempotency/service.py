@@ -43,7 +43,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from kasir.config import get_settings
 from kasir.db import Database, LockTimeout, lock_wait_at_most, savepoint
 from kasir.errors import InvalidFieldFormat, KasirError, RequestInProgress, UnprocessableEntity, render
-from kasir.idempotency.repository import StoredKey, idempotency_repository
+from kasir.idempotency.repository import NewKey, StoredKey, idempotency_repository
 from kasir.kit.clock import clock
 from kasir.kit.crypto import HmacKey, constant_time_equals, derive_key
 from kasir.kit.logs import forget_request_field
@@ -132,15 +132,16 @@ async def run_once(
 async def _claim(session: AsyncSession, merchant_id: str, scope: str, key: str, fingerprint: str) -> StoredKey | None:
     """None when this request owns the key now; the stored answer to replay; or the refusal raised."""
     now = clock.now()
-    expires_at = now + TTL
+    new = NewKey(merchant_id, scope, key, fingerprint, now, now + TTL)
+    repository = idempotency_repository
     try:
         async with lock_wait_at_most(session, get_settings().idempotency_wait_seconds):
-            if await idempotency_repository.claim(session, merchant_id, scope, key, fingerprint, now, expires_at):
+            if await repository.claim(session, new):
                 return None
-            stored = await idempotency_repository.find(session, merchant_id, scope, key)
+            stored = await repository.find(session, merchant_id, scope, key)
             if stored is None or stored.expires_at <= now:
                 # Expired (or purged between the two statements): a new key for whoever takes it first.
-                if await _take(session, merchant_id, scope, key, fingerprint, now, expires_at):
+                if await repository.take_over(session, new) or await repository.claim(session, new):
                     return None
                 raise request_in_progress()
     except LockTimeout:
@@ -150,15 +151,6 @@ async def _claim(session: AsyncSession, merchant_id: str, scope: str, key: str, 
     if stored.response_status is None or stored.response_body is None:
         raise request_in_progress()  # never committed so; said for safety
     return stored
-
-
-async def _take(
-    session: AsyncSession, merchant_id: str, scope: str, key: str, fingerprint: str, now: datetime, expires_at: datetime
-) -> bool:
-    repository = idempotency_repository
-    if await repository.take_over(session, merchant_id, scope, key, fingerprint, now, expires_at):
-        return True
-    return await repository.claim(session, merchant_id, scope, key, fingerprint, now, expires_at)
 
 
 def _replay(stored: StoredKey) -> Response:
