@@ -38,6 +38,12 @@ def test_the_environment_is_read_with_the_kasir_prefix(monkeypatch: pytest.Monke
     monkeypatch.setenv("KASIR_DB_POOL_SIZE", "3")
     monkeypatch.setenv("KASIR_LOG_FORMAT", "text")
     monkeypatch.setenv("KASIR_BENCH_MODE", "true")
+    monkeypatch.setenv("KASIR_CONSOLE", "false")
+    monkeypatch.setenv("KASIR_CONSOLE_SESSION_HOURS", "2")
+    monkeypatch.setenv("KASIR_CONSOLE_IDLE_MINUTES", "10")
+    monkeypatch.setenv("KASIR_CONSOLE_LOCK_AFTER", "3")
+    monkeypatch.setenv("KASIR_CONSOLE_LOCK_MINUTES", "30")
+    monkeypatch.setenv("KASIR_CONSOLE_SIGN_IN_DELAY_SECONDS", "0.1")
     settings = Settings(data_dir=tmp_path)
     assert settings.callback_schedule == [1, 2, 3]
     assert settings.clock_skew_seconds == 10
@@ -48,6 +54,10 @@ def test_the_environment_is_read_with_the_kasir_prefix(monkeypatch: pytest.Monke
     assert settings.db_pool_size == 3
     assert settings.log_format == "text"
     assert settings.bench_mode is True
+    assert settings.console is False
+    assert (settings.console_session_hours, settings.console_idle_minutes) == (2, 10)
+    assert (settings.console_lock_after, settings.console_lock_minutes) == (3, 30)
+    assert settings.console_sign_in_delay_seconds == 0.1
 
 
 def test_the_callback_schedule_sets_each_retrys_delay() -> None:
@@ -121,6 +131,17 @@ async def test_bench_mode_is_the_only_way_to_the_ceiling_endpoint(settings: Sett
             async with httpx.AsyncClient(transport=transport, base_url="http://kasir.test") as client:
                 answer = await client.post("/bench/ceiling", json={}, headers={"Content-Type": "application/json"})
         assert answer.status_code in statuses, (bench_mode, answer.text)
+    configure(settings)
+
+
+async def test_the_console_can_be_switched_off(settings: Settings, migrated: None) -> None:
+    for console, status in ((True, 200), (False, 404)):
+        app: FastAPI = create_app(settings.model_copy(update={"console": console}))
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://kasir.test") as client:
+                answer = await client.get("/console/sign-in")
+        assert answer.status_code == status, (console, answer.text[:200])
     configure(settings)
 
 
