@@ -60,7 +60,7 @@ async def test_unknown_merchant_is_unauthorized(app):
 async def test_the_merchant_caches_keep_entries_for_the_credential_cache_setting(app, monkeypatch):
     merchant = await make_merchant(app)
     merchant_id = merchant.credentials.merchant_id
-    caches = (known_merchants, token_signer_cache, bnpl_security._sealed_client_secrets)
+    caches = (known_merchants, token_signer_cache, bnpl_security._snap_merchants)
     monkeypatch.setattr(get_settings(), "credential_cache_seconds", 0)
     known_merchants.forget(merchant_id)
     await check(app, basic_auth(merchant_id, merchant.credentials.secret))
