@@ -10,7 +10,7 @@ import uuid
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from kasir.errors import KasirError, render
+from kasir.errors import BadRequest, KasirError, NotFound, render
 from kasir.kit.logs import end_request_fields, start_request_fields
 
 log = logging.getLogger("kasir.request")
@@ -49,6 +49,10 @@ class RequestContextMiddleware:
             await send_with_id(message)
 
         try:
+            refusal = _unusable_address(scope)
+            if refusal is not None:
+                await render(Request(scope), refusal)(scope, receive, send_tracking)
+                return
             await self.app(scope, receive, send_tracking)
         except Exception:
             # A bug: say so in the route's wire format with the request id, never with a stack trace.
@@ -71,6 +75,16 @@ class RequestContextMiddleware:
                     "latency_ms": round((time.perf_counter() - started) * 1000, 2),
                 },
             )
+
+
+def _unusable_address(scope: Scope) -> KasirError | None:
+    """A NUL in the path or the query: no id or reference holds one, and PostgreSQL's text cannot,
+    so the request is answered here (404, 400) instead of failing in the database (500)."""
+    if "\x00" in scope["path"]:
+        return NotFound("Not Found")
+    if b"%00" in scope.get("query_string", b""):
+        return BadRequest("Bad Request. The query must not contain NUL characters", field="query")
+    return None
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

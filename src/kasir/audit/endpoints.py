@@ -11,6 +11,7 @@ from kasir.admin import require_admin
 from kasir.audit.schemas import AuditEventView, AuditList
 from kasir.audit.service import audit
 from kasir.db import ReadSession
+from kasir.kit.ids import INT64_MAX
 
 router = APIRouter(prefix="/admin/audit", tags=["admin"], dependencies=[Depends(require_admin)])
 
@@ -22,7 +23,7 @@ async def list_events(
     action: Annotated[str | None, Query(description="Actions starting with this, e.g. `merchant.`")] = None,
     actor: str | None = None,
     since: datetime | None = None,
-    before_id: int | None = None,
+    before_id: Annotated[int | None, Query(ge=1, le=INT64_MAX)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> AuditList:
     events = await audit.search(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Depends, Path, Query, Response
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
@@ -14,6 +14,7 @@ from kasir.callbacks.repository import callback_repository
 from kasir.callbacks.schemas import CallbackList, CallbackView
 from kasir.callbacks.service import callback_outbox
 from kasir.db import ReadSession, WriteSession
+from kasir.kit.ids import INT64_MAX
 
 router = APIRouter()
 admin = APIRouter(prefix="/admin/callbacks", tags=["admin"], dependencies=[Depends(require_admin)])
@@ -38,13 +39,13 @@ async def list_callbacks(
 
 
 @admin.get("/{callback_id}", summary="One callback with its payload and every attempt")
-async def show_callback(callback_id: int, session: ReadSession) -> CallbackView:
+async def show_callback(callback_id: Annotated[int, Path(ge=1, le=INT64_MAX)], session: ReadSession) -> CallbackView:
     callback, attempts = await callback_outbox.show(session, callback_id)
     return CallbackView.of(callback, attempts, with_payload=True)
 
 
 @admin.post("/{callback_id}/replay", status_code=201, summary="Deliver again: same payload, fresh signature headers")
-async def replay_callback(callback_id: int, session: WriteSession) -> CallbackView:
+async def replay_callback(callback_id: Annotated[int, Path(ge=1, le=INT64_MAX)], session: WriteSession) -> CallbackView:
     replay = await callback_outbox.replay(session, callback_id)
     return CallbackView.of(replay)
 

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Annotated
 from urllib.parse import urlencode
 
-from fastapi import APIRouter, Form, Request, Response
+from fastapi import APIRouter, Form, Path, Query, Request, Response
 from fastapi.responses import FileResponse, RedirectResponse, StreamingResponse
 
 from kasir.audit.service import audit
@@ -37,6 +37,7 @@ from kasir.db import ReadSession, WriteSession
 from kasir.errors import BadRequest
 from kasir.kit.clock import clock, parse_aware
 from kasir.kit.crypto import constant_time_equals, generate_rsa_private_key, private_key_pem, public_key_pem
+from kasir.kit.ids import INT64_MAX
 from kasir.merchants.service import CredentialKind, merchant_service
 from kasir.payments.repository import OUTCOME_NAMES, PRODUCTS
 from kasir.payments.service import parse_filter as payment_filter
@@ -297,7 +298,7 @@ async def callbacks(
     state: str = "given_up",
     merchant: str = "",
     product: str = "",
-    before: int | None = None,
+    before: Annotated[int | None, Query(ge=1, le=INT64_MAX)] = None,
     done: str = "",
 ) -> Response:
     if state not in QUEUES:
@@ -342,7 +343,7 @@ async def callbacks(
 @router.post("/callbacks/{callback_id}/replay")
 async def replay(
     request: Request,
-    callback_id: int,
+    callback_id: Annotated[int, Path(ge=1, le=INT64_MAX)],
     viewer: Checked,
     session: WriteSession,
     target: Annotated[str, Form(pattern="^(original|current)$")] = "original",
@@ -518,7 +519,7 @@ async def audit_log(
     session: ReadSession,
     merchant: str = "",
     action: str = "",
-    before: int | None = None,
+    before: Annotated[int | None, Query(ge=1, le=INT64_MAX)] = None,
 ) -> Response:
     events = await audit.search(
         session, merchant_id=merchant or None, action=action or None, before_id=before, limit=50

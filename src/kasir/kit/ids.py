@@ -76,3 +76,8 @@ def _stamp(millis: int) -> str:
 def new_secret(nbytes: int = 32) -> str:
     """URL-safe random secret (for client secrets, basic-auth secrets, hash keys)."""
     return secrets.token_urlsafe(nbytes)
+
+
+# A row id in a path or query: the databases' BIGINT. A larger number is refused where it is
+# parsed (a 4xx in the route's format), not by the database driver (a 500).
+INT64_MAX = 2**63 - 1

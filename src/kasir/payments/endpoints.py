@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 
 from kasir.admin import require_admin
 from kasir.audit.service import Actor
 from kasir.callbacks.schemas import CallbackView
 from kasir.db import ReadSession, WriteSession
+from kasir.kit.ids import INT64_MAX
 from kasir.payments.schemas import PaymentList, PaymentView, ReplayedList, ReplayGivenUpRequest, ReplayRequest
 from kasir.payments.service import parse_filter, payment_actions, payments_service
 
@@ -59,7 +60,9 @@ async def show_payment(payment_id: str, session: ReadSession) -> PaymentView:
     status_code=201,
     summary="Deliver a callback again to its original URL or to the merchant's current default URL",
 )
-async def replay_to(callback_id: int, body: ReplayRequest, request: Request, session: WriteSession) -> CallbackView:
+async def replay_to(
+    callback_id: Annotated[int, Path(ge=1, le=INT64_MAX)], body: ReplayRequest, request: Request, session: WriteSession
+) -> CallbackView:
     return CallbackView.of(await payment_actions.replay(session, None, callback_id, body.target, actor(request)))
 
 

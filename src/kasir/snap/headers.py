@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 
 from starlette.datastructures import Headers
 
 from kasir.errors import BadRequest, InvalidFieldFormat, InvalidMandatoryField, Unauthorized
+from kasir.kit import json_input
 from kasir.kit.clock import clock, parse_aware
 
 
@@ -45,7 +45,11 @@ def check_timestamp(value: str, skew_seconds: int) -> datetime:
 
 
 def parse_json_body(raw: bytes) -> object:
+    """The body's JSON; 400 in the route's format for anything not JSON, or JSON Kasir cannot keep
+    (NaN, out-of-range numbers, NUL, unpaired surrogates, deep nesting: kasir.kit.json_input)."""
     try:
-        return json.loads(raw)
+        return json_input.loads(raw)
+    except json_input.UnsafeJson as exc:
+        raise InvalidFieldFormat(exc.path, exc.reason) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise BadRequest("Bad Request. Body is not valid JSON", field="body") from exc

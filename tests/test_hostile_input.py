@@ -1,0 +1,129 @@
+"""Hostile input is a 4xx in the route's own format, never a 500 (hardening findings 3 to 6), on both databases:
+a NUL character, JSON nested a thousand deep, an unpaired surrogate, NaN / Infinity / 1e400, an id beyond int64."""
+
+from __future__ import annotations
+
+import json
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from tests.bnpl import helpers as bnpl
+from tests.card.helpers import charge_body, post_charge
+from tests.support.builders import make_merchant, snap_timestamp
+from tests.support.signing import compact, token_signature
+from tests.wallet import helpers as wallet
+
+ADMIN = {"Authorization": "Bearer test-admin-token"}
+DEEP = "[" * 1000 + "]" * 1000
+
+
+@pytest.mark.parametrize(
+    "path", ["/ewallet/qr/%00.png", "/bnpl/qr/%00.png", "/card/pages/%00", "/ewallet/pages/%00", "/admin/merchants/%00"]
+)
+async def test_a_nul_in_the_path_is_not_found(client: httpx.AsyncClient, path: str) -> None:
+    answer = await client.get(path, headers=ADMIN)
+    assert answer.status_code == 404, answer.text
+
+
+async def test_a_nul_in_the_query_is_a_bad_request(client: httpx.AsyncClient) -> None:
+    answer = await client.get("/admin/payments?q=%00", headers=ADMIN)
+    assert answer.status_code == 400, answer.text
+
+
+@pytest.mark.parametrize("value", ["ORD-\u0000-1", "\ud800"])
+async def test_wallet_strings_with_a_nul_or_an_unpaired_surrogate_are_refused(
+    app: FastAPI, client: httpx.AsyncClient, value: str
+) -> None:
+    merchant = await make_merchant(app)
+    body = wallet.create_body()
+    body["payment_details"]["transaction_description"] = value
+    text = json.dumps(body)  # escaped as JSON must: \u0000, \ud800
+    answer = await client.post(wallet.CREATE, content=text.encode(), headers=wallet.wallet_headers(merchant, body))
+    wallet.assert_problem(answer, 400, "01", "payment_details.transaction_description")
+
+
+async def test_a_nul_in_a_signed_wallet_field_is_refused(app: FastAPI, client: httpx.AsyncClient) -> None:
+    merchant = await make_merchant(app)
+    body = wallet.create_body(external_id="EXT-\u0000")
+    answer = await client.post(
+        wallet.CREATE, content=json.dumps(body).encode(), headers=wallet.wallet_headers(merchant, body)
+    )
+    wallet.assert_problem(answer, 400, "01", "external_id")
+
+
+@pytest.mark.parametrize("value", ["\u0000", "\ud800"])
+async def test_card_strings_with_a_nul_or_an_unpaired_surrogate_are_refused(
+    app: FastAPI, client: httpx.AsyncClient, value: str
+) -> None:
+    merchant = await make_merchant(app)
+    body = charge_body(mode="OPEN", number=None)
+    body["paymentDetails"]["transactionDescription"] = f"Sepatu {value}"
+    answer = await post_charge(client, merchant, json.dumps(body))
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["statusMessage"] == "VALIDATION_ERROR"
+    assert [e["field"] for e in answer.json()["errors"]] == ["paymentDetails.transactionDescription"]
+
+
+async def test_bnpl_refuses_nan_infinity_and_out_of_range_numbers_and_a_nul_reference(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    merchant = await make_merchant(app)
+    path = "/v1.0/bnpl/qr-checkout"
+    for extra in ('{"x": NaN}', '{"x": Infinity}', '{"x": 1e400}'):
+        text = compact(bnpl.checkout_body()).replace('"callbackUrl"', f'"additionalInfo":{extra},"callbackUrl"', 1)
+        answer = await client.post(path, content=text.encode(), headers=bnpl.snap_headers(merchant, path, text))
+        assert answer.status_code == 400, answer.text
+        assert answer.json()["responseCode"].startswith("4009201"), answer.text
+    status = "/v1.0/bnpl/status"
+    text = json.dumps({"originalPartnerReferenceNo": "\u0000"})
+    answer = await client.post(status, content=text.encode(), headers=bnpl.snap_headers(merchant, status, text))
+    assert answer.status_code == 400, answer.text
+
+
+async def test_the_token_refuses_nan_in_additional_info(app: FastAPI, client: httpx.AsyncClient) -> None:
+    merchant = await make_merchant(app)
+    timestamp = snap_timestamp()
+    answer = await client.post(
+        "/auth/merchants/v1.0/access-token/b2b",
+        content=b'{"grantType":"client_credentials","additionalInfo":{"x":NaN}}',
+        headers={
+            "Content-Type": "application/json",
+            "X-TIMESTAMP": timestamp,
+            "X-CLIENT-KEY": merchant.client_id,
+            "X-SIGNATURE": token_signature(merchant.private_key, merchant.client_id, timestamp),
+        },
+    )
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["responseCode"].startswith("40073")
+
+
+async def test_json_nested_a_thousand_deep_is_refused_on_every_json_route(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    merchant = await make_merchant(app)
+    token = await client.post(
+        "/auth/merchants/v1.0/access-token/b2b",
+        content=DEEP.encode(),
+        headers={"Content-Type": "application/json", "X-TIMESTAMP": snap_timestamp(), "X-CLIENT-KEY": "x",
+                 "X-SIGNATURE": "x"},
+    )  # fmt: skip
+    assert token.status_code in (400, 401), token.text
+    body = {"external_id": "E", "order_id": "O", "nested": json.loads("[" * 900 + "]" * 900)}
+    walleted = await client.post(
+        wallet.CREATE, content=json.dumps(body).encode(), headers=wallet.wallet_headers(merchant, body)
+    )
+    wallet.assert_problem(walleted, 400, "01")
+    carded = await post_charge(client, merchant, DEEP)
+    assert carded.status_code == 400, carded.text
+    path = "/v1.0/bnpl/payment-calculation"
+    bnpl_answer = await client.post(path, content=DEEP.encode(), headers=bnpl.snap_headers(merchant, path, DEEP))
+    assert bnpl_answer.status_code == 400, bnpl_answer.text
+
+
+async def test_an_id_beyond_int64_is_refused_before_the_database(client: httpx.AsyncClient) -> None:
+    for method, path in (("POST", "/admin/callbacks/99999999999999999999/replay"),
+                         ("GET", "/admin/callbacks/99999999999999999999")):  # fmt: skip
+        answer = await client.request(method, path, headers=ADMIN)
+        assert 400 <= answer.status_code < 500, answer.text
