@@ -33,13 +33,25 @@ from kasir.callbacks.ssrf import UnsafeCallbackUrl, check_callback_url, is_publi
         "::ffff:169.254.169.254",
         "2001:db8::1",
         "192.0.2.1",
+        # Found by the hardening audit: Python's is_global lets these through.
+        "2002:a9fe:a9fe::1",  # 6to4 of 169.254.169.254
+        "2002:7f00:1::1",  # 6to4 of 127.0.0.1
+        "fec0::1",  # site-local
+        "192.0.0.8",  # IETF protocol assignments
+        "198.18.0.1",  # benchmarking
+        "64:ff9b::7f00:1",  # NAT64 of 127.0.0.1
+        "64:ff9b::a9fe:a9fe",  # NAT64 of 169.254.169.254
+        "::7f00:1",  # IPv4-compatible 127.0.0.1
+        "2001:0:4136:e378:8000:63bf:3fff:fdd2",  # Teredo
     ],
 )
 def test_non_public_addresses(address):
     assert not is_public_address(address)
 
 
-@pytest.mark.parametrize("address", ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8"])
+@pytest.mark.parametrize(
+    "address", ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.8.8", "2002:808:808::1", "64:ff9b::808:808"]
+)
 def test_public_addresses(address):
     assert is_public_address(address)
 

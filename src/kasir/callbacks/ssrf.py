@@ -1,8 +1,10 @@
 """SSRF guard for callback URLs in production (decisions.md §8).
 
 A callback URL must be https and every address its host resolves to must be public:
-loopback, private, link-local, CGNAT (100.64/10), multicast, reserved, unspecified, and
-their IPv4-mapped IPv6 forms are refused. Delivery connects to the address that was
+loopback, private, link-local, CGNAT (100.64/10), IETF protocol assignments (192.0.0/24),
+benchmarking, site-local, multicast, reserved, unspecified, and the IPv6 forms that carry an
+IPv4 address (mapped, compatible, 6to4, NAT64) are judged by the address they carry; Teredo
+is refused. Delivery connects to the address that was
 checked (not to a second DNS answer), keeping the host name for Host and TLS SNI.
 """
 
@@ -15,7 +17,22 @@ from urllib.parse import urlsplit
 
 from kasir.errors import InvalidFieldFormat
 
-_CGNAT = ipaddress.ip_network("100.64.0.0/10")
+# Refused on top of what Python's `is_global` says: it calls some of these global.
+_NOT_PUBLIC = tuple(
+    ipaddress.ip_network(network)
+    for network in (
+        "100.64.0.0/10",  # CGNAT (shared address space)
+        "192.0.0.0/24",  # IETF protocol assignments (192.0.0.8, 192.0.0.9 ...)
+        "198.18.0.0/15",  # benchmarking
+        "fec0::/10",  # site-local (deprecated, still routed inside some networks)
+        "100::/64",  # discard-only
+        "2001:db8::/32",  # documentation
+    )
+)
+# IPv6 forms that carry an IPv4 address: the embedded address decides.
+_SIX_TO_FOUR = ipaddress.ip_network("2002::/16")
+_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
+_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
 
 
 class UnsafeCallbackUrl(InvalidFieldFormat):
@@ -24,9 +41,11 @@ class UnsafeCallbackUrl(InvalidFieldFormat):
 
 def is_public_address(address: str) -> bool:
     ip = ipaddress.ip_address(address)
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
-    if isinstance(ip, ipaddress.IPv4Address) and ip in _CGNAT:
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = _embedded_ipv4(ip)
+        if embedded is not None:
+            return embedded is not False and is_public_address(str(embedded))
+    if any(ip.version == network.version and ip in network for network in _NOT_PUBLIC):
         return False
     return not (
         ip.is_private
@@ -37,6 +56,22 @@ def is_public_address(address: str) -> bool:
         or ip.is_unspecified
         or not ip.is_global
     )
+
+
+def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | bool | None:
+    """The IPv4 address an IPv6 form carries (mapped, compatible, 6to4, Teredo, NAT64); False for a
+    form refused whatever it carries; None for a plain IPv6 address."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if ip.teredo is not None:
+        return False  # a tunnel to wherever its relay leads: never a merchant's callback address
+    if ip.sixtofour is not None:
+        return ip.sixtofour
+    if any(ip in network for network in _NAT64):
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    if ip in _IPV4_COMPATIBLE and int(ip) > 1:  # ::, ::1 are judged as themselves
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
 
 
 def check_url_shape(url: str, field: str = "callback_url") -> None:
