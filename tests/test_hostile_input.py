@@ -127,3 +127,34 @@ async def test_an_id_beyond_int64_is_refused_before_the_database(client: httpx.A
                          ("GET", "/admin/callbacks/99999999999999999999")):  # fmt: skip
         answer = await client.request(method, path, headers=ADMIN)
         assert 400 <= answer.status_code < 500, answer.text
+
+
+async def test_a_body_over_the_limit_is_refused_before_authentication(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    """Finding 1: an unauthenticated admin request with a huge body was read and parsed whole before its 401."""
+    limit = app.state.settings.max_body_bytes
+    big = b'{"name":"' + b"x" * (limit + 1) + b'"}'
+    refused = await client.post("/admin/merchants", content=big, headers={"Content-Type": "application/json"})
+    assert refused.status_code == 413, refused.text[:200]
+    merchant = await make_merchant(app)
+    body = charge_body(mode="OPEN", number=None)
+    body["additionalData"] = "x" * (limit + 1)
+    carded = await post_charge(client, merchant, json.dumps(body))
+    assert carded.status_code == 413
+    assert carded.json()["errors"] == [{"field": "body", "message": f"must be at most {limit} bytes"}]
+    walleted = await client.post(wallet.CREATE, content=big, headers=wallet.wallet_headers(merchant, {}))
+    assert walleted.status_code == 413
+    assert walleted.json()["response_code"] == "01"
+
+    async def chunks():  # no Content-Length: cut off as it grows
+        for _ in range(4):
+            yield b"x" * (limit // 2)
+
+    chunked = await client.post("/admin/merchants", content=chunks(), headers={"Content-Type": "application/json"})
+    assert chunked.status_code == 413, chunked.text[:200]
+
+
+async def test_every_response_says_nosniff(client: httpx.AsyncClient) -> None:
+    for path in ("/healthz", "/nowhere", "/openapi.json"):
+        assert (await client.get(path)).headers["x-content-type-options"] == "nosniff"

@@ -38,6 +38,7 @@ def test_the_environment_is_read_with_the_kasir_prefix(monkeypatch: pytest.Monke
     monkeypatch.setenv("KASIR_DB_POOL_SIZE", "3")
     monkeypatch.setenv("KASIR_LOG_FORMAT", "text")
     monkeypatch.setenv("KASIR_BENCH_MODE", "true")
+    monkeypatch.setenv("KASIR_MAX_BODY_BYTES", "2048")
     monkeypatch.setenv("KASIR_CONSOLE", "false")
     monkeypatch.setenv("KASIR_CONSOLE_SESSION_HOURS", "2")
     monkeypatch.setenv("KASIR_CONSOLE_IDLE_MINUTES", "10")
@@ -54,6 +55,7 @@ def test_the_environment_is_read_with_the_kasir_prefix(monkeypatch: pytest.Monke
     assert settings.db_pool_size == 3
     assert settings.log_format == "text"
     assert settings.bench_mode is True
+    assert settings.max_body_bytes == 2048
     assert settings.console is False
     assert (settings.console_session_hours, settings.console_idle_minutes) == (2, 10)
     assert (settings.console_lock_after, settings.console_lock_minutes) == (3, 30)

@@ -91,7 +91,7 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
         lifespan=lifespan,
     )
     app.state.settings = settings
-    app.add_middleware(RequestContextMiddleware)
+    app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
     install_error_handlers(app)
     add_routes(app, ops_router)
     if settings.bench_mode:

@@ -68,6 +68,11 @@ class Settings(BaseSettings):
         description="Debugging (the tests set it): on SQLite, a unit of work that holds the process's write seat "
         "longer than this fails, because it waited on something slow inside a write; 0 turns the watchdog off.",
     )
+    max_body_bytes: int = Field(
+        1024 * 1024,
+        ge=1024,
+        description="The largest request body accepted (413 past it, in the route's format), before any parsing.",
+    )
     idempotency_wait_seconds: float = Field(
         0.5,
         gt=0,

@@ -341,6 +341,10 @@ def install_error_handlers(app: FastAPI) -> None:
 
     async def on_http_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
+        if isinstance(exc.__cause__, KasirError):
+            # FastAPI reads a route's declared body itself and says any failure as "error parsing the
+            # body" (400): say the cause instead (a body over the limit is a 413, kasir.middleware).
+            return render(request, exc.__cause__)
         error: KasirError
         if exc.status_code == 404:
             error = NotFound("Not Found")

@@ -10,17 +10,19 @@ import uuid
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from kasir.errors import BadRequest, KasirError, NotFound, render
+from kasir.errors import BadRequest, InvalidFieldFormat, KasirError, NotFound, render
 from kasir.kit.logs import end_request_fields, start_request_fields
 
 log = logging.getLogger("kasir.request")
 
+_NOSNIFF = (b"x-content-type-options", b"nosniff")
 _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 
 
 class RequestContextMiddleware:
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int | None = None) -> None:
         self.app = app
+        self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -38,7 +40,8 @@ class RequestContextMiddleware:
             if message["type"] == "http.response.start":
                 status = message["status"]
                 message.setdefault("headers", [])
-                message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode())]
+                # nosniff on every response: a browser never second-guesses a declared content type.
+                message["headers"] = [*message["headers"], (b"x-request-id", request_id.encode()), _NOSNIFF]
             await send(message)
 
         started_response = False
@@ -49,10 +52,12 @@ class RequestContextMiddleware:
             await send_with_id(message)
 
         try:
-            refusal = _unusable_address(scope)
+            refusal = _refused_before_routing(scope, self.max_body_bytes)
             if refusal is not None:
                 await render(Request(scope), refusal)(scope, receive, send_tracking)
                 return
+            if self.max_body_bytes is not None:
+                receive = _limited(receive, self.max_body_bytes)
             await self.app(scope, receive, send_tracking)
         except Exception:
             # A bug: say so in the route's wire format with the request id, never with a stack trace.
@@ -77,14 +82,46 @@ class RequestContextMiddleware:
             )
 
 
-def _unusable_address(scope: Scope) -> KasirError | None:
-    """A NUL in the path or the query: no id or reference holds one, and PostgreSQL's text cannot,
-    so the request is answered here (404, 400) instead of failing in the database (500)."""
+def _refused_before_routing(scope: Scope, max_body_bytes: int | None) -> KasirError | None:
+    """What is answered before any route reads, parses or authenticates anything:
+
+    - a declared body over KASIR_MAX_BODY_BYTES: 413 (a body that declares no length is cut off
+      as it grows past it: `_limited`);
+    - a NUL in the path or the query: no id or reference holds one, and PostgreSQL's text cannot,
+      so 404 or 400 here instead of a failure in the database.
+    """
+    if max_body_bytes is not None:
+        declared = _header(scope, b"content-length")
+        if declared is not None and (not declared.isdigit() or int(declared) > max_body_bytes):
+            return _body_too_large(max_body_bytes)
     if "\x00" in scope["path"]:
         return NotFound("Not Found")
     if b"%00" in scope.get("query_string", b""):
         return BadRequest("Bad Request. The query must not contain NUL characters", field="query")
     return None
+
+
+def _body_too_large(max_body_bytes: int) -> KasirError:
+    error = InvalidFieldFormat("body", f"must be at most {max_body_bytes} bytes")
+    error.http_status = 413
+    return error
+
+
+def _limited(receive: Receive, max_body_bytes: int) -> Receive:
+    """`receive` that raises 413 (in the route's format: a KasirError reaches its handler) once the
+    body read so far passes the limit: a chunked body is never held whole."""
+    received = 0
+
+    async def limited() -> Message:
+        nonlocal received
+        message = await receive()
+        if message["type"] == "http.request":
+            received += len(message.get("body", b""))
+            if received > max_body_bytes:
+                raise _body_too_large(max_body_bytes)
+        return message
+
+    return limited
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

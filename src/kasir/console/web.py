@@ -39,7 +39,6 @@ SECURITY_HEADERS = {
     ),
     "x-frame-options": "DENY",
     "referrer-policy": "same-origin",
-    "x-content-type-options": "nosniff",
     "permissions-policy": "camera=(), microphone=(), geolocation=()",
 }
 
