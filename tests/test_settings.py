@@ -39,6 +39,10 @@ def test_the_environment_is_read_with_the_kasir_prefix(monkeypatch: pytest.Monke
     monkeypatch.setenv("KASIR_LOG_FORMAT", "text")
     monkeypatch.setenv("KASIR_BENCH_MODE", "true")
     monkeypatch.setenv("KASIR_MAX_BODY_BYTES", "2048")
+    monkeypatch.setenv("KASIR_MAX_HEADER_BYTES", "4096")
+    monkeypatch.setenv("KASIR_HEADER_TIMEOUT_SECONDS", "3")
+    monkeypatch.setenv("KASIR_BODY_TIMEOUT_SECONDS", "4")
+    monkeypatch.setenv("KASIR_MAX_CONNECTIONS", "50")
     monkeypatch.setenv("KASIR_CONSOLE", "false")
     monkeypatch.setenv("KASIR_CONSOLE_SESSION_HOURS", "2")
     monkeypatch.setenv("KASIR_CONSOLE_IDLE_MINUTES", "10")
@@ -56,6 +60,8 @@ def test_the_environment_is_read_with_the_kasir_prefix(monkeypatch: pytest.Monke
     assert settings.log_format == "text"
     assert settings.bench_mode is True
     assert settings.max_body_bytes == 2048
+    assert (settings.max_header_bytes, settings.header_timeout_seconds, settings.body_timeout_seconds) == (4096, 3, 4)
+    assert settings.max_connections == 50
     assert settings.console is False
     assert (settings.console_session_hours, settings.console_idle_minutes) == (2, 10)
     assert (settings.console_lock_after, settings.console_lock_minutes) == (3, 30)
@@ -145,6 +151,22 @@ async def test_the_console_can_be_switched_off(settings: Settings, migrated: Non
                 answer = await client.get("/console/sign-in")
         assert answer.status_code == status, (console, answer.text[:200])
     configure(settings)
+
+
+async def test_serve_answers_503_past_its_connection_limit(settings_env: dict[str, str], migrated: None) -> None:
+    server = ServedKasir({**settings_env, "KASIR_MAX_CONNECTIONS": "2"}, args=("--no-worker",))
+    await asyncio.to_thread(server.start)
+    held = [await asyncio.open_connection("127.0.0.1", server.port) for _ in range(2)]
+    try:
+        async with httpx.AsyncClient(base_url=server.base_url) as client:
+            assert (await client.get("/healthz")).status_code == 503
+        for _reader, writer in held:
+            writer.close()
+        await asyncio.sleep(0.3)
+        async with httpx.AsyncClient(base_url=server.base_url) as client:
+            assert (await client.get("/healthz")).status_code == 200
+    finally:
+        await asyncio.to_thread(server.stop)
 
 
 async def test_serve_runs_on_uvloop_when_asked(settings_env: dict[str, str], migrated: None) -> None:

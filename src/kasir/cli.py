@@ -130,6 +130,7 @@ def serve(
         access_log=False,
         server_header=False,
         timeout_graceful_shutdown=20,
+        limit_concurrency=settings.max_connections,  # past it: 503 at once, the socket closed (uvicorn)
     )
 
 

@@ -73,6 +73,18 @@ class Settings(BaseSettings):
         ge=1024,
         description="The largest request body accepted (413 past it, in the route's format), before any parsing.",
     )
+    max_header_bytes: int = Field(
+        64 * 1024, ge=1024, description="The largest request line and headers accepted (431 past it)."
+    )
+    header_timeout_seconds: float = Field(
+        10.0, gt=0, description="A request's line and headers must arrive within this (408 and closed otherwise)."
+    )
+    body_timeout_seconds: float = Field(
+        30.0, gt=0, description="A request's body must arrive within this after its headers (408 otherwise)."
+    )
+    max_connections: int = Field(
+        1000, ge=1, description="Connections a server process serves at once; past them a request is answered 503."
+    )
     idempotency_wait_seconds: float = Field(
         0.5,
         gt=0,

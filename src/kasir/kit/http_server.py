@@ -1,18 +1,65 @@
-"""uvicorn's HTTP protocol with TCP_NODELAY on every connection, however the socket was made.
+"""uvicorn's HTTP protocol with TCP_NODELAY on every connection, and limits no client can outwait.
 
-With `--workers N` uvicorn binds the listening socket itself with `proto` 0; the connections
-it accepts inherit that, and asyncio turns Nagle's algorithm off only for sockets that say
-IPPROTO_TCP. Nagle then holds each response's last segment until the client's delayed ACK
-on every keep-alive request, a delay per request that dwarfs the request itself (uvicorn
+TCP_NODELAY: with `--workers N` uvicorn binds the listening socket itself with `proto` 0; the
+connections it accepts inherit that, and asyncio turns Nagle's algorithm off only for sockets
+that say IPPROTO_TCP. Nagle then holds each response's last segment until the client's delayed
+ACK on every keep-alive request, a delay per request that dwarfs the request itself (uvicorn
 issue #3149, open). uvloop sets the option itself, asyncio does not: set it here.
+
+Limits (uvicorn has none for these; its keep-alive timeout covers only the wait between two
+requests of a connection):
+
+- `max_header_bytes`: a request line and headers larger than this are answered 431 and the
+  connection closed, before the parser holds them (it buffers a header value until it ends).
+- `header_timeout`: a connection must send a whole request line and headers within this from
+  its first byte (or from being opened): a client that sends nothing, or a byte now and then,
+  is answered 408 and closed.
+- `body_timeout`: a body must arrive whole within this from the end of its headers.
+
+Both answers are written straight to the socket (the request never reached the app) and
+logged by no one: a flood of them costs a write and a close each.
 """
 
 from __future__ import annotations
 
 import asyncio
 import socket
+from dataclasses import dataclass
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+_END_OF_HEADERS = b"\r\n\r\n"
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionLimits:
+    max_header_bytes: int
+    header_timeout: float
+    body_timeout: float
+
+
+_limits: ConnectionLimits | None = None
+
+
+def connection_limits() -> ConnectionLimits:
+    """Read from the settings once per process (the protocol is made by uvicorn, with no settings)."""
+    global _limits
+    if _limits is None:
+        from kasir.config import get_settings
+
+        settings = get_settings()
+        _limits = ConnectionLimits(
+            settings.max_header_bytes, settings.header_timeout_seconds, settings.body_timeout_seconds
+        )
+    return _limits
+
+
+def _answer(status: bytes) -> bytes:
+    return b"HTTP/1.1 " + status + b"\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
+
+
+_TOO_LARGE = _answer(b"431 Request Header Fields Too Large")
+_TOO_SLOW = _answer(b"408 Request Timeout")
 
 
 class NoDelayHttpToolsProtocol(HttpToolsProtocol):
@@ -24,3 +71,61 @@ class NoDelayHttpToolsProtocol(HttpToolsProtocol):
             except OSError:  # the peer is already gone: uvicorn handles the closed connection
                 pass
         super().connection_made(transport)
+        self._limits = connection_limits()
+        self._reading_headers = True
+        self._header_bytes = 0
+        self._tail = b""  # the last bytes of the previous piece: the end of the headers may straddle two
+        self._deadline: asyncio.TimerHandle | None = None
+        self._arm(self._limits.header_timeout)
+
+    def _arm(self, seconds: float) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+        self._deadline = self.loop.call_later(seconds, self._too_slow)
+
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline.cancel()
+            self._deadline = None
+
+    def _refuse(self, answer: bytes) -> None:
+        self._disarm()
+        if not self.transport.is_closing():
+            self.transport.write(answer)
+            self.transport.close()
+
+    def _too_slow(self) -> None:
+        self._deadline = None
+        if self._reading_headers or (self.cycle is not None and self.cycle.more_body):
+            self._refuse(_TOO_SLOW)
+
+    def data_received(self, data: bytes) -> None:
+        if self._reading_headers:
+            if self._deadline is None:  # the first byte of a request on a kept-alive connection
+                self._arm(self._limits.header_timeout)
+            seen = self._tail + data
+            end = seen.find(_END_OF_HEADERS)
+            self._header_bytes += (len(data) if end < 0 else max(0, end + 4 - len(self._tail)))
+            self._tail = seen[-3:]
+            if self._header_bytes > self._limits.max_header_bytes:
+                self._refuse(_TOO_LARGE)
+                return
+        super().data_received(data)
+
+    def on_headers_complete(self) -> None:
+        self._reading_headers = False
+        self._header_bytes, self._tail = 0, b""
+        self._arm(self._limits.body_timeout)
+        super().on_headers_complete()
+
+    def on_message_complete(self) -> None:
+        self._disarm()  # the app has the whole request: its own time is not the client's
+        super().on_message_complete()
+
+    def on_response_complete(self) -> None:
+        self._reading_headers = True  # the next request's headers (its first byte arms the timer)
+        super().on_response_complete()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)

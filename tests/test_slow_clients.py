@@ -1,0 +1,83 @@
+"""Slow or idle clients cannot hold `kasir serve` (hardening finding 2), over a real socket: a connection that
+sends nothing, headers sent a byte at a time, a body that never finishes, oversized headers; health probes
+answer throughout."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+
+from tests.support.server import ServedKasir
+
+pytestmark = pytest.mark.slow
+
+TIMEOUT = 1.0
+
+
+@pytest.fixture(scope="module")
+async def strict(settings_env: dict[str, str], migrated: None) -> AsyncIterator[ServedKasir]:
+    env = {
+        **settings_env,
+        "KASIR_HEADER_TIMEOUT_SECONDS": str(TIMEOUT),
+        "KASIR_BODY_TIMEOUT_SECONDS": str(TIMEOUT),
+        "KASIR_MAX_HEADER_BYTES": "4096",
+        "KASIR_EMBEDDED_WORKER": "false",
+    }
+    server = ServedKasir(env)
+    await asyncio.to_thread(server.start)
+    try:
+        yield server
+    finally:
+        await asyncio.to_thread(server.stop)
+
+
+async def closed_within(reader: asyncio.StreamReader, seconds: float) -> tuple[bytes, float]:
+    """Everything the server sends until it closes the connection, and how long that took."""
+    started = time.monotonic()
+    data = await asyncio.wait_for(reader.read(), seconds)
+    return data, time.monotonic() - started
+
+
+async def test_idle_and_trickling_connections_are_closed_and_probes_answer(strict: ServedKasir) -> None:
+    connections = [await asyncio.open_connection("127.0.0.1", strict.port) for _ in range(50)]
+    trickler_reader, trickler = connections[0]
+    trickler.write(b"GET /healthz HTTP/1.1\r\n")
+    async with httpx.AsyncClient(base_url=strict.base_url) as probe:
+        assert (await probe.get("/healthz")).status_code == 200  # while 50 connections are held open
+    for _ in range(3):
+        await asyncio.sleep(TIMEOUT / 4)
+        trickler.write(b"X")  # a byte now and then keeps nothing alive
+    for reader, _writer in connections:
+        data, took = await closed_within(reader, TIMEOUT * 4)
+        assert data in (b"", b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+        assert took <= TIMEOUT * 3
+    for _reader, writer in connections:
+        writer.close()
+
+
+async def test_a_body_that_never_finishes_is_closed(strict: ServedKasir) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", strict.port)
+    writer.write(b"POST /card-v2/v1/charge HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Content-Length: 1000\r\n\r\n{\"externalId\":")  # fmt: skip
+    data, took = await closed_within(reader, TIMEOUT * 5)
+    assert took <= TIMEOUT * 4
+    assert not data.startswith(b"HTTP/1.1 2")
+    writer.close()
+
+
+async def test_headers_over_the_limit_are_refused_before_they_are_held(strict: ServedKasir) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", strict.port)
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: " + b"a" * 10_000)
+    data, _took = await closed_within(reader, TIMEOUT * 3)
+    assert data.startswith(b"HTTP/1.1 431 ")
+    writer.close()
+    async with httpx.AsyncClient(base_url=strict.base_url) as client:  # ordinary requests are unaffected
+        answer = await client.get("/healthz", headers={"X-Fine": "a" * 2000})
+        assert answer.status_code == 200
+        body = b'{"x":"' + b"y" * 100_000 + b'"}'  # a body in the same packets as its headers is no header
+        posted = await client.post("/admin/merchants", content=body, headers={"Content-Type": "application/json"})
+        assert posted.status_code in (400, 401, 422), posted.text[:200]
