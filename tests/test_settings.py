@@ -43,6 +43,9 @@ def test_the_environment_is_read_with_the_kasir_prefix(monkeypatch: pytest.Monke
     monkeypatch.setenv("KASIR_HEADER_TIMEOUT_SECONDS", "3")
     monkeypatch.setenv("KASIR_BODY_TIMEOUT_SECONDS", "4")
     monkeypatch.setenv("KASIR_MAX_CONNECTIONS", "50")
+    monkeypatch.setenv("KASIR_PUBLIC_DOCS", "false")
+    monkeypatch.setenv("KASIR_PUBLIC_METRICS", "true")
+    monkeypatch.setenv("KASIR_ADMIN_API", "false")
     monkeypatch.setenv("KASIR_CONSOLE", "false")
     monkeypatch.setenv("KASIR_CONSOLE_SESSION_HOURS", "2")
     monkeypatch.setenv("KASIR_CONSOLE_IDLE_MINUTES", "10")
@@ -62,6 +65,7 @@ def test_the_environment_is_read_with_the_kasir_prefix(monkeypatch: pytest.Monke
     assert settings.max_body_bytes == 2048
     assert (settings.max_header_bytes, settings.header_timeout_seconds, settings.body_timeout_seconds) == (4096, 3, 4)
     assert settings.max_connections == 50
+    assert (settings.serves_docs, settings.serves_metrics, settings.admin_api) == (False, True, False)
     assert settings.console is False
     assert (settings.console_session_hours, settings.console_idle_minutes) == (2, 10)
     assert (settings.console_lock_after, settings.console_lock_minutes) == (3, 30)

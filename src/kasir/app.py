@@ -89,9 +89,17 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
         version=__version__,
         description="Payment platform: SNAP access tokens, wallet, BNPL and card payments, signed callbacks.",
         lifespan=lifespan,
+        # Off in production unless asked (KASIR_PUBLIC_DOCS): see the settings.
+        docs_url="/docs" if settings.serves_docs else None,
+        redoc_url="/redoc" if settings.serves_docs else None,
+        openapi_url="/openapi.json" if settings.serves_docs else None,
     )
     app.state.settings = settings
-    app.add_middleware(RequestContextMiddleware, max_body_bytes=settings.max_body_bytes)
+    app.add_middleware(
+        RequestContextMiddleware,
+        max_body_bytes=settings.max_body_bytes,
+        hidden_prefixes=settings.hidden_path_prefixes(),
+    )
     install_error_handlers(app)
     add_routes(app, ops_router)
     if settings.bench_mode:

@@ -85,6 +85,17 @@ class Settings(BaseSettings):
     max_connections: int = Field(
         1000, ge=1, description="Connections a server process serves at once; past them a request is answered 503."
     )
+    public_docs: bool | None = Field(
+        None,
+        description="Serve /docs, /redoc and /openapi.json. Default: in staging, not in production, where the "
+        "contract is the repository's documentation and the port faces the internet.",
+    )
+    public_metrics: bool | None = Field(
+        None,
+        description="Serve /metrics (volumes and callback states). Default: in staging, not in production, "
+        "unless turned on for a scraper that reaches the port privately.",
+    )
+    admin_api: bool = Field(True, description="Serve the /admin API (Bearer KASIR_ADMIN_TOKEN); false removes it.")
     idempotency_wait_seconds: float = Field(
         0.5,
         gt=0,
@@ -144,6 +155,18 @@ class Settings(BaseSettings):
         if self.database_url:
             return self.database_url
         return f"sqlite+aiosqlite:///{(self.data_dir / 'kasir.db').as_posix()}"
+
+    @property
+    def serves_docs(self) -> bool:
+        return self.public_docs if self.public_docs is not None else not self.is_production
+
+    @property
+    def serves_metrics(self) -> bool:
+        return self.public_metrics if self.public_metrics is not None else not self.is_production
+
+    def hidden_path_prefixes(self) -> tuple[str, ...]:
+        """The paths a deployment does not serve (KASIR_PUBLIC_METRICS, KASIR_ADMIN_API)."""
+        return (*(() if self.serves_metrics else ("/metrics",)), *(() if self.admin_api else ("/admin",)))
 
     def resolved_secret_key(self) -> str:
         if self.secret_key is not None:

@@ -20,9 +20,12 @@ _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 
 
 class RequestContextMiddleware:
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int | None = None) -> None:
+    def __init__(
+        self, app: ASGIApp, *, max_body_bytes: int | None = None, hidden_prefixes: tuple[str, ...] = ()
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
+        self.hidden_prefixes = hidden_prefixes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -52,7 +55,7 @@ class RequestContextMiddleware:
             await send_with_id(message)
 
         try:
-            refusal = _refused_before_routing(scope, self.max_body_bytes)
+            refusal = _refused_before_routing(scope, self.max_body_bytes, self.hidden_prefixes)
             if refusal is not None:
                 await render(Request(scope), refusal)(scope, receive, send_tracking)
                 return
@@ -82,14 +85,19 @@ class RequestContextMiddleware:
             )
 
 
-def _refused_before_routing(scope: Scope, max_body_bytes: int | None) -> KasirError | None:
+def _refused_before_routing(
+    scope: Scope, max_body_bytes: int | None, hidden_prefixes: tuple[str, ...] = ()
+) -> KasirError | None:
     """What is answered before any route reads, parses or authenticates anything:
 
     - a declared body over KASIR_MAX_BODY_BYTES: 413 (a body that declares no length is cut off
       as it grows past it: `_limited`);
     - a NUL in the path or the query: no id or reference holds one, and PostgreSQL's text cannot,
-      so 404 or 400 here instead of a failure in the database.
+      so 404 or 400 here instead of a failure in the database;
+    - a path this deployment does not serve (KASIR_PUBLIC_METRICS, KASIR_ADMIN_API): 404.
     """
+    if hidden_prefixes and scope["path"].startswith(hidden_prefixes):
+        return NotFound("Not Found")
     if max_body_bytes is not None:
         declared = _header(scope, b"content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > max_body_bytes):

@@ -21,6 +21,7 @@ from kasir.db import ReadSession, WriteSession
 from kasir.errors import KasirError, NotFound, WireFormat, wire
 from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
 from kasir.kit.clock import isoformat_seconds
+from kasir.kit.pages import html_page
 from kasir.kit.qr import qr_png
 from kasir.snap.codes import (
     SERVICE_PAYMENT_CALCULATION,
@@ -138,7 +139,7 @@ async def qr_image(reference_no: str, session: ReadSession) -> Response:
 )
 async def approval_page(reference_no: str, session: ReadSession) -> HTMLResponse:
     tx = await bnpl_service.get(session, reference_no)
-    return HTMLResponse(await pages.render_approval(session, tx))
+    return html_page(await pages.render_approval(session, tx))
 
 
 @router.post(
@@ -153,7 +154,7 @@ async def approve(reference_no: str, tenure: Annotated[int, Form()], session: Wr
     except KasirError as error:
         if isinstance(error, NotFound):
             raise
-        return HTMLResponse(pages.render_refusal(reference_no, error.message), status_code=error.http_status)
+        return html_page(pages.render_refusal(reference_no, error.message), status_code=error.http_status)
     return RedirectResponse(f"/bnpl/pages/{reference_no}", status_code=303)
 
 
@@ -169,5 +170,5 @@ async def reject(reference_no: str, session: WriteSession) -> Response:
     except KasirError as error:
         if isinstance(error, NotFound):
             raise
-        return HTMLResponse(pages.render_refusal(reference_no, error.message), status_code=error.http_status)
+        return html_page(pages.render_refusal(reference_no, error.message), status_code=error.http_status)
     return RedirectResponse(f"/bnpl/pages/{reference_no}", status_code=303)

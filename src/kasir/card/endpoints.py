@@ -14,6 +14,7 @@ runs the charge in a savepoint and keeps its answer, a 2xx or a 4xx, with the ke
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -41,6 +42,7 @@ from kasir.errors import KasirError, NotFound, WireFormat, wire
 from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
 from kasir.kit.back_to_back import BackToBack
 from kasir.kit.clock import clock
+from kasir.kit.pages import html_page
 from kasir.snap.openapi import snap_route
 from kasir.staging import Staging
 
@@ -107,17 +109,21 @@ _PLAIN = wire(WireFormat.PLAIN)
 _PAGE = {"openapi_extra": _PLAIN, "dependencies": [Staging], "include_in_schema": False}
 
 
-# Card forms are never cached, and never framed by another site (clickjacking).
-_PAGE_HEADERS = {
-    "Cache-Control": "no-store",
-    "X-Frame-Options": "DENY",
-    "Content-Security-Policy": "frame-ancestors 'none'",
-    "Referrer-Policy": "no-referrer",
-}
-
-
 def _html(content: str, status_code: int = 200) -> HTMLResponse:
-    return HTMLResponse(content, status_code=status_code, headers=_PAGE_HEADERS)
+    return html_page(content, status_code)  # no-store, no framing, no inline script (kasir.kit.pages)
+
+
+_STATIC = Path(pages.__file__).parent / "static"
+_SCRIPTS = {path.name: path.read_bytes() for path in _STATIC.glob("*.js")}
+
+
+@router.get("/card/static/{name}", include_in_schema=False)
+async def page_script(name: str) -> Response:
+    """The pages' scripts, files of the package: the pages' Content-Security-Policy allows no inline script."""
+    script = _SCRIPTS.get(name)
+    if script is None:
+        raise NotFound("Not Found")
+    return Response(script, media_type="text/javascript", headers={"Cache-Control": "public, max-age=3600"})
 
 
 def _see_other(url: str) -> RedirectResponse:

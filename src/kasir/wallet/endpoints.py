@@ -47,6 +47,7 @@ from kasir.errors import (
 )
 from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
 from kasir.kit.crypto import constant_time_equals
+from kasir.kit.pages import html_page
 from kasir.kit.qr import qr_png
 from kasir.merchants.basic_auth import BasicCaller, authenticate_basic_in
 from kasir.merchants.service import CredentialKind
@@ -287,7 +288,7 @@ async def qr_image(transaction_id: str, session: ReadSession) -> Response:
 )
 async def checkout_page(transaction_id: str, session: ReadSession) -> HTMLResponse:
     tx = await wallet_service.get(session, transaction_id)
-    return HTMLResponse(await pages.render_checkout(session, tx))
+    return html_page(await pages.render_checkout(session, tx))
 
 
 @router.post(
@@ -302,7 +303,7 @@ async def pay_on_page(transaction_id: str, session: UnitOfWork) -> Response:
     except KasirError as error:
         if isinstance(error, NotFound):
             raise
-        return HTMLResponse(pages.render_refusal(transaction_id, error.message), status_code=error.http_status)
+        return html_page(pages.render_refusal(transaction_id, error.message), status_code=error.http_status)
     return RedirectResponse(f"/ewallet/pages/{transaction_id}", status_code=303)
 
 
@@ -320,5 +321,5 @@ async def fail_on_page(
     except KasirError as error:
         if isinstance(error, NotFound):
             raise
-        return HTMLResponse(pages.render_refusal(transaction_id, error.message), status_code=error.http_status)
+        return html_page(pages.render_refusal(transaction_id, error.message), status_code=error.http_status)
     return RedirectResponse(f"/ewallet/pages/{transaction_id}", status_code=303)

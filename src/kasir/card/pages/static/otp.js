@@ -1,0 +1,12 @@
+// The otp page's behaviour: a file, not inline (the pages' Content-Security-Policy allows no inline script).
+(function () {
+  "use strict";
+  var form = document.getElementById("otp-form");
+  var button = document.getElementById("verify");
+  form.addEventListener("submit", function (event) {
+    if (form.getAttribute("data-submitted") === "true") { event.preventDefault(); return; }
+    form.setAttribute("data-submitted", "true");
+    button.disabled = true;
+    button.textContent = "Verifying…";
+  });
+})();
