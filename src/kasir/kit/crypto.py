@@ -26,10 +26,12 @@ class KeyError_(ValueError):
 
 
 def constant_time_equals(a: str | bytes, b: str | bytes) -> bool:
+    """Compared as bytes: `hmac.compare_digest` refuses str with non-ASCII characters (a TypeError, so a
+    500 for any header a client fills with them), and a lone surrogate has no plain UTF-8 encoding."""
     if isinstance(a, str):
-        a = a.encode()
+        a = a.encode("utf-8", "surrogatepass")
     if isinstance(b, str):
-        b = b.encode()
+        b = b.encode("utf-8", "surrogatepass")
     return hmac.compare_digest(a, b)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hmac
 import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,7 +20,7 @@ from kasir.config import get_settings
 from kasir.db import Database
 from kasir.errors import InvalidFieldFormat, InvalidMandatoryField, InvalidToken, Unauthorized
 from kasir.kit.clock import clock
-from kasir.kit.crypto import HmacKey, b64decode_strict, derive_key
+from kasir.kit.crypto import HmacKey, b64decode_strict, constant_time_equals, derive_key
 from kasir.merchants.service import merchant_service
 from kasir.snap.signatures import token_string_to_sign, verify_asymmetric_back_to_back
 
@@ -83,7 +82,7 @@ def read_access_token(value: str, product: Product) -> AccessToken:
         payload = _unb64url(encoded)
     except (binascii.Error, ValueError) as exc:
         raise InvalidToken() from exc
-    if not hmac.compare_digest(_sign(payload), signature):
+    if not constant_time_equals(_sign(payload), signature):
         raise InvalidToken()
     try:
         product_code, merchant_id, expires_text, _nonce = payload.decode().split(".", 3)
