@@ -21,7 +21,6 @@ from kasir.callbacks.dispatcher import retry_delay
 from kasir.config import Settings, configure
 from kasir.db import Database
 from kasir.errors import Unauthorized
-from kasir.kit.clock import clock
 from kasir.kit.logs import configure_logging
 from kasir.snap.headers import check_timestamp
 from tests.support.builders import snap_timestamp
@@ -83,7 +82,6 @@ def test_the_clock_skew_bounds_x_timestamp() -> None:
     assert check_timestamp(snap_timestamp(-5), 10) is not None
     with pytest.raises(Unauthorized, match="allowed 10 s"):
         check_timestamp(snap_timestamp(-60), 10)
-    clock.reset()
 
 
 async def test_the_sqlite_group_commit_max_bounds_a_batch(tmp_path: Path) -> None:

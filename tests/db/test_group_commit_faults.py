@@ -42,7 +42,7 @@ def committed_names(path: Path) -> set[str]:
         return {row[0] for row in connection.execute("SELECT name FROM item")}
 
 
-async def write(database: Database, name: str, *, ready: asyncio.Event | None = None) -> None:
+async def write(database: Database, name: str) -> None:
     async with database.unit_of_work() as session:
         await session.execute(text("INSERT INTO item (name) VALUES (:name)"), {"name": name})
 

@@ -109,10 +109,6 @@ _PLAIN = wire(WireFormat.PLAIN)
 _PAGE = {"openapi_extra": _PLAIN, "dependencies": [Staging], "include_in_schema": False}
 
 
-def _html(content: str, status_code: int = 200) -> HTMLResponse:
-    return html_page(content, status_code)  # no-store, no framing, no inline script (kasir.kit.pages)
-
-
 _STATIC = Path(pages.__file__).parent / "static"
 _SCRIPTS = {path.name: path.read_bytes() for path in _STATIC.glob("*.js")}
 
@@ -148,7 +144,7 @@ def _attempt_number(form: dict[str, str]) -> int:
 async def payment_page(order_id: str, session: ReadSession) -> Response:
     order = await card_service.get(session, order_id)
     if card_service.is_due(order):
-        return _html(
+        return html_page(
             await pages.render_closed(
                 session,
                 order,
@@ -160,9 +156,9 @@ async def payment_page(order_id: str, session: ReadSession) -> Response:
     if order.status == CardOrderStatus.AUTHENTICATING.value:
         return _see_other(_page_path(order.id, "/3ds"))
     if order.status != CardOrderStatus.PENDING.value:
-        return _html(await pages.render_closed(session, order, return_url=return_redirect(order, order.status)))
+        return html_page(await pages.render_closed(session, order, return_url=return_redirect(order, order.status)))
     csrf = page_token(order.id, order.attempts_made + 1, "pay")
-    return _html(await pages.render_payment(session, order, csrf=csrf))
+    return html_page(await pages.render_payment(session, order, csrf=csrf))
 
 
 @router.post("/card/pages/{order_id}/pay", **_PAGE)  # type: ignore[arg-type]
@@ -196,7 +192,7 @@ async def pay(order_id: str, request: Request, session: WriteSession) -> Respons
             values=values,
             errors=errors,
         )
-        return _html(html, status_code=422)
+        return html_page(html, status_code=422)
     except AttemptAlreadySubmitted:
         await rollback_unit(session)
         order = await card_service.get(session, order_id)
@@ -219,7 +215,7 @@ async def pay(order_id: str, request: Request, session: WriteSession) -> Respons
     csrf = page_token(order.id, order.attempts_made + 1, "pay")
     left = 3 - order.attempts_failed
     message = f"Payment failed: {attempt.response_message}. Enter the card number and CVN again ({left} left)."
-    return _html(await pages.render_payment(session, order, csrf=csrf, message=message, values=values))
+    return html_page(await pages.render_payment(session, order, csrf=csrf, message=message, values=values))
 
 
 async def _refused(session: AsyncSession, order: Any, heading: str, *, status: int) -> HTMLResponse:
@@ -230,7 +226,7 @@ async def _refused(session: AsyncSession, order: Any, heading: str, *, status: i
         message="Nothing was charged by this request. Open the payment page again to see where the payment stands.",
         link=_page_path(order.id),
     )
-    return _html(html, status_code=status)
+    return html_page(html, status_code=status)
 
 
 @router.get("/card/pages/{order_id}/3ds", response_class=HTMLResponse, **_PAGE)  # type: ignore[arg-type]
@@ -242,7 +238,7 @@ async def otp_page(order_id: str, session: ReadSession) -> Response:
     assert attempt is not None
     csrf = page_token(order.id, attempt.number, "3ds")
     html = await pages.render_otp(session, order, attempt, otp=one_time_password(order.id, attempt.number), csrf=csrf)
-    return _html(html)
+    return html_page(html)
 
 
 @router.post("/card/pages/{order_id}/3ds", **_PAGE)  # type: ignore[arg-type]

@@ -37,7 +37,7 @@ from kasir.db.database import (
 )
 from kasir.db.models import NAMING_CONVENTION, Base, UTCDateTime
 from kasir.db.statements import Statement, binds
-from kasir.db.unit import on_commit, run_after_commit
+from kasir.db.unit import on_commit
 
 __all__ = [
     "NAMING_CONVENTION",
@@ -61,7 +61,6 @@ __all__ = [
     "ping",
     "read_session",
     "rollback_unit",
-    "run_after_commit",
     "savepoint",
     "upgrade_schema",
     "write_session",

@@ -1,22 +1,12 @@
-"""What every HTML page Kasir serves outside the console shares: its response headers and form tokens.
+"""What every HTML page Kasir serves outside the console shares: its response headers.
 
-- Headers: a Content-Security-Policy without inline scripts (scripts are files the package
-  serves), no framing by another site (clickjacking), no referrer, and never cached (the pages
-  show payment data).
-- Form tokens: a page's form carries a token bound to what it acts on and to the form, made
-  with the service's key; a POST without it (another site's form) is refused. Stateless: any
-  process checks a token any process made.
+A Content-Security-Policy without inline scripts (scripts are files the package serves), no
+framing by another site (clickjacking), no referrer, and never cached (the pages show payment data).
 """
 
 from __future__ import annotations
 
-import hmac
-from functools import lru_cache
-
 from fastapi.responses import HTMLResponse
-
-from kasir.config import get_settings
-from kasir.kit.crypto import constant_time_equals, derive_key
 
 PAGE_HEADERS = {
     "Content-Security-Policy": (
@@ -31,18 +21,3 @@ PAGE_HEADERS = {
 
 def html_page(content: str, status_code: int = 200) -> HTMLResponse:
     return HTMLResponse(content, status_code=status_code, headers=PAGE_HEADERS)
-
-
-@lru_cache(maxsize=4)
-def _form_key(secret_key: str) -> bytes:
-    return derive_key(secret_key, "kasir/page-form")
-
-
-def form_token(form: str, subject: str) -> str:
-    """The token of `form` (such as `wallet-pay`) acting on `subject` (a transaction id)."""
-    key = _form_key(get_settings().resolved_secret_key())
-    return hmac.digest(key, f"{form}:{subject}".encode(), "sha256").hex()
-
-
-def check_form_token(form: str, subject: str, token: str | None) -> bool:
-    return token is not None and constant_time_equals(form_token(form, subject), token)
