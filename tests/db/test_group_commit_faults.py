@@ -47,6 +47,10 @@ async def write(database: Database, name: str) -> None:
         await session.execute(text("INSERT INTO item (name) VALUES (:name)"), {"name": name})
 
 
+def is_file(connection: sqlite3.Connection, path: Path) -> bool:
+    return any(Path(row[2]) == path for row in connection.execute("PRAGMA database_list") if row[2])
+
+
 def busy(message: str = "database is locked") -> sqlite3.OperationalError:
     error = sqlite3.OperationalError(message)
     error.sqlite_errorcode = sqlite3.SQLITE_BUSY  # type: ignore[attr-defined]
@@ -61,6 +65,9 @@ async def test_a_commit_that_fails_fails_every_unit_of_its_batch_and_leaves_noth
     commits: list[str] = []
 
     def disk_full_once(connection: sqlite3.Connection) -> None:
+        if not is_file(connection, path):  # another test's leftover worker shares the loop: not ours to fail
+            real_commit(connection)
+            return
         commits.append("tried")
         if len(commits) == 1:
             connection.rollback()  # what SQLite does to a transaction whose COMMIT failed for I/O
