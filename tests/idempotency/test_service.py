@@ -75,3 +75,10 @@ async def test_an_expired_key_is_a_new_key_and_the_purge_removes_it(app: FastAPI
     assert left is None
     clock.advance(timedelta(seconds=10).total_seconds())
     assert await service.purge_expired_keys(database) == 0  # at most once a minute
+
+
+def test_the_worker_runs_the_purge() -> None:
+    """Without it the table only grows: the purge is one of the worker's scheduled jobs."""
+    from kasir.callbacks.worker import expiry_jobs
+
+    assert service.purge_expired_keys in expiry_jobs()

@@ -33,6 +33,7 @@ EXPIRY_JOBS = (
     ("kasir.wallet.service", "expire_due_wallet_transactions"),
     ("kasir.bnpl.service", "expire_due_bnpl_transactions"),
     ("kasir.card.service", "expire_due_card_orders"),
+    ("kasir.idempotency.service", "purge_expired_keys"),
 )
 EXPIRY_INTERVAL_SECONDS = 1.0
 
