@@ -83,6 +83,21 @@ async def test_headers_over_the_limit_are_refused_before_they_are_held(strict: S
         assert posted.status_code in (400, 401, 422), posted.text[:200]
 
 
+async def test_too_many_header_lines_are_refused(strict: ServedKasir) -> None:
+    many = b"".join(b"X-%d: 1\r\n" % n for n in range(200))  # 2 KiB: within the size limit
+    reader, writer = await asyncio.open_connection("127.0.0.1", strict.port)
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + many + b"\r\n")
+    data, _took = await closed_within(reader, TIMEOUT * 3)
+    assert data.startswith(b"HTTP/1.1 431 ")
+    writer.close()
+    reader, writer = await asyncio.open_connection("127.0.0.1", strict.port)
+    some = b"".join(b"X-%d: 1\r\n" % n for n in range(100))
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + some + b"\r\n")
+    data, _took = await closed_within(reader, TIMEOUT * 3)
+    assert data.startswith(b"HTTP/1.1 200 ")
+    writer.close()
+
+
 async def test_a_connection_past_the_limit_is_answered_503_at_once_without_a_request(
     settings_env: dict[str, str], migrated: None
 ) -> None:

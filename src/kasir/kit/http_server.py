@@ -11,6 +11,8 @@ requests of a connection):
 
 - `max_header_bytes`: a request line and headers larger than this are answered 431 and the
   connection closed, before the parser holds them (it buffers a header value until it ends).
+- `MAX_HEADER_LINES`: so do more header lines than any client sends (each becomes a pair of
+  byte strings in the request's scope, and every middleware that reads headers walks them all).
 - `header_timeout`: a connection must send a whole request line and headers within this from
   its first byte (or from being opened): a client that sends nothing, or a byte now and then,
   is answered 408 and closed.
@@ -63,6 +65,8 @@ def connection_cap(wanted: int) -> int:
     return max(1, min(wanted, soft - FILES_FOR_THE_REST))
 
 
+# The request line, the headers and the empty line that ends them. Browsers and SDKs send a few dozen.
+MAX_HEADER_LINES = 128
 _limits: ConnectionLimits | None = None
 
 
@@ -139,7 +143,7 @@ class NoDelayHttpToolsProtocol(HttpToolsProtocol):
         super().connection_made(transport)
         self._limits = connection_limits()
         self._reading_headers = True
-        self._header_bytes = 0
+        self._header_bytes = self._header_lines = 0
         self._tail = b""  # the last bytes of the previous piece: the end of the headers may straddle two
         self._deadline: asyncio.TimerHandle | None = None
         _quiet_accept_errors(self.loop)
@@ -175,16 +179,18 @@ class NoDelayHttpToolsProtocol(HttpToolsProtocol):
                 self._arm(self._limits.header_timeout)
             seen = self._tail + data
             end = seen.find(_END_OF_HEADERS)
-            self._header_bytes += len(data) if end < 0 else max(0, end + 4 - len(self._tail))
+            header_part = data if end < 0 else data[: max(0, end + 4 - len(self._tail))]
+            self._header_bytes += len(header_part)
+            self._header_lines += header_part.count(b"\n")
             self._tail = seen[-3:]
-            if self._header_bytes > self._limits.max_header_bytes:
+            if self._header_bytes > self._limits.max_header_bytes or self._header_lines > MAX_HEADER_LINES:
                 self._refuse(_TOO_LARGE)
                 return
         super().data_received(data)
 
     def on_headers_complete(self) -> None:
         self._reading_headers = False
-        self._header_bytes, self._tail = 0, b""
+        self._header_bytes, self._header_lines, self._tail = 0, 0, b""
         self._arm(self._limits.body_timeout)
         super().on_headers_complete()
 
