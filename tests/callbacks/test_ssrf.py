@@ -2,24 +2,25 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import secrets
-from collections.abc import AsyncIterator
+import ipaddress
+import socket
 
 import httpx
 import pytest
 from fastapi import FastAPI
+from hypothesis import example, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
-from kasir.app import create_app
 from kasir.callbacks.dispatcher import ClaimedCallback, send_attempt
 from kasir.callbacks.models import CallbackKind
-from kasir.callbacks.ssrf import UnsafeCallbackUrl, check_callback_url, is_public_address
-from kasir.config import Settings, configure
-from kasir.db import Database, upgrade_schema
+from kasir.callbacks.ssrf import UnsafeCallbackUrl, check_callback_url, is_public_address, use_resolver
+from kasir.kit.addresses import numeric_ipv4
 from tests.callbacks.helpers import db, load, record, wait_attempts, wait_status
+from tests.callbacks.production import isolated_database, production_app
 from tests.conftest import TEST_ADMIN_TOKEN
 from tests.support.builders import public_pem, rsa_key, unique_name
+from tests.support.receiver import Answer
 
 
 @pytest.mark.parametrize(
@@ -56,6 +57,9 @@ from tests.support.builders import public_pem, rsa_key, unique_name
         "64:ff9b::a9fe:a9fe",  # NAT64 of 169.254.169.254
         "::7f00:1",  # IPv4-compatible 127.0.0.1
         "2001:0:4136:e378:8000:63bf:3fff:fdd2",  # Teredo
+        "64:ff9b:1::808:808",  # local-use NAT64: a translator of the network's own, to anywhere
+        "3fff::1",  # documentation (RFC 9637), global to Python 3.11
+        "::ffff:0:808:808",  # IPv4-translated (SIIT)
     ],
 )
 def test_non_public_addresses(address):
@@ -120,31 +124,7 @@ async def test_production_delivery_to_loopback_is_refused_without_connecting(set
 
 @pytest.fixture(scope="module")
 async def production_database_url(settings, postgres, data_dir) -> str:
-    """A database of its own: the session app's worker (staging, which allows loopback) must not deliver
-    what the production app is to refuse."""
-    if postgres is not None:
-        url = await asyncio.to_thread(postgres.create_database, f"ssrf_{secrets.token_hex(4)}")
-    else:
-        url = f"sqlite+aiosqlite:///{data_dir / f'ssrf-{secrets.token_hex(4)}.db'}"
-    database = Database(settings.model_copy(update={"database_url": url}))
-    try:
-        await upgrade_schema(database)
-    finally:
-        await database.dispose()
-    return url
-
-
-@contextlib.asynccontextmanager
-async def production_app(settings, database_url: str, allowed: str) -> AsyncIterator[FastAPI]:
-    """`create_app` with KASIR_ENV=production and the allow-list as the environment would give it."""
-    environment = {"env": "production", "database_url": database_url, "callback_allowed_networks": allowed}
-    production = Settings(**{**settings.model_dump(), **environment})
-    application = create_app(production)
-    try:
-        async with application.router.lifespan_context(application):
-            yield application
-    finally:
-        configure(settings)  # create_app installed the production settings process-wide
+    return await isolated_database(settings, postgres, data_dir)
 
 
 async def create_merchant(application: FastAPI, callback_url: str) -> httpx.Response:
@@ -188,3 +168,110 @@ async def test_production_refuses_loopback_outside_the_allowed_networks(
     assert callback.status == "pending"
     assert attempt.error.startswith("refused:"), attempt.error
     assert receiver.requests == []
+
+
+async def test_dns_rebinding_is_refused_at_delivery(settings, production_database_url, receiver):
+    """The name answers a public address when the URL is given and 127.0.0.1 when the callback is sent:
+    delivery resolves again, checks what it will connect to, and sends nothing."""
+    answers = {"rebind.example": ["8.8.8.8"]}
+    asked: list[str] = []
+
+    async def resolver(host: str, port: int) -> list[str]:
+        asked.append(host)
+        return answers[host]
+
+    url = f"https://rebind.example:{receiver.port}/cb"
+    with use_resolver(resolver):
+        async with production_app(settings, production_database_url, "") as application:
+            created = await create_merchant(application, url)
+            assert created.status_code == 201, created.text
+            answers["rebind.example"] = ["127.0.0.1"]  # the attacker's DNS now answers loopback
+            callback_id = await record(db(application), merchant_id=created.json()["merchant_id"], url=url)
+            callback = await wait_attempts(db(application), callback_id, 1)
+            _, [attempt] = await load(db(application), callback_id)
+    assert asked == ["rebind.example", "rebind.example"]  # given, then delivered: two look-ups
+    assert callback.status == "pending"
+    assert attempt.error == "refused: resolves to a non-public address (127.0.0.1)"
+    assert receiver.requests == []
+
+
+async def test_delivery_connects_to_the_checked_address_and_follows_no_redirect(
+    settings, production_database_url, receiver
+):
+    """A name only the injected resolver knows is reached (so the HTTP client never looked it up itself),
+    under its own name in Host; a redirect, even to an allowed address, is an answer, not followed."""
+
+    async def resolver(host: str, port: int) -> list[str]:
+        if host == "merchant.internal":
+            return ["127.0.0.1"]
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    receiver.answer(Answer(status=302, body="", location=receiver.url("/elsewhere")))
+    url = f"http://merchant.internal:{receiver.port}/cb?order=7"
+    with use_resolver(resolver):
+        async with production_app(settings, production_database_url, "127.0.0.0/8") as application:
+            created = await create_merchant(application, url)
+            assert created.status_code == 201, created.text
+            merchant_id = created.json()["merchant_id"]
+            redirected = await record(db(application), merchant_id=merchant_id, url=url, transaction_ref="TX-302")
+            callback = await wait_attempts(db(application), redirected, 1)
+            _, [attempt] = await load(db(application), redirected)
+            delivered = await record(db(application), merchant_id=merchant_id, url=url, transaction_ref="TX-200")
+            await wait_status(db(application), delivered, "delivered")
+    assert (callback.status, attempt.http_status) == ("pending", 302)
+    assert attempt.error == "HTTP 302 redirect (not followed)"
+    assert [(r.path, r.headers["host"]) for r in receiver.requests] == [
+        ("/cb", f"merchant.internal:{receiver.port}"),
+        ("/cb", f"merchant.internal:{receiver.port}"),
+    ]
+
+
+# --- IPv4 numbers in every spelling, read as the system's resolver reads them -----------------------
+
+SPELLINGS = [
+    ("2130706433", "127.0.0.1"),
+    ("0x7f000001", "127.0.0.1"),
+    ("0X7F000001", "127.0.0.1"),
+    ("017700000001", "127.0.0.1"),
+    ("0177.0.0.1", "127.0.0.1"),
+    ("0x7f.0.0.1", "127.0.0.1"),
+    ("127.1", "127.0.0.1"),
+    ("127.0.1", "127.0.0.1"),
+    ("0x7f.1", "127.0.0.1"),
+    ("0", "0.0.0.0"),
+    ("169.254.43518", "169.254.169.254"),
+    ("0xa9fea9fe", "169.254.169.254"),
+    ("4294967295", "255.255.255.255"),
+    ("000000000127.0.0.1", "87.0.0.1"),  # octal 127
+]
+
+
+@pytest.mark.parametrize(("host", "address"), SPELLINGS)
+def test_numeric_hosts_are_read_as_inet_aton_reads_them(host, address):
+    assert numeric_ipv4(host) == ipaddress.IPv4Address(address)
+    assert socket.inet_ntoa(socket.inet_aton(host)) == address  # the C library agrees
+
+
+@pytest.mark.parametrize("host", ["256.0.0.1", "1.2.3.4.5", "09.0.0.1", "0x.0x.0x.0xg", "4294967296", "1.16777216"])
+def test_numbers_that_spell_no_address_are_not_hosts(host):
+    assert numeric_ipv4(host) is None
+
+
+_part = st.one_of(
+    st.integers(0, 2**32 - 1).map(str),
+    st.integers(0, 2**32 - 1).map(lambda n: f"0{n:o}"),
+    st.integers(0, 2**32 - 1).map(lambda n: f"0x{n:x}"),
+    st.integers(0, 2**32 - 1).map(lambda n: f"0X{n:X}"),
+)
+
+
+@hypothesis_settings(max_examples=300, deadline=None)
+@given(st.lists(_part, min_size=1, max_size=4).map(".".join))
+@example("0x7f.0.0.1")
+def test_every_numeric_spelling_reads_as_the_c_library_reads_it(host):
+    """Whatever IPv4 number a URL spells, the guard reads the address inet_aton would connect to."""
+    try:
+        expected = ipaddress.IPv4Address(socket.inet_aton(host))
+    except OSError:
+        expected = None
+    assert numeric_ipv4(host) == expected

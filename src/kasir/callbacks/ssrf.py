@@ -27,7 +27,7 @@ from urllib.parse import SplitResult, urlsplit
 
 from kasir.config import get_settings
 from kasir.errors import InvalidFieldFormat
-from kasir.kit.addresses import IPNetwork, ends_in_a_number, in_networks, is_public_address, numeric_ipv4
+from kasir.kit.addresses import IPNetwork, describe, ends_in_a_number, in_networks, is_public_address, numeric_ipv4
 
 __all__ = [
     "CheckedTarget",
@@ -135,7 +135,7 @@ async def resolve_checked(
         raise UnsafeCallbackUrl(field, "must be an https URL in production (or reach only allowed networks)")
     for address, allowed_address in zip(addresses, inside, strict=True):
         if not allowed_address and not is_public_address(address):
-            raise UnsafeCallbackUrl(field, f"resolves to a non-public address ({address})")
+            raise UnsafeCallbackUrl(field, f"resolves to a non-public address ({describe(address)})")
     return CheckedTarget(parts, host, port, addresses[0])
 
 

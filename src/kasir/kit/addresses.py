@@ -3,7 +3,8 @@
 - `is_public_address`: may a production callback go there? Loopback, private, link-local, CGNAT,
   IETF protocol assignments, benchmarking, documentation, site-local, multicast, reserved and
   unspecified addresses are not public; the IPv6 forms that carry an IPv4 address (mapped,
-  compatible, 6to4, NAT64) are judged by the address they carry, and Teredo is refused.
+  compatible, 6to4, NAT64's well-known prefix) are judged by the address they carry; Teredo and
+  local-use NAT64 are refused.
 - `numeric_ipv4`: a host written as an IPv4 number in any spelling a resolver or browser reads
   (`2130706433`, `0177.0.0.1`, `0x7f.0.0.1`, `127.1`, `0x7f000001`): the WHATWG URL standard's
   IPv4 parser, which reads what inet_aton reads.
@@ -29,10 +30,12 @@ _NOT_PUBLIC = tuple(
         "fec0::/10",  # site-local (deprecated, still routed inside some networks)
         "100::/64",  # discard-only
         "2001:db8::/32",  # documentation
+        "3fff::/20",  # documentation (RFC 9637)
+        "64:ff9b:1::/48",  # local-use NAT64 (RFC 8215): a translator of the network's own, to anywhere
     )
 )
 # IPv6 forms that carry an IPv4 address: the embedded address decides.
-_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
 _IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
 
 # Where an operator's own network can be: loopback, RFC 1918, CGNAT, IPv6 loopback and unique-local.
@@ -57,14 +60,14 @@ METADATA_ADDRESSES = tuple(ipaddress.ip_address(address) for address in ("100.10
 
 def is_public_address(address: str | IPAddress) -> bool:
     ip = ipaddress.ip_address(address)
+    if any(ip.version == network.version and ip in network for network in _NOT_PUBLIC):
+        return False
     if isinstance(ip, ipaddress.IPv6Address):
         if ip.teredo is not None:
             return False  # a tunnel to wherever its relay leads: never a merchant's callback address
         embedded = _embedded_ipv4(ip)
         if embedded is not None:
             return is_public_address(embedded)
-    if any(ip.version == network.version and ip in network for network in _NOT_PUBLIC):
-        return False
     return not (
         ip.is_private
         or ip.is_loopback
@@ -82,11 +85,18 @@ def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
         return ip.ipv4_mapped
     if ip.sixtofour is not None:
         return ip.sixtofour
-    if any(ip in network for network in _NAT64):
+    if ip in _NAT64:
         return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
     if ip in _IPV4_COMPATIBLE and int(ip) > 1:  # ::, ::1 are judged as themselves
         return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
     return None
+
+
+def describe(address: str | IPAddress) -> str:
+    """The address for a refusal: an IPv6 form that carries an IPv4 address says which."""
+    ip = ipaddress.ip_address(address)
+    embedded = _embedded_ipv4(ip) if isinstance(ip, ipaddress.IPv6Address) and ip.teredo is None else None
+    return str(ip) if embedded is None else f"{ip}, which carries {embedded}"
 
 
 def in_networks(address: str | IPAddress, networks: tuple[IPNetwork, ...] | list[IPNetwork]) -> bool:
