@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import socket
 
@@ -119,6 +120,57 @@ async def test_production_delivery_to_loopback_is_refused_without_connecting(set
     assert receiver.requests == []
 
 
+# --- KASIR_CALLBACK_ALLOWED_NETWORKS: which addresses it lets through ---------------------------------
+
+ALLOWED = [ipaddress.ip_network("10.20.0.0/16"), ipaddress.ip_network("fd12:3456::/48")]
+INTERNAL = {
+    "shop.internal": ["10.20.0.5"],
+    "shop6.internal": ["fd12:3456::5", "::ffff:10.20.0.6"],
+    "dual.example": ["10.20.0.5", "8.8.8.8"],
+    "partly.internal": ["10.20.0.5", "10.99.0.1"],
+}
+
+
+async def internal_names(host: str, port: int) -> list[str]:
+    return INTERNAL[host]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://shop.internal:8080/cb",
+        "https://shop.internal/cb",
+        "http://shop6.internal/cb",
+        "http://10.20.0.5/cb",
+        "http://0x0a140005/cb",  # 10.20.0.5
+        "http://[fd12:3456::5]/cb",
+        "https://dual.example/cb",  # each address allowed or public, over https
+    ],
+)
+async def test_the_allowed_networks_let_their_addresses_through(url):
+    with use_resolver(internal_names):
+        await check_callback_url(url, production=True, allowed_networks=ALLOWED)
+
+
+@pytest.mark.parametrize(
+    ("url", "reason"),
+    [
+        ("http://dual.example/cb", "must be an https URL in production (or reach only allowed networks)"),
+        ("https://partly.internal/cb", "non-public address (10.99.0.1)"),
+        ("http://10.21.0.1/cb", "must be an https URL"),
+        ("https://10.21.0.1/cb", "non-public address (10.21.0.1)"),
+        ("https://127.0.0.1/cb", "non-public address (127.0.0.1)"),
+        ("https://169.254.169.254/cb", "non-public address (169.254.169.254)"),
+        ("https://[::ffff:10.21.0.1]/cb", "which carries 10.21.0.1"),
+        ("https://[2002:a14:5::1]/cb", "which carries 10.20.0.5"),  # 6to4 of an allowed address: not the network
+    ],
+)
+async def test_every_other_address_still_has_to_be_public(url, reason):
+    with use_resolver(internal_names), pytest.raises(UnsafeCallbackUrl) as refused:
+        await check_callback_url(url, production=True, allowed_networks=ALLOWED)
+    assert reason in refused.value.reason
+
+
 # --- KASIR_CALLBACK_ALLOWED_NETWORKS: a production app and a receiver on 127.0.0.1 -----------------
 
 
@@ -224,6 +276,28 @@ async def test_delivery_connects_to_the_checked_address_and_follows_no_redirect(
         ("/cb", f"merchant.internal:{receiver.port}"),
         ("/cb", f"merchant.internal:{receiver.port}"),
     ]
+
+
+async def test_a_resolver_that_never_answers_at_delivery_times_the_attempt_out(
+    settings, production_database_url, receiver
+):
+    async def resolver(host: str, port: int) -> list[str]:
+        if delivering:
+            await asyncio.sleep(60)  # cancelled by the attempt's timeout (2 s in the tests)
+        return ["8.8.8.8"]
+
+    delivering = False
+    url = f"https://slow-dns.example:{receiver.port}/cb"
+    with use_resolver(resolver):
+        async with production_app(settings, production_database_url, "") as application:
+            created = await create_merchant(application, url)
+            assert created.status_code == 201, created.text
+            delivering = True
+            callback_id = await record(db(application), merchant_id=created.json()["merchant_id"], url=url)
+            await wait_attempts(db(application), callback_id, 1)
+            _, [attempt] = await load(db(application), callback_id)
+    assert attempt.error == "timeout after 2 s"
+    assert receiver.requests == []
 
 
 # --- IPv4 numbers in every spelling, read as the system's resolver reads them -----------------------

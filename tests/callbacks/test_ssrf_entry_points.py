@@ -58,6 +58,7 @@ FORMS = [
     ("ftp://public.example/cb", "must be an absolute http(s) URL"),
     ("https:///no-host", "must be an absolute http(s) URL"),
     ("https://public.example:99999/cb", "has an invalid port"),
+    ("https://public.example:0/cb", "has an invalid port"),
     # loopback
     ("https://127.0.0.1/cb", f"{NON_PUBLIC} (127.0.0.1)"),
     ("https://127.8.9.10:8443/cb", f"{NON_PUBLIC} (127.8.9.10)"),

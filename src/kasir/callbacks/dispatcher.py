@@ -134,16 +134,16 @@ async def send_attempt(http: httpx.AsyncClient, callback: ClaimedCallback, setti
     extensions: dict[str, str] = {}
     started = time.perf_counter()
     try:
-        if settings.is_production:
-            # Resolve and check again (DNS may answer otherwise than when the URL was given), connect to
-            # the address that was checked; keep the name for Host and TLS SNI.
-            target = await resolve_checked(url, allowed_networks=settings.callback_allowed_networks)
-            headers["Host"] = _host_header(target.host, target.parts.port)
-            if target.parts.scheme == "https":
-                extensions["sni_hostname"] = target.host
-            literal = f"[{target.address}]" if ":" in target.address else target.address
-            url = urlunsplit(target.parts._replace(netloc=f"{literal}:{target.port}"))
-        async with asyncio.timeout(settings.callback_timeout_seconds):
+        async with asyncio.timeout(settings.callback_timeout_seconds):  # a slow DNS answer counts too
+            if settings.is_production:
+                # Resolve and check again (DNS may answer otherwise than when the URL was given), connect
+                # to the address that was checked; keep the name for Host and TLS SNI.
+                target = await resolve_checked(url, allowed_networks=settings.callback_allowed_networks)
+                headers["Host"] = _host_header(target.host, target.parts.port)
+                if target.parts.scheme == "https":
+                    extensions["sni_hostname"] = target.host
+                literal = f"[{target.address}]" if ":" in target.address else target.address
+                url = urlunsplit(target.parts._replace(netloc=f"{literal}:{target.port}"))
             response = await http.post(url, content=callback.payload, headers=headers, extensions=extensions)
     except UnsafeCallbackUrl as exc:
         return AttemptResult(False, None, f"refused: {exc.reason}", None, _ms(started), sent_url, sent_headers)

@@ -84,10 +84,12 @@ def _split(url: str, field: str) -> tuple[SplitResult, str, int]:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UnsafeCallbackUrl(field, "must be an absolute http(s) URL")
     try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
+        port = parts.port
     except ValueError:
-        raise UnsafeCallbackUrl(field, "has an invalid port") from None
-    return parts, parts.hostname, port
+        port = 0
+    if port == 0:
+        raise UnsafeCallbackUrl(field, "has an invalid port")
+    return parts, parts.hostname, port or (443 if parts.scheme == "https" else 80)
 
 
 def _literal(host: str, field: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | str:
