@@ -49,8 +49,8 @@ class WalletAddress(TypedDict):
 
 
 class WalletDetails(TypedDict):
-    id: str  # the customer's wallet account, e.g. a phone number
-    id_type: str
+    id: str  # the customer's wallet account: a phone number (HP) or an e-mail address
+    id_type: Literal["HP", "EMAIL"]
 
 
 class WalletCreatePaymentRequired(TypedDict):
@@ -58,7 +58,7 @@ class WalletCreatePaymentRequired(TypedDict):
     order_id: str
     currency: Literal["IDR"]
     payment_method: Literal["wallet"]
-    payment_channel: str
+    payment_channel: str  # OVO, DANA, SHOPEEPAY, LINKAJA, VIRGO; QRIS with create-qr only
     payment_details: WalletPaymentDetails
     customer_details: WalletCustomerDetails
     item_details: list[WalletItem]
@@ -103,7 +103,7 @@ class WalletDummyPaymentRequired(WalletReference):
 class WalletDummyPayment(WalletDummyPaymentRequired, total=False):
     """Staging only: `simulate_status` "PAID" (default) or a failure, with `failure_reason`."""
 
-    simulate_status: str
+    simulate_status: Literal["PAID", "FAILED", "EXPIRED"]
     failure_reason: str
 
 

@@ -231,11 +231,16 @@ def sign_payment_page_callback(payload: dict[str, Any], *, hash_key: str) -> tup
 
 
 def sign_bnpl_notification(
-    payload: dict[str, Any], *, client_secret: str, callback_url: str, merchant_id: str
+    payload: dict[str, Any],
+    *,
+    client_secret: str,
+    callback_url: str,
+    merchant_id: str,
+    at: datetime | None = None,
 ) -> tuple[bytes, dict[str, str]]:
-    """A fake BNPL notification for your own tests: (body, headers)."""
+    """A fake BNPL notification for your own tests: (body, headers), signed at `at` (default now)."""
     body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
-    ts = timestamp()
+    ts = timestamp(at)
     return body, {
         "Content-Type": "application/json",
         "X-TIMESTAMP": ts,
