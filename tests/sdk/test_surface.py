@@ -351,6 +351,19 @@ def test_a_bad_credentials_file_is_one_line(tmp_path, capsys, content, says):
         assert err.count("\n") == 1
 
 
+def test_a_bad_private_key_is_one_line(tmp_path, capsys):
+    credentials = tmp_path / "credentials.json"
+    credentials.write_text(
+        json.dumps({k: "x" for k in ("merchant_id", "client_id", "client_secret", "secret", "hash_key")})
+    )
+    key = tmp_path / "private.pem"
+    key.write_text("-----BEGIN PRIVATE KEY-----\nnot a key\n-----END PRIVATE KEY-----\n")
+    assert main(["token", "--credentials", str(credentials), "--private-key", str(key)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"kasir-client: error: {key} is not an unencrypted RSA private key in PEM")
+    assert err.count("\n") == 1
+
+
 @pytest.mark.slow
 def test_the_installed_command_prints_no_traceback(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}

@@ -9,12 +9,14 @@ import sys
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from kasir_client._client import IDEMPOTENT_PATHS, TOKEN_PATHS, Client, _Core
 from kasir_client._errors import KasirError
 from kasir_client._models import Credentials
+from kasir_client._signing import load_private_key
 from kasir_client._webhooks import verify_bnpl_notification, verify_payment_page_callback, verify_wallet_callback
 
 
@@ -24,7 +26,7 @@ class CommandError(Exception):
 
 def _credentials(args: argparse.Namespace) -> Credentials:
     try:
-        return Credentials.from_files(args.credentials, getattr(args, "private_key", None))
+        credentials = Credentials.from_files(args.credentials, getattr(args, "private_key", None))
     except OSError as exc:
         raise CommandError(f"cannot read {exc.filename or args.credentials}: {exc.strerror or exc}") from exc
     except ValueError as exc:  # JSONDecodeError and a PEM that does not load
@@ -34,6 +36,12 @@ def _credentials(args: argparse.Namespace) -> Credentials:
             f"{args.credentials} lacks {exc}: use the JSON of `kasir merchant create --json` "
             "(merchant_id, client_id, client_secret, secret, hash_key)"
         ) from exc
+    if credentials.private_key_pem is not None:
+        try:
+            load_private_key(credentials.private_key_pem)
+        except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
+            raise CommandError(f"{args.private_key} is not an unencrypted RSA private key in PEM ({exc})") from exc
+    return credentials
 
 
 def keygen(args: argparse.Namespace) -> int:
