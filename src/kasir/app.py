@@ -6,6 +6,7 @@ import asyncio
 import gc
 import importlib
 import importlib.util
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -27,6 +28,8 @@ from kasir.ops.endpoints import bench_router
 from kasir.ops.endpoints import router as ops_router
 from kasir.snap.openapi import extra_components
 from kasir.tokens.endpoints import router as token_router
+
+log = logging.getLogger("kasir.app")
 
 
 def product_routers(settings: Settings | None = None) -> list[APIRouter]:
@@ -62,6 +65,7 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
         configure(settings)
     settings = get_settings()
     configure_logging(settings.log_level, settings.log_format)
+    log.debug("settings", extra={"settings": settings.loggable()})
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:

@@ -188,6 +188,16 @@ class Settings(BaseSettings):
         """The paths a deployment does not serve (KASIR_PUBLIC_METRICS, KASIR_ADMIN_API)."""
         return (*(() if self.serves_metrics else ("/metrics",)), *(() if self.admin_api else ("/admin",)))
 
+    def loggable(self) -> dict[str, object]:
+        """The settings as a log line may show them: secrets masked, the database password hidden."""
+        shown = self.model_dump(mode="json")  # a SecretStr dumps as '**********'
+        scheme, separator, rest = self.database_url.partition("://")
+        if separator and "@" in rest:
+            credentials, _, host = rest.rpartition("@")
+            user = credentials.split(":", 1)[0]
+            shown["database_url"] = f"{scheme}://{user}:…@{host}" if ":" in credentials else self.database_url
+        return shown
+
     def resolved_secret_key(self) -> str:
         if self.secret_key is not None:
             return self.secret_key.get_secret_value()
