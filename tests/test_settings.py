@@ -25,6 +25,7 @@ from kasir.callbacks.dispatcher import retry_delay
 from kasir.config import Settings, configure
 from kasir.db import Database
 from kasir.errors import Unauthorized
+from kasir.kit.crypto import SecretBox
 from kasir.kit.logs import configure_logging
 from kasir.snap.headers import check_timestamp
 from tests.support.builders import snap_timestamp
@@ -79,6 +80,19 @@ def test_the_environment_is_read_with_the_kasir_prefix(monkeypatch: pytest.Monke
         "192.168.7.8/32",
         "fd12:3456::/48",
     ]
+
+
+def test_previous_secret_keys_open_what_they_sealed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("KASIR_SECRET_KEY", "the-new-key")
+    monkeypatch.setenv("KASIR_SECRET_KEY_PREVIOUS", " the-old-key , the-older-key,the-new-key,")
+    settings = Settings(data_dir=tmp_path)
+    assert settings.previous_secret_keys() == ("the-old-key", "the-older-key")  # the current one is no previous
+    box = SecretBox(settings.resolved_secret_key(), settings.previous_secret_keys())
+    for key in ("the-old-key", "the-older-key"):
+        assert box.open(SecretBox(key).seal("hash key")) == "hash key"
+    assert SecretBox("the-new-key").open(box.seal("new")) == "new"  # sealing uses the current key only
+    assert "the-old-key" not in repr(settings)
+    assert Settings(data_dir=tmp_path, secret_key_previous=[]).previous_secret_keys() == ()
 
 
 def test_the_callback_schedule_sets_each_retrys_delay() -> None:

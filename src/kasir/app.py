@@ -22,6 +22,8 @@ from kasir.db import Database, check_schema
 from kasir.errors import install_error_handlers
 from kasir.kit.logs import configure_logging
 from kasir.kit.routing import StaticPathIndex
+from kasir.merchants.sealing import check_secret_key
+from kasir.merchants.service import secret_box
 from kasir.middleware import RequestContextMiddleware
 from kasir.models import ROOMS
 from kasir.ops.endpoints import bench_router
@@ -75,6 +77,7 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
         try:
             if check_schema_on_start:
                 await check_schema(database)
+                await check_secret_key(database, secret_box())  # a wrong key stops here, not as 500s later
             app.state.database = database
             worker = DeliveryWorker(database, settings) if settings.embedded_worker else None
             worker_task = asyncio.create_task(worker.run()) if worker else None

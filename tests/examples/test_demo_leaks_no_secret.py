@@ -21,30 +21,25 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
-import os
 import re
 import secrets
 import subprocess
-import sys
-import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
 import pytest
 from cryptography.hazmat.primitives import serialization
-from examples.demo import CHALLENGE_CARD, DECLINED_CARD, Demo, Receiver, steps
+from examples.demo import CHALLENGE_CARD, DECLINED_CARD
 from kasir_client import AsyncClient, Credentials
 
+from tests.support.demo import kasir, own_database, run_demo
 from tests.support.postgres import PostgresCluster, _pg_bin
-from tests.support.process import end_with_parent
 from tests.support.proxy import RecordingProxy
 from tests.support.server import ServedKasir
 
 pytestmark = pytest.mark.slow
 
-KASIR = Path(sys.executable).parent / "kasir"
 CVN = "123"  # examples/demo.py's cardCvn
 # Where a CVN would show: as a JSON string or number beside a cvn-like name, or as a form or query value.
 CVN_PATTERNS = (
@@ -98,21 +93,6 @@ def hits(needles: Iterable[Needle], haystacks: dict[str, bytes]) -> list[str]:
     return [f"{where}: {hit}" for where, data in haystacks.items() for n in needles for hit in n.found_in(data)]
 
 
-async def run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    completed = await asyncio.to_thread(
-        subprocess.run,
-        [str(KASIR), *args],
-        env={**os.environ, **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        preexec_fn=end_with_parent,
-    )
-    assert completed.returncode == 0, completed.stdout + completed.stderr
-    return completed
-
-
 def sqlite_files(directory: Path) -> dict[str, bytes]:
     return {f"{p.name}": p.read_bytes() for p in sorted(directory.glob("kasir.db*")) if not p.name.endswith(".lock")}
 
@@ -135,11 +115,7 @@ async def test_a_demo_run_leaks_no_credential_card_number_or_cvn(
 ) -> None:
     data_dir, demo_dir = tmp_path / "data", tmp_path / "demo"
     data_dir.mkdir()
-    if postgres is not None:
-        database = f"kasir_leaks_{uuid.uuid4().hex[:8]}"
-        database_url = postgres.create_database(database)
-    else:
-        database_url = f"sqlite+aiosqlite:///{data_dir / 'kasir.db'}"
+    database_url = own_database(data_dir, postgres, "leaks")
     secret_key = secrets.token_urlsafe(32)
     env = {
         "KASIR_ENV": "staging",
@@ -150,8 +126,8 @@ async def test_a_demo_run_leaks_no_credential_card_number_or_cvn(
         "KASIR_LOG_LEVEL": "DEBUG",
         "KASIR_CALLBACK_POLL_SECONDS": "0.1",
     }
-    await run("db", "upgrade", env=env)
-    made = await run("demo-merchant", "--out", str(demo_dir), env=env)
+    await kasir("db", "upgrade", env=env)
+    made = await kasir("demo-merchant", "--out", str(demo_dir), env=env)
     credentials_json = json.loads((demo_dir / "credentials.json").read_text())
     private_pem = (demo_dir / "private.pem").read_bytes()
     console_passwords = re.findall(r"@kasir\.demo\s+(\S+)", (demo_dir / "console-users.txt").read_text())
@@ -161,18 +137,9 @@ async def test_a_demo_run_leaks_no_credential_card_number_or_cvn(
     await asyncio.to_thread(server.start)
     try:
         async with RecordingProxy(server.base_url) as proxy:
-            receiver = Receiver()
-            await receiver.start()
             credentials = Credentials.from_files(demo_dir / "credentials.json", demo_dir / "private.pem")
-            try:
-                async with AsyncClient(proxy.url, credentials) as client, httpx.AsyncClient(timeout=20) as browser:
-                    demo = Demo(client, credentials, receiver, browser)
-                    for step in steps(demo):
-                        assert await step.run(), step.name
-            finally:
-                await receiver.close()
-            # Every callback the demo waited for has arrived and was verified by it.
-            callbacks = list(receiver.received)
+            async with AsyncClient(proxy.url, credentials) as client:
+                callbacks = await run_demo(client)  # each verified by the demo
         served_files = sqlite_files(data_dir) if postgres is None else {}
     finally:
         await asyncio.to_thread(server.stop)
@@ -246,7 +213,7 @@ async def test_a_demo_run_leaks_no_credential_card_number_or_cvn(
         assert any(t.encode() in database_bytes["kasir.db-wal (served)"] for t in transaction_ids)
         assert all(t.encode() in database_bytes["kasir.db (stopped)"] for t in transaction_ids)
     else:
-        database_bytes = await postgres_dump(postgres, database)
+        database_bytes = await postgres_dump(postgres, database_url.rsplit("/", 1)[1])
         assert all(t.encode() in database_bytes["pg_dump"] for t in transaction_ids)
     received = {
         f"callback {i} {c.path}": c.body + b"\n" + c.query.encode() + b"\n" + json.dumps(c.headers).encode()
