@@ -50,10 +50,6 @@ class Resealed:
     changed_meanwhile: int = 0  # another writer changed the row between the read and the write: left as it is
     unreadable: list[str] = field(default_factory=list)  # "<table> <row id> <column>" that no key opens
 
-    @property
-    def total(self) -> int:
-        return self.current + self.resealed + self.changed_meanwhile + len(self.unreadable)
-
     def counts(self) -> dict[str, int]:
         return {
             "resealed": self.resealed,
