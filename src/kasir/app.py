@@ -67,7 +67,8 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
         configure(settings)
     settings = get_settings()
     configure_logging(settings.log_level, settings.log_format)
-    log.debug("settings", extra={"settings": settings.loggable()})
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("settings", extra={"settings": settings.loggable()})
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
