@@ -112,29 +112,38 @@ class AttemptAlreadySubmitted(Conflict):
 # --- page and API helpers --------------------------------------------------------------
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=16)
 def _key(secret_key: str, purpose: str) -> bytes:
     return derive_key(secret_key, purpose)
 
 
-def _service_key(purpose: str) -> bytes:
-    return _key(get_settings().resolved_secret_key(), purpose)
+def _service_key(purpose: str, secret_key: str | None = None) -> bytes:
+    return _key(secret_key or get_settings().resolved_secret_key(), purpose)
 
 
-def page_token(order_id: str, attempt: int, purpose: str) -> str:
+def _accepted_keys() -> tuple[str | None, ...]:
+    """The current key (None), then KASIR_SECRET_KEY_PREVIOUS: a page shown before a rotation still submits."""
+    return (None, *get_settings().previous_secret_keys())
+
+
+def page_token(order_id: str, attempt: int, purpose: str, secret_key: str | None = None) -> str:
     """The CSRF token of a page form: bound to the order, the attempt number and the form."""
     message = f"{order_id}:{attempt}:{purpose}".encode()
-    return hmac.digest(_service_key("kasir/card-page-csrf"), message, "sha256").hex()
+    return hmac.digest(_service_key("kasir/card-page-csrf", secret_key), message, "sha256").hex()
 
 
 def check_page_token(order_id: str, attempt: int, purpose: str, token: str) -> bool:
-    return constant_time_equals(page_token(order_id, attempt, purpose), token)
+    return any(constant_time_equals(page_token(order_id, attempt, purpose, key), token) for key in _accepted_keys())
 
 
-def one_time_password(order_id: str, attempt: int) -> str:
+def one_time_password(order_id: str, attempt: int, secret_key: str | None = None) -> str:
     """The staging 3-D Secure OTP of an attempt (derived, so it is never stored)."""
-    digest = hmac.digest(_service_key("kasir/card-otp"), f"{order_id}:{attempt}".encode(), "sha256")
+    digest = hmac.digest(_service_key("kasir/card-otp", secret_key), f"{order_id}:{attempt}".encode(), "sha256")
     return str(int.from_bytes(digest[:8], "big") % 1_000_000).zfill(6)
+
+
+def check_one_time_password(order_id: str, attempt: int, otp: str) -> bool:
+    return any(constant_time_equals(otp, one_time_password(order_id, attempt, key)) for key in _accepted_keys())
 
 
 def page_url(order_id: str) -> str:
@@ -403,7 +412,7 @@ class CardService:
         if attempt is None or attempt.status != CardAttemptStatus.CHALLENGE.value:
             raise AttemptAlreadySubmitted()
         attempt.completed_at = now
-        if constant_time_equals(otp.strip(), one_time_password(order.id, attempt.number)):
+        if check_one_time_password(order.id, attempt.number, otp.strip()):
             attempt.status = CardAttemptStatus.SUCCESS.value
             attempt.response_message = MESSAGES[Outcome.APPROVED]
             await self._succeed(session, order, now)
