@@ -23,6 +23,7 @@ from kasir.kit.logs import configure_logging
 from kasir.kit.routing import StaticPathIndex
 from kasir.middleware import RequestContextMiddleware
 from kasir.models import ROOMS
+from kasir.openapi import complete_error_responses
 from kasir.ops.endpoints import bench_router
 from kasir.ops.endpoints import router as ops_router
 from kasir.snap.openapi import extra_components
@@ -115,6 +116,7 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
         if app.openapi_schema is None:
             schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
             schema.setdefault("components", {}).setdefault("schemas", {}).update(extra_components())
+            complete_error_responses(schema)
             app.openapi_schema = schema
         return app.openapi_schema
 
