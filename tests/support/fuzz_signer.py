@@ -35,6 +35,8 @@ SIGNED_HEADERS = {
 }
 
 _serial = itertools.count(int(time.time() * 1000))
+# Stands for a merchant's unique reference in the seed examples; replaced per request.
+SEED_MARK = b"FUZZSEED"
 
 
 @dataclass
@@ -79,6 +81,11 @@ class KasirSigner(AuthBase):
         body = request.body or b""
         if isinstance(body, str):
             body = body.encode("utf-8", "surrogatepass")
+        if SEED_MARK in body:
+            # The seed examples' ids (fuzz_hooks.py), made unique per request: every case built from a valid
+            # example would otherwise be a duplicate order (409) after the first, and go no deeper.
+            body = body.replace(SEED_MARK, _fresh().encode())
+            request.prepare_body(body, None)
         text = body.decode("utf-8", "surrogateescape")
         headers = request.headers
         merchant = self.merchant
@@ -111,6 +118,10 @@ class KasirSigner(AuthBase):
         return request
 
 
+def _fresh() -> str:
+    return str(next(_serial)) + str(secrets.randbelow(10**6)).zfill(6)
+
+
 def _fresh_if_valid(request: PreparedRequest, name: str, valid: object) -> None:
     """A generated id that is valid is made unique, so one reused by the fuzzer does not turn every later case
     into a 409 (X-EXTERNAL-ID reuse) or a 422 (idempotency key reuse); an invalid one is sent as generated."""
@@ -118,7 +129,7 @@ def _fresh_if_valid(request: PreparedRequest, name: str, valid: object) -> None:
     if isinstance(value, bytes):
         value = value.decode("latin-1")
     if value is not None and callable(valid) and valid(value):
-        request.headers[name] = str(next(_serial)) + str(secrets.randbelow(10**6)).zfill(6)
+        request.headers[name] = _fresh()
 
 
 def _json_object(text: str) -> dict[str, object]:
