@@ -13,6 +13,7 @@ import itertools
 import json
 import secrets
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from cryptography.hazmat.primitives import serialization
@@ -23,7 +24,7 @@ from requests.auth import AuthBase
 from tests.support.builders import snap_timestamp
 from tests.support.signing import basic_auth, snap_symmetric, token_signature, x_req_signature
 
-# The headers the signer owns, per path prefix: the fuzzer does not generate them (see tests/test_api_fuzz.py).
+# The headers the signer owns, per path prefix: the fuzzer does not generate them (see fuzz_hooks.py).
 SIGNED_HEADERS = {
     "/auth/merchants/": ("X-TIMESTAMP", "X-CLIENT-KEY", "X-SIGNATURE"),
     "/api/v1.0/access-token/": ("X-TIMESTAMP", "X-CLIENT-KEY", "X-SIGNATURE"),
@@ -122,13 +123,13 @@ def _fresh() -> str:
     return str(next(_serial)) + str(secrets.randbelow(10**6)).zfill(6)
 
 
-def _fresh_if_valid(request: PreparedRequest, name: str, valid: object) -> None:
+def _fresh_if_valid(request: PreparedRequest, name: str, valid: Callable[[str], bool]) -> None:
     """A generated id that is valid is made unique, so one reused by the fuzzer does not turn every later case
     into a 409 (X-EXTERNAL-ID reuse) or a 422 (idempotency key reuse); an invalid one is sent as generated."""
     value = request.headers.get(name)
     if isinstance(value, bytes):
         value = value.decode("latin-1")
-    if value is not None and callable(valid) and valid(value):
+    if value is not None and valid(value):
         request.headers[name] = _fresh()
 
 
