@@ -26,6 +26,7 @@ from kasir.merchants.sealing import check_secret_key
 from kasir.merchants.service import secret_box
 from kasir.middleware import RequestContextMiddleware
 from kasir.models import ROOMS
+from kasir.openapi import complete_error_responses
 from kasir.ops.endpoints import bench_router
 from kasir.ops.endpoints import router as ops_router
 from kasir.snap.openapi import extra_components
@@ -123,6 +124,7 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
         if app.openapi_schema is None:
             schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
             schema.setdefault("components", {}).setdefault("schemas", {}).update(extra_components())
+            complete_error_responses(schema)
             app.openapi_schema = schema
         return app.openapi_schema
 
