@@ -56,6 +56,13 @@ class ServedKasir:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def log_once_it_has(self, text: str, timeout: float = 10.0) -> str:
+        """The log, once `text` is in it: a request's line is written as its response goes out, not before."""
+        deadline = time.monotonic() + timeout
+        while text not in (log := self.log()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return log
+
     def kill(self) -> None:
         """SIGKILL, as a crash would: no shutdown, no rollback; `start()` again afterwards."""
         assert self.process is not None

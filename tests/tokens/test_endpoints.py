@@ -65,7 +65,7 @@ async def test_request_log_lines_are_json_without_secrets(app, served):
     token = response.json()["accessToken"]
     request_id = response.headers["X-Request-ID"]
 
-    log = served.log()
+    log = await asyncio.to_thread(served.log_once_it_has, request_id)
     assert token not in log
     assert headers["X-SIGNATURE"] not in log
     lines = [json.loads(line) for line in log.splitlines() if line.startswith("{")]
