@@ -131,7 +131,10 @@ async def test_several_workers_share_the_work_without_double_sends(isolated, set
 
     sends = Counter((r.headers["x-kasir-callback-id"], r.headers["x-kasir-attempt"]) for r in receiver.requests)
     assert len(sends) == total
-    assert max(sends.values()) == 1  # no attempt sent twice
+    # No attempt sent twice, unless a worker held its claims past the lease (a machine too loaded to send
+    # within it): then the callback is rightly sent again (at-least-once), and the worker says so.
+    leases_lost = sum((tmp_path / f"w{n}.log").read_text().count("lease lost") for n in range(workers))
+    assert sum(sends.values()) - len(sends) <= leases_lost, (sends.most_common(3), leases_lost)
     async with database.unit_of_work(read_only=True) as session:
         attempts = (await session.execute(select(CallbackAttempt.callback_id, CallbackAttempt.worker))).all()
     assert sorted(a.callback_id for a in attempts) == sorted(ids)
