@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: run test test-sqlite test-postgres system-deps lint bench demo clean
+.PHONY: run test test-sqlite test-postgres system-deps lint bench soak demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +29,7 @@ run: $(VENV)/.runtime
 
 ## make test: install what the tests need, then the whole suite on SQLite and on PostgreSQL
 test: $(VENV)/.dev system-deps
-	$(BIN)/ruff check src tests migrations sdk bench examples
+	$(BIN)/ruff check src tests migrations sdk bench examples scripts
 	$(BIN)/mypy
 	cd sdk && ../$(BIN)/mypy
 	$(MAKE) --no-print-directory test-sqlite
@@ -45,7 +45,7 @@ system-deps:
 	@scripts/system-deps.sh
 
 lint: $(VENV)/.dev
-	$(BIN)/ruff check src tests migrations sdk bench examples
+	$(BIN)/ruff check src tests migrations sdk bench examples scripts
 	$(BIN)/mypy
 	cd sdk && ../$(BIN)/mypy
 
@@ -57,6 +57,12 @@ bench: $(VENV)/.dev
 	@scripts/system-deps.sh bench
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/console.py
+
+## make soak: the crash soak of scripts/soak.py on SQLite, then on PostgreSQL (SOAK_DB=sqlite|postgres for one;
+## SOAK_KILLS, SOAK_PAYMENTS, SOAK_WORKERS, ...: see the script); writes bench/results/soak-<db>.json and .md
+soak: $(VENV)/.dev
+	@scripts/system-deps.sh soak
+	for db in $${SOAK_DB:-sqlite postgres}; do SOAK_DB=$$db $(BIN)/python scripts/soak.py || exit 1; done
 
 ## make demo: against a running `make run`, a merchant goes through every product
 demo: $(VENV)/.dev

@@ -405,32 +405,36 @@ async def killer(load: Load, processes: list[Process], kills: list[Kill], rng: r
             return False
         return process.port is None or all(up[p.name] for p in load.servers)
 
-    while not load.enough():
-        await asyncio.sleep(load.config.kill_pause * rng.uniform(0.4, 1.6))
-        candidates = [p for p in processes if can_kill(p)]
-        if not candidates:
-            continue
-        fewest = min(killed[p.name] for p in candidates)
-        victim = rng.choice([p for p in candidates if killed[p.name] == fewest])
-        killed[victim.name] += 1
-        if victim.port is not None:  # a server: in the middle of charges
-            waited = time.monotonic()
-            while load.in_flight[victim.name] == 0 and time.monotonic() - waited < 2:
-                await asyncio.sleep(0.005)
-        kill = Kill(
-            round(time.monotonic() - load.started, 2),
-            victim.name,
-            load.in_flight[victim.name] if victim.port is not None else 0,
-        )
-        up[victim.name] = False
-        victim.kill()
-        load.kills_done += 1
-        kills.append(kill)
-        restarts.append(asyncio.create_task(restart(victim, kill)))
-        for task in [t for t in restarts if t.done()]:
-            task.result()  # a process that does not come back ends the soak
-            restarts.remove(task)
-    await asyncio.gather(*restarts)
+    try:
+        while not load.enough():
+            await asyncio.sleep(load.config.kill_pause * rng.uniform(0.4, 1.6))
+            candidates = [p for p in processes if can_kill(p)]
+            if not candidates:
+                continue
+            fewest = min(killed[p.name] for p in candidates)
+            victim = rng.choice([p for p in candidates if killed[p.name] == fewest])
+            killed[victim.name] += 1
+            if victim.port is not None:  # a server: in the middle of charges
+                waited = time.monotonic()
+                while load.in_flight[victim.name] == 0 and time.monotonic() - waited < 2:
+                    await asyncio.sleep(0.005)
+            kill = Kill(
+                round(time.monotonic() - load.started, 2),
+                victim.name,
+                load.in_flight[victim.name] if victim.port is not None else 0,
+            )
+            up[victim.name] = False
+            victim.kill()
+            load.kills_done += 1
+            kills.append(kill)
+            restarts.append(asyncio.create_task(restart(victim, kill)))
+            for task in [t for t in restarts if t.done()]:
+                task.result()  # a process that does not come back ends the soak
+                restarts.remove(task)
+        await asyncio.gather(*restarts)
+    finally:
+        for task in restarts:
+            task.cancel()  # an interrupted soak starts nothing more
 
 
 # --- the count ----------------------------------------------------------------------------------
@@ -656,6 +660,7 @@ async def _soak(
     ]
     processes = [api, embedded, *workers]
     kills: list[Kill] = []
+    tasks: list[asyncio.Task[None]] = []
     try:
         for process in processes:
             process.start()
@@ -665,15 +670,18 @@ async def _soak(
 
         load = Load(config, [api, embedded], receiver, credentials)
         rng = random.Random(config.seed + 1)  # noqa: S311
-        progress = asyncio.create_task(report_progress(load, kills))
-        kill_task = asyncio.create_task(killer(load, processes, kills, rng))
+        tasks.append(asyncio.create_task(report_progress(load, kills)))
+        tasks.append(kill_task := asyncio.create_task(killer(load, processes, kills, rng)))
         await asyncio.gather(*(load.client(n) for n in range(config.clients)))
         await kill_task
-        progress.cancel()
+        tasks[0].cancel()
         load_seconds = time.monotonic() - load.started
         drain_seconds, drained = await wait_for_drain(database, credentials["merchant_id"], config.drain_timeout)
         state = await read_database(database, credentials["merchant_id"])
     finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
         for process in processes:
             process.stop()
         await receiver.stop()
@@ -834,10 +842,12 @@ def main() -> int:
 
 
 async def _run_until_signalled(config: Config, workdir: Path, database_url: str) -> dict[str, Any]:
-    """SIGTERM as Ctrl-C: the run is cancelled and its `finally` stops every process it started."""
+    """Ctrl-C or SIGTERM (even where the shell started it with SIGINT ignored): the run is cancelled and its
+    `finally` stops every process it started."""
     task = asyncio.current_task()
     assert task is not None
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        asyncio.get_running_loop().add_signal_handler(signum, task.cancel)
     try:
         return await soak(config, workdir, database_url)
     except asyncio.CancelledError:
