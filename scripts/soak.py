@@ -408,6 +408,9 @@ async def killer(load: Load, processes: list[Process], kills: list[Kill], rng: r
     try:
         while not load.enough():
             await asyncio.sleep(load.config.kill_pause * rng.uniform(0.4, 1.6))
+            for task in [t for t in restarts if t.done()]:
+                task.result()  # a process that did not come back ends the soak
+                restarts.remove(task)
             candidates = [p for p in processes if can_kill(p)]
             if not candidates:
                 continue
@@ -428,9 +431,6 @@ async def killer(load: Load, processes: list[Process], kills: list[Kill], rng: r
             load.kills_done += 1
             kills.append(kill)
             restarts.append(asyncio.create_task(restart(victim, kill)))
-            for task in [t for t in restarts if t.done()]:
-                task.result()  # a process that does not come back ends the soak
-                restarts.remove(task)
         await asyncio.gather(*restarts)
     finally:
         for task in restarts:
@@ -671,9 +671,10 @@ async def _soak(
         load = Load(config, [api, embedded], receiver, credentials)
         rng = random.Random(config.seed + 1)  # noqa: S311
         tasks.append(asyncio.create_task(report_progress(load, kills)))
-        tasks.append(kill_task := asyncio.create_task(killer(load, processes, kills, rng)))
-        await asyncio.gather(*(load.client(n) for n in range(config.clients)))
-        await kill_task
+        async with asyncio.TaskGroup() as group:  # a failure in one (a process that does not come back) ends all
+            group.create_task(killer(load, processes, kills, rng))
+            for n in range(config.clients):
+                group.create_task(load.client(n))
         tasks[0].cancel()
         load_seconds = time.monotonic() - load.started
         drain_seconds, drained = await wait_for_drain(database, credentials["merchant_id"], config.drain_timeout)
@@ -832,6 +833,9 @@ def main() -> int:
     except KeyboardInterrupt:
         print("soak interrupted", file=sys.stderr)
         return 130
+    except BaseException:
+        keep = True  # the processes' logs say why
+        raise
     finally:
         if cluster is not None:
             cluster.stop()
