@@ -157,7 +157,7 @@ class Process:
                 preexec_fn=end_with_parent,
             )
 
-    async def ready(self, timeout: float = 90) -> None:
+    async def ready(self, timeout: float = 240) -> None:
         assert self.process is not None
         started = time.monotonic()
         async with httpx.AsyncClient(timeout=2, trust_env=False) as http:
