@@ -160,7 +160,7 @@ class Process:
     async def ready(self, timeout: float = 240) -> None:
         assert self.process is not None
         started = time.monotonic()
-        async with httpx.AsyncClient(timeout=2, trust_env=False) as http:
+        async with httpx.AsyncClient(timeout=30, trust_env=False) as http:  # /readyz took 2-4 s under load
             while time.monotonic() - started < timeout:
                 if self.process.poll() is not None:
                     raise RuntimeError(f"{self.name} exited with {self.process.returncode}; see {self.log_path}")

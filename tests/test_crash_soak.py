@@ -50,7 +50,7 @@ def test_crash_soak_loses_no_callback_and_charges_no_key_twice(
         env=env,
         capture_output=True,
         text=True,
-        timeout=400,  # a hung soak fails here instead of holding the suite
+        timeout=600,  # a hung soak fails here instead of holding the suite
         preexec_fn=end_with_parent,
     )
     print(run.stdout)
