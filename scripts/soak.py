@@ -25,7 +25,8 @@ exit status is 1 when any must-be-zero count is not, or fewer kills or payments 
 
 Settings (environment): SOAK_DB (sqlite | postgres), SOAK_PAYMENTS (5000), SOAK_KILLS (100), SOAK_WORKERS (2),
 SOAK_CLIENTS (12), SOAK_RATE (payments started per second, 20), SOAK_KILL_PAUSE (seconds between a
-restart and the next kill, 0.5; randomised), SOAK_FLAKY (0.05), SOAK_SLOW (0.1), SOAK_REFUSE_EVERY (100),
+restart and the next kill, 0.5; randomised), SOAK_MIN_UPTIME (seconds a process runs after it is ready before it may
+be killed again, 3), SOAK_FLAKY (0.05), SOAK_SLOW (0.1), SOAK_REFUSE_EVERY (100),
 SOAK_CLIENT_DEADLINE (120), SOAK_DRAIN_TIMEOUT (300), SOAK_SEED, SOAK_DATABASE_URL (an existing empty
 database instead of a new one), SOAK_OUT (the JSON's path; the markdown goes beside it).
 """
@@ -91,6 +92,7 @@ class Config:
     clients: int
     rate: float
     kill_pause: float
+    min_uptime: float
     flaky: float
     slow: float
     refuse_every: int
@@ -114,6 +116,7 @@ class Config:
             clients=int(_env("SOAK_CLIENTS", "12")),
             rate=float(_env("SOAK_RATE", "20")),
             kill_pause=float(_env("SOAK_KILL_PAUSE", "0.5")),
+            min_uptime=float(_env("SOAK_MIN_UPTIME", "3")),
             flaky=float(_env("SOAK_FLAKY", "0.05")),
             slow=float(_env("SOAK_SLOW", "0.1")),
             refuse_every=int(_env("SOAK_REFUSE_EVERY", "100")),
@@ -140,6 +143,7 @@ class Process:
         self.process: subprocess.Popen[bytes] | None = None
         self._log_offset = 0
         self.restarts: list[float] = []  # seconds from the start until ready, per (re)start
+        self.ready_at = 0.0  # time.monotonic() when it was last ready
 
     @property
     def base_url(self) -> str:
@@ -168,9 +172,11 @@ class Process:
                     with contextlib.suppress(httpx.TransportError):
                         if (await http.get(f"{self.base_url}/readyz")).status_code == 200:
                             self.restarts.append(time.monotonic() - started)
+                            self.ready_at = time.monotonic()
                             return
                 elif b"callback worker started" in self._log_since_start():
                     self.restarts.append(time.monotonic() - started)
+                    self.ready_at = time.monotonic()
                     return
                 await asyncio.sleep(0.05)
         raise RuntimeError(f"{self.name} not ready after {timeout:.0f} s; see {self.log_path}")
@@ -383,13 +389,37 @@ class Kill:
     at: float  # seconds from the start of the load
     process: str
     charges_in_flight: int  # on that server when it died (servers only)
+    claims_held: int  # callbacks it had claimed (delivering, its lease) when it died
     ready_after: float | None = None  # seconds from the restart until it answered (servers) or polled (workers)
 
 
-async def killer(load: Load, processes: list[Process], kills: list[Kill], rng: random.Random) -> None:
-    """One process at a time is killed, but restarts overlap: a victim is any process that is up, except
-    that a server is killed only while the other one is up (so charges go on and the victim has some in
-    flight); of those, one killed least often so far (ties drawn at random)."""
+async def claims_held(database: Database, process: Process) -> int:
+    """Callbacks claimed by that process and not yet settled (its worker's name carries its pid)."""
+    from sqlalchemy import func, select
+
+    from kasir.callbacks.models import Callback, CallbackStatus
+
+    assert process.process is not None
+    async with database.unit_of_work(read_only=True) as session:
+        count = await session.scalar(
+            select(func.count())
+            .select_from(Callback)
+            .where(
+                Callback.status == CallbackStatus.DELIVERING.value,
+                Callback.lease_owner.like(f"%:{process.process.pid}:%"),
+            )
+        )
+    return int(count or 0)
+
+
+async def killer(
+    load: Load, processes: list[Process], kills: list[Kill], rng: random.Random, database: Database
+) -> None:
+    """One process at a time is killed, but restarts overlap: a victim is any process that has been up for
+    SOAK_MIN_UPTIME, except that a server is killed only while the other one is up (so charges go on and
+    the victim has some in flight); of those, one killed least often so far (ties drawn at random). A
+    server is killed with charges in flight, a process that delivers callbacks while it holds claims,
+    when that comes within a few seconds."""
     up = {process.name: True for process in processes}
     killed: Counter[str] = Counter()
     restarts: list[asyncio.Task[None]] = []
@@ -401,7 +431,7 @@ async def killer(load: Load, processes: list[Process], kills: list[Kill], rng: r
         up[victim.name] = True
 
     def can_kill(process: Process) -> bool:
-        if not up[process.name]:
+        if not up[process.name] or time.monotonic() - process.ready_at < load.config.min_uptime:
             return False
         return process.port is None or all(up[p.name] for p in load.servers)
 
@@ -417,14 +447,22 @@ async def killer(load: Load, processes: list[Process], kills: list[Kill], rng: r
             fewest = min(killed[p.name] for p in candidates)
             victim = rng.choice([p for p in candidates if killed[p.name] == fewest])
             killed[victim.name] += 1
+            waited = time.monotonic()
             if victim.port is not None:  # a server: in the middle of charges
-                waited = time.monotonic()
                 while load.in_flight[victim.name] == 0 and time.monotonic() - waited < 2:
                     await asyncio.sleep(0.005)
+            claims = 0
+            if victim.name != "api server":  # it delivers callbacks: preferably while it holds some
+                while True:
+                    claims = await claims_held(database, victim)
+                    if claims or time.monotonic() - waited > 3:
+                        break
+                    await asyncio.sleep(0.05)
             kill = Kill(
                 round(time.monotonic() - load.started, 2),
                 victim.name,
                 load.in_flight[victim.name] if victim.port is not None else 0,
+                claims,
             )
             up[victim.name] = False
             victim.kill()
@@ -672,7 +710,7 @@ async def _soak(
         rng = random.Random(config.seed + 1)  # noqa: S311
         tasks.append(asyncio.create_task(report_progress(load, kills)))
         async with asyncio.TaskGroup() as group:  # a failure in one (a process that does not come back) ends all
-            group.create_task(killer(load, processes, kills, rng))
+            group.create_task(killer(load, processes, kills, rng, database))
             for n in range(config.clients):
                 group.create_task(load.client(n))
         tasks[0].cancel()
@@ -701,6 +739,7 @@ async def _soak(
             "clients": config.clients,
             "rate_per_second": config.rate,
             "kill_pause_s": config.kill_pause,
+            "min_uptime_s": config.min_uptime,
             "receiver_flaky": config.flaky,
             "receiver_slow": config.slow,
             "refuse_every": config.refuse_every,
@@ -718,6 +757,8 @@ async def _soak(
             "by_process": dict(sorted(kill_counts.items())),
             "servers_killed_with_charges_in_flight": sum(1 for k in server_kills if k.charges_in_flight > 0),
             "charges_in_flight_at_server_kills": sum(k.charges_in_flight for k in server_kills),
+            "kills_holding_callback_claims": sum(1 for k in kills if k.claims_held > 0),
+            "callback_claims_held_at_kills": sum(k.claims_held for k in kills),
             "longest_restart_s": max((k.ready_after or 0.0 for k in kills), default=0.0),
         },
         **counts,
@@ -788,6 +829,8 @@ def write_markdown(path: Path, result: dict[str, Any]) -> None:
         f"| SIGKILLs (each followed by a restart) | {k['total']} ({by_process}) |",
         f"| servers killed with charges in flight | {k['servers_killed_with_charges_in_flight']} "
         f"({k['charges_in_flight_at_server_kills']} charges cut) |",
+        f"| processes killed while holding callback claims | {k['kills_holding_callback_claims']} "
+        f"({k['callback_claims_held_at_kills']} claims) |",
         f"| keyed charges (payments) | {p['keys']} |",
         f"| answered 200 (of which replays) | {p['answered_200']} ({p['answered_as_replay']}) |",
         f"| **requests without a final answer** | **{p['unanswered']}** |",
