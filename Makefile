@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: run test test-sqlite test-postgres system-deps lint bench soak demo clean
+.PHONY: run test test-sqlite test-postgres system-deps lint bench demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -60,6 +60,7 @@ bench: $(VENV)/.dev
 
 ## make soak: the crash soak of scripts/soak.py on SQLite, then on PostgreSQL (SOAK_DB=sqlite|postgres for one;
 ## SOAK_KILLS, SOAK_PAYMENTS, SOAK_WORKERS, ...: see the script); writes bench/results/soak-<db>.json and .md
+.PHONY: soak
 soak: $(VENV)/.dev
 	@scripts/system-deps.sh soak
 	for db in $${SOAK_DB:-sqlite postgres}; do SOAK_DB=$$db $(BIN)/python scripts/soak.py || exit 1; done
