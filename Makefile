@@ -69,6 +69,13 @@ bench: $(VENV)/.dev
 	$(BIN)/python bench/run.py
 	$(BIN)/python bench/console.py
 
+## make soak: the crash soak of scripts/soak.py on SQLite, then on PostgreSQL (SOAK_DB=sqlite|postgres for one;
+## SOAK_KILLS, SOAK_PAYMENTS, SOAK_WORKERS, ...: see the script); writes bench/results/soak-<db>.json and .md
+.PHONY: soak
+soak: $(VENV)/.dev
+	@scripts/system-deps.sh soak
+	for db in $${SOAK_DB:-sqlite postgres}; do SOAK_DB=$$db $(BIN)/python scripts/soak.py || exit 1; done
+
 ## make demo: against a running `make run`, a merchant goes through every product
 demo: $(VENV)/.dev
 	NO_PROXY=127.0.0.1,localhost,$$NO_PROXY $(BIN)/python examples/demo.py

@@ -2,11 +2,14 @@
 # Installs the Debian packages Kasir's tests (or, with `bench`, its benchmarks) need when missing:
 # the PostgreSQL server (the suites start a throwaway cluster on 127.0.0.1); chromium for the payment-page
 # browser tests (Playwright drives /usr/bin/chromium: `playwright install` is never run); wrk for `make bench`.
+# `make soak` needs only the PostgreSQL server.
 set -euo pipefail
 
 missing=()
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
-[ -x /usr/bin/chromium ] || missing+=(chromium)
+if [ "${1:-}" != "soak" ]; then
+    [ -x /usr/bin/chromium ] || missing+=(chromium)
+fi
 if [ "${1:-}" = "bench" ]; then
     command -v wrk >/dev/null || missing+=(wrk)
 fi
