@@ -10,7 +10,10 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
+from fastapi import FastAPI
 
+from tests.card import helpers as card
+from tests.support.builders import make_merchant
 from tests.support.server import ServedKasir
 
 pytestmark = pytest.mark.slow
@@ -142,3 +145,17 @@ async def test_more_idle_connections_than_open_files_neither_flood_the_log_nor_s
             assert (await client.get("/healthz")).status_code == 200
     finally:
         await asyncio.to_thread(server.stop)
+
+
+async def test_a_client_that_leaves_mid_body_is_no_error_in_the_log(app: FastAPI, strict: ServedKasir) -> None:
+    authorization = card.auth(await make_merchant(app)).encode()
+    _reader, writer = await asyncio.open_connection("127.0.0.1", strict.port)
+    writer.write(b"POST /card-v2/v1/charge HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                 b"Authorization: " + authorization + b"\r\nContent-Length: 1000\r\n\r\n{\"externalId\":")  # fmt: skip
+    await writer.drain()
+    await asyncio.sleep(0.2)
+    writer.close()
+    log = await asyncio.to_thread(strict.log_once_it_has, '"status": 499')
+    assert '"status": 499' in log
+    assert "unhandled error" not in log
+    assert "ClientDisconnect" not in log

@@ -7,7 +7,7 @@ import re
 import time
 import uuid
 
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kasir.errors import BadRequest, InvalidFieldFormat, KasirError, NotFound, render
@@ -62,6 +62,10 @@ class RequestContextMiddleware:
             if self.max_body_bytes is not None:
                 receive = _limited(receive, self.max_body_bytes)
             await self.app(scope, receive, send_tracking)
+        except ClientDisconnect:
+            # The client left before its body arrived whole (its own timeout, a crash): nobody is left to
+            # answer, and nothing was done. 499 in the request line, as nginx says it; no traceback.
+            status = 499
         except Exception:
             # A bug: say so in the route's wire format with the request id, never with a stack trace.
             log.exception("unhandled error", extra={"request_id": request_id})
