@@ -35,6 +35,9 @@ SESSION_RATE_LIMITS = {
     "rate_limit_tokens_per_client": 1_000_000,
     "rate_limit_failures_per_ip": 1_000_000,
     "rate_limit_failures_per_merchant": 1_000_000,
+    # A day: a window ends only at midnight UTC, so a test's counts (in-process or in `served`) stay in one.
+    "rate_limit_token_window_seconds": 86_400,
+    "rate_limit_failure_window_seconds": 86_400,
 }
 
 
