@@ -33,10 +33,11 @@ Counter = tuple[str, int]  # (key, window length in seconds)
 
 
 class _Window:
-    __slots__ = ("count", "pending", "start", "synced_at", "syncing")
+    __slots__ = ("count", "end", "pending", "start", "synced_at", "syncing")
 
-    def __init__(self, start: int) -> None:
+    def __init__(self, start: int, length: int) -> None:
         self.start = start
+        self.end = start + length
         self.count = 0  # SharedCounters: every process's total when last synced
         self.pending = 0  # SharedCounters: this process's hits not yet written
         self.synced_at = float("-inf")
@@ -55,20 +56,18 @@ class Counters:
         if window is None or window.start != start:
             if window is None and len(self._windows) >= MAX_COUNTERS:
                 self._prune(now)
-            window = self._windows[key] = _Window(start)
+            window = self._windows[key] = _Window(start, length)
         return window
 
     def _prune(self, now: float) -> None:
-        # A window is stale once a newer one would have started; the length is not kept, so keep
-        # anything started within the last day (longer than any limit's window).
-        oldest = now - 86_400
-        self._windows = {key: w for key, w in self._windows.items() if w.start >= oldest}
-        if len(self._windows) >= MAX_COUNTERS:
-            keep = list(self._windows.items())[len(self._windows) // 10 :]
-            self._windows = dict(keep)
-
-    def forget(self) -> None:
-        self._windows.clear()
+        """Drop the ended windows; if that is not enough, the counters hit once (a flood of new
+        addresses), then the oldest: a counter that locks something is the last to go."""
+        windows = {key: w for key, w in self._windows.items() if w.end > now}
+        if len(windows) >= MAX_COUNTERS:
+            windows = {key: w for key, w in windows.items() if w.count + w.pending > 1}
+        if len(windows) >= MAX_COUNTERS:
+            windows = dict(list(windows.items())[len(windows) // 10 :])
+        self._windows = windows
 
     async def hit(self, counters: Sequence[Counter], now: float, *, write_through: bool = False) -> list[int]:
         """Count one hit on each counter; the counts after it."""

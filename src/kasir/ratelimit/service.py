@@ -174,10 +174,6 @@ class RateLimits:
         if counters:
             await self.counters(database).hit(counters, clock.epoch(), write_through=True)
 
-    def forget(self, database: Database) -> None:
-        """Forget this process's counters (tests; the database's rows stay)."""
-        self.counters(database).forget()
-
 
 def _refuse_past(counts: Sequence[int], limits: Sequence[int], counters: Sequence[Counter], now: float) -> None:
     locked = [length for count, limit, (_, length) in zip(counts, limits, counters, strict=True) if count >= limit]
