@@ -94,12 +94,17 @@ def _retry_after(now: float, length: int) -> int:
 class RateLimits:
     def __init__(self) -> None:
         self._counters: weakref.WeakKeyDictionary[Database, Counters] = weakref.WeakKeyDictionary()
+        self._last: tuple[Database, Counters] | None = None  # a process has one database: skip the look-up
 
     def counters(self, database: Database) -> Counters:
+        last = self._last
+        if last is not None and last[0] is database:
+            return last[1]
         counters = self._counters.get(database)
         if counters is None:
             counters = SharedCounters(database) if database.keeps_counters else Counters()
             self._counters[database] = counters
+        self._last = (database, counters)
         return counters
 
     # --- access tokens ----------------------------------------------------------------------
@@ -121,14 +126,20 @@ class RateLimits:
 
     async def before_token(self, database: Database, address: str, client_key: str) -> None:
         """Before a token is issued: the address or the client is not locked, the client's allowance not spent."""
-        await self.before_authentication(database, address, client_key)
         settings = get_settings()
+        counters, limits = self._failure_counters(address, client_key)
         limit, length = settings.rate_limit_tokens_per_client, settings.rate_limit_token_window_seconds
-        if not limit:
+        if limit:
+            counters.append((f"token:client:{_name(client_key)}", length))
+        if not counters:
             return
         now = clock.epoch()
-        (count,) = await self.counters(database).read([(f"token:client:{_name(client_key)}", length)], now)
-        if count >= limit:
+        counts = await self.counters(database).read(counters, now)  # one look-up (one sync) for all
+        if limit:
+            issued = counts.pop()
+            counters.pop()
+        _refuse_past(counts, limits, counters, now)
+        if limit and issued >= limit:
             raise RateLimited(
                 _retry_after(now, length),
                 field="X-CLIENT-KEY",
