@@ -164,6 +164,10 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         "with Retry-After: a request with the same X-Idempotency-Key is still running)",
     },
     422: {"model": WalletErrorBody, "description": "`01`: X-Idempotency-Key reused with another body"},
+    429: {
+        "model": WalletErrorBody,
+        "description": "`04`: too many failed authentications from this address; retry after Retry-After",
+    },
     503: {"model": WalletErrorBody, "description": "`98`: the database is unavailable; retry after Retry-After"},
     500: {"model": WalletErrorBody, "description": "`98` System Error"},
 }
