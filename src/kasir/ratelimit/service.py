@@ -135,6 +135,7 @@ class RateLimits:
             return
         now = clock.epoch()
         counts = await self.counters(database).read(counters, now)  # one look-up (one sync) for all
+        issued = 0
         if limit:
             issued = counts.pop()
             counters.pop()
