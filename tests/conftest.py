@@ -30,6 +30,15 @@ for _name in ("NO_PROXY", "no_proxy"):
 TEST_SECRET_KEY = "test-secret-key-not-for-production"
 TEST_ADMIN_TOKEN = "test-admin-token"
 WRITE_SEAT_WATCHDOG_SECONDS = 2.0
+SESSION_RATE_LIMITS = {
+    "rate_limit_token_requests_per_ip": 1_000_000,
+    "rate_limit_tokens_per_client": 1_000_000,
+    "rate_limit_failures_per_ip": 1_000_000,
+    "rate_limit_failures_per_merchant": 1_000_000,
+    # A day: a window ends only at midnight UTC, so a test's counts (in-process or in `served`) stay in one.
+    "rate_limit_token_window_seconds": 86_400,
+    "rate_limit_failure_window_seconds": 86_400,
+}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -81,6 +90,9 @@ def settings_env(data_dir: Path, database_url: str) -> dict[str, str]:
         # The watchdog of SQLite's write seat (kasir.db.sqlite): a unit of work that waits on
         # something slow inside a write fails the test that made it. Generous for a loaded machine.
         "KASIR_DEBUG_WRITE_SEAT_SECONDS": str(WRITE_SEAT_WATCHDOG_SECONDS),
+        # Every in-process test speaks from 127.0.0.1, and many fail authentication on purpose: the
+        # limits are out of reach here. tests/ratelimit lowers them, test by test, on its own addresses.
+        **{f"KASIR_{name.upper()}": str(value) for name, value in SESSION_RATE_LIMITS.items()},
     }
 
 
@@ -96,6 +108,7 @@ def settings(settings_env: dict[str, str]) -> Settings:
         callback_poll_seconds=0.1,
         callback_timeout_seconds=2,
         debug_write_seat_seconds=WRITE_SEAT_WATCHDOG_SECONDS,
+        **SESSION_RATE_LIMITS,
     )
 
 

@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -57,6 +58,13 @@ def test_the_environment_is_read_with_the_kasir_prefix(monkeypatch: pytest.Monke
     monkeypatch.setenv("KASIR_CONSOLE_LOCK_MINUTES", "30")
     monkeypatch.setenv("KASIR_CONSOLE_SIGN_IN_DELAY_SECONDS", "0.1")
     monkeypatch.setenv("KASIR_CALLBACK_ALLOWED_NETWORKS", " 10.20.0.0/16, 192.168.7.8,fd12:3456::/48")
+    monkeypatch.setenv("KASIR_RATE_LIMIT_TOKEN_REQUESTS_PER_IP", "7")
+    monkeypatch.setenv("KASIR_RATE_LIMIT_TOKENS_PER_CLIENT", "0")
+    monkeypatch.setenv("KASIR_RATE_LIMIT_TOKEN_WINDOW_SECONDS", "30")
+    monkeypatch.setenv("KASIR_RATE_LIMIT_FAILURES_PER_IP", "9")
+    monkeypatch.setenv("KASIR_RATE_LIMIT_FAILURES_PER_MERCHANT", "4")
+    monkeypatch.setenv("KASIR_RATE_LIMIT_FAILURE_WINDOW_SECONDS", "600")
+    monkeypatch.setenv("KASIR_TRUSTED_PROXIES", "10.0.0.1,10.0.0.2")
     settings = Settings(data_dir=tmp_path)
     assert settings.callback_schedule == [1, 2, 3]
     assert settings.clock_skew_seconds == 10
@@ -75,6 +83,11 @@ def test_the_environment_is_read_with_the_kasir_prefix(monkeypatch: pytest.Monke
     assert (settings.console_session_hours, settings.console_idle_minutes) == (2, 10)
     assert (settings.console_lock_after, settings.console_lock_minutes) == (3, 30)
     assert settings.console_sign_in_delay_seconds == 0.1
+    assert (settings.rate_limit_token_requests_per_ip, settings.rate_limit_tokens_per_client) == (7, 0)
+    assert settings.rate_limit_token_window_seconds == 30
+    assert (settings.rate_limit_failures_per_ip, settings.rate_limit_failures_per_merchant) == (9, 4)
+    assert settings.rate_limit_failure_window_seconds == 600
+    assert settings.trusted_proxies == "10.0.0.1,10.0.0.2"
     assert [str(network) for network in settings.callback_allowed_networks] == [
         "10.20.0.0/16",
         "192.168.7.8/32",
@@ -221,6 +234,49 @@ async def test_serve_answers_503_past_its_connection_limit(settings_env: dict[st
             assert (await client.get("/healthz")).status_code == 200
     finally:
         await asyncio.to_thread(server.stop)
+
+
+async def test_serve_believes_x_forwarded_for_only_from_trusted_proxies(
+    app: FastAPI, settings_env: dict[str, str], migrated: None
+) -> None:
+    """KASIR_TRUSTED_PROXIES: by default the TCP peer is the source address the rate limits count,
+    whatever X-Forwarded-For says; from a trusted proxy the address it names is. Seen through the
+    per-merchant lockout (KASIR_RATE_LIMIT_FAILURES_PER_MERCHANT=1, non-default too)."""
+    from tests.support.builders import make_merchant
+    from tests.support.signing import token_signature
+
+    env = {**settings_env, "KASIR_RATE_LIMIT_FAILURES_PER_MERCHANT": "1"}
+    plain = ServedKasir(env, args=("--no-worker",))
+    proxied = ServedKasir({**env, "KASIR_TRUSTED_PROXIES": "127.0.0.1"}, args=("--no-worker",))
+    await asyncio.gather(asyncio.to_thread(plain.start), asyncio.to_thread(proxied.start))
+
+    async def token(server: ServedKasir, merchant: Any, forwarded_for: str, *, wrong: bool = False) -> int:
+        timestamp = snap_timestamp()
+        signed = f"{timestamp}x" if wrong else timestamp
+        headers = {
+            "Content-Type": "application/json",
+            "X-TIMESTAMP": timestamp,
+            "X-CLIENT-KEY": merchant.client_id,
+            "X-SIGNATURE": token_signature(merchant.private_key, merchant.client_id, signed),
+            "X-Forwarded-For": forwarded_for,
+        }
+        async with httpx.AsyncClient(base_url=server.base_url) as client:
+            response = await client.post(
+                "/auth/merchants/v1.0/access-token/b2b", headers=headers, content='{"grantType":"client_credentials"}'
+            )
+        return response.status_code
+
+    try:
+        merchant = await make_merchant(app)
+        assert await token(plain, merchant, "203.0.113.1", wrong=True) == 401
+        assert await token(plain, merchant, "203.0.113.2") == 429  # both were 127.0.0.1
+
+        merchant = await make_merchant(app)
+        assert await token(proxied, merchant, "203.0.113.1", wrong=True) == 401
+        assert await token(proxied, merchant, "203.0.113.2") == 200
+        assert await token(proxied, merchant, "203.0.113.1") == 429
+    finally:
+        await asyncio.gather(asyncio.to_thread(plain.stop), asyncio.to_thread(proxied.stop))
 
 
 async def test_serve_runs_on_uvloop_when_asked(settings_env: dict[str, str], migrated: None) -> None:

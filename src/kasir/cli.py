@@ -141,6 +141,10 @@ def serve(
         server_header=False,
         timeout_graceful_shutdown=20,
         limit_concurrency=cap,  # requests (and connections: kasir.kit.http_server) past it: 503
+        # uvicorn believes X-Forwarded-For from 127.0.0.1 unless told otherwise: the source address
+        # the rate limits count is the TCP peer's unless KASIR_TRUSTED_PROXIES names the proxies.
+        proxy_headers=bool(settings.trusted_proxies.strip()),
+        forwarded_allow_ips=settings.trusted_proxies.strip() or None,
     )
 
 

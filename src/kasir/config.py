@@ -139,6 +139,43 @@ class Settings(BaseSettings):
         ge=0,
         description="Console: a failed sign-in answers after this many seconds per failure in a row (4x at most).",
     )
+    rate_limit_token_requests_per_ip: int = Field(
+        300,
+        ge=0,
+        description="Requests to the access-token paths from one source address per token window (429 past it); "
+        "0 turns the limit off.",
+    )
+    rate_limit_tokens_per_client: int = Field(
+        60,
+        ge=0,
+        description="Access tokens issued to one client (X-CLIENT-KEY) per token window; only requests that prove "
+        "the client's key count. 0 turns the limit off.",
+    )
+    rate_limit_token_window_seconds: int = Field(
+        60, ge=1, le=86_400, description="The window of the two access-token limits."
+    )
+    rate_limit_failures_per_ip: int = Field(
+        50,
+        ge=0,
+        description="Failed authentications (Basic, access token, SNAP and x-req-signature signatures, admin "
+        "token, console sign-in) from one source address per failure window; past it that address is refused "
+        "(429) until the window ends. 0 turns the limit off.",
+    )
+    rate_limit_failures_per_merchant: int = Field(
+        10,
+        ge=0,
+        description="Failed authentications as one merchant from one source address per failure window; past it "
+        "that merchant's requests from that address are refused (429) until the window ends. 0 turns it off.",
+    )
+    rate_limit_failure_window_seconds: int = Field(
+        300, ge=1, le=86_400, description="The window of the failed-authentication limits (the longest lockout)."
+    )
+    trusted_proxies: str = Field(
+        "",
+        description="Addresses of reverse proxies whose X-Forwarded-For and X-Forwarded-Proto are believed "
+        "(comma-separated, `*` for any); the rate limits count the address they name. Default: none, the TCP "
+        "peer is the source address.",
+    )
     card_channels: str = Field(
         "",
         description="Card channels and their acquirers, e.g. `CARD,BCACC:BCA`; replaces the shipped list when set.",

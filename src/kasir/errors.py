@@ -16,7 +16,7 @@ A domain raises what went wrong; the route it happened on decides how it is said
     │   ├── InvalidStateTransition 409 SNAP xx00                 wallet 03   card CONFLICT
     │   └── RequestInProgress     409                                        card REQUEST_IN_PROGRESS
     ├── UnprocessableEntity       422  SNAP xx00                 wallet 01   card (per subclass)
-    ├── TooManyRequests           429  SNAP xx00
+    ├── TooManyRequests           429  SNAP xx00 Too Many Requests  wallet 98  card TOO_MANY_REQUESTS
     ├── ServiceUnavailable        503                            wallet 98   card SERVICE_UNAVAILABLE
     └── GatewayTimeout            504  SNAP xx00 Timeout
 
@@ -207,8 +207,12 @@ class UnprocessableEntity(KasirError):
 
 
 class TooManyRequests(KasirError):
+    """decisions.md §4: SNAP 429xx00. The card and wallet formats show no 429: the card says
+    TOO_MANY_REQUESTS like its other statuses, the wallet the code of the cause (kasir.ratelimit)."""
+
     http_status = 429
     snap_case = "00"
+    card_status = "TOO_MANY_REQUESTS"
     default_message = "Too Many Requests"
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import subprocess
 import sys
@@ -41,6 +42,7 @@ async def isolated(settings, tmp_path: Path, postgres):
 class WorkerProcess:
     def __init__(self, settings_env: dict[str, str], url: str, log_path: Path, *, poll_seconds: float = 0.1) -> None:
         env = {
+            **os.environ,  # PYTHONPATH: the worker runs this checkout's code and migrations, as ServedKasir does
             **settings_env,
             "KASIR_DATABASE_URL": url,
             "KASIR_CALLBACK_LEASE_SECONDS": "3",

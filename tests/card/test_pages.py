@@ -166,6 +166,40 @@ async def test_otp_page_right_and_wrong(app: FastAPI, client: httpx.AsyncClient,
     assert check_callback(success_cb, merchant, body)["transaction_status"] == "SUCCESS"
 
 
+async def test_three_wrong_otps_close_the_link(
+    app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
+) -> None:
+    """The 3-D Secure OTP's lockout (issue 24): each wrong code is a failed attempt, the third
+    closes the payment (EXPIRED), and the right code is refused after it."""
+    merchant = await make_merchant(app)
+    body, data = await open_order(client, merchant, callback_url=receiver.url("/pages/otp3"))
+    path = local(data["link"])
+    right = ""
+    for attempt in range(3):
+        challenged = await pay(client, path, CHALLENGE)
+        assert (challenged.status_code, challenged.headers["location"]) == (303, f"{path}/3ds"), attempt
+        otp_page = await client.get(f"{path}/3ds")
+        otp = re.search(r'id="staging-otp">(\d{6})<', otp_page.text)
+        assert otp is not None
+        right = otp.group(1)
+        wrong = "000000" if right != "000000" else "111111"
+        form = {"attempt": hidden(otp_page.text, "attempt"), "csrf": hidden(otp_page.text, "csrf"), "otp": wrong}
+        failed = await client.post(f"{path}/3ds", data=form)
+        assert failed.status_code == 303
+    assert "status=EXPIRED" in failed.headers["location"]
+    callbacks = await receiver.wait_for(4, path="/pages/otp3")
+    payloads = [check_callback(c, merchant, body) for c in callbacks]
+    assert [p["transaction_status"] for p in payloads] == ["FAILED", "FAILED", "FAILED", "EXPIRED"]
+    assert payloads[0]["response_message"] == "3-D Secure authentication failed"
+    # the last code shown, right this time, from the form still open: the payment stays closed
+    late = {"attempt": "3", "csrf": hidden(otp_page.text, "csrf"), "otp": right}
+    assert (await client.post(f"{path}/3ds", data=late)).status_code in (303, 403)
+    closed = await client.get(path)
+    assert 'data-status="EXPIRED"' in closed.text
+    await asyncio.sleep(0.3)
+    assert len([r for r in receiver.requests if r.path == "/pages/otp3"]) == 4
+
+
 async def test_close_mode_challenge_link_is_the_otp_page(
     app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
 ) -> None:

@@ -84,8 +84,10 @@ async def test_five_failures_lock_the_account_even_for_the_right_password(app: F
         fifth = await sign_in(client, email, "wrong password 123")
         assert fifth.status_code == 429
         assert "locked until" in fifth.text
+        assert 15 * 60 - 30 <= int(fifth.headers["Retry-After"]) <= 15 * 60
         right = await sign_in(client, email)
         assert right.status_code == 429
+        assert 1 <= int(right.headers["Retry-After"]) <= 15 * 60
         clock.advance(15 * 60 + 1)
         assert (await sign_in(client, email)).status_code == 303
     async with app.state.database.unit_of_work(read_only=True) as session:

@@ -14,7 +14,7 @@ from tests.support.signing import basic_auth
 
 
 async def check(app, header: str | None):
-    return await authenticate_basic_in(app.state.database, header)
+    return await authenticate_basic_in(app.state.database, header, address="192.0.2.1")
 
 
 async def test_two_and_three_part_forms_are_accepted(app):

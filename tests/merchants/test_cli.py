@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -181,7 +182,8 @@ async def test_demo_merchant_is_idempotent_through_the_real_command(settings_env
     a sync test froze it, sometimes with the app's callback worker holding the SQLite writer
     turn, and the command waited for that lock until it gave up (a 10-minute hang, then exit 1).
     """
-    env = {**settings_env, "KASIR_DATA_DIR": str(tmp_path)}
+    # os.environ for PYTHONPATH: the command runs this checkout's code (and its schema head)
+    env = {**os.environ, **settings_env, "KASIR_DATA_DIR": str(tmp_path)}
     kasir_bin = str(Path(sys.executable).parent / "kasir")
 
     async def demo_merchant() -> str:

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.bnpl import pages
 from kasir.bnpl.schemas import BnplStatusInquiryRequest, PaymentCalculationRequest, QrCheckoutRequest
-from kasir.bnpl.security import SNAP_HEADERS, claim_external_id, verified_snap_request, verify_snap_request
+from kasir.bnpl.security import SNAP_HEADERS, claim_external_id, verified_caller, verified_snap_request
 from kasir.bnpl.service import bnpl_service, option_body, parse_request, transaction_body
 from kasir.db import ReadSession, WriteSession
 from kasir.errors import KasirError, NotFound, WireFormat, wire
@@ -59,7 +59,7 @@ def _snap_post(
                 methods=["POST"],
                 summary=f"{summary} ({version})",
                 openapi_extra=extra,
-                responses=snap_errors(400, 401, 404, 409, *((422,) if keyed else ()), 500, 503),
+                responses=snap_errors(400, 401, 404, 409, *((422,) if keyed else ()), 429, 500, 503),
                 include_in_schema=True,
             )
         return handler
@@ -84,8 +84,7 @@ async def payment_calculation(request: Request) -> JSONResponse:
 @_snap_post("qr-checkout", SERVICE_QR_CHECKOUT, QrCheckoutRequest, "BNPL QR checkout", keyed=True)
 async def qr_checkout(request: Request) -> Response:
     database = request.app.state.database
-    async with database.unit_of_work(read_only=True) as session:
-        caller = await verify_snap_request(request, session)
+    caller = await verified_caller(request)
     key = idempotency_key(request)
     checkout = parse_request(QrCheckoutRequest, caller.body)
     await bnpl_service.check_callback_url(checkout)  # DNS: before the unit of work

@@ -16,6 +16,9 @@ checks, in order, each failure with its own SNAP case (the route adds its servic
     X-SIGNATURE does not verify                401xx00
     X-EXTERNAL-ID already used today           409xx00
 
+Every 401 but the X-TIMESTAMP's is a failed authentication (kasir.ratelimit): counted per source
+address and per X-PARTNER-ID from that address, and refused with 429xx00 while locked.
+
 Symmetric when `Authorization: Bearer` is present (HMAC-SHA512 with the client secret),
 asymmetric (SHA256withRSA with the merchant's public key) when it is absent.
 """
@@ -39,7 +42,8 @@ from kasir.kit.crypto import SecretBox, b64decode_strict
 from kasir.kit.ttl_cache import TtlCache
 from kasir.merchants.repository import merchant_repository
 from kasir.merchants.service import CredentialKind, credential_cache_seconds, merchant_id_caches, secret_box
-from kasir.snap.headers import check_timestamp, require_headers, require_json_content_type
+from kasir.ratelimit.service import rate_limits, source_address
+from kasir.snap.headers import StaleTimestamp, check_timestamp, require_headers, require_json_content_type
 from kasir.snap.signatures import (
     asymmetric_string_to_sign,
     symmetric_string_to_sign,
@@ -168,6 +172,35 @@ def _client_secret(box: SecretBox, sealed: str) -> str:
 
 
 @asynccontextmanager
+async def _authenticated(request: Request, *, read_only: bool) -> AsyncIterator[tuple[AsyncSession, SnapCaller]]:
+    """A unit of work and the request's verified caller. The lockout is asked before the unit
+    opens and a failure counted after it ends (on PostgreSQL the counters use a unit of their own:
+    never two connections held by one request)."""
+    database = request.app.state.database
+    address, partner_id = source_address(request), (request.headers.get("x-partner-id") or "").strip() or None
+    await rate_limits.before_authentication(database, address, partner_id)
+    failed: Unauthorized | None = None
+    async with database.unit_of_work(read_only=read_only) as session:
+        try:
+            caller = await verify_snap_request(request, session)
+        except StaleTimestamp:
+            raise
+        except Unauthorized as exc:
+            failed = exc
+        else:
+            yield session, caller
+    if failed is not None:
+        await rate_limits.failed_authentication(database, address, partner_id)
+        raise failed
+
+
+async def verified_caller(request: Request) -> SnapCaller:
+    """The request's verified caller, checked in a read-only unit of work of its own."""
+    async with _authenticated(request, read_only=True) as (_, caller):
+        return caller
+
+
+@asynccontextmanager
 async def verified_snap_request(request: Request) -> AsyncIterator[tuple[AsyncSession, SnapCaller]]:
     """The request's unit of work and its verified caller; committed before the response is sent.
 
@@ -175,7 +208,6 @@ async def verified_snap_request(request: Request) -> AsyncIterator[tuple[AsyncSe
     and a caller dependency), whose resolution cost more per request than the statements; the
     unit of work is the same: rolled back when anything raises, committed when the block ends.
     """
-    async with request.app.state.database.unit_of_work() as session:
-        caller = await verify_snap_request(request, session)
+    async with _authenticated(request, read_only=False) as (session, caller):
         await claim_external_id(session, caller)
         yield session, caller

@@ -34,6 +34,7 @@ EXPIRY_JOBS = (
     ("kasir.bnpl.service", "expire_due_bnpl_transactions"),
     ("kasir.card.service", "expire_due_card_orders"),
     ("kasir.idempotency.service", "purge_expired_keys"),
+    ("kasir.ratelimit.service", "purge_expired_counters"),
 )
 EXPIRY_INTERVAL_SECONDS = 1.0
 

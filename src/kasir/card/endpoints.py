@@ -43,6 +43,7 @@ from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
 from kasir.kit.back_to_back import BackToBack
 from kasir.kit.clock import clock
 from kasir.kit.pages import html_page
+from kasir.ratelimit.service import source_address
 from kasir.snap.openapi import snap_route
 from kasir.staging import Staging
 
@@ -72,6 +73,7 @@ def _error_responses() -> dict[int | str, dict[str, Any]]:
         401: "UNAUTHORIZED",
         409: "DUPLICATE_ORDER or REQUEST_IN_PROGRESS",
         422: "INVALID_CARD or IDEMPOTENCY_KEY_REUSED",
+        429: "TOO_MANY_REQUESTS: too many failed authentications from this address; retry after Retry-After",
         500: "INTERNAL_ERROR",
         503: "SERVICE_UNAVAILABLE",
     }
@@ -87,7 +89,9 @@ def _error_responses() -> dict[int | str, dict[str, Any]]:
 )
 async def charge(request: Request) -> Response:
     database = request.app.state.database
-    caller = await card_service.authenticate(database, request.headers.get("authorization"))
+    caller = await card_service.authenticate(
+        database, request.headers.get("authorization"), address=source_address(request)
+    )
     key = idempotency_key(request)
     body = await request.body()
     charge_request, card = await _charge_parsings.run(card_service.parse, body)

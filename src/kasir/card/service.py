@@ -225,8 +225,8 @@ def card_from_fields(fields: dict[str, Any], *, now: datetime, prefix: str = "ca
 class CardService:
     # --- the charge API (interface.md endpoint 6) ---------------------------------------
 
-    async def authenticate(self, database: Database, authorization: str | None) -> BasicCaller:
-        return await authenticate_basic_in(database, authorization)
+    async def authenticate(self, database: Database, authorization: str | None, *, address: str) -> BasicCaller:
+        return await authenticate_basic_in(database, authorization, address=address)
 
     def parse(self, body: bytes) -> tuple[ChargeRequest, ParsedCard | None]:
         """400 for the request's fields, then 422 for the card's content (CLOSE mode, method card)."""

@@ -42,6 +42,7 @@ from kasir.merchants.service import CredentialKind, merchant_service
 from kasir.payments.repository import OUTCOME_NAMES, PRODUCTS
 from kasir.payments.service import parse_filter as payment_filter
 from kasir.payments.service import payment_actions, payments_service
+from kasir.ratelimit.service import AuthenticationLocked, rate_limits, source_address
 from kasir.staging import staging_only
 
 router = APIRouter(prefix="/console", route_class=ConsoleRoute, include_in_schema=False)
@@ -61,6 +62,9 @@ STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg
 # --- signing in and out ------------------------------------------------------------------
 
 
+_TOO_MANY_SIGN_INS = "Too many failed sign-ins from this address. Please try again later."
+
+
 @router.get("/sign-in")
 async def sign_in_page(request: Request, next: str = "/console/overview") -> Response:  # noqa: A002
     token = secrets.token_urlsafe(24)
@@ -78,13 +82,19 @@ async def sign_in(
     next: Annotated[str, Form(max_length=2048)] = "/console/overview",  # noqa: A002
 ) -> Response:
     expected = request.cookies.get(SIGN_IN_CSRF_COOKIE, "")
+    address = source_address(request)
+    headers: dict[str, str] = {}
     if not expected or not constant_time_equals(expected, csrf_token):
         error, status = "This form has expired. Please try again.", 403
     else:
         try:
+            await rate_limits.before_authentication(database(request), address)
             signed_in = await console_sessions.sign_in(database(request), email, password, client_ip(request))
+        except AuthenticationLocked as exc:
+            error, status, headers = _TOO_MANY_SIGN_INS, exc.http_status, exc.headers
         except (SignInRefused, AccountLocked) as exc:
-            error, status = exc.message, exc.http_status
+            await rate_limits.failed_authentication(database(request), address)
+            error, status, headers = exc.message, exc.http_status, exc.headers
         else:
             redirect = RedirectResponse(_local(next), status_code=303)
             redirect.set_cookie(
@@ -100,6 +110,7 @@ async def sign_in(
             return redirect
     token = secrets.token_urlsafe(24)
     response = render(request, "sign_in.html", status, csrf_token=token, next=_local(next), email=email, error=error)
+    response.headers.update(headers)
     _sign_in_cookie(response, token)
     return response
 

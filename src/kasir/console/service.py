@@ -14,14 +14,17 @@ Passwords are Argon2id (argon2-cffi's defaults), hashed and verified on a thread
 any write unit of work. Sessions are rows (the cookie holds a random value, the table its
 SHA-256), so every server process accepts them and sign-out or disabling a user ends them
 everywhere at once. Lockout: KASIR_CONSOLE_LOCK_AFTER failures in a row lock the account for
-KASIR_CONSOLE_LOCK_MINUTES; each failure answers after KASIR_CONSOLE_SIGN_IN_DELAY_SECONDS
-times the failures so far (at most 4 times).
+KASIR_CONSOLE_LOCK_MINUTES (429 with Retry-After); each failure answers after
+KASIR_CONSOLE_SIGN_IN_DELAY_SECONDS times the failures so far (at most 4 times). Every failed
+sign-in also counts against its source address like any failed authentication (kasir.ratelimit):
+past KASIR_RATE_LIMIT_FAILURES_PER_IP the address is refused (429) whatever the email.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import math
 import re
 import secrets
 from collections.abc import Sequence
@@ -64,7 +67,11 @@ class SignInRefused(KasirError):
 
 
 class AccountLocked(TooManyRequests):
-    pass
+    """Answered with Retry-After: the seconds until the lock ends."""
+
+    def __init__(self, until: datetime) -> None:
+        seconds = max(1, math.ceil((until - clock.now()).total_seconds()))
+        super().__init__(_locked_message(until), headers={"Retry-After": str(seconds)})
 
 
 class SignInRequired(KasirError):
@@ -310,7 +317,7 @@ class ConsoleSessionService:
             user = await console_repository.user_by_email(session, email)
         now = clock.now()
         if user is not None and user.locked_until is not None and user.locked_until > now:
-            raise AccountLocked(_locked_message(user.locked_until))
+            raise AccountLocked(user.locked_until)
         if user is None or user.disabled_at is not None:
             await verify_password(_dummy_hash(), password)
             await asyncio.sleep(settings.console_sign_in_delay_seconds)
@@ -333,7 +340,7 @@ class ConsoleSessionService:
                     )
             await asyncio.sleep(settings.console_sign_in_delay_seconds * min(failures, 4))
             if locked_until is not None:
-                raise AccountLocked(_locked_message(locked_until))
+                raise AccountLocked(locked_until)
             raise SignInRefused()
         rehash = _hasher().check_needs_rehash(user.password_hash)
         new_hash = await hash_password(password) if rehash else None

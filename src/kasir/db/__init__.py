@@ -3,6 +3,7 @@
     Database(settings)                 the engine and its strategy (SQLite or PostgreSQL)
       .unit_of_work(read_only=False)   a session committed at the end, rolled back on exception
       .listen(channel, on_wake)        wake-ups from commits that notified the channel
+      .keeps_counters                  rate-limit counters in the database (PostgreSQL) or in memory
     savepoint(session)                 undo a block's writes on exception, keep the unit's
     on_commit(session, action)         run an action after the unit commits
     notify_after_commit(session, ch)   wake the channel's listeners after the unit commits

@@ -54,6 +54,17 @@ class Database:
         )
         self.engine: AsyncEngine = self.strategy.engine
 
+    @property
+    def keeps_counters(self) -> bool:
+        """Whether short-lived counters (rate limits, lockouts) belong in this database's rows.
+
+        PostgreSQL: yes; several server processes share it, and a counter's upsert is a cheap row
+        update that every process sees. SQLite: no; every write takes the process's write seat and
+        a place in a group commit (an fsync), so counters stay in each process's memory (one writer,
+        and limits hold per process).
+        """
+        return isinstance(self.strategy, PostgresStrategy)
+
     def unit_of_work(self, *, read_only: bool = False) -> AbstractAsyncContextManager[AsyncSession]:
         """Commit on success, roll back on any exception; then run the after-commit actions.
 

@@ -6,6 +6,7 @@ time (`clock.advance(901)`) instead of sleeping. Timestamps are always aware.
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo
 
@@ -16,10 +17,15 @@ JAKARTA = ZoneInfo("Asia/Jakarta")
 class Clock:
     def __init__(self) -> None:
         self._offset = timedelta(0)
+        self._offset_seconds = 0.0
 
     def now(self) -> datetime:
         """Current time, aware, in UTC."""
         return datetime.now(UTC) + self._offset
+
+    def epoch(self) -> float:
+        """Current time as Unix seconds: what a counter's window needs, without building a datetime."""
+        return time.time() + self._offset_seconds
 
     def local_now(self, tz: tzinfo = JAKARTA) -> datetime:
         return self.now().astimezone(tz)
@@ -27,9 +33,11 @@ class Clock:
     def advance(self, seconds: float) -> None:
         """Move the clock forward (tests only: nothing in the service calls this)."""
         self._offset += timedelta(seconds=seconds)
+        self._offset_seconds = self._offset.total_seconds()
 
     def reset(self) -> None:
         self._offset = timedelta(0)
+        self._offset_seconds = 0.0
 
 
 clock = Clock()

@@ -9,6 +9,9 @@ constant time, and an unknown merchant costs the same comparison as a known one.
 merchant is refused like an unknown one. A rotated secret or hash key is still accepted during
 its grace period; the caller then carries the hash key it proved (the three-part form), so the
 wallet's x-req-signature check uses the key the merchant still signs with.
+
+Every failure is counted (kasir.ratelimit): per source address, and per merchant from that
+address once the header names one; while either is locked the answer is 429 before any check.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from kasir.kit.ttl_cache import TtlCache
 from kasir.merchants.models import Merchant
 from kasir.merchants.repository import merchant_repository
 from kasir.merchants.service import CredentialKind, MerchantSecrets, credential_cache_seconds, merchant_service
+from kasir.ratelimit.service import rate_limits
 
 # Compared against when the merchant is unknown, so timing does not say whether it exists.
 _UNKNOWN_SECRET = "x" * 32
@@ -65,13 +69,28 @@ def _detached_copy(merchant: Merchant) -> Merchant:
     return Merchant(**{name: getattr(merchant, name) for name in columns})
 
 
-async def authenticate_basic_in(database: Database, header: str | None) -> BasicCaller:
-    """The merchant whose Basic credentials these are (decisions.md §3.4), or Unauthorized.
+async def authenticate_basic_in(database: Database, header: str | None, *, address: str) -> BasicCaller:
+    """The merchant whose Basic credentials these are (decisions.md §3.4), or Unauthorized; a
+    request from `address` (the source address) while it is locked out: AuthenticationLocked (429).
 
     The database is read only if the merchant is not cached, once for all the requests that
-    miss it together, in a read-only unit of work of its own.
+    miss it together, in a read-only unit of work of its own. Called outside any unit of work.
     """
-    merchant_id, secret, hash_key = parse_basic(header)
+    try:
+        merchant_id, secret, hash_key = parse_basic(header)
+    except Unauthorized:
+        await rate_limits.before_authentication(database, address)
+        await rate_limits.failed_authentication(database, address)
+        raise
+    await rate_limits.before_authentication(database, address, merchant_id)
+    try:
+        return await _authenticate(database, merchant_id, secret, hash_key)
+    except Unauthorized:
+        await rate_limits.failed_authentication(database, address, merchant_id)
+        raise
+
+
+async def _authenticate(database: Database, merchant_id: str, secret: str, hash_key: str | None) -> BasicCaller:
     known = known_merchants.get(merchant_id)
     if known is None:
         loaded = await known_merchants.load_once(merchant_id, lambda: _load_caller(database, merchant_id))

@@ -11,6 +11,11 @@ from kasir.kit import json_input
 from kasir.kit.clock import clock, parse_aware
 
 
+class StaleTimestamp(Unauthorized):
+    """X-TIMESTAMP outside the allowed skew: a clock to fix, not a failed proof of identity (not
+    counted by the failed-authentication lockout, kasir.ratelimit)."""
+
+
 def require_headers(headers: Headers, *names: str) -> list[str]:
     """The values of `names`, in order; the first missing or blank one is `400xx02 Invalid Mandatory Field`."""
     values = []
@@ -40,7 +45,7 @@ def check_timestamp(value: str, skew_seconds: int) -> datetime:
         ) from exc
     drift = abs((clock.now() - moment).total_seconds())
     if drift > skew_seconds:
-        raise Unauthorized(f"X-TIMESTAMP is {int(drift)} s away from server time (allowed {skew_seconds} s)")
+        raise StaleTimestamp(f"X-TIMESTAMP is {int(drift)} s away from server time (allowed {skew_seconds} s)")
     return moment
 
 

@@ -39,6 +39,8 @@ def snap_errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         409: "`409xx00 Conflict` (X-EXTERNAL-ID reused today; with Retry-After: a request with the same "
         "X-Idempotency-Key is still running), `409xx01` duplicate partnerReferenceNo",
         422: "`422xx00`: X-Idempotency-Key reused with another body",
+        429: "`429xx00 Too Many Requests`: a rate limit or a lockout after failed authentications; retry after "
+        "Retry-After (seconds)",
         500: "`500xx00 General Error`",
         503: "`503xx00`: the database is unavailable; retry after Retry-After",
     }

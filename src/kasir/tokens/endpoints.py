@@ -8,7 +8,9 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from kasir.config import get_settings
+from kasir.errors import Unauthorized
 from kasir.kit.clock import clock, isoformat_seconds
+from kasir.ratelimit.service import rate_limits, source_address
 from kasir.snap.codes import SERVICE_TOKEN, SUCCESS_MESSAGE, success_code
 from kasir.snap.headers import check_timestamp, parse_json_body, require_headers, require_json_content_type
 from kasir.snap.openapi import snap_errors, snap_header_params, snap_route
@@ -31,7 +33,7 @@ _TOKEN_ROUTE: dict[str, Any] = {
                 "X-CLIENT-KEY": {"schema": {"type": "string"}, "description": "Echo of the request's client key"},
             },
         },
-        **snap_errors(400, 401, 500),
+        **snap_errors(400, 401, 429, 500),
     },
     "openapi_extra": {
         **snap_route(SERVICE_TOKEN, AccessTokenRequest),
@@ -41,14 +43,22 @@ _TOKEN_ROUTE: dict[str, Any] = {
 
 
 async def _issue(request: Request, product: Product) -> JSONResponse:
+    database, address = request.app.state.database, source_address(request)
+    await rate_limits.token_request(database, address)  # before anything is read
     headers = request.headers
     require_json_content_type(headers)
     timestamp, client_key, signature = require_headers(headers, "X-TIMESTAMP", "X-CLIENT-KEY", "X-SIGNATURE")
     check_timestamp(timestamp, get_settings().clock_skew_seconds)
     additional_info = parse_grant(parse_json_body(await request.body()))
-    token = await access_token_service.issue(
-        request.app.state.database, product=product, client_key=client_key, timestamp=timestamp, signature=signature
-    )
+    await rate_limits.before_token(database, address, client_key)
+    try:
+        token = await access_token_service.issue(
+            database, product=product, client_key=client_key, timestamp=timestamp, signature=signature
+        )
+    except Unauthorized:
+        await rate_limits.failed_authentication(database, address, client_key)
+        raise
+    await rate_limits.token_issued(database, client_key)
     body: dict[str, Any] = {**_SUCCESS, "accessToken": token.value, "tokenType": "Bearer", "expiresIn": _EXPIRES_IN}
     if additional_info is not None:
         body["additionalInfo"] = additional_info

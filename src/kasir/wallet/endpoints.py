@@ -10,6 +10,8 @@ Every API route checks, in order (each failure in the wallet format, decisions.m
     body not a JSON object, external_id / order_id
       missing (they are signed)                       01  400
     x-req-signature ≠ sha256(hash_key + external_id + order_id)   04  401
+    too many failed authentications (Basic or
+      x-req-signature) from this address          04  429 Retry-After (kasir.ratelimit)
     any field against its type, length and rule       01  400
 
 The API routes verify the request and open their unit of work themselves instead of through
@@ -51,6 +53,7 @@ from kasir.kit.pages import html_page
 from kasir.kit.qr import qr_png
 from kasir.merchants.basic_auth import BasicCaller, authenticate_basic_in
 from kasir.merchants.service import CredentialKind
+from kasir.ratelimit.service import rate_limits, source_address
 from kasir.snap.headers import parse_json_body
 from kasir.snap.openapi import snap_route
 from kasir.staging import Staging
@@ -103,7 +106,8 @@ async def verify_wallet_request(request: Request) -> WalletCaller:
     if content_type.split(";", 1)[0].strip().lower() != "application/json":
         raise InvalidFieldFormat("Content-Type", "must be application/json")
     # A cached merchant needs no database; otherwise a read-only unit of work of its own.
-    caller = await authenticate_basic_in(database(request), headers.get("authorization"))
+    address = source_address(request)
+    caller = await authenticate_basic_in(database(request), headers.get("authorization"), address=address)
     signature = headers.get("x-req-signature")
     if signature is None or not signature.strip():
         raise InvalidMandatoryField("x-req-signature")
@@ -113,6 +117,7 @@ async def verify_wallet_request(request: Request) -> WalletCaller:
         raise BadRequest("body must be a JSON object", field="body")
     external_id, order_id = _signed_field(body, "external_id"), _signed_field(body, "order_id")
     if not _signed_by_a_hash_key(caller, signature.strip(), external_id, order_id):
+        await rate_limits.failed_authentication(database(request), address, caller.merchant.id)
         raise Unauthorized("x-req-signature does not match sha256(hash_key + external_id + order_id)")
     return WalletCaller(caller, body, raw)
 
@@ -159,6 +164,10 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         "with Retry-After: a request with the same X-Idempotency-Key is still running)",
     },
     422: {"model": WalletErrorBody, "description": "`01`: X-Idempotency-Key reused with another body"},
+    429: {
+        "model": WalletErrorBody,
+        "description": "`04`: too many failed authentications from this address; retry after Retry-After",
+    },
     503: {"model": WalletErrorBody, "description": "`98`: the database is unavailable; retry after Retry-After"},
     500: {"model": WalletErrorBody, "description": "`98` System Error"},
 }

@@ -1,0 +1,1 @@
+"""Rate limits and lockouts for every route (kasir.ratelimit.service)."""
