@@ -23,6 +23,7 @@ from kasir.kit.http_server import NoDelayHttpToolsProtocol
 from kasir.merchants.cli import credentials_json, keygen, merchant_app, write_key_pair
 from kasir.merchants.service import MerchantCredentials, merchant_service
 from kasir.payments.cli import payments_app, replay_given_up
+from kasir.processors.registry import ConfigurationError, check_configuration
 
 app = typer.Typer(help="Kasir payment platform.", no_args_is_help=True, pretty_exceptions_enable=False)
 
@@ -114,10 +115,14 @@ def serve(
             await database.dispose()
 
     try:
+        live = check_configuration(settings)
+    except ConfigurationError as exc:
+        fail(str(exc))
+    try:
         asyncio.run(check())
     except SchemaBehind as exc:
         fail(str(exc))
-    console.print(f"Kasir {settings.env} on http://{host}:{port} (database {_describe_url(settings)})")
+    console.print(f"Kasir {settings.env} on http://{host}:{port} (database {_describe_url(settings)}); {live}")
     uvicorn.run(
         "kasir.app:create_app",
         factory=True,

@@ -6,7 +6,9 @@ import importlib
 import importlib.util
 
 # Every room with a models.py; a new room is found without editing this file.
-ROOMS = ("merchants", "callbacks", "idempotency", "wallet", "bnpl", "card", "audit", "payments", "console")
+ROOMS = (
+    "merchants", "callbacks", "idempotency", "wallet", "bnpl", "card", "processors", "audit", "payments", "console",
+)  # fmt: skip
 
 
 def import_all_models() -> None:
