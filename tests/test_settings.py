@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -51,6 +53,7 @@ def test_the_environment_is_read_with_the_kasir_prefix(monkeypatch: pytest.Monke
     monkeypatch.setenv("KASIR_CONSOLE_LOCK_AFTER", "3")
     monkeypatch.setenv("KASIR_CONSOLE_LOCK_MINUTES", "30")
     monkeypatch.setenv("KASIR_CONSOLE_SIGN_IN_DELAY_SECONDS", "0.1")
+    monkeypatch.setenv("KASIR_CALLBACK_ALLOWED_NETWORKS", " 10.20.0.0/16, 192.168.7.8,fd12:3456::/48")
     settings = Settings(data_dir=tmp_path)
     assert settings.callback_schedule == [1, 2, 3]
     assert settings.clock_skew_seconds == 10
@@ -69,6 +72,11 @@ def test_the_environment_is_read_with_the_kasir_prefix(monkeypatch: pytest.Monke
     assert (settings.console_session_hours, settings.console_idle_minutes) == (2, 10)
     assert (settings.console_lock_after, settings.console_lock_minutes) == (3, 30)
     assert settings.console_sign_in_delay_seconds == 0.1
+    assert [str(network) for network in settings.callback_allowed_networks] == [
+        "10.20.0.0/16",
+        "192.168.7.8/32",
+        "fd12:3456::/48",
+    ]
 
 
 def test_the_callback_schedule_sets_each_retrys_delay() -> None:
@@ -196,8 +204,6 @@ def test_the_kasir_command_reads_a_bad_setting_as_an_error(tmp_path: Path) -> No
 
 async def test_kasir_processors_switches_products_off(settings: Settings, migrated: None) -> None:
     """KASIR_PROCESSORS, read from the environment: a staging deployment with only a BNPL processor."""
-    import os
-
     os.environ["KASIR_PROCESSORS"] = "bnpl=simulator"
     try:
         configured = Settings(data_dir=settings.data_dir, database_url=settings.database_url, secret_key="k")
@@ -213,3 +219,41 @@ async def test_kasir_processors_switches_products_off(settings: Settings, migrat
     finally:
         configure(settings)
     assert ready["products"] == {"card": None, "wallet": None, "bnpl": "simulator"}
+
+
+@pytest.mark.parametrize(
+    ("value", "reason"),
+    [
+        ("0.0.0.0/0", "is not inside a private network"),  # everything: the SSRF rules switched off
+        ("::/0", "is not inside a private network"),
+        ("8.8.8.0/24", "is not inside a private network"),  # public: needs no allowance, would take http
+        ("169.254.0.0/16", "is not inside a private network"),  # link-local: cloud metadata
+        ("10.0.0.0/7", "is not inside a private network"),  # wider than 10/8
+        ("100.64.0.0/10", "contains a cloud metadata address (100.100.100.200)"),
+        ("fd00::/8", "contains a cloud metadata address (fd00:ec2::254)"),
+        ("10.0.0.1/8", "has host bits set (the network is 10.0.0.0/8)"),
+        ("10.0.0.0/33", "is not a CIDR network"),
+        ("intranet.local", "is not a CIDR network"),
+        ("10.0.0.0/8;192.168.0.0/16", "is not a CIDR network"),
+    ],
+)
+def test_the_callback_allow_list_refuses_nonsense(value: str, reason: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(reason)):
+        Settings(callback_allowed_networks=value)  # type: ignore[arg-type]  # as the environment gives it
+
+
+def test_a_bad_allow_list_stops_the_server_with_one_line(tmp_path: Path) -> None:
+    kasir = Path(sys.executable).parent / "kasir"
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
+        "KASIR_DATA_DIR": str(tmp_path),
+        "KASIR_CALLBACK_ALLOWED_NETWORKS": "0.0.0.0/0",
+    }
+    result = subprocess.run([str(kasir), "serve", "--port", "9"], env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.strip().splitlines() == [
+        "error: KASIR_CALLBACK_ALLOWED_NETWORKS: '0.0.0.0/0' is not inside a private network "
+        "(127.0.0.0/8, 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, ::1/128, fc00::/7)"
+    ]

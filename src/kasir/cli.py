@@ -12,11 +12,12 @@ from typing import Annotated
 
 import typer
 import uvicorn
+from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.callbacks.cli import callbacks_app, worker
-from kasir.cli_support import console, fail, run_in_session
-from kasir.config import configure, get_settings
+from kasir.cli_support import console, err_console, fail, run_in_session
+from kasir.config import Settings, configure, get_settings
 from kasir.console.cli import demo_console_users, user_app
 from kasir.db import Database, SchemaBehind, check_schema, current_revision, head_revision, upgrade_schema
 from kasir.kit.http_server import NoDelayHttpToolsProtocol
@@ -212,4 +213,19 @@ def _token_example(base_url: str, client_id: str, private_key: Path) -> str:
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except ValidationError as exc:
+        if exc.title != Settings.__name__:
+            raise
+        # A bad KASIR_ setting: one line naming it, not a traceback (the server does not start).
+        problems = "; ".join(
+            f"KASIR_{'_'.join(str(part) for part in error['loc'][:1]).upper()}: {_reason(error['msg'])}"
+            for error in exc.errors()
+        )
+        err_console.print(f"[red]error:[/red] {problems}", highlight=False, soft_wrap=True)
+        raise SystemExit(2) from None
+
+
+def _reason(message: str) -> str:
+    return message.removeprefix("Value error, ")

@@ -10,6 +10,8 @@ from typing import Annotated, Literal
 from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from kasir.kit.addresses import IPNetwork, parse_allowed_networks
+
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="KASIR_", extra="ignore")
@@ -48,6 +50,12 @@ class Settings(BaseSettings):
         1.0, gt=0, description="How often an idle worker looks for due callbacks (commits wake it at once)."
     )
     callback_concurrency: int = Field(32, ge=1, description="Callback attempts in flight per worker.")
+    callback_allowed_networks: Annotated[list[IPNetwork], NoDecode] = Field(
+        default_factory=list,
+        description="Production: private networks (comma-separated CIDR, inside 10/8, 172.16/12, 192.168/16, "
+        "100.64/10, 127/8, fc00::/7 or ::1) where callbacks may also go, http or https; every other address must "
+        "be public and https. For merchants on the operator's own network; empty by default.",
+    )
     embedded_worker: bool = Field(True, description="Run the callback worker inside `kasir serve`.")
     credential_cache_seconds: float = Field(
         5.0,
@@ -140,6 +148,15 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             text = value.strip().strip("[]")
             return [int(part) for part in text.split(",") if part.strip()]
+        return value
+
+    @field_validator("callback_allowed_networks", mode="before")
+    @classmethod
+    def _parse_networks(cls, value: object) -> object:
+        if isinstance(value, str):
+            return parse_allowed_networks(value)
+        if isinstance(value, list | tuple):
+            return parse_allowed_networks(",".join(str(network) for network in value))
         return value
 
     @field_validator("public_url")

@@ -105,3 +105,24 @@ async def test_metrics(app, client, receiver):
     assert "kasir_callbacks_retried_total" in text
     assert 'kasir_callbacks{status="pending"}' in text
     assert "kasir_callback_delivery_seconds_bucket" in text
+
+
+async def test_replay_to_a_url_given(app, client, receiver):
+    receiver.answer(Answer(status=500))
+    merchant = await make_merchant(app)
+    original = await record(db(app), merchant_id=merchant.id, url=receiver.url("/old"), transaction_ref="TX-TO")
+    await wait_attempts(db(app), original, 1)
+    missing = await client.post(f"/admin/callbacks/{original}/replay-to", headers=ADMIN, json={"target": "url"})
+    assert missing.status_code == 400
+    assert missing.json()["message"] == "url is required"
+    answer = await client.post(
+        f"/admin/callbacks/{original}/replay-to", headers=ADMIN, json={"target": "url", "url": receiver.url("/new")}
+    )
+    assert answer.status_code == 201, answer.text
+    replay = answer.json()
+    assert (replay["url"], replay["replay_of"]) == (receiver.url("/new"), original)
+    from kasir.kit.clock import clock
+
+    clock.advance(11.5)  # the replay waits for the earlier callback of its transaction (retried now)
+    await wait_status(db(app), replay["id"], "delivered")
+    assert [r.path for r in receiver.requests] == ["/old", "/old", "/new"]

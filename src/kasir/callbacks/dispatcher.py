@@ -16,7 +16,7 @@ import random
 import time
 from dataclasses import dataclass
 from datetime import timedelta
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlunsplit
 
 import httpx
 
@@ -26,7 +26,7 @@ from kasir.callbacks.models import CallbackKind, CallbackStatus
 from kasir.callbacks.policies import POLICIES
 from kasir.callbacks.repository import callback_repository
 from kasir.callbacks.signing import SVC_SIGNATURE, snap_notify_headers, with_query_signature
-from kasir.callbacks.ssrf import UnsafeCallbackUrl, resolve_public
+from kasir.callbacks.ssrf import UnsafeCallbackUrl, resolve_checked
 from kasir.config import Settings
 from kasir.db import Database
 from kasir.kit.clock import clock, isoformat_seconds
@@ -134,16 +134,16 @@ async def send_attempt(http: httpx.AsyncClient, callback: ClaimedCallback, setti
     extensions: dict[str, str] = {}
     started = time.perf_counter()
     try:
-        if settings.is_production:
-            # Connect to the address that was checked; keep the name for Host and TLS SNI.
-            address = await resolve_public(url)
-            parts = urlsplit(url)
-            host = parts.hostname or ""
-            headers["Host"] = parts.netloc
-            extensions["sni_hostname"] = host
-            literal = f"[{address}]" if ":" in address else address
-            url = urlunsplit(parts._replace(netloc=f"{literal}:{parts.port or 443}"))
-        async with asyncio.timeout(settings.callback_timeout_seconds):
+        async with asyncio.timeout(settings.callback_timeout_seconds):  # a slow DNS answer counts too
+            if settings.is_production:
+                # Resolve and check again (DNS may answer otherwise than when the URL was given), connect
+                # to the address that was checked; keep the name for Host and TLS SNI.
+                target = await resolve_checked(url, allowed_networks=settings.callback_allowed_networks)
+                headers["Host"] = _host_header(target.host, target.parts.port)
+                if target.parts.scheme == "https":
+                    extensions["sni_hostname"] = target.host
+                literal = f"[{target.address}]" if ":" in target.address else target.address
+                url = urlunsplit(target.parts._replace(netloc=f"{literal}:{target.port}"))
             response = await http.post(url, content=callback.payload, headers=headers, extensions=extensions)
     except UnsafeCallbackUrl as exc:
         return AttemptResult(False, None, f"refused: {exc.reason}", None, _ms(started), sent_url, sent_headers)
@@ -161,6 +161,12 @@ async def send_attempt(http: httpx.AsyncClient, callback: ClaimedCallback, setti
         if response.is_redirect:
             error = f"HTTP {response.status_code} redirect (not followed)"
     return AttemptResult(accepted, response.status_code, error, excerpt, _ms(started), sent_url, sent_headers)
+
+
+def _host_header(host: str, port: int | None) -> str:
+    """Host as the URL names it: the name (an IPv6 literal in brackets) and an explicit port; never userinfo."""
+    name = f"[{host}]" if ":" in host else host
+    return name if port is None else f"{name}:{port}"
 
 
 def _ms(started: float) -> int:

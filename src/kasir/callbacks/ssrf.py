@@ -1,107 +1,158 @@
 """SSRF guard for callback URLs in production (decisions.md §8).
 
-A callback URL must be https and every address its host resolves to must be public:
-loopback, private, link-local, CGNAT (100.64/10), IETF protocol assignments (192.0.0/24),
-benchmarking, site-local, multicast, reserved, unspecified, and the IPv6 forms that carry an
-IPv4 address (mapped, compatible, 6to4, NAT64) are judged by the address they carry; Teredo
-is refused. Delivery connects to the address that was
-checked (not to a second DNS answer), keeping the host name for Host and TLS SNI.
+A callback URL must be https and every address its host resolves to must be public
+(kasir.kit.addresses.is_public_address). A host written as an IPv4 number in any spelling
+(`2130706433`, `0x7f.1`, `0177.0.0.1`) is read as that address, never handed to the resolver.
+Delivery resolves again and connects to the address it checked (not to a second DNS answer),
+keeping the host name for Host and TLS SNI, so a name that answers a public address when the
+URL is given and 127.0.0.1 when it is delivered (DNS rebinding) is refused at delivery.
+
+An operator may allow private networks of their own (KASIR_CALLBACK_ALLOWED_NETWORKS): a URL
+whose every address lies inside them is accepted, http or https; any other address still
+has to be public, over https.
+
+The resolver is a seam (`use_resolver`): tests answer names without DNS.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ipaddress
+import re
 import socket
-from urllib.parse import urlsplit
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from urllib.parse import SplitResult, urlsplit
 
+from kasir.config import get_settings
 from kasir.errors import InvalidFieldFormat
+from kasir.kit.addresses import IPNetwork, describe, ends_in_a_number, in_networks, is_public_address, numeric_ipv4
 
-# Refused on top of what Python's `is_global` says: it calls some of these global.
-_NOT_PUBLIC = tuple(
-    ipaddress.ip_network(network)
-    for network in (
-        "100.64.0.0/10",  # CGNAT (shared address space)
-        "192.0.0.0/24",  # IETF protocol assignments (192.0.0.8, 192.0.0.9 ...)
-        "198.18.0.0/15",  # benchmarking
-        "fec0::/10",  # site-local (deprecated, still routed inside some networks)
-        "100::/64",  # discard-only
-        "2001:db8::/32",  # documentation
-    )
-)
-# IPv6 forms that carry an IPv4 address: the embedded address decides.
-_SIX_TO_FOUR = ipaddress.ip_network("2002::/16")
-_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
-_IPV4_COMPATIBLE = ipaddress.ip_network("::/96")
+__all__ = [
+    "CheckedTarget",
+    "UnsafeCallbackUrl",
+    "check_callback_url",
+    "is_public_address",
+    "resolve_checked",
+    "resolve_public",
+    "use_resolver",
+]
+
+Resolver = Callable[[str, int], Awaitable[list[str]]]
+"""(host name, port) -> the addresses it resolves to; socket.gaierror if none."""
+
+
+async def system_resolver(host: str, port: int) -> list[str]:
+    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    return [str(info[4][0]) for info in infos]
+
+
+_resolver: Resolver = system_resolver
+
+
+@contextmanager
+def use_resolver(resolver: Resolver) -> Iterator[None]:
+    """Names resolve through `resolver` inside the block (the process's every check, delivery too)."""
+    global _resolver
+    previous, _resolver = _resolver, resolver
+    try:
+        yield
+    finally:
+        _resolver = previous
 
 
 class UnsafeCallbackUrl(InvalidFieldFormat):
     pass
 
 
-def is_public_address(address: str) -> bool:
-    ip = ipaddress.ip_address(address)
-    if isinstance(ip, ipaddress.IPv6Address):
-        embedded = _embedded_ipv4(ip)
-        if embedded is not None:
-            return embedded is not False and is_public_address(str(embedded))
-    if any(ip.version == network.version and ip in network for network in _NOT_PUBLIC):
-        return False
-    return not (
-        ip.is_private
-        or ip.is_loopback
-        or ip.is_link_local
-        or ip.is_multicast
-        or ip.is_reserved
-        or ip.is_unspecified
-        or not ip.is_global
-    )
+@dataclass(frozen=True, slots=True)
+class CheckedTarget:
+    """Where a checked URL's request goes: `address` to connect to, `host` for Host and SNI."""
+
+    parts: SplitResult
+    host: str
+    port: int
+    address: str
 
 
-def _embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | bool | None:
-    """The IPv4 address an IPv6 form carries (mapped, compatible, 6to4, Teredo, NAT64); False for a
-    form refused whatever it carries; None for a plain IPv6 address."""
-    if ip.ipv4_mapped is not None:
-        return ip.ipv4_mapped
-    if ip.teredo is not None:
-        return False  # a tunnel to wherever its relay leads: never a merchant's callback address
-    if ip.sixtofour is not None:
-        return ip.sixtofour
-    if any(ip in network for network in _NAT64):
-        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-    if ip in _IPV4_COMPATIBLE and int(ip) > 1:  # ::, ::1 are judged as themselves
-        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
-    return None
+_HOST_NAME = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?")
 
 
-def check_url_shape(url: str, field: str = "callback_url") -> None:
+def _split(url: str, field: str) -> tuple[SplitResult, str, int]:
     parts = urlsplit(url)
-    if parts.scheme != "https" or not parts.hostname:
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UnsafeCallbackUrl(field, "must be an absolute http(s) URL")
+    try:
+        port = parts.port
+    except ValueError:
+        port = 0
+    if port == 0:
+        raise UnsafeCallbackUrl(field, "has an invalid port")
+    return parts, parts.hostname, port or (443 if parts.scheme == "https" else 80)
+
+
+def _literal(host: str, field: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | str:
+    """The address a host spells, or the ASCII name to resolve (as the resolver would be given it)."""
+    try:
+        return ipaddress.ip_address(host)
+    except ValueError:
+        pass
+    try:
+        name = host.encode("idna").decode("ascii").lower()  # what socket.getaddrinfo would send
+    except UnicodeError:
+        raise UnsafeCallbackUrl(field, f"host {host} is not a valid name") from None
+    if ends_in_a_number(name):
+        address = numeric_ipv4(name)
+        if address is None:
+            raise UnsafeCallbackUrl(field, f"host {host} is not a valid IPv4 address")
+        return address
+    if not _HOST_NAME.fullmatch(name):
+        raise UnsafeCallbackUrl(field, f"host {host} is not a valid name")
+    return name
+
+
+async def resolve_checked(
+    url: str, *, field: str = "callback_url", allowed_networks: Sequence[IPNetwork] | None = None
+) -> CheckedTarget:
+    """Production's check: every address of the URL's host is public (over https) or inside the
+    allowed networks (http or https); the target to connect to, else UnsafeCallbackUrl.
+    `allowed_networks` None: the process's KASIR_CALLBACK_ALLOWED_NETWORKS."""
+    allowed = tuple(get_settings().callback_allowed_networks if allowed_networks is None else allowed_networks)
+    parts, host, port = _split(url, field)
+    if parts.scheme != "https" and not allowed:
         raise UnsafeCallbackUrl(field, "must be an https URL in production")
+    literal = _literal(host, field)
+    if isinstance(literal, str):
+        try:
+            addresses = await _resolver(literal, port)
+        except (socket.gaierror, UnicodeError) as exc:
+            raise UnsafeCallbackUrl(field, f"host {host} does not resolve") from exc
+        if not addresses:
+            raise UnsafeCallbackUrl(field, f"host {host} does not resolve")
+    else:
+        addresses = [str(literal)]
+    inside = [in_networks(address, allowed) for address in addresses]
+    if parts.scheme != "https" and not all(inside):
+        raise UnsafeCallbackUrl(field, "must be an https URL in production (or reach only allowed networks)")
+    for address, allowed_address in zip(addresses, inside, strict=True):
+        if not allowed_address and not is_public_address(address):
+            raise UnsafeCallbackUrl(field, f"resolves to a non-public address ({describe(address)})")
+    return CheckedTarget(parts, host, port, addresses[0])
 
 
 async def resolve_public(url: str, field: str = "callback_url") -> str:
-    """The first public address of the URL's host; UnsafeCallbackUrl if any address is not public."""
-    check_url_shape(url, field)
-    parts = urlsplit(url)
-    host = parts.hostname
-    assert host is not None
-    port = parts.port or 443
-    try:
-        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except socket.gaierror as exc:
-        raise UnsafeCallbackUrl(field, f"host {host} does not resolve") from exc
-    addresses = [str(info[4][0]) for info in infos]
-    for address in addresses:
-        if not is_public_address(address):
-            raise UnsafeCallbackUrl(field, f"resolves to a non-public address ({address})")
-    return addresses[0]
+    """The first address of the URL's host, all of them public; UnsafeCallbackUrl otherwise."""
+    return (await resolve_checked(url, field=field, allowed_networks=())).address
 
 
-async def check_callback_url(url: str, *, production: bool, field: str = "callback_url") -> None:
-    """For request validation: staging allows any http(s) URL, production only public https."""
+async def check_callback_url(
+    url: str, *, production: bool, field: str = "callback_url", allowed_networks: Sequence[IPNetwork] | None = None
+) -> None:
+    """For request validation: staging allows any http(s) URL, production only public https
+    (or the operator's allowed networks; None: KASIR_CALLBACK_ALLOWED_NETWORKS)."""
     if production:
-        await resolve_public(url, field)
+        await resolve_checked(url, field=field, allowed_networks=allowed_networks)
         return
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:

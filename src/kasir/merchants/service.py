@@ -162,7 +162,7 @@ async def validate_callback_url(url: str | None) -> str | None:
     try:
         await check_callback_url(url, production=get_settings().is_production)
     except InvalidFieldFormat as exc:
-        raise MerchantError(f"callback URL {exc.reason}", field="callback_url") from exc
+        raise MerchantError(f"callback_url {exc.reason}", field="callback_url") from exc
     return url
 
 

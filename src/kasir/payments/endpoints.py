@@ -58,12 +58,13 @@ async def show_payment(payment_id: str, session: ReadSession) -> PaymentView:
 @router.post(
     "/callbacks/{callback_id}/replay-to",
     status_code=201,
-    summary="Deliver a callback again to its original URL or to the merchant's current default URL",
+    summary="Deliver a callback again to its original URL, the merchant's current default URL or a URL given",
 )
 async def replay_to(
     callback_id: Annotated[int, Path(ge=1, le=INT64_MAX)], body: ReplayRequest, request: Request, session: WriteSession
 ) -> CallbackView:
-    return CallbackView.of(await payment_actions.replay(session, None, callback_id, body.target, actor(request)))
+    replay = await payment_actions.replay(session, None, callback_id, body.target, actor(request), url=body.url)
+    return CallbackView.of(replay)
 
 
 @router.post(

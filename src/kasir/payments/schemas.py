@@ -47,7 +47,14 @@ class PaymentList(BaseModel):
 
 
 class ReplayRequest(BaseModel):
-    target: Literal["original", "current"] = "original"
+    target: Literal["original", "current", "url"] = Field(
+        "original",
+        description="`original`: the URL it was first sent to; `current`: the merchant's default callback URL; "
+        "`url`: the URL given in `url`",
+    )
+    url: str | None = Field(
+        None, max_length=2048, description="With `target: url`: where to deliver (the rules of callback URLs apply)"
+    )
 
 
 class ReplayGivenUpRequest(BaseModel):

@@ -32,10 +32,11 @@ from kasir.audit.service import Actor, audit
 from kasir.bnpl.service import bnpl_service
 from kasir.callbacks.models import Callback, CallbackAttempt, CallbackKind
 from kasir.callbacks.service import callback_outbox
+from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import get_settings
 from kasir.console.format import jakarta_time, rupiah
 from kasir.db import Database
-from kasir.errors import BadRequest, Conflict, NotFound
+from kasir.errors import BadRequest, Conflict, InvalidMandatoryField, NotFound
 from kasir.kit.clock import JAKARTA, clock, parse_aware
 from kasir.merchants.service import merchant_service
 from kasir.payments.repository import (
@@ -488,26 +489,41 @@ class PaymentActions:
         return after
 
     async def replay(
-        self, session: AsyncSession, scope: str | None, callback_id: int, target: str, actor: Actor
+        self,
+        session: AsyncSession,
+        scope: str | None,
+        callback_id: int,
+        target: str,
+        actor: Actor,
+        *,
+        url: str | None = None,
     ) -> Callback:
-        """Deliver a callback again, to the URL it was first sent to (`original`) or to the merchant's current
-        default callback URL (`current`): the same body, signatures computed afresh."""
+        """Deliver a callback again, to the URL it was first sent to (`original`), to the merchant's current
+        default callback URL (`current`) or to `url` (`url`, checked as every callback URL is, before the
+        first statement: in production the check resolves the host): the same body, signatures computed afresh."""
+        if target == "url":
+            if not url:
+                raise InvalidMandatoryField("url")
+            await check_callback_url(url, production=get_settings().is_production, field="url")
         original = await payments_repository.callback(session, callback_id)
         if original is None or (scope is not None and original.merchant_id != scope):
             raise CallbackNotFound()
         if target == "original":
             replay = await callback_outbox.replay(session, callback_id)
-        elif target == "current":
-            merchant = await merchant_service.get(session, original.merchant_id)
-            if not merchant.callback_url:
-                raise ActionRefused("the merchant has no default callback URL; replay to the original URL instead")
+        elif target in ("current", "url"):
+            if target == "current":
+                merchant = await merchant_service.get(session, original.merchant_id)
+                if not merchant.callback_url:
+                    raise ActionRefused("the merchant has no default callback URL; replay to the original URL instead")
+                url = merchant.callback_url
+            assert url is not None
             replay = await callback_outbox.record(
                 session,
                 kind=CallbackKind(original.kind),
                 merchant_id=original.merchant_id,
                 transaction_ref=original.transaction_ref,
                 event=original.event,
-                url=merchant.callback_url,
+                url=url,
                 payload=json.loads(original.payload),
                 svc_signature=original.svc_signature,
             )
@@ -515,7 +531,7 @@ class PaymentActions:
             replay.replay_of = original.id
             await session.flush()
         else:
-            raise BadRequest("target must be original or current", field="target")
+            raise BadRequest("target must be original, current or url", field="target")
         await self._audit(
             session,
             actor,

@@ -1,0 +1,44 @@
+"""A production app of its own for SSRF tests: its own database, so the session app's callback
+worker (staging, which allows loopback) never delivers what production is to refuse."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+
+from kasir.app import create_app
+from kasir.config import Settings, configure
+from kasir.db import Database, upgrade_schema
+from tests.support.postgres import PostgresCluster
+
+
+async def isolated_database(settings: Settings, postgres: PostgresCluster | None, data_dir: Path) -> str:
+    """A new, migrated database on the test session's server (or a new SQLite file)."""
+    if postgres is not None:
+        url = await asyncio.to_thread(postgres.create_database, f"ssrf_{secrets.token_hex(4)}")
+    else:
+        url = f"sqlite+aiosqlite:///{data_dir / f'ssrf-{secrets.token_hex(4)}.db'}"
+    database = Database(settings.model_copy(update={"database_url": url}))
+    try:
+        await upgrade_schema(database)
+    finally:
+        await database.dispose()
+    return url
+
+
+@contextlib.asynccontextmanager
+async def production_app(settings: Settings, database_url: str, allowed: str, **more: Any) -> AsyncIterator[FastAPI]:
+    """`create_app` with KASIR_ENV=production and the allow-list as the environment would give it."""
+    environment = {"env": "production", "database_url": database_url, "callback_allowed_networks": allowed, **more}
+    application = create_app(Settings(**{**settings.model_dump(), **environment}))
+    try:
+        async with application.router.lifespan_context(application):
+            yield application
+    finally:
+        configure(settings)  # create_app installed the production settings process-wide
