@@ -259,7 +259,7 @@ async def challenge_return(order_id: str, request: Request) -> Response:
     async with database.unit_of_work(read_only=True) as session:
         order, attempt = await card_service.challenge(session, order_id)
     if attempt is None or attempt.number != attempt_number:
-        return _see_other(_page_path(order.id))  # already finished (or not this attempt): the page says how
+        return _see_other(_after_challenge(order))  # finished already (the acquirer's notification came first)
     params = {name: value for name, value in request.query_params.items() if name != "attempt"}
     decision = await card_acquirer().complete_challenge(order.id, attempt.number, params)
     try:

@@ -70,7 +70,8 @@ class ProcessorRefused(ProcessorError, Conflict):
 
 
 class ForgedNotification(ProcessorError, Unauthorized):
-    default_message = "The notification's signature does not verify"
+    def __init__(self, reason: str = "The notification's signature does not verify") -> None:
+        super().__init__(reason, field="signature")
 
 
 # --- card acquirer -----------------------------------------------------------------------

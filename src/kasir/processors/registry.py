@@ -12,6 +12,7 @@ named there stops `kasir serve` (`check_configuration`) and is never used (`proc
 
 from __future__ import annotations
 
+import importlib
 import logging
 from dataclasses import dataclass
 from importlib.metadata import entry_points
@@ -77,14 +78,15 @@ def _load(name: str, settings: Settings) -> Processor:
         raise ConfigurationError(
             f"KASIR_PROCESSORS: no processor {name!r} is installed (entry point group {ENTRY_POINT_GROUP})"
         )
-    if isinstance(factory, str):
-        module, _, attribute = factory.partition(":")
-        import importlib
-
-        make = getattr(importlib.import_module(module), attribute)
-    else:
-        make = factory.load()
-    processor: Processor = make(settings)
+    try:
+        if isinstance(factory, str):
+            module, _, attribute = factory.partition(":")
+            make = getattr(importlib.import_module(module), attribute)
+        else:
+            make = factory.load()
+        processor: Processor = make(settings)
+    except Exception as exc:  # the processor's own configuration: said in one line, not a traceback
+        raise ConfigurationError(f"KASIR_PROCESSORS: processor {name!r} could not start: {exc}") from exc
     return processor
 
 
