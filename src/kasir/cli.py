@@ -123,7 +123,9 @@ def serve(
         asyncio.run(check())
     except SchemaBehind as exc:
         fail(str(exc))
-    console.print(f"Kasir {settings.env} on http://{host}:{port} (database {_describe_url(settings)}); {live}")
+    console.print(
+        f"Kasir {settings.env} on http://{host}:{port} (database {_describe_url(settings)}); {live}", soft_wrap=True
+    )
     uvicorn.run(
         "kasir.app:create_app",
         factory=True,

@@ -227,6 +227,9 @@ async def test_wallet_paid_by_the_issuers_notification_then_refunded(
         callbacks = await receiver.wait_for(2, path="/wallet")
         assert check_wallet_callback(callbacks[1], merchant, tx)["transaction_status"] == "REFUNDED"
         assert (await inquire(http, merchant, tx))["refunded_amount"] == 40_000
+        # The issuer's paid notification, retried late (after the refund): applied before, changes nothing.
+        assert await fake.notify({"product": "wallet", "reference": tx["transaction_id"], "event": "paid"}) == 200
+        assert (await inquire(http, merchant, tx))["transaction_status"] == "REFUNDED"
 
 
 async def test_bnpl_approved_by_the_lenders_notification(

@@ -71,7 +71,8 @@ async def _wallet(session: AsyncSession, notification: Notification, strict: boo
     if state is None:
         raise UnsupportedEvent(notification)
     tx = await wallet_service.get(session, notification.reference, lock=True)
-    if tx.status == state and not strict:
+    paid_before = notification.event is Event.PAID and tx.paid_at is not None  # since refunded or voided
+    if (tx.status == state or paid_before) and not strict:
         return tx.status  # applied before
     if notification.event is Event.PAID:
         await wallet_service.pay(session, tx, issuer=notification.issuer)
