@@ -29,7 +29,7 @@ run: $(VENV)/.runtime
 
 ## make test: install what the tests need, then the whole suite on SQLite and on PostgreSQL
 test: $(VENV)/.dev system-deps
-	$(BIN)/ruff check src tests migrations sdk bench examples
+	$(BIN)/ruff check src tests migrations sdk bench examples scripts
 	$(BIN)/mypy
 	cd sdk && ../$(BIN)/mypy
 	$(MAKE) --no-print-directory test-sqlite
@@ -45,7 +45,7 @@ system-deps:
 	@scripts/system-deps.sh
 
 lint: $(VENV)/.dev
-	$(BIN)/ruff check src tests migrations sdk bench examples
+	$(BIN)/ruff check src tests migrations sdk bench examples scripts
 	$(BIN)/mypy
 	cd sdk && ../$(BIN)/mypy
 

@@ -81,3 +81,64 @@ async def test_headers_over_the_limit_are_refused_before_they_are_held(strict: S
         body = b'{"x":"' + b"y" * 100_000 + b'"}'  # a body in the same packets as its headers is no header
         posted = await client.post("/admin/merchants", content=body, headers={"Content-Type": "application/json"})
         assert posted.status_code in (400, 401, 422), posted.text[:200]
+
+
+async def test_too_many_header_lines_are_refused(strict: ServedKasir) -> None:
+    many = b"".join(b"X-%d: 1\r\n" % n for n in range(200))  # 2 KiB: within the size limit
+    reader, writer = await asyncio.open_connection("127.0.0.1", strict.port)
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\n" + many + b"\r\n")
+    data, _took = await closed_within(reader, TIMEOUT * 3)
+    assert data.startswith(b"HTTP/1.1 431 ")
+    writer.close()
+    reader, writer = await asyncio.open_connection("127.0.0.1", strict.port)
+    some = b"".join(b"X-%d: 1\r\n" % n for n in range(100))
+    writer.write(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n" + some + b"\r\n")
+    data, _took = await closed_within(reader, TIMEOUT * 3)
+    assert data.startswith(b"HTTP/1.1 200 ")
+    writer.close()
+
+
+async def test_a_connection_past_the_limit_is_answered_503_at_once_without_a_request(
+    settings_env: dict[str, str], migrated: None
+) -> None:
+    """uvicorn's own limit answers only once a request's headers are in: idle connections past it held a file."""
+    server = ServedKasir({**settings_env, "KASIR_MAX_CONNECTIONS": "2", "KASIR_EMBEDDED_WORKER": "false"})
+    await asyncio.to_thread(server.start)
+    try:
+        held = [await asyncio.open_connection("127.0.0.1", server.port) for _ in range(2)]
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        data, took = await closed_within(reader, 5)  # the header timeout is 10 s: this is not it
+        assert data.startswith(b"HTTP/1.1 503 "), data
+        assert b"retry-after: 1" in data
+        writer.close()
+        for _reader, held_writer in held:
+            held_writer.close()
+    finally:
+        await asyncio.to_thread(server.stop)
+
+
+async def test_more_idle_connections_than_open_files_neither_flood_the_log_nor_stop_the_server(
+    settings_env: dict[str, str], migrated: None
+) -> None:
+    """Under `ulimit -n 256` the cap is lowered (and said); 400 idle connections: the ones past it are answered
+    503, accept() never runs out of files (asyncio would log it per pending connection every second)."""
+    server = ServedKasir({**settings_env, "KASIR_EMBEDDED_WORKER": "false"}, open_files=256)
+    await asyncio.to_thread(server.start)
+    try:
+        assert "Connections per process: 128, not KASIR_MAX_CONNECTIONS=1000" in server.log()
+        connections = [await asyncio.open_connection("127.0.0.1", server.port) for _ in range(400)]
+        await asyncio.sleep(1.5)  # time for asyncio's accept retry, were it failing
+        refused = 0
+        for reader, _writer in connections[200:]:
+            data, _took = await closed_within(reader, 5)
+            refused += data.startswith(b"HTTP/1.1 503 ")
+        assert refused == 200
+        assert "out of system resource" not in server.log()
+        assert "accept() failed" not in server.log()
+        for _reader, writer in connections:
+            writer.close()
+        await asyncio.sleep(0.5)
+        async with httpx.AsyncClient(base_url=server.base_url) as client:
+            assert (await client.get("/healthz")).status_code == 200
+    finally:
+        await asyncio.to_thread(server.stop)

@@ -20,7 +20,7 @@ from kasir.cli_support import console, err_console, fail, run_in_session
 from kasir.config import Settings, configure, get_settings
 from kasir.console.cli import demo_console_users, user_app
 from kasir.db import Database, SchemaBehind, check_schema, current_revision, head_revision, upgrade_schema
-from kasir.kit.http_server import NoDelayHttpToolsProtocol
+from kasir.kit.http_server import NoDelayHttpToolsProtocol, connection_cap
 from kasir.merchants.cli import credentials_json, keygen, merchant_app, write_key_pair
 from kasir.merchants.service import MerchantCredentials, merchant_service
 from kasir.payments.cli import payments_app, replay_given_up
@@ -126,6 +126,12 @@ def serve(
     console.print(
         f"Kasir {settings.env} on http://{host}:{port} (database {_describe_url(settings)}); {live}", soft_wrap=True
     )
+    cap = connection_cap(settings.max_connections)
+    if cap < settings.max_connections:
+        console.print(
+            f"Connections per process: {cap}, not KASIR_MAX_CONNECTIONS={settings.max_connections}: the open-file "
+            "limit (ulimit -n) leaves no more"
+        )
     uvicorn.run(
         "kasir.app:create_app",
         factory=True,
@@ -138,7 +144,7 @@ def serve(
         access_log=False,
         server_header=False,
         timeout_graceful_shutdown=20,
-        limit_concurrency=settings.max_connections,  # past it: 503 at once, the socket closed (uvicorn)
+        limit_concurrency=cap,  # requests (and connections: kasir.kit.http_server) past it: 503
     )
 
 

@@ -91,7 +91,10 @@ class Settings(BaseSettings):
         30.0, gt=0, description="A request's body must arrive within this after its headers (408 otherwise)."
     )
     max_connections: int = Field(
-        1000, ge=1, description="Connections a server process serves at once; past them a request is answered 503."
+        1000,
+        ge=1,
+        description="Connections a server process holds at once; past them a new connection is answered 503 and "
+        "closed. Lowered at start-up to what the open-file limit (ulimit -n) leaves.",
     )
     public_docs: bool | None = Field(
         None,

@@ -185,3 +185,12 @@ async def test_same_options_whatever_the_item_order(app: FastAPI, client: httpx.
         answers.append(response.json()["payments"])
     assert all(answer == answers[0] for answer in answers)
     assert answers[0][0]["totalTransactionAmount"] == money(total)
+
+
+async def test_more_than_100_items_are_refused(app: FastAPI, client: httpx.AsyncClient) -> None:
+    merchant = await make_merchant(app)
+    body = calculation_body()
+    body["itemDetails"] = body["itemDetails"] * 101
+    response = await post_signed(client, merchant, CALC, body)
+    assert response.status_code == 400, response.text
+    assert response.json() == {"responseCode": "4009001", "responseMessage": "Invalid Field Format itemDetails"}

@@ -231,3 +231,14 @@ async def test_unknown_transactions_and_bad_tenure_values(app: FastAPI, client: 
     assert (await post_form(client, forms["approve-form"], tenure="three")).status_code == 400
     no_tenure = {"csrf": forms["approve-form"].fields["csrf"]}
     assert (await client.post(forms["approve-form"].action, data=no_tenure)).status_code == 400
+
+
+@pytest.mark.parametrize("path", ["itemDetails", "sellers"])
+async def test_a_list_of_more_than_100_is_refused(app: FastAPI, client: httpx.AsyncClient, path: str) -> None:
+    merchant = await make_merchant(app)
+    body = checkout_body()
+    body["sellers"] = [{"id": "S1"}]
+    body[path] = body[path] * 101
+    response = await post_signed(client, merchant, CHECKOUT, body)
+    assert response.status_code == 400, response.text
+    assert response.json() == {"responseCode": "4009201", "responseMessage": f"Invalid Field Format {path}"}

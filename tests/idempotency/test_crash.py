@@ -29,8 +29,9 @@ pytestmark = pytest.mark.slow
 KILLS = 3
 CLIENTS = 12
 KEYS_PER_CLIENT = 10
-# What "within a few seconds" means here: the restart takes most of it.
-FINAL_ANSWER_WITHIN_SECONDS = 10.0
+# What "within seconds of the restart" means: a key left in progress by the dead process would hold its
+# retries for a lease (a minute or more); the restart itself can take long on a loaded machine.
+AFTER_THE_RESTART_WITHIN_SECONDS = 5.0
 
 
 async def test_killed_mid_charge_the_retries_with_the_same_key_get_one_charge_each(
@@ -40,7 +41,7 @@ async def test_killed_mid_charge_the_retries_with_the_same_key_get_one_charge_ea
     server = ServedKasir(settings_env)
     await asyncio.to_thread(server.start)
     base_url = server.base_url
-    longest_wait = 0.0
+    longest_wait = longest_restart = 0.0
     outcomes: dict[str, httpx.Response] = {}
     bodies: dict[str, str] = {}
     stop = asyncio.Event()
@@ -67,12 +68,15 @@ async def test_killed_mid_charge_the_retries_with_the_same_key_get_one_charge_ea
                     await asyncio.sleep(0.05)
 
     async def killer() -> None:
+        nonlocal longest_restart
         for _ in range(KILLS):
             await asyncio.sleep(0.4)
             if stop.is_set():
                 return
+            killed_at = time.monotonic()
             await asyncio.to_thread(server.kill)
             await asyncio.to_thread(server.start)  # the same port: the clients' URL stays valid
+            longest_restart = max(longest_restart, time.monotonic() - killed_at)
 
     try:
         clients = asyncio.gather(*(client_loop(c) for c in range(CLIENTS)))
@@ -92,5 +96,8 @@ async def test_killed_mid_charge_the_retries_with_the_same_key_get_one_charge_ea
     assert orders == len(outcomes)  # one charge per key, none lost, none doubled
     transaction_ids = {answer.json()["data"]["transactionId"] for answer in outcomes.values()}
     assert len(transaction_ids) == len(outcomes)
-    assert longest_wait < FINAL_ANSWER_WITHIN_SECONDS, longest_wait
-    print(f"kills={KILLS} keys={len(outcomes)} longest wait for a final answer {longest_wait:.2f} s")
+    assert longest_wait < longest_restart + AFTER_THE_RESTART_WITHIN_SECONDS, (longest_wait, longest_restart)
+    print(
+        f"kills={KILLS} keys={len(outcomes)} longest wait for a final answer {longest_wait:.2f} s "
+        f"(longest restart {longest_restart:.2f} s)"
+    )

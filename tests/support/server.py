@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -15,11 +16,12 @@ from tests.support.process import end_with_parent
 
 
 class ServedKasir:
-    def __init__(self, env: dict[str, str], *, args: tuple[str, ...] = ()) -> None:
+    def __init__(self, env: dict[str, str], *, args: tuple[str, ...] = (), open_files: int | None = None) -> None:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, **env, "KASIR_PUBLIC_URL": self.base_url}
         self.args = args
+        self.open_files = open_files  # the server's RLIMIT_NOFILE (`ulimit -n`)
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = Path(env["KASIR_DATA_DIR"]) / f"serve-{self.port}.log"
 
@@ -31,7 +33,7 @@ class ServedKasir:
             env=self.env,
             stdout=self._log,
             stderr=subprocess.STDOUT,
-            preexec_fn=end_with_parent,
+            preexec_fn=self._prepare_child,
         )
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -45,6 +47,11 @@ class ServedKasir:
                 time.sleep(0.1)
         self.stop()  # never leave a half-started server running after the tests
         raise RuntimeError(f"kasir serve did not start: {self.log()}")
+
+    def _prepare_child(self) -> None:
+        end_with_parent()
+        if self.open_files is not None:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files, self.open_files))
 
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")

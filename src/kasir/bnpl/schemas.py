@@ -18,6 +18,9 @@ from kasir.kit.money import parse_snap_amount
 from kasir.snap.schemas import SnapModel
 
 QTY_MAX = 99_999_999  # interface.md: qty length 8
+# Not in the interface: a bound on every list, as for the wallet and the card (100 items), so that no
+# body inside the size limit can still cost a row or a validation per element without end.
+ITEMS_MAX = 100
 
 
 def _amount(value: str) -> str:
@@ -117,7 +120,7 @@ class BnplCalculationItem(SnapModel):
 
 class PaymentCalculationRequest(SnapModel):
     amount: BnplMoney
-    item_details: Annotated[list[BnplCalculationItem], Field(min_length=1)]
+    item_details: Annotated[list[BnplCalculationItem], Field(min_length=1, max_length=ITEMS_MAX)]
     additional_info: dict[str, Any] | None = None
 
 
@@ -165,9 +168,9 @@ class BnplSeller(SnapModel):
 class QrCheckoutRequest(SnapModel):
     partner_reference_no: Str64
     payment_details: BnplPaymentDetails
-    item_details: Annotated[list[BnplCheckoutItem], Field(min_length=1)]
+    item_details: Annotated[list[BnplCheckoutItem], Field(min_length=1, max_length=ITEMS_MAX)]
     customer_details: BnplCustomerDetails
-    sellers: list[BnplSeller] | None = None
+    sellers: Annotated[list[BnplSeller], Field(max_length=ITEMS_MAX)] | None = None
     callback_url: Annotated[str, _text(2048), Req, AfterValidator(http_url)]
     additional_info: dict[str, Any] | None = None
 

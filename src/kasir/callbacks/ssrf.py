@@ -3,9 +3,10 @@
 A callback URL must be https and every address its host resolves to must be public
 (kasir.kit.addresses.is_public_address). A host written as an IPv4 number in any spelling
 (`2130706433`, `0x7f.1`, `0177.0.0.1`) is read as that address, never handed to the resolver.
-Delivery resolves again and connects to the address it checked (not to a second DNS answer),
-keeping the host name for Host and TLS SNI, so a name that answers a public address when the
-URL is given and 127.0.0.1 when it is delivered (DNS rebinding) is refused at delivery.
+Delivery resolves again, checks, and connects to the address it checked (the HTTP client never
+looks the name up itself), keeping the host name for Host and TLS SNI: a name that answers a
+public address when the URL is given and 127.0.0.1 when it is delivered (DNS rebinding) is
+refused at delivery.
 
 An operator may allow private networks of their own (KASIR_CALLBACK_ALLOWED_NETWORKS): a URL
 whose every address lies inside them is accepted, http or https; any other address still
@@ -35,7 +36,6 @@ __all__ = [
     "check_callback_url",
     "is_public_address",
     "resolve_checked",
-    "resolve_public",
     "use_resolver",
 ]
 
@@ -139,11 +139,6 @@ async def resolve_checked(
         if not allowed_address and not is_public_address(address):
             raise UnsafeCallbackUrl(field, f"resolves to a non-public address ({describe(address)})")
     return CheckedTarget(parts, host, port, addresses[0])
-
-
-async def resolve_public(url: str, field: str = "callback_url") -> str:
-    """The first address of the URL's host, all of them public; UnsafeCallbackUrl otherwise."""
-    return (await resolve_checked(url, field=field, allowed_networks=())).address
 
 
 async def check_callback_url(

@@ -11,20 +11,32 @@ requests of a connection):
 
 - `max_header_bytes`: a request line and headers larger than this are answered 431 and the
   connection closed, before the parser holds them (it buffers a header value until it ends).
+- `MAX_HEADER_LINES`: so do more header lines than any client sends (each becomes a pair of
+  byte strings in the request's scope, and every middleware that reads headers walks them all).
 - `header_timeout`: a connection must send a whole request line and headers within this from
   its first byte (or from being opened): a client that sends nothing, or a byte now and then,
   is answered 408 and closed.
 - `body_timeout`: a body must arrive whole within this from the end of its headers.
 
-Both answers are written straight to the socket (the request never reached the app) and
+- `max_connections`: a connection opened while the process already holds this many is answered
+  503 and closed at once (uvicorn's own `limit_concurrency` answers only once a request's headers
+  are in, so idle connections past it would still hold a file each). The cap is kept below the
+  process's open-file limit: past that limit `accept()` fails, and asyncio logs the failure once
+  per pending connection, every second, for as long as it lasts.
+
+These answers are written straight to the socket (the request never reached the app) and
 logged by no one: a flood of them costs a write and a close each.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
+import resource
 import socket
+import time
 from dataclasses import dataclass
+from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
@@ -36,8 +48,25 @@ class ConnectionLimits:
     max_header_bytes: int
     header_timeout: float
     body_timeout: float
+    max_connections: int
 
 
+# Files a server process needs besides its connections: the database, its pool and files, the
+# callback worker's outgoing connections, logs, the listening socket. Connections get the rest.
+FILES_FOR_THE_REST = 128
+log = logging.getLogger("kasir.http")
+
+
+def connection_cap(wanted: int) -> int:
+    """`wanted`, lowered to what the process's open-file limit leaves for connections."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return wanted
+    return max(1, min(wanted, soft - FILES_FOR_THE_REST))
+
+
+# The request line, the headers and the empty line that ends them. Browsers and SDKs send a few dozen.
+MAX_HEADER_LINES = 128
 _limits: ConnectionLimits | None = None
 
 
@@ -49,9 +78,49 @@ def connection_limits() -> ConnectionLimits:
 
         settings = get_settings()
         _limits = ConnectionLimits(
-            settings.max_header_bytes, settings.header_timeout_seconds, settings.body_timeout_seconds
+            settings.max_header_bytes,
+            settings.header_timeout_seconds,
+            settings.body_timeout_seconds,
+            connection_cap(settings.max_connections),
         )
     return _limits
+
+
+_ACCEPT_FAILED = "socket.accept() out of system resource"
+
+
+class _QuietAcceptErrors:
+    """asyncio reports a failed accept() once per pending connection, each with a traceback, then
+    retries a second later; should the open-file limit be reached anyway (other files), say it
+    once every ten seconds with a count instead."""
+
+    def __init__(self) -> None:
+        self.muted = 0
+        self.said_at = float("-inf")
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        if context.get("message") != _ACCEPT_FAILED:
+            loop.default_exception_handler(context)
+            return
+        now = time.monotonic()
+        if now - self.said_at < 10:
+            self.muted += 1
+            return
+        log.warning(
+            "accept() failed: %s (%d more since the last warning); new connections wait",
+            context.get("exception"),
+            self.muted,
+        )
+        self.said_at, self.muted = now, 0
+
+
+_quieted: set[int] = set()
+
+
+def _quiet_accept_errors(loop: asyncio.AbstractEventLoop) -> None:
+    if id(loop) not in _quieted and loop.get_exception_handler() is None:
+        loop.set_exception_handler(_QuietAcceptErrors())
+        _quieted.add(id(loop))
 
 
 def _answer(status: bytes) -> bytes:
@@ -60,6 +129,7 @@ def _answer(status: bytes) -> bytes:
 
 _TOO_LARGE = _answer(b"431 Request Header Fields Too Large")
 _TOO_SLOW = _answer(b"408 Request Timeout")
+_FULL = b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 1\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
 
 
 class NoDelayHttpToolsProtocol(HttpToolsProtocol):
@@ -73,9 +143,13 @@ class NoDelayHttpToolsProtocol(HttpToolsProtocol):
         super().connection_made(transport)
         self._limits = connection_limits()
         self._reading_headers = True
-        self._header_bytes = 0
+        self._header_bytes = self._header_lines = 0
         self._tail = b""  # the last bytes of the previous piece: the end of the headers may straddle two
         self._deadline: asyncio.TimerHandle | None = None
+        _quiet_accept_errors(self.loop)
+        if len(self.connections) > self._limits.max_connections:
+            self._refuse(_FULL)
+            return
         self._arm(self._limits.header_timeout)
 
     def _arm(self, seconds: float) -> None:
@@ -105,16 +179,18 @@ class NoDelayHttpToolsProtocol(HttpToolsProtocol):
                 self._arm(self._limits.header_timeout)
             seen = self._tail + data
             end = seen.find(_END_OF_HEADERS)
-            self._header_bytes += (len(data) if end < 0 else max(0, end + 4 - len(self._tail)))
+            header_part = data if end < 0 else data[: max(0, end + 4 - len(self._tail))]
+            self._header_bytes += len(header_part)
+            self._header_lines += header_part.count(b"\n")
             self._tail = seen[-3:]
-            if self._header_bytes > self._limits.max_header_bytes:
+            if self._header_bytes > self._limits.max_header_bytes or self._header_lines > MAX_HEADER_LINES:
                 self._refuse(_TOO_LARGE)
                 return
         super().data_received(data)
 
     def on_headers_complete(self) -> None:
         self._reading_headers = False
-        self._header_bytes, self._tail = 0, b""
+        self._header_bytes, self._header_lines, self._tail = 0, 0, b""
         self._arm(self._limits.body_timeout)
         super().on_headers_complete()
 
