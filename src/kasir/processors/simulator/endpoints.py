@@ -134,7 +134,7 @@ _FORGED = "This form did not come from this payment's page; nothing was changed.
 
 @router.post("/ewallet/pages/{transaction_id}/pay", summary="Pay on the checkout page (staging)", **_WALLET_PAGE)
 async def pay_on_page(transaction_id: str, session: WriteSession, csrf: _Csrf = None) -> Response:
-    await wallet_service.get(session, transaction_id)  # 404 first
+    await wallet_service.get(session, transaction_id, lock=True)  # 404 first; locked as the change will be
     if not check_form_token("wallet-pay", transaction_id, csrf):
         return _forged(_FORGED, pages.render_wallet_refusal, transaction_id)
     return await _wallet_page_change(session, Notification("wallet", transaction_id, Event.PAID))
@@ -151,7 +151,7 @@ async def fail_on_page(
     reason: Annotated[str | None, Form(max_length=255)] = None,
     csrf: _Csrf = None,
 ) -> Response:
-    await wallet_service.get(session, transaction_id)
+    await wallet_service.get(session, transaction_id, lock=True)
     if not check_form_token("wallet-fail", transaction_id, csrf):
         return _forged(_FORGED, pages.render_wallet_refusal, transaction_id)
     return await _wallet_page_change(session, Notification("wallet", transaction_id, Event.FAILED, message=reason))
@@ -221,7 +221,7 @@ async def approve(
 ) -> Response:
     from kasir.bnpl.service import bnpl_service
 
-    await bnpl_service.get(session, reference_no)
+    await bnpl_service.get(session, reference_no, lock=True)  # locked first, as the change will be
     if not check_form_token("bnpl-approve", reference_no, csrf):
         return _forged(_FORGED, pages.render_bnpl_refusal, reference_no)
     return await _bnpl_page_change(session, Notification("bnpl", reference_no, Event.APPROVED, tenure=tenure))
@@ -231,7 +231,7 @@ async def approve(
 async def reject(reference_no: str, session: WriteSession, csrf: _Csrf = None) -> Response:
     from kasir.bnpl.service import bnpl_service
 
-    await bnpl_service.get(session, reference_no)
+    await bnpl_service.get(session, reference_no, lock=True)  # locked first, as the change will be
     if not check_form_token("bnpl-reject", reference_no, csrf):
         return _forged(_FORGED, pages.render_bnpl_refusal, reference_no)
     return await _bnpl_page_change(session, Notification("bnpl", reference_no, Event.REJECTED))
