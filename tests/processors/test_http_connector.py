@@ -192,6 +192,7 @@ async def test_open_charge_through_the_hosted_page(
         assert page.status_code == 200
         assert "test cards" not in page.text.lower()  # the simulator's table, never in production
         assert "one-time password" not in page.text.lower()
+        assert "simulator" not in page.text.lower()  # no staging banner either
         forms = await page_forms(http, link)
         year = str(time.gmtime().tm_year + 3)
         card = {"cardNumber": APPROVED, "cardExpiredMonth": "12", "cardExpiredYear": year, "cardCvn": "123"}

@@ -21,6 +21,7 @@ from kasir.card.models import CardOrder
 from kasir.card.schemas import TENORS
 from kasir.card.states import MAX_FAILED_ATTEMPTS, CardOrderStatus
 from kasir.merchants.service import merchant_service
+from kasir.processors.registry import simulator_serves
 
 _env = Environment(
     loader=FileSystemLoader(Path(__file__).parent),
@@ -67,6 +68,7 @@ async def common(session: AsyncSession, order: CardOrder) -> dict[str, Any]:
         "amount_text": rupiah(order.amount),
         "items": items,
         "description": details.get("paymentDetails", {}).get("transactionDescription", ""),
+        "simulated": simulator_serves("card"),  # the staging banner: never on a real acquirer's page
     }
 
 
