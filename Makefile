@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
 
-.PHONY: run test test-sqlite test-postgres system-deps lint bench demo clean
+.PHONY: run test test-sqlite test-postgres system-deps lint sdk-compat sdk-package bench demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,6 +32,8 @@ test: $(VENV)/.dev system-deps
 	$(BIN)/ruff check src tests migrations sdk bench examples scripts
 	$(BIN)/mypy
 	cd sdk && ../$(BIN)/mypy
+	$(MAKE) --no-print-directory sdk-compat
+	$(MAKE) --no-print-directory sdk-package
 	$(MAKE) --no-print-directory test-sqlite
 	$(MAKE) --no-print-directory test-postgres
 
@@ -48,6 +50,15 @@ lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests migrations sdk bench examples scripts
 	$(BIN)/mypy
 	cd sdk && ../$(BIN)/mypy
+	$(MAKE) --no-print-directory sdk-compat
+
+## the SDK promises Python 3.10: ruff (target py310) and vermin refuse anything newer in sdk/src
+sdk-compat:
+	$(BIN)/python scripts/check_sdk.py compat
+
+## the SDK's sdist and wheel (python -m build, no download), installed into a fresh venv and imported
+sdk-package:
+	$(BIN)/python scripts/check_sdk.py package
 
 clean:
 	rm -rf $(VENV) var .pytest_cache

@@ -64,15 +64,26 @@ class Receiver:
     port: int = 0
     received: list[Received] = field(default_factory=list)
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    _server: asyncio.Server | None = None
+    _connections: set[asyncio.StreamWriter] = field(default_factory=set)
 
     async def start(self) -> None:
-        server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        self.port = server.sockets[0].getsockname()[1]
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def close(self) -> None:
+        """Stop listening and close the connections Kasir keeps open (the demo run in a test's own loop)."""
+        if self._server is not None:
+            self._server.close()
+            for writer in list(self._connections):
+                writer.close()
+            await self._server.wait_closed()
 
     def url(self, path: str) -> str:
         return f"http://127.0.0.1:{self.port}{path}"
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._connections.add(writer)
         try:
             while True:
                 head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
@@ -95,8 +106,10 @@ class Receiver:
                 )
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
-            # The merchant closed the connection, or the demo is over.
+            # Kasir closed the connection, or the demo is over.
             writer.close()
+        finally:
+            self._connections.discard(writer)
 
     async def wait(self, path: str, count: int = 1, timeout: float = 30) -> list[Received]:
         deadline = time.monotonic() + timeout
@@ -252,6 +265,8 @@ class Demo:
         )
         if event.transaction_status != status:
             raise RuntimeError(f"callback says {event.transaction_status}, expected {status}")
+        if status == "PAID":  # the signature covers neither status nor amount: ask Kasir before shipping
+            await self.client.confirm_wallet_payment(event, amount=tx.amount)
 
     async def _wallet_paid(self, order: dict[str, Any]) -> tuple[WalletResult, str]:
         path = urlsplit(order["callback_url"]).path

@@ -1,4 +1,4 @@
-"""kit/crypto: HmacKey is HMAC, whatever the key and message."""
+"""kit/crypto: HmacKey is HMAC, whatever the key and message; SecretBox seals with one key and opens with several."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kasir.kit.crypto import HmacKey
+from kasir.kit.crypto import HmacKey, SecretBox
 
 
 @pytest.mark.parametrize("hash_name", ["sha256", "sha512"])
@@ -26,3 +26,20 @@ def test_hmac_key_at_the_block_size_edges(hash_name: str, length: int) -> None:
     key = bytes(range(256)) * 4
     keyed = HmacKey(key[:length], hash_name)
     assert keyed.digest(b"charge body") == hmac.digest(key[:length], b"charge body", hash_name)
+
+
+def test_a_secret_box_opens_what_a_previous_key_sealed_and_reseals_it_with_the_current_one() -> None:
+    old, new = SecretBox("key-a"), SecretBox("key-b", ["key-a"])
+    sealed = old.seal("client secret")
+    assert new.open(sealed) == "client secret"
+    assert not new.is_current(sealed)
+    resealed = new.reseal(sealed)
+    assert resealed is not None
+    assert resealed != sealed
+    assert SecretBox("key-b").open(resealed) == "client secret"  # no previous key needed any more
+    assert new.is_current(resealed)
+    assert new.reseal(resealed) is None  # idempotent: nothing to write
+    with pytest.raises(ValueError, match="cannot be decrypted"):
+        old.open(resealed)
+    with pytest.raises(ValueError, match="KASIR_SECRET_KEY_PREVIOUS"):
+        SecretBox("key-c", ["key-d"]).reseal(sealed)  # no key opens it: said, never re-sealed

@@ -7,6 +7,7 @@ the environment where that is how it is read, and checks what it promises.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import re
@@ -17,12 +18,14 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi import FastAPI
+from pydantic import SecretStr
 
 from kasir.app import create_app
 from kasir.callbacks.dispatcher import retry_delay
 from kasir.config import Settings, configure
 from kasir.db import Database
 from kasir.errors import Unauthorized
+from kasir.kit.crypto import SecretBox
 from kasir.kit.logs import configure_logging
 from kasir.snap.headers import check_timestamp
 from tests.support.builders import snap_timestamp
@@ -77,6 +80,19 @@ def test_the_environment_is_read_with_the_kasir_prefix(monkeypatch: pytest.Monke
         "192.168.7.8/32",
         "fd12:3456::/48",
     ]
+
+
+def test_previous_secret_keys_open_what_they_sealed(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("KASIR_SECRET_KEY", "the-new-key")
+    monkeypatch.setenv("KASIR_SECRET_KEY_PREVIOUS", " the-old-key , the-older-key,the-new-key,")
+    settings = Settings(data_dir=tmp_path)
+    assert settings.previous_secret_keys() == ("the-old-key", "the-older-key")  # the current one is no previous
+    box = SecretBox(settings.resolved_secret_key(), settings.previous_secret_keys())
+    for key in ("the-old-key", "the-older-key"):
+        assert box.open(SecretBox(key).seal("hash key")) == "hash key"
+    assert SecretBox("the-new-key").open(box.seal("new")) == "new"  # sealing uses the current key only
+    assert "the-old-key" not in repr(settings)
+    assert Settings(data_dir=tmp_path, secret_key_previous=[]).previous_secret_keys() == ()
 
 
 def test_the_callback_schedule_sets_each_retrys_delay() -> None:
@@ -139,6 +155,34 @@ def test_text_logs_are_lines_for_humans(capsys: pytest.CaptureFixture[str]) -> N
         assert not line.startswith("{")
     finally:
         configure_logging("INFO", "json")
+
+
+def test_at_debug_the_settings_are_logged_with_every_secret_masked(
+    settings: Settings, capsys: pytest.CaptureFixture[str]
+) -> None:
+    shown = settings.model_copy(
+        update={
+            "log_level": "DEBUG",
+            "database_url": "postgresql+asyncpg://kasir:db-password-1@db.internal:5432/kasir",
+            "secret_key": SecretStr("secret-key-that-must-not-show"),
+            "admin_token": SecretStr("admin-token-that-must-not-show"),
+        }
+    )
+    try:
+        create_app(shown)
+        err = capsys.readouterr().err
+    finally:
+        configure_logging("INFO", "json")
+        configure(settings)
+    [line] = [json.loads(text) for text in err.splitlines() if '"message": "settings"' in text]
+    assert line["level"] == "debug"
+    assert line["settings"]["database_url"] == "postgresql+asyncpg://kasir:…@db.internal:5432/kasir"
+    assert line["settings"]["secret_key"] == line["settings"]["admin_token"] == "**********"
+    assert line["settings"]["log_level"] == "DEBUG"
+    for secret in ("db-password-1", "secret-key-that-must-not-show", "admin-token-that-must-not-show"):
+        assert secret not in err
+    create_app(settings)  # at INFO: no settings line
+    assert '"message": "settings"' not in capsys.readouterr().err
 
 
 async def test_bench_mode_is_the_only_way_to_the_ceiling_endpoint(settings: Settings, migrated: None) -> None:
@@ -206,7 +250,9 @@ async def test_kasir_processors_switches_products_off(settings: Settings, migrat
     """KASIR_PROCESSORS, read from the environment: a staging deployment with only a BNPL processor."""
     os.environ["KASIR_PROCESSORS"] = "bnpl=simulator"
     try:
-        configured = Settings(data_dir=settings.data_dir, database_url=settings.database_url, secret_key="k")
+        configured = Settings(
+            data_dir=settings.data_dir, database_url=settings.database_url, secret_key=settings.resolved_secret_key()
+        )
     finally:
         del os.environ["KASIR_PROCESSORS"]
     assert configured.processors == "bnpl=simulator"

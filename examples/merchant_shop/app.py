@@ -121,12 +121,12 @@ def create_app(*, kasir_url: str, shop_url: str, credentials: Credentials, db_pa
         order = order_by_reference(event.original_partner_reference_no)
         if order is None or order["kasir_reference"] != event.original_reference_no:
             raise HTTPException(404, "unknown order")
+        # The notification's HMAC covers its body, amount included: still, the amount is checked
+        # against our own order (the wallet's and payment page's signatures would not cover it).
+        if event.amount is not None and event.amount != order["amount"]:
+            raise HTTPException(409, "the notification's amount is not this order's")
         if event.latest_transaction_status in BNPL_STATUS:
-            advance(
-                order["reference"],
-                BNPL_STATUS[event.latest_transaction_status],
-                request.headers.get("x-kasir-callback-id"),
-            )
+            advance(order["reference"], BNPL_STATUS[event.latest_transaction_status], event.callback_id)
         return {"message": "ok"}
 
     return app

@@ -6,6 +6,7 @@ import asyncio
 import gc
 import importlib
 import importlib.util
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -21,12 +22,17 @@ from kasir.db import Database, check_schema
 from kasir.errors import install_error_handlers
 from kasir.kit.logs import configure_logging
 from kasir.kit.routing import StaticPathIndex
+from kasir.merchants.sealing import check_secret_key
+from kasir.merchants.service import secret_box
 from kasir.middleware import RequestContextMiddleware
 from kasir.models import ROOMS
+from kasir.openapi import complete_error_responses
 from kasir.ops.endpoints import bench_router
 from kasir.ops.endpoints import router as ops_router
 from kasir.snap.openapi import extra_components
 from kasir.tokens.endpoints import router as token_router
+
+log = logging.getLogger("kasir.app")
 
 
 def product_routers(settings: Settings | None = None) -> list[APIRouter]:
@@ -77,6 +83,8 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
         configure(settings)
     settings = get_settings()
     configure_logging(settings.log_level, settings.log_format)
+    if log.isEnabledFor(logging.DEBUG):
+        log.debug("settings", extra={"settings": settings.loggable()})
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -86,6 +94,7 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
         try:
             if check_schema_on_start:
                 await check_schema(database)
+                await check_secret_key(database, secret_box())  # a wrong key stops here, not as 500s later
             app.state.database = database
             worker = DeliveryWorker(database, settings) if settings.embedded_worker else None
             worker_task = asyncio.create_task(worker.run()) if worker else None
@@ -132,6 +141,7 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
         if app.openapi_schema is None:
             schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
             schema.setdefault("components", {}).setdefault("schemas", {}).update(extra_components())
+            complete_error_responses(schema)
             app.openapi_schema = schema
         return app.openapi_schema
 

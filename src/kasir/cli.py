@@ -21,8 +21,9 @@ from kasir.config import Settings, configure, get_settings
 from kasir.console.cli import demo_console_users, user_app
 from kasir.db import Database, SchemaBehind, check_schema, current_revision, head_revision, upgrade_schema
 from kasir.kit.http_server import NoDelayHttpToolsProtocol, connection_cap
-from kasir.merchants.cli import credentials_json, keygen, merchant_app, write_key_pair
-from kasir.merchants.service import MerchantCredentials, merchant_service
+from kasir.merchants.cli import credentials_json, keygen, merchant_app, secrets_app, write_key_pair
+from kasir.merchants.sealing import SecretKeyMismatch, check_secret_key
+from kasir.merchants.service import MerchantCredentials, merchant_service, secret_box
 from kasir.payments.cli import payments_app, replay_given_up
 from kasir.processors.registry import ConfigurationError, check_configuration
 
@@ -42,6 +43,7 @@ class EventLoop(StrEnum):
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(merchant_app, name="merchant")
+app.add_typer(secrets_app, name="secrets")
 app.command("keygen")(keygen)
 callbacks_app.command("replay-given-up")(replay_given_up)
 app.add_typer(callbacks_app, name="callbacks")
@@ -112,6 +114,7 @@ def serve(
         database = Database(settings)
         try:
             await check_schema(database)
+            await check_secret_key(database, secret_box(), warn=False)  # the app warns, once its log is set up
         finally:
             await database.dispose()
 
@@ -121,7 +124,7 @@ def serve(
         fail(str(exc))
     try:
         asyncio.run(check())
-    except SchemaBehind as exc:
+    except (SchemaBehind, SecretKeyMismatch) as exc:
         fail(str(exc))
     console.print(
         f"Kasir {settings.env} on http://{host}:{port} (database {_describe_url(settings)}); {live}", soft_wrap=True

@@ -33,6 +33,11 @@ class Settings(BaseSettings):
         description="Encrypts merchant secrets at rest and signs access tokens. "
         "Default: generated once into `<data_dir>/secret.key`.",
     )
+    secret_key_previous: Annotated[list[SecretStr], NoDecode] = Field(
+        default_factory=list,
+        description="Earlier values of KASIR_SECRET_KEY, comma-separated: what they sealed still opens and what "
+        "they signed still verifies, until `kasir secrets rotate` has re-sealed every secret with the current key.",
+    )
     admin_token: SecretStr | None = Field(
         None,
         description="Bearer token of the `/admin` API. Default: generated once into `<data_dir>/admin.token`.",
@@ -162,6 +167,13 @@ class Settings(BaseSettings):
             return parse_allowed_networks(",".join(str(network) for network in value))
         return value
 
+    @field_validator("secret_key_previous", mode="before")
+    @classmethod
+    def _parse_previous_keys(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
     @field_validator("public_url")
     @classmethod
     def _strip_slash(cls, value: str) -> str:
@@ -194,10 +206,29 @@ class Settings(BaseSettings):
         """The paths a deployment does not serve (KASIR_PUBLIC_METRICS, KASIR_ADMIN_API)."""
         return (*(() if self.serves_metrics else ("/metrics",)), *(() if self.admin_api else ("/admin",)))
 
+    def loggable(self) -> dict[str, object]:
+        """The settings as a log line may show them: secrets masked, the database password hidden."""
+        shown = self.model_dump(mode="json")  # a SecretStr dumps as '**********'
+        scheme, separator, rest = self.database_url.partition("://")
+        if separator and "@" in rest:
+            credentials, _, host = rest.rpartition("@")
+            user = credentials.split(":", 1)[0]
+            shown["database_url"] = f"{scheme}://{user}:…@{host}" if ":" in credentials else self.database_url
+        return shown
+
     def resolved_secret_key(self) -> str:
         if self.secret_key is not None:
             return self.secret_key.get_secret_value()
         return _read_or_create_secret(self.data_dir, "secret.key")
+
+    def previous_secret_keys(self) -> tuple[str, ...]:
+        """KASIR_SECRET_KEY_PREVIOUS: keys that still open and verify, never seal or sign."""
+        if not self.secret_key_previous:
+            return ()
+        current = self.resolved_secret_key()
+        return tuple(
+            key for key in dict.fromkeys(k.get_secret_value() for k in self.secret_key_previous) if key != current
+        )
 
     def resolved_admin_token(self) -> str:
         if self.admin_token is not None:

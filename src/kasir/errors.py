@@ -42,7 +42,9 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import iter_route_contexts
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from kasir.db import UNAVAILABLE
 
@@ -229,11 +231,19 @@ def _route_wire(request: Request) -> tuple[WireFormat, str | None]:
     extra = getattr(route, "openapi_extra", None) or {}
     if "x-kasir-wire-format" in extra:
         return WireFormat(extra["x-kasir-wire-format"]), extra.get("x-snap-service-code")
-    path = request.url.path
+    return _path_wire(request.url.path)
+
+
+def _path_wire(path: str) -> tuple[WireFormat, str | None]:
     for prefix, format, service_code in _PREFIX_FORMATS:
         if path.startswith(prefix):
             return format, service_code
     return WireFormat.PLAIN, None
+
+
+def wire_format_of_path(path: str) -> WireFormat:
+    """The format of a route that names none (kasir.openapi documents its errors with it)."""
+    return _path_wire(path)[0]
 
 
 def _request_id(request: Request) -> str:
@@ -328,6 +338,16 @@ def _pydantic_message(item: Any) -> str:
     return message
 
 
+def _allowed_methods(request: Request) -> str:
+    """Every method of every route on the request's path (included routers' routes too)."""
+    methods: set[str] = set()
+    for context in iter_route_contexts(request.app.router.routes):
+        route_methods = getattr(context, "methods", None)
+        if route_methods and context.route.matches(request.scope)[0] is not Match.NONE:
+            methods.update(route_methods)
+    return ", ".join(sorted(methods))
+
+
 def install_error_handlers(app: FastAPI) -> None:
     async def on_kasir_error(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, KasirError)
@@ -351,6 +371,9 @@ def install_error_handlers(app: FastAPI) -> None:
         elif exc.status_code == 405:
             error = BadRequest("Method Not Allowed")
             error.http_status = 405
+            # RFC 9110 §15.5.6: a 405 names the methods the resource supports. Starlette's Allow header names
+            # those of the first route on the path only; a path can have several (GET and POST /admin/users).
+            error.headers = {"Allow": _allowed_methods(request) or (exc.headers or {}).get("Allow", "")}
         else:
             error = KasirError(str(exc.detail))
             error.http_status = exc.status_code

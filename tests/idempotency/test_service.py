@@ -35,7 +35,7 @@ async def test_a_key_held_by_a_running_request_answers_409_after_a_short_wait_on
 
     async def first() -> None:
         async with database.unit_of_work() as session:
-            assert await service._claim(session, merchant.id, SCOPE, "held", "hash-1") is None
+            assert await service._claim(session, merchant.id, SCOPE, "held", "hash-1", b"{}") is None
             claimed.set()
             await finish.wait()
             await idempotency_repository.answer(session, merchant.id, SCOPE, "held", 200, "{}", '{"ok":true}')
@@ -45,14 +45,14 @@ async def test_a_key_held_by_a_running_request_answers_409_after_a_short_wait_on
     started = time.monotonic()
     with pytest.raises(RequestInProgress) as refused:
         async with database.unit_of_work() as session:
-            await service._claim(session, merchant.id, SCOPE, "held", "hash-1")
+            await service._claim(session, merchant.id, SCOPE, "held", "hash-1", b"{}")
     waited = time.monotonic() - started
     assert settings.idempotency_wait_seconds * 0.9 <= waited < settings.idempotency_wait_seconds + 2
     assert refused.value.headers == {"Retry-After": "1"}
     finish.set()
     await holder
     async with database.unit_of_work() as session:
-        stored = await service._claim(session, merchant.id, SCOPE, "held", "hash-1")
+        stored = await service._claim(session, merchant.id, SCOPE, "held", "hash-1", b"{}")
     assert stored is not None
     assert (stored.response_status, stored.response_body) == (200, '{"ok":true}')
 
@@ -61,11 +61,11 @@ async def test_an_expired_key_is_a_new_key_and_the_purge_removes_it(app: FastAPI
     database = app.state.database
     merchant = await make_merchant(app)
     async with database.unit_of_work() as session:
-        assert await service._claim(session, merchant.id, SCOPE, "old", "hash-1") is None
+        assert await service._claim(session, merchant.id, SCOPE, "old", "hash-1", b"{}") is None
         await idempotency_repository.answer(session, merchant.id, SCOPE, "old", 200, "{}", "{}")
     clock.advance(24 * 3600 + 1)
     async with database.unit_of_work() as session:
-        assert await service._claim(session, merchant.id, SCOPE, "old", "hash-2") is None  # taken over
+        assert await service._claim(session, merchant.id, SCOPE, "old", "hash-2", b"{}") is None  # taken over
         await idempotency_repository.answer(session, merchant.id, SCOPE, "old", 201, "{}", "{}")
     service._purged_at.clear()
     clock.advance(24 * 3600 + 1)

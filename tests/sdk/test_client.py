@@ -37,6 +37,10 @@ PUBLIC = {
     "PaymentPageCallback",
     "WalletCallback",
     "WalletResult",
+    "RequestLog",
+    # request bodies (TypedDicts), the User-Agent sent
+    "bodies",
+    "USER_AGENT",
     # exceptions
     "KasirError",
     "ConfigurationError",
@@ -48,6 +52,7 @@ PUBLIC = {
     "ConflictError",
     "ServerError",
     "SignatureError",
+    "ConfirmationError",
     # callbacks
     "verify_wallet_callback",
     "verify_payment_page_callback",
@@ -66,7 +71,7 @@ def test_public_surface_is_exactly_all():
     for name in ("KasirError", "APIError", "SignatureError", "ServerError"):
         assert name in kasir_client.__doc__
     # The tree drawn in the docstring is the class tree.
-    for name in ("ConfigurationError", "TransportError", "APIError", "SignatureError"):
+    for name in ("ConfigurationError", "TransportError", "APIError", "SignatureError", "ConfirmationError"):
         assert getattr(kasir_client, name).__bases__ == (kasir_client.KasirError,)
     for name in ("AuthenticationError", "ValidationError", "NotFoundError", "ConflictError", "ServerError"):
         assert getattr(kasir_client, name).__bases__ == (kasir_client.APIError,)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from kasir_client import (
@@ -41,6 +42,13 @@ async def test_real_bnpl_notification_verifies_and_tampering_is_refused(app, rec
     assert event.latest_transaction_status == "00"
     assert str(event.amount) == "150000.00"
     assert event.tenure == 3
+    # The delivery headers the server sends reach the event; its fresh X-TIMESTAMP is within 300 s.
+    assert event.callback_id == request.headers["x-kasir-callback-id"]
+    assert event.callback_id.isdigit()
+    assert event.attempt == 1
+    later = datetime.now(UTC) + timedelta(seconds=301)
+    with pytest.raises(SignatureError, match="tolerance"):
+        verify_bnpl_notification(request.body, request.headers, client_secret=secret, callback_url=url, now=later)
 
     tampered = request.body.replace(b"150000.00", b"1.00")
     with pytest.raises(SignatureError):
@@ -78,6 +86,9 @@ async def test_real_wallet_callback_verifies_and_tampering_is_refused(app, recei
     )
     assert event.transaction_status == "PAID"
     assert event.amount == 15000
+    assert event.callback_id == request.headers["x-kasir-callback-id"]
+    assert event.callback_id.isdigit()
+    assert event.attempt == 1
 
     with pytest.raises(SignatureError):  # another order's signature
         verify_wallet_callback(request.body, request.headers, hash_key=hash_key, order=("E-78", "O-77"))

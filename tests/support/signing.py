@@ -31,7 +31,8 @@ def minify_json(body: str) -> str:
 
 
 def body_hash(body: str) -> str:
-    return hashlib.sha256(minify_json(body).encode()).hexdigest()
+    # surrogateescape: a body that is not UTF-8 (a fuzzer's) was decoded with it and hashes as its own bytes.
+    return hashlib.sha256(minify_json(body).encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def snap_symmetric(client_secret: str, method: str, path: str, token: str, body: str, timestamp: str) -> str:

@@ -21,23 +21,32 @@ Exceptions (see `kasir_client._errors`):
     KasirError
     ├── ConfigurationError
     ├── TransportError
-    ├── APIError (.status, .code, .message, .body, .errors)
+    ├── APIError (.status, .code, .message, .errors, .request_id, .body)
     │   ├── AuthenticationError
     │   ├── ValidationError
     │   ├── NotFoundError
     │   ├── ConflictError
     │   └── ServerError
-    └── SignatureError
+    ├── SignatureError
+    └── ConfirmationError
 
-Callbacks: `verify_wallet_callback`, `verify_payment_page_callback`, `verify_bnpl_notification`;
-for your own tests `sign_wallet_callback`, `sign_payment_page_callback` and `sign_bnpl_notification`.
+Wallet, BNPL and token calls raise an APIError; card_charge returns its refusal (the interface's
+SDK mapping) as a ChargeResult whose `.error` is the same APIError.
+
+Callbacks: `verify_wallet_callback`, `verify_payment_page_callback`, `verify_bnpl_notification`,
+then `client.confirm_wallet_payment(event, amount=...)` / `client.confirm_bnpl_payment(...)`
+before fulfilling (the wallet signature covers neither status nor amount); for your own tests
+`sign_wallet_callback`, `sign_payment_page_callback` and `sign_bnpl_notification`.
+Request bodies are TypedDicts (`kasir_client.bodies`). The whole guide: the SDK's README.md.
 """
 
-from kasir_client._client import AsyncClient, Client
+from kasir_client import bodies
+from kasir_client._client import USER_AGENT, AsyncClient, Client, RequestLog
 from kasir_client._errors import (
     APIError,
     AuthenticationError,
     ConfigurationError,
+    ConfirmationError,
     ConflictError,
     KasirError,
     NotFoundError,
@@ -57,6 +66,7 @@ from kasir_client._models import (
     WalletCallback,
     WalletResult,
 )
+from kasir_client._version import __version__ as __version__
 from kasir_client._webhooks import (
     sign_bnpl_notification,
     sign_payment_page_callback,
@@ -76,18 +86,22 @@ __all__ = [
     "ChargeResult",
     "Client",
     "ConfigurationError",
+    "ConfirmationError",
     "ConflictError",
     "Credentials",
     "InstallmentOption",
     "KasirError",
     "NotFoundError",
     "PaymentPageCallback",
+    "RequestLog",
     "ServerError",
     "SignatureError",
     "TransportError",
+    "USER_AGENT",
     "ValidationError",
     "WalletCallback",
     "WalletResult",
+    "bodies",
     "sign_bnpl_notification",
     "sign_payment_page_callback",
     "sign_wallet_callback",
@@ -95,5 +109,3 @@ __all__ = [
     "verify_payment_page_callback",
     "verify_wallet_callback",
 ]
-
-__version__ = "0.1.0"

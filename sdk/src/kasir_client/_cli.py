@@ -9,24 +9,55 @@ import sys
 from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 
+from cryptography.exceptions import UnsupportedAlgorithm
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from kasir_client._client import IDEMPOTENT_PATHS, TOKEN_PATHS, Client, _Core
 from kasir_client._errors import KasirError
 from kasir_client._models import Credentials
+from kasir_client._signing import load_private_key
 from kasir_client._webhooks import verify_bnpl_notification, verify_payment_page_callback, verify_wallet_callback
 
 
+class CommandError(Exception):
+    """A mistake the user can fix: said in one line (no traceback), exit status 2."""
+
+
 def _credentials(args: argparse.Namespace) -> Credentials:
-    return Credentials.from_files(args.credentials, args.private_key)
+    try:
+        credentials = Credentials.from_files(args.credentials, getattr(args, "private_key", None))
+    except OSError as exc:
+        raise CommandError(f"cannot read {exc.filename or args.credentials}: {exc.strerror or exc}") from exc
+    except ValueError as exc:  # JSONDecodeError and a PEM that does not load
+        raise CommandError(f"{args.credentials} is not a credentials file ({exc})") from exc
+    except (KeyError, TypeError) as exc:
+        raise CommandError(
+            f"{args.credentials} lacks {exc}: use the JSON of `kasir merchant create --json` "
+            "(merchant_id, client_id, client_secret, secret, hash_key)"
+        ) from exc
+    if credentials.private_key_pem is not None:
+        try:
+            load_private_key(credentials.private_key_pem)
+        except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
+            raise CommandError(f"{args.private_key} is not an unencrypted RSA private key in PEM ({exc})") from exc
+    return credentials
 
 
 def keygen(args: argparse.Namespace) -> int:
     out = Path(args.out)
+    private = out / "private.pem"
+    public = out / "public.pem"
+    existing = [str(p) for p in (private, public) if p.exists()]
+    if existing and not args.force:
+        raise CommandError(
+            f"{' and '.join(existing)} already exist{'s' if len(existing) == 1 else ''}: "
+            "a new key would lock out the old one; pass --force to replace it"
+        )
     out.mkdir(parents=True, exist_ok=True)
     key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    private = out / "private.pem"
+    if args.force and private.exists():
+        private.unlink()  # O_CREAT with 0o600 applies only to a new file
     fd = os.open(private, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as handle:
         handle.write(
@@ -34,10 +65,10 @@ def keygen(args: argparse.Namespace) -> int:
                 serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
             )
         )
-    (out / "public.pem").write_bytes(
+    public.write_bytes(
         key.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
     )
-    print(f"{private}\n{out / 'public.pem'}")
+    print(f"{private}\n{public}")
     return 0
 
 
@@ -49,7 +80,7 @@ def token(args: argparse.Namespace) -> int:
 
 def sign(args: argparse.Namespace) -> int:
     """Print the headers of a signed request, as curl -H arguments."""
-    body = sys.stdin.buffer.read() if args.body == "-" else Path(args.body).read_bytes() if args.body else b""
+    body = sys.stdin.buffer.read() if args.body == "-" else _read(args.body) if args.body else b""
     core = _Core("http://unused", _credentials(args))
     key = args.idempotency_key if args.path in IDEMPOTENT_PATHS else None  # only money-moving routes take one
     if args.kind == "token":
@@ -58,12 +89,29 @@ def sign(args: argparse.Namespace) -> int:
         token = None if args.asymmetric else args.token
         request = core._snap_request(args.path, body, args.external_id, token, key)
     elif args.kind == "wallet":
-        request = core._wallet_request(args.path, json.loads(body or b"{}"), key)
+        request = core._wallet_request(args.path, _json_body(body), key)
     else:
-        request = core._card_request(json.loads(body or b"{}"), args.idempotency_key)
+        request = core._card_request(_json_body(body), args.idempotency_key)
     for name, value in request.headers.items():
         print(f"-H '{name}: {value}'")
     return 0
+
+
+def _read(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise CommandError(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
+def _json_body(body: bytes) -> dict[str, object]:
+    try:
+        data = json.loads(body or b"{}")
+    except ValueError as exc:
+        raise CommandError(f"the body is not JSON ({exc})") from exc
+    if not isinstance(data, dict):
+        raise CommandError("the body must be a JSON object")
+    return data
 
 
 def _parse_http(raw: bytes) -> tuple[str, dict[str, str], dict[str, str], bytes]:
@@ -83,9 +131,10 @@ def _parse_http(raw: bytes) -> tuple[str, dict[str, str], dict[str, str], bytes]
 
 
 def verify_callback(args: argparse.Namespace) -> int:
-    raw = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    raw = sys.stdin.buffer.read() if args.file == "-" else _read(args.file)
     _target, headers, query, body = _parse_http(raw)
-    data = json.loads(Path(args.credentials).read_text())
+    credentials = _credentials(args)
+    data = {"hash_key": credentials.hash_key, "client_secret": credentials.client_secret}
     order = (args.external_id, args.order_id) if args.external_id and args.order_id else None
     try:
         if args.kind == "wallet":
@@ -101,7 +150,8 @@ def verify_callback(args: argparse.Namespace) -> int:
                 headers,
                 client_secret=data["client_secret"],
                 callback_url=args.callback_url,
-                merchant_id=data["merchant_id"],
+                merchant_id=credentials.merchant_id,
+                tolerance=None if args.tolerance <= 0 else args.tolerance,
             )
     except KasirError as exc:
         print(f"INVALID: {exc}", file=sys.stderr)
@@ -116,6 +166,7 @@ def main(argv: list[str] | None = None) -> int:
 
     p = commands.add_parser("keygen", help="RSA-2048 pair: DIR/private.pem (PKCS#8), DIR/public.pem")
     p.add_argument("--out", required=True)
+    p.add_argument("--force", action="store_true", help="replace an existing private.pem / public.pem")
     p.set_defaults(run=keygen)
 
     def with_credentials(p: argparse.ArgumentParser, key: bool = True) -> None:
@@ -152,14 +203,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--callback-url", help="the callbackUrl the BNPL notification was sent to")
     p.add_argument("--external-id", help="your order's external_id: the signature is checked against it")
     p.add_argument("--order-id", help="your order's order_id (with --external-id)")
+    p.add_argument(
+        "--tolerance",
+        type=float,
+        default=300.0,
+        help="bnpl: seconds X-TIMESTAMP may be from now (default 300; 0 turns the check off)",
+    )
     p.set_defaults(run=verify_callback)
 
     args = parser.parse_args(argv)
     try:
         return int(args.run(args))
+    except CommandError as exc:
+        print(f"kasir-client: error: {exc}", file=sys.stderr)
+        return 2
     except KasirError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"kasir-client: error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        return 130
 
 
 if __name__ == "__main__":

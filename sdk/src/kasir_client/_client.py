@@ -4,25 +4,28 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import math
 import random
 import time
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
 
 import httpx
 
-from kasir_client._errors import ConfigurationError, TransportError, error_for
+from kasir_client._errors import ConfigurationError, ConfirmationError, TransportError, error_for
 from kasir_client._models import (
     AccessToken,
     BnplCalculation,
+    BnplNotification,
     BnplTransaction,
     ChargeResult,
     Credentials,
     InstallmentOption,
+    WalletCallback,
     WalletResult,
 )
 from kasir_client._signing import (
@@ -34,6 +37,17 @@ from kasir_client._signing import (
     token_signature,
     x_req_signature,
 )
+from kasir_client._types import (
+    BnplCalculate,
+    BnplCheckout,
+    CardCharge,
+    WalletCreatePayment,
+    WalletDummyPayment,
+    WalletReference,
+    WalletRefund,
+    WalletVoid,
+)
+from kasir_client._version import __version__
 
 Product = Literal["payment", "disbursement"]
 Signing = Literal["symmetric", "asymmetric"]
@@ -59,6 +73,33 @@ IDEMPOTENT_PATHS = frozenset(
     }
 )
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
+USER_AGENT = f"kasir-client/{__version__}"
+REQUEST_ID_HEADER = "X-Request-ID"
+
+log = logging.getLogger("kasir_client")
+
+
+@dataclass(frozen=True)
+class RequestLog:
+    """One try of one call, as given to the `on_request` hook (and logged to the `kasir_client` logger).
+
+    Never the body or the headers: they carry secrets, signatures and card data.
+    """
+
+    method: str
+    path: str
+    attempt: int  # 1 for the first try
+    status: int | None  # HTTP status; None when the try failed in transport
+    elapsed: float  # seconds
+    request_id: str | None  # the answer's X-Request-ID
+    idempotency_key: str | None
+    error: str | None  # the transport error, when there was one
+    will_retry: bool  # another try follows (after a backoff)
+
+
+RequestHook = Callable[[RequestLog], None]
+# A WalletCallback from verify_wallet_callback, or the ids of the transaction to confirm.
+WalletPaymentRef = WalletCallback | WalletReference
 
 
 @dataclass(frozen=True)
@@ -78,6 +119,13 @@ def _json(response: httpx.Response) -> Any:
         return response.json()
     except ValueError:
         return {"message": response.text[:500]}
+
+
+def _decimal(value: int | Decimal | str) -> Decimal:
+    try:
+        return Decimal(str(value))
+    except InvalidOperation as exc:
+        raise ConfigurationError(f"amount must be a number, got {value!r}") from exc
 
 
 def _idempotency_key(given: str | None) -> str:
@@ -112,6 +160,11 @@ def _retry_after(response: httpx.Response) -> float | None:
     return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
+def _request_id(response: httpx.Response) -> str | None:
+    value: str | None = response.headers.get(REQUEST_ID_HEADER)
+    return value
+
+
 def _replayed(response: httpx.Response) -> bool:
     """Idempotent-Replayed: true: the answer is the one given to an earlier request with this key."""
     replayed: str | None = response.headers.get("Idempotent-Replayed")
@@ -129,7 +182,13 @@ class _Core:
         backoff: float = 0.5,
         max_delay: float = 5.0,
         signing: Signing = "symmetric",
+        on_request: RequestHook | None = None,
+        logger: logging.Logger | None = None,
     ) -> None:
+        if signing not in ("symmetric", "asymmetric"):
+            raise ConfigurationError(f"signing must be 'symmetric' or 'asymmetric', got {signing!r}")
+        if max_retries < 0:
+            raise ConfigurationError(f"max_retries must be 0 or more, got {max_retries!r}")
         self.base_url = base_url.rstrip("/")
         self.credentials = credentials
         self.timeout = timeout
@@ -137,8 +196,50 @@ class _Core:
         self.backoff = backoff
         self.max_delay = max_delay
         self.signing = signing
+        self.on_request = on_request
+        self.logger = logger or log
         self._tokens: dict[str, AccessToken] = {}
         self._key = load_private_key(credentials.private_key_pem) if credentials.private_key_pem else None
+
+    def _record(
+        self,
+        request: _Request,
+        attempt: int,
+        started: float,
+        response: httpx.Response | None,
+        error: Exception | None,
+        will_retry: bool,
+    ) -> None:
+        """Tell the logger and the on_request hook about one try (a failing hook does not fail the call)."""
+        entry = RequestLog(
+            method=request.method,
+            path=request.path,
+            attempt=attempt + 1,
+            status=response.status_code if response is not None else None,
+            elapsed=time.monotonic() - started,
+            request_id=_request_id(response) if response is not None else None,
+            idempotency_key=request.headers.get(IDEMPOTENCY_HEADER),
+            error=f"{type(error).__name__}: {error}" if error is not None else None,
+            will_retry=will_retry,
+        )
+        level = logging.WARNING if will_retry else logging.DEBUG
+        if self.logger.isEnabledFor(level):
+            self.logger.log(
+                level,
+                "%s %s try %d: %s in %.3f s%s%s",
+                entry.method,
+                entry.path,
+                entry.attempt,
+                entry.status if entry.status is not None else entry.error,
+                entry.elapsed,
+                f" (X-Request-ID {entry.request_id})" if entry.request_id else "",
+                ", retrying" if will_retry else "",
+            )
+        if self.on_request is not None:
+            try:
+                self.on_request(entry)
+            except Exception:  # the hook is the caller's code: it must not turn a payment into an error
+                self.logger.exception("on_request hook failed")
 
     def _private_key(self) -> Any:
         if self._key is None:
@@ -178,7 +279,7 @@ class _Core:
     def _parse_token(self, product: str, response: httpx.Response) -> str:
         body = _json(response)
         if response.status_code != 200:
-            raise error_for(response.status_code, body)
+            raise error_for(response.status_code, body, _request_id(response))
         self._tokens[product] = AccessToken(
             body["accessToken"], product, time.monotonic() + float(body.get("expiresIn", "900"))
         )
@@ -236,7 +337,7 @@ class _Core:
     def _snap_ok(response: httpx.Response) -> dict[str, Any]:
         body = _json(response)
         if not 200 <= response.status_code < 300 or not isinstance(body, dict):
-            raise error_for(response.status_code, body)
+            raise error_for(response.status_code, body, _request_id(response))
         return body
 
     @classmethod
@@ -261,7 +362,7 @@ class _Core:
             )
             for p in body.get("payments", [])
         ]
-        return BnplCalculation(str(body.get("responseCode")), options, body)
+        return BnplCalculation(str(body.get("responseCode")), options, body, _request_id(response))
 
     @classmethod
     def _bnpl_transaction(cls, response: httpx.Response) -> BnplTransaction:
@@ -276,13 +377,14 @@ class _Core:
             qr_url=body.get("qrUrl"),
             raw=body,
             replayed=_replayed(response),
+            request_id=_request_id(response),
         )
 
     @staticmethod
     def _wallet(response: httpx.Response, payload: Mapping[str, Any]) -> WalletResult:
         body = _json(response)
         if not 200 <= response.status_code < 300 or not isinstance(body, dict):
-            raise error_for(response.status_code, body)
+            raise error_for(response.status_code, body, _request_id(response))
 
         def text(name: str, default: Any = None) -> str | None:
             value = body.get(name, default)
@@ -311,6 +413,7 @@ class _Core:
             qr_string=text("qr_string"),
             qr_url=text("qr_url"),
             replayed=_replayed(response),
+            request_id=_request_id(response),
         )
 
     @staticmethod
@@ -324,6 +427,7 @@ class _Core:
         if errors:
             message = "; ".join(f"{e.get('field')}: {e.get('message')}" for e in errors if isinstance(e, dict))
         success = status_code == "00"
+        request_id = _request_id(response)
         return ChargeResult(
             is_success=success,
             status_code=status_code,
@@ -335,7 +439,62 @@ class _Core:
             errors=[e for e in errors if isinstance(e, dict)],
             replayed=_replayed(response),
             raw=body,
+            request_id=request_id,
+            error=None if success else error_for(response.status_code, body, request_id),
         )
+
+    # --- confirming a callback by inquiry ----------------------------------------------
+
+    @staticmethod
+    def _wallet_reference(event: WalletPaymentRef) -> WalletReference:
+        if isinstance(event, WalletCallback):
+            return {
+                "transaction_id": event.transaction_id,
+                "external_id": event.external_id,
+                "order_id": event.order_id,
+            }
+        return {
+            "transaction_id": event["transaction_id"],
+            "external_id": event["external_id"],
+            "order_id": event["order_id"],
+        }
+
+    @staticmethod
+    def _confirm_wallet(
+        reference: WalletReference, result: WalletResult, amount: int | Decimal | str | None, status: str
+    ) -> WalletResult:
+        if result.transaction_status != status:
+            raise ConfirmationError(
+                f"transaction {reference['transaction_id']} is {result.transaction_status}, not {status}", result
+            )
+        for name in ("external_id", "order_id"):
+            answered = getattr(result, name)
+            if answered is not None and answered != reference[name]:
+                raise ConfirmationError(f"transaction {reference['transaction_id']} belongs to another {name}", result)
+        if amount is not None and (result.amount is None or Decimal(result.amount) != _decimal(amount)):
+            raise ConfirmationError(
+                f"transaction {reference['transaction_id']} is for {result.amount}, not {amount}", result
+            )
+        return result
+
+    @staticmethod
+    def _confirm_bnpl(
+        event: BnplNotification, result: BnplTransaction, amount: Decimal | str | int | None, status: str
+    ) -> BnplTransaction:
+        if result.status != status:
+            raise ConfirmationError(
+                f"BNPL transaction {event.original_reference_no} is {result.status}, not {status}", result
+            )
+        if event.original_partner_reference_no and result.partner_reference_no != event.original_partner_reference_no:
+            raise ConfirmationError(f"BNPL transaction {event.original_reference_no} belongs to another order", result)
+        if amount is not None:
+            details = result.raw.get("paymentDetails")
+            value = details.get("amount", {}).get("value") if isinstance(details, dict) else None
+            if value is None or _decimal(value) != _decimal(amount):
+                raise ConfirmationError(
+                    f"BNPL transaction {event.original_reference_no} is for {value}, not {amount}", result
+                )
+        return result
 
 
 class Client(_Core):
@@ -345,8 +504,12 @@ class Client(_Core):
         result = client.card_charge({...})
         if result.is_success: redirect(result.link)
 
-    Options: timeout=15.0 (seconds, each try), max_retries=3, backoff=0.5, max_delay=5.0
-    (seconds), signing="symmetric" (BNPL; or "asymmetric").
+    Options (keyword only): timeout=15.0 (seconds, each try), max_retries=3, backoff=0.5,
+    max_delay=5.0 (seconds), signing="symmetric" (BNPL; or "asymmetric"), transport (an
+    httpx.BaseTransport, e.g. httpx.MockTransport in your tests or one with a proxy or
+    retries=0), on_request (a hook called with a RequestLog after every try), logger (default
+    logging.getLogger("kasir_client"): each try at DEBUG, a try that is retried at WARNING).
+    Every request says `User-Agent: kasir-client/<version>`.
 
     Idempotency and retries (the SDK's one rule; AsyncClient follows it too):
 
@@ -371,9 +534,34 @@ class Client(_Core):
       own `idempotency_key` (one per intended operation, e.g. your order id) if you may need to.
     """
 
-    def __init__(self, base_url: str, credentials: Credentials, **options: Any) -> None:
-        super().__init__(base_url, credentials, **options)
-        self._http = httpx.Client(base_url=self.base_url, timeout=self.timeout)
+    def __init__(
+        self,
+        base_url: str,
+        credentials: Credentials,
+        *,
+        timeout: float = 15.0,
+        max_retries: int = 3,
+        backoff: float = 0.5,
+        max_delay: float = 5.0,
+        signing: Signing = "symmetric",
+        transport: httpx.BaseTransport | None = None,
+        on_request: RequestHook | None = None,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        super().__init__(
+            base_url,
+            credentials,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff=backoff,
+            max_delay=max_delay,
+            signing=signing,
+            on_request=on_request,
+            logger=logger,
+        )
+        self._http = httpx.Client(
+            base_url=self.base_url, timeout=self.timeout, transport=transport, headers={"User-Agent": USER_AGENT}
+        )
 
     def close(self) -> None:
         self._http.close()
@@ -388,16 +576,21 @@ class Client(_Core):
         """One call: tries, each built afresh by `build`, as the class docstring says."""
         for attempt in range(self.max_retries + 1):
             request = build()
+            started = time.monotonic()
             try:
                 response = self._http.request(
                     request.method, request.path, headers=request.headers, content=request.body
                 )
             except httpx.TransportError as exc:
-                if attempt == self.max_retries:
+                final = attempt == self.max_retries
+                self._record(request, attempt, started, None, exc, not final)
+                if final:
                     raise TransportError(f"{type(exc).__name__}: {exc}") from exc
                 retry_after = None
             else:
-                if attempt == self.max_retries or not _retryable(request, response):
+                final = attempt == self.max_retries or not _retryable(request, response)
+                self._record(request, attempt, started, response, None, not final)
+                if final:
                     return response
                 retry_after = _retry_after(response)
             time.sleep(self._delay(attempt, retry_after))
@@ -419,11 +612,11 @@ class Client(_Core):
         token = self.access_token("payment") if mode == "symmetric" else None
         return self._send(lambda: self._snap_request(path, body, external_id, token, idempotency_key))
 
-    def bnpl_calculate(self, payload: Mapping[str, Any], *, signing: Signing | None = None) -> BnplCalculation:
+    def bnpl_calculate(self, payload: BnplCalculate, *, signing: Signing | None = None) -> BnplCalculation:
         return self._calculation(self._snap("/v1.0/bnpl/payment-calculation", payload, signing))
 
     def bnpl_checkout(
-        self, payload: Mapping[str, Any], *, signing: Signing | None = None, idempotency_key: str | None = None
+        self, payload: BnplCheckout, *, signing: Signing | None = None, idempotency_key: str | None = None
     ) -> BnplTransaction:
         key = _idempotency_key(idempotency_key)
         return self._bnpl_transaction(self._snap("/v1.0/bnpl/qr-checkout", payload, signing, key))
@@ -446,36 +639,87 @@ class Client(_Core):
         response = self._send(lambda: self._wallet_request(path, payload, idempotency_key))
         return self._wallet(response, payload)
 
-    def wallet_create_payment(self, payload: Mapping[str, Any], *, idempotency_key: str | None = None) -> WalletResult:
+    def wallet_create_payment(
+        self, payload: WalletCreatePayment, *, idempotency_key: str | None = None
+    ) -> WalletResult:
         return self._wallet_call("/ewallet/v2/create-payment", payload, _idempotency_key(idempotency_key))
 
-    def wallet_create_qr(self, payload: Mapping[str, Any], *, idempotency_key: str | None = None) -> WalletResult:
+    def wallet_create_qr(self, payload: WalletCreatePayment, *, idempotency_key: str | None = None) -> WalletResult:
         return self._wallet_call("/ewallet/v2/create-qr", payload, _idempotency_key(idempotency_key))
 
-    def wallet_inquiry(self, payload: Mapping[str, Any]) -> WalletResult:
+    def wallet_inquiry(self, payload: WalletReference) -> WalletResult:
         return self._wallet_call("/ewallet/v2/inquiry", payload, None)
 
-    def wallet_refund(self, payload: Mapping[str, Any], *, idempotency_key: str | None = None) -> WalletResult:
+    def wallet_refund(self, payload: WalletRefund, *, idempotency_key: str | None = None) -> WalletResult:
         return self._wallet_call("/ewallet/v2/refund", payload, _idempotency_key(idempotency_key))
 
-    def wallet_void(self, payload: Mapping[str, Any], *, idempotency_key: str | None = None) -> WalletResult:
+    def wallet_void(self, payload: WalletVoid, *, idempotency_key: str | None = None) -> WalletResult:
         return self._wallet_call("/ewallet/v2/void", payload, _idempotency_key(idempotency_key))
 
-    def wallet_dummy_payment(self, payload: Mapping[str, Any], *, idempotency_key: str | None = None) -> WalletResult:
+    def wallet_dummy_payment(self, payload: WalletDummyPayment, *, idempotency_key: str | None = None) -> WalletResult:
         return self._wallet_call("/ewallet/v2/dummy-payment", payload, _idempotency_key(idempotency_key))
 
-    def card_charge(self, payload: Mapping[str, Any], *, idempotency_key: str | None = None) -> ChargeResult:
+    def card_charge(self, payload: CardCharge, *, idempotency_key: str | None = None) -> ChargeResult:
         """Charge; an answer that is not a success is returned, not raised (the interface's SDK mapping)."""
         key = _idempotency_key(idempotency_key)
         return self._charge(self._send(lambda: self._card_request(payload, key)))
+
+    def confirm_wallet_payment(
+        self, event: WalletPaymentRef, *, amount: int | Decimal | str | None = None, status: str = "PAID"
+    ) -> WalletResult:
+        """Confirm a wallet callback by inquiry before you fulfil the order.
+
+        The callback's svc-signature covers neither its status nor its amount, so ask Kasir:
+        returns the inquiry's WalletResult when the transaction is `status` (PAID), for the same
+        order and, when you give it, for `amount` (from YOUR order, whole rupiah); raises
+        ConfirmationError otherwise (and APIError or TransportError as wallet_inquiry does).
+        """
+        reference = self._wallet_reference(event)
+        return self._confirm_wallet(reference, self.wallet_inquiry(reference), amount, status)
+
+    def confirm_bnpl_payment(
+        self, event: BnplNotification, *, amount: Decimal | str | int | None = None, status: str = "00"
+    ) -> BnplTransaction:
+        """Confirm a BNPL notification by a status inquiry: latestTransactionStatus `status` (00,
+        approved) for the same partnerReferenceNo and, when given, `amount`; else ConfirmationError."""
+        result = self.bnpl_status(
+            partner_reference_no=event.original_partner_reference_no or None,
+            reference_no=event.original_reference_no or None,
+        )
+        return self._confirm_bnpl(event, result, amount, status)
 
 
 class AsyncClient(_Core):
     """Asynchronous client; the same methods, options and retry rule as Client, awaited."""
 
-    def __init__(self, base_url: str, credentials: Credentials, **options: Any) -> None:
-        super().__init__(base_url, credentials, **options)
-        self._http = httpx.AsyncClient(base_url=self.base_url, timeout=self.timeout)
+    def __init__(
+        self,
+        base_url: str,
+        credentials: Credentials,
+        *,
+        timeout: float = 15.0,
+        max_retries: int = 3,
+        backoff: float = 0.5,
+        max_delay: float = 5.0,
+        signing: Signing = "symmetric",
+        transport: httpx.AsyncBaseTransport | None = None,
+        on_request: RequestHook | None = None,
+        logger: logging.Logger | None = None,
+    ) -> None:
+        super().__init__(
+            base_url,
+            credentials,
+            timeout=timeout,
+            max_retries=max_retries,
+            backoff=backoff,
+            max_delay=max_delay,
+            signing=signing,
+            on_request=on_request,
+            logger=logger,
+        )
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url, timeout=self.timeout, transport=transport, headers={"User-Agent": USER_AGENT}
+        )
         self._token_lock = asyncio.Lock()
 
     async def aclose(self) -> None:
@@ -490,16 +734,21 @@ class AsyncClient(_Core):
     async def _send(self, build: Callable[[], _Request]) -> httpx.Response:
         for attempt in range(self.max_retries + 1):
             request = build()
+            started = time.monotonic()
             try:
                 response = await self._http.request(
                     request.method, request.path, headers=request.headers, content=request.body
                 )
             except httpx.TransportError as exc:
-                if attempt == self.max_retries:
+                final = attempt == self.max_retries
+                self._record(request, attempt, started, None, exc, not final)
+                if final:
                     raise TransportError(f"{type(exc).__name__}: {exc}") from exc
                 retry_after = None
             else:
-                if attempt == self.max_retries or not _retryable(request, response):
+                final = attempt == self.max_retries or not _retryable(request, response)
+                self._record(request, attempt, started, response, None, not final)
+                if final:
                     return response
                 retry_after = _retry_after(response)
             await asyncio.sleep(self._delay(attempt, retry_after))
@@ -521,11 +770,11 @@ class AsyncClient(_Core):
         token = await self.access_token("payment") if mode == "symmetric" else None
         return await self._send(lambda: self._snap_request(path, body, external_id, token, idempotency_key))
 
-    async def bnpl_calculate(self, payload: Mapping[str, Any], *, signing: Signing | None = None) -> BnplCalculation:
+    async def bnpl_calculate(self, payload: BnplCalculate, *, signing: Signing | None = None) -> BnplCalculation:
         return self._calculation(await self._snap("/v1.0/bnpl/payment-calculation", payload, signing))
 
     async def bnpl_checkout(
-        self, payload: Mapping[str, Any], *, signing: Signing | None = None, idempotency_key: str | None = None
+        self, payload: BnplCheckout, *, signing: Signing | None = None, idempotency_key: str | None = None
     ) -> BnplTransaction:
         key = _idempotency_key(idempotency_key)
         return self._bnpl_transaction(await self._snap("/v1.0/bnpl/qr-checkout", payload, signing, key))
@@ -549,27 +798,46 @@ class AsyncClient(_Core):
         return self._wallet(response, payload)
 
     async def wallet_create_payment(
-        self, payload: Mapping[str, Any], *, idempotency_key: str | None = None
+        self, payload: WalletCreatePayment, *, idempotency_key: str | None = None
     ) -> WalletResult:
         return await self._wallet_call("/ewallet/v2/create-payment", payload, _idempotency_key(idempotency_key))
 
-    async def wallet_create_qr(self, payload: Mapping[str, Any], *, idempotency_key: str | None = None) -> WalletResult:
+    async def wallet_create_qr(
+        self, payload: WalletCreatePayment, *, idempotency_key: str | None = None
+    ) -> WalletResult:
         return await self._wallet_call("/ewallet/v2/create-qr", payload, _idempotency_key(idempotency_key))
 
-    async def wallet_inquiry(self, payload: Mapping[str, Any]) -> WalletResult:
+    async def wallet_inquiry(self, payload: WalletReference) -> WalletResult:
         return await self._wallet_call("/ewallet/v2/inquiry", payload, None)
 
-    async def wallet_refund(self, payload: Mapping[str, Any], *, idempotency_key: str | None = None) -> WalletResult:
+    async def wallet_refund(self, payload: WalletRefund, *, idempotency_key: str | None = None) -> WalletResult:
         return await self._wallet_call("/ewallet/v2/refund", payload, _idempotency_key(idempotency_key))
 
-    async def wallet_void(self, payload: Mapping[str, Any], *, idempotency_key: str | None = None) -> WalletResult:
+    async def wallet_void(self, payload: WalletVoid, *, idempotency_key: str | None = None) -> WalletResult:
         return await self._wallet_call("/ewallet/v2/void", payload, _idempotency_key(idempotency_key))
 
     async def wallet_dummy_payment(
-        self, payload: Mapping[str, Any], *, idempotency_key: str | None = None
+        self, payload: WalletDummyPayment, *, idempotency_key: str | None = None
     ) -> WalletResult:
         return await self._wallet_call("/ewallet/v2/dummy-payment", payload, _idempotency_key(idempotency_key))
 
-    async def card_charge(self, payload: Mapping[str, Any], *, idempotency_key: str | None = None) -> ChargeResult:
+    async def card_charge(self, payload: CardCharge, *, idempotency_key: str | None = None) -> ChargeResult:
         key = _idempotency_key(idempotency_key)
         return self._charge(await self._send(lambda: self._card_request(payload, key)))
+
+    async def confirm_wallet_payment(
+        self, event: WalletPaymentRef, *, amount: int | Decimal | str | None = None, status: str = "PAID"
+    ) -> WalletResult:
+        """Confirm a wallet callback by inquiry: see Client.confirm_wallet_payment."""
+        reference = self._wallet_reference(event)
+        return self._confirm_wallet(reference, await self.wallet_inquiry(reference), amount, status)
+
+    async def confirm_bnpl_payment(
+        self, event: BnplNotification, *, amount: Decimal | str | int | None = None, status: str = "00"
+    ) -> BnplTransaction:
+        """Confirm a BNPL notification by a status inquiry: see Client.confirm_bnpl_payment."""
+        result = await self.bnpl_status(
+            partner_reference_no=event.original_partner_reference_no or None,
+            reference_no=event.original_reference_no or None,
+        )
+        return self._confirm_bnpl(event, result, amount, status)

@@ -8,6 +8,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from kasir_client._errors import APIError
+
 
 @dataclass(frozen=True)
 class Credentials:
@@ -61,6 +63,7 @@ class BnplCalculation:
     response_code: str
     options: list[InstallmentOption]
     raw: dict[str, Any]
+    request_id: str | None = None  # the answer's X-Request-ID
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,7 @@ class BnplTransaction:
     qr_url: str | None
     raw: dict[str, Any]
     replayed: bool = False  # a checkout's answer given again to a repeat of its X-Idempotency-Key
+    request_id: str | None = None  # the answer's X-Request-ID
 
 
 @dataclass(frozen=True)
@@ -105,6 +109,7 @@ class WalletResult:
     qr_string: str | None = None  # QRIS payload (create-qr)
     qr_url: str | None = None  # QRIS image, PNG (create-qr)
     replayed: bool = False  # the answer given again to a repeat of the call's X-Idempotency-Key
+    request_id: str | None = None  # the answer's X-Request-ID
 
     def get(self, name: str) -> Any:
         """Any other field of the answer (refund_history, void_history, payment_details, ...)."""
@@ -113,7 +118,12 @@ class WalletResult:
 
 @dataclass(frozen=True)
 class ChargeResult:
-    """Card charge, mapped as the interface's SDK does: success exactly when statusCode is "00"."""
+    """Card charge, mapped as the interface's SDK does: success exactly when statusCode is "00".
+
+    A refusal is returned, not raised: `is_success` is False and `error` is the APIError (the
+    same class and fields a wallet or BNPL call would raise: status, code, message, errors,
+    request_id); `raise_for_error()` raises it if you prefer exceptions.
+    """
 
     is_success: bool
     status_code: str
@@ -125,6 +135,14 @@ class ChargeResult:
     errors: list[dict[str, str]]
     replayed: bool  # the answer given again to a repeat of the call's X-Idempotency-Key
     raw: Any
+    request_id: str | None = None  # the answer's X-Request-ID
+    error: APIError | None = None  # when not is_success
+
+    def raise_for_error(self) -> ChargeResult:
+        """Raise `error` when the charge did not succeed; else return self."""
+        if self.error is not None:
+            raise self.error
+        return self
 
 
 @dataclass(frozen=True)
@@ -140,6 +158,8 @@ class WalletCallback:
     payment_channel: str = ""
     response_code: str = ""
     response_message: str = ""  # the failure reason of OVO's `failed` (response_code 03)
+    callback_id: str | None = None  # X-Kasir-Callback-Id: the same on every attempt; deduplicate with it
+    attempt: int | None = None  # X-Kasir-Attempt: 1 for the first delivery
 
 
 @dataclass(frozen=True)
@@ -154,6 +174,8 @@ class PaymentPageCallback:
     raw: dict[str, Any]
     response_message: str = ""
     acq: str = ""  # the acquirer that processed the attempt (BCA, CIMB, BRI)
+    callback_id: str | None = None  # X-Kasir-Callback-Id: the same on every attempt; deduplicate with it
+    attempt: int | None = None  # X-Kasir-Attempt: 1 for the first delivery
 
 
 @dataclass(frozen=True)
@@ -165,3 +187,6 @@ class BnplNotification:
     amount: Decimal | None
     tenure: int | None
     raw: dict[str, Any]
+    callback_id: str | None = None  # X-Kasir-Callback-Id: the same on every attempt; deduplicate with it
+    attempt: int | None = None  # X-Kasir-Attempt: 1 for the first delivery
+    timestamp: str | None = None  # X-TIMESTAMP, checked against the tolerance

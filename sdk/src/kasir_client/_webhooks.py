@@ -10,6 +10,16 @@ and which order, not the status or the amount. Check it against YOUR order: pass
 `order=(external_id, order_id)` from your own database so a callback about another order
 cannot pass as this one, and take the amount from your order, not from the callback.
 Comparisons are constant-time.
+
+Because the signature says nothing of the status or the amount, confirm a callback before you
+fulfil the order: `client.confirm_wallet_payment(event, amount=order.amount)` asks Kasir (an
+inquiry, authenticated with your own credentials) and raises ConfirmationError unless the
+transaction really is PAID, for that order and that amount. `client.confirm_bnpl_payment` does
+the same for BNPL (whose notification is signed with HMAC over the body, and is checked here
+against a timestamp tolerance, 300 s by default).
+
+Every verified event carries `callback_id` (X-Kasir-Callback-Id, the same on every delivery of
+one callback) and `attempt` (X-Kasir-Attempt): deduplicate with the id.
 """
 
 from __future__ import annotations
@@ -17,6 +27,7 @@ from __future__ import annotations
 import hmac
 import json
 from collections.abc import Mapping
+from datetime import datetime, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -25,6 +36,9 @@ from kasir_client._models import BnplNotification, PaymentPageCallback, WalletCa
 from kasir_client._signing import notify_signature, svc_signature, timestamp, x_req_signature
 
 SVC_SIGNATURE = "svc-signature"
+CALLBACK_ID = "X-Kasir-Callback-Id"
+ATTEMPT = "X-Kasir-Attempt"
+BNPL_TOLERANCE = 300.0  # seconds an X-TIMESTAMP may be away from now (stripe's default)
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:
@@ -32,6 +46,12 @@ def _header(headers: Mapping[str, str], name: str) -> str | None:
         if key.lower() == name.lower():
             return value
     return None
+
+
+def _delivery(headers: Mapping[str, str]) -> tuple[str | None, int | None]:
+    """X-Kasir-Callback-Id and X-Kasir-Attempt (not signed: use them to deduplicate, not to trust)."""
+    attempt = _header(headers, ATTEMPT)
+    return _header(headers, CALLBACK_ID), int(attempt) if attempt and attempt.strip().isdigit() else None
 
 
 def _decode(body: bytes | str) -> dict[str, Any]:
@@ -87,6 +107,7 @@ def verify_wallet_callback(
     _check_svc(data, _svc_from(headers, query), hash_key, order)
     details = data.get("payment_details") if isinstance(data.get("payment_details"), dict) else {}
     assert isinstance(details, dict)
+    callback_id, attempt = _delivery(headers)
     return WalletCallback(
         transaction_id=str(data.get("transaction_id", "")),
         external_id=str(data.get("external_id", "")),
@@ -97,6 +118,8 @@ def verify_wallet_callback(
         payment_channel=str(data.get("payment_channel") or ""),
         response_code=str(data.get("response_code") or ""),
         response_message=str(data.get("response_message") or ""),
+        callback_id=callback_id,
+        attempt=attempt,
     )
 
 
@@ -115,6 +138,7 @@ def verify_payment_page_callback(
     """
     data = _decode(body)
     _check_svc(data, _svc_from(headers, query), hash_key, order)
+    callback_id, attempt = _delivery(headers)
     return PaymentPageCallback(
         transaction_id=str(data.get("transaction_id", "")),
         external_id=str(data.get("external_id", "")),
@@ -124,6 +148,8 @@ def verify_payment_page_callback(
         raw=data,
         response_message=str(data.get("response_message") or ""),
         acq=str(data.get("acq") or ""),
+        callback_id=callback_id,
+        attempt=attempt,
     )
 
 
@@ -134,30 +160,55 @@ def verify_bnpl_notification(
     client_secret: str,
     callback_url: str,
     merchant_id: str | None = None,
+    tolerance: float | None = BNPL_TOLERANCE,
+    now: datetime | None = None,
 ) -> BnplNotification:
-    """Check the SNAP notify X-SIGNATURE (HMAC-SHA512 over callbackUrl:v1:sha256(minify(body)):X-TIMESTAMP)."""
+    """Check the SNAP notify X-SIGNATURE (HMAC-SHA512 over callbackUrl:v1:sha256(minify(body)):X-TIMESTAMP).
+
+    `tolerance`: seconds the signed X-TIMESTAMP may be before or after `now` (default 300), so a
+    notification captured once cannot be replayed later; None turns the check off. Kasir signs
+    every delivery afresh, so a retry carries a new timestamp.
+    """
     raw = body.encode() if isinstance(body, str) else body
     ts = _header(headers, "X-TIMESTAMP")
     signature = _header(headers, "X-SIGNATURE")
     if not ts or not signature:
         raise SignatureError("X-TIMESTAMP or X-SIGNATURE header is missing")
-    if not hmac.compare_digest(notify_signature(client_secret, callback_url, raw, ts), signature):
+    if not hmac.compare_digest(notify_signature(client_secret, callback_url, raw, ts).encode(), signature.encode()):
         raise SignatureError("X-SIGNATURE does not verify")
+    if tolerance is not None:
+        _check_timestamp(ts, tolerance, now)
     if merchant_id is not None and _header(headers, "X-PARTNER-ID") != merchant_id:
         raise SignatureError("X-PARTNER-ID is not this merchant")
     data = _decode(raw)
     amount = data.get("amount") if isinstance(data.get("amount"), dict) else {}
     assert isinstance(amount, dict)
     tenure = data.get("tenure")
+    callback_id, attempt = _delivery(headers)
     return BnplNotification(
         original_partner_reference_no=str(data.get("originalPartnerReferenceNo", "")),
         original_reference_no=str(data.get("originalReferenceNo", "")),
         latest_transaction_status=str(data.get("latestTransactionStatus", "")),
         transaction_status_desc=str(data.get("transactionStatusDesc", "")),
         amount=_amount(amount.get("value")),
-        tenure=int(tenure) if isinstance(tenure, int | str) and str(tenure).isdigit() else None,
+        tenure=int(tenure) if isinstance(tenure, (int, str)) and str(tenure).isdigit() else None,
         raw=data,
+        callback_id=callback_id,
+        attempt=attempt,
+        timestamp=ts,
     )
+
+
+def _check_timestamp(ts: str, tolerance: float, now: datetime | None) -> None:
+    try:
+        signed = datetime.fromisoformat(ts.strip())
+    except ValueError as exc:
+        raise SignatureError(f"X-TIMESTAMP {ts!r} is not an ISO 8601 time") from exc
+    if signed.tzinfo is None:
+        raise SignatureError(f"X-TIMESTAMP {ts!r} has no UTC offset")
+    skew = abs(((now or datetime.now(timezone.utc)) - signed).total_seconds())
+    if skew > tolerance:
+        raise SignatureError(f"X-TIMESTAMP {ts} is {skew:.0f} s away from now (tolerance {tolerance:g} s)")
 
 
 def sign_wallet_callback(payload: dict[str, Any], *, hash_key: str) -> tuple[bytes, dict[str, str]]:
@@ -180,11 +231,16 @@ def sign_payment_page_callback(payload: dict[str, Any], *, hash_key: str) -> tup
 
 
 def sign_bnpl_notification(
-    payload: dict[str, Any], *, client_secret: str, callback_url: str, merchant_id: str
+    payload: dict[str, Any],
+    *,
+    client_secret: str,
+    callback_url: str,
+    merchant_id: str,
+    at: datetime | None = None,
 ) -> tuple[bytes, dict[str, str]]:
-    """A fake BNPL notification for your own tests: (body, headers)."""
+    """A fake BNPL notification for your own tests: (body, headers), signed at `at` (default now)."""
     body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
-    ts = timestamp()
+    ts = timestamp(at)
     return body, {
         "Content-Type": "application/json",
         "X-TIMESTAMP": ts,

@@ -35,7 +35,7 @@ from kasir.bnpl.repository import SnapMerchant, bnpl_repository
 from kasir.config import get_settings
 from kasir.errors import Conflict, InvalidFieldFormat, Unauthorized
 from kasir.kit.clock import clock
-from kasir.kit.crypto import b64decode_strict
+from kasir.kit.crypto import SecretBox, b64decode_strict
 from kasir.kit.ttl_cache import TtlCache
 from kasir.merchants.repository import merchant_repository
 from kasir.merchants.service import CredentialKind, credential_cache_seconds, merchant_id_caches, secret_box
@@ -97,7 +97,7 @@ async def verify_snap_request(request: Request, session: AsyncSession) -> SnapCa
             raise Unauthorized("X-PARTNER-ID is not the merchant of the access token")
         merchant = await _cached_merchant(session, partner_id)  # a disabled merchant's tokens stop here
         string_to_sign = symmetric_string_to_sign(method, path, token_value, body, timestamp)
-        client_secret = _client_secret(get_settings().resolved_secret_key(), merchant.client_secret_encrypted)
+        client_secret = _client_secret(secret_box(), merchant.client_secret_encrypted)
         valid = verify_symmetric(client_secret, string_to_sign, signature)
         if not valid:  # a client secret replaced within its grace period (the console's rotation)
             secrets = await _in_grace(session, partner_id, CredentialKind.CLIENT_SECRET)
@@ -158,13 +158,13 @@ async def _cached_merchant(session: AsyncSession, partner_id: str) -> SnapMercha
 
 
 @lru_cache(maxsize=1024)
-def _client_secret(secret_key: str, sealed: str) -> str:
-    """The opened client secret: a pure function of the key and the sealed text, so it is kept.
+def _client_secret(box: SecretBox, sealed: str) -> str:
+    """The opened client secret: a pure function of the keys and the sealed text, so it is kept.
 
     Opening (Fernet: HMAC check + AES) on every request cost more than the rest of the check.
-    A new key or a new sealed secret is a new entry; nothing stale can be answered.
+    New keys (a new box) or a new sealed secret are a new entry; nothing stale can be answered.
     """
-    return secret_box().open(sealed)
+    return box.open(sealed)
 
 
 @asynccontextmanager

@@ -19,6 +19,8 @@ from kasir.cli_support import console, fail, run_in_session
 from kasir.config import get_settings
 from kasir.db import Database, SchemaBehind, check_schema
 from kasir.kit.logs import configure_logging
+from kasir.merchants.sealing import SecretKeyMismatch, check_secret_key
+from kasir.merchants.service import secret_box
 
 callbacks_app = typer.Typer(help="Inspect and replay callbacks.", no_args_is_help=True)
 
@@ -34,13 +36,14 @@ def worker() -> None:
         database = Database(settings)
         try:
             await check_schema(database)
+            await check_secret_key(database, secret_box())  # it opens hash keys to sign callbacks
             await run_worker_until_signalled(database, settings)
         finally:
             await database.dispose()
 
     try:
         asyncio.run(main())
-    except SchemaBehind as exc:
+    except (SchemaBehind, SecretKeyMismatch) as exc:
         fail(str(exc))
 
 

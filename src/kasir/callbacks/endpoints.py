@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Response
+from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 
@@ -69,7 +70,8 @@ _pending = _PendingCallbacks()
 REGISTRY.register(_pending)  # type: ignore[arg-type]
 
 
-@router.get("/metrics", tags=["operations"], summary="Prometheus metrics")
+# response_class: documented as text/plain (Prometheus's text format), not FastAPI's default JSON.
+@router.get("/metrics", tags=["operations"], summary="Prometheus metrics", response_class=PlainTextResponse)
 async def metrics(session: ReadSession) -> Response:
     _pending.counts = await callback_repository.count_by_status(session)
     return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)

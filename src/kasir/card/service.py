@@ -111,23 +111,28 @@ class AttemptAlreadySubmitted(Conflict):
 # --- page and API helpers --------------------------------------------------------------
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=16)
 def _key(secret_key: str, purpose: str) -> bytes:
     return derive_key(secret_key, purpose)
 
 
-def _service_key(purpose: str) -> bytes:
-    return _key(get_settings().resolved_secret_key(), purpose)
+def _service_key(purpose: str, secret_key: str | None = None) -> bytes:
+    return _key(secret_key or get_settings().resolved_secret_key(), purpose)
 
 
-def page_token(order_id: str, attempt: int, purpose: str) -> str:
+def _accepted_keys() -> tuple[str | None, ...]:
+    """The current key (None), then KASIR_SECRET_KEY_PREVIOUS: a page shown before a rotation still submits."""
+    return (None, *get_settings().previous_secret_keys())
+
+
+def page_token(order_id: str, attempt: int, purpose: str, secret_key: str | None = None) -> str:
     """The CSRF token of a page form: bound to the order, the attempt number and the form."""
     message = f"{order_id}:{attempt}:{purpose}".encode()
-    return hmac.digest(_service_key("kasir/card-page-csrf"), message, "sha256").hex()
+    return hmac.digest(_service_key("kasir/card-page-csrf", secret_key), message, "sha256").hex()
 
 
 def check_page_token(order_id: str, attempt: int, purpose: str, token: str) -> bool:
-    return constant_time_equals(page_token(order_id, attempt, purpose), token)
+    return any(constant_time_equals(page_token(order_id, attempt, purpose, key), token) for key in _accepted_keys())
 
 
 def page_url(order_id: str) -> str:

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Path, Request
 
 from kasir.admin import require_admin
 from kasir.audit.service import Actor
 from kasir.console.schemas import UserCreate, UserList, UserPassword, UserView, UserWithPassword
 from kasir.console.service import console_users
 from kasir.db import ReadSession, WriteSession
+from kasir.kit.ids import INT32_MAX
 
 router = APIRouter(prefix="/admin/users", tags=["admin"], dependencies=[Depends(require_admin)])
+# A user's id as its column can hold it (console_user.id is an Integer): checked before the query, as an id
+# beyond it was a 500 (OverflowError on SQLite past int64, DataError on PostgreSQL past int32).
+UserId = Annotated[int, Path(ge=1, le=INT32_MAX)]
 
 
 def actor(request: Request) -> Actor:
@@ -36,16 +42,18 @@ async def list_users(session: ReadSession) -> UserList:
 
 
 @router.post("/{user_id}/disable", summary="Disable a console user; its sessions end at once")
-async def disable_user(user_id: int, request: Request, session: WriteSession) -> UserView:
+async def disable_user(user_id: UserId, request: Request, session: WriteSession) -> UserView:
     return UserView.of(await console_users.set_disabled(session, user_id, True, actor=actor(request)))
 
 
 @router.post("/{user_id}/enable", summary="Enable a console user again")
-async def enable_user(user_id: int, request: Request, session: WriteSession) -> UserView:
+async def enable_user(user_id: UserId, request: Request, session: WriteSession) -> UserView:
     return UserView.of(await console_users.set_disabled(session, user_id, False, actor=actor(request)))
 
 
 @router.post("/{user_id}/reset-password", summary="A new password, shown once; the user's sessions end")
-async def reset_password(user_id: int, body: UserPassword, request: Request, session: WriteSession) -> UserWithPassword:
+async def reset_password(
+    user_id: UserId, body: UserPassword, request: Request, session: WriteSession
+) -> UserWithPassword:
     user, password = await console_users.reset_password(session, user_id, body.password, actor=actor(request))
     return UserWithPassword(**UserView.of(user).model_dump(), password=password)

@@ -42,6 +42,7 @@ from kasir.db import Database
 from kasir.errors import BadRequest, Conflict, KasirError, NotFound, TooManyRequests
 from kasir.kit.clock import clock
 from kasir.kit.crypto import constant_time_equals
+from kasir.kit.ids import INT32_MAX
 from kasir.merchants.service import merchant_service
 
 
@@ -241,7 +242,9 @@ class ConsoleUserService:
 
     async def get(self, session: AsyncSession, email_or_id: str | int) -> ConsoleUser:
         if isinstance(email_or_id, int) or str(email_or_id).isdigit():
-            user = await console_repository.user(session, int(email_or_id))
+            user_id = int(email_or_id)
+            # Beyond its Integer column no row can have it, and the driver would raise instead of finding none.
+            user = await console_repository.user(session, user_id) if 0 < user_id <= INT32_MAX else None
         else:
             user = await console_repository.user_by_email(session, str(email_or_id).strip().lower())
         if user is None:

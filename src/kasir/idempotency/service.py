@@ -83,14 +83,23 @@ def idempotency_key(request: Request) -> str | None:
     return key
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=8)
 def _fingerprint_key(secret_key: str) -> HmacKey:
     return HmacKey(derive_key(secret_key, _FINGERPRINT_PURPOSE))
 
 
-def request_fingerprint(body: bytes) -> str:
+def request_fingerprint(body: bytes, secret_key: str | None = None) -> str:
     """Keyed hash of the raw body: a plain SHA-256 of a body with a card number could be brute-forced."""
-    return _fingerprint_key(get_settings().resolved_secret_key()).digest(body).hex()
+    return _fingerprint_key(secret_key or get_settings().resolved_secret_key()).digest(body).hex()
+
+
+def _same_request(stored_hash: str, fingerprint: str, body: bytes) -> bool:
+    """The stored fingerprint is this body's, under the current key or (a key made before a rotation and
+    retried after it) one in KASIR_SECRET_KEY_PREVIOUS."""
+    if constant_time_equals(stored_hash, fingerprint):
+        return True
+    previous = get_settings().previous_secret_keys()
+    return any(constant_time_equals(stored_hash, request_fingerprint(body, key)) for key in previous)
 
 
 async def run_once(
@@ -110,7 +119,7 @@ async def run_once(
             return await handler(session)
     fingerprint = request_fingerprint(body)
     async with database.unit_of_work() as session:
-        stored = await _claim(session, merchant_id, scope, key, fingerprint)
+        stored = await _claim(session, merchant_id, scope, key, fingerprint, body)
         if stored is not None:
             return _replay(stored)
         try:
@@ -129,7 +138,9 @@ async def run_once(
     return response
 
 
-async def _claim(session: AsyncSession, merchant_id: str, scope: str, key: str, fingerprint: str) -> StoredKey | None:
+async def _claim(
+    session: AsyncSession, merchant_id: str, scope: str, key: str, fingerprint: str, body: bytes
+) -> StoredKey | None:
     """None when this request owns the key now; the stored answer to replay; or the refusal raised."""
     now = clock.now()
     new = NewKey(merchant_id, scope, key, fingerprint, now, now + TTL)
@@ -146,7 +157,7 @@ async def _claim(session: AsyncSession, merchant_id: str, scope: str, key: str, 
                 raise request_in_progress()
     except LockTimeout:
         raise request_in_progress() from None
-    if not constant_time_equals(stored.request_hash, fingerprint):
+    if not _same_request(stored.request_hash, fingerprint, body):
         raise IdempotencyKeyReused()
     if stored.response_status is None or stored.response_body is None:
         raise request_in_progress()  # never committed so; said for safety

@@ -10,6 +10,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+from collections.abc import Sequence
 from functools import lru_cache
 
 from cryptography.exceptions import InvalidSignature
@@ -184,18 +185,45 @@ def derive_key(secret_key: str, purpose: str) -> bytes:
 
 
 class SecretBox:
-    """Encrypts merchant secrets at rest (Fernet: AES-128-CBC + HMAC-SHA256)."""
+    """Encrypts merchant secrets at rest (Fernet: AES-128-CBC + HMAC-SHA256) under the service's secret key.
 
-    def __init__(self, secret_key: str) -> None:
-        self._fernet = Fernet(base64.urlsafe_b64encode(derive_key(secret_key, "kasir/secrets-at-rest")))
+    It also opens what earlier keys sealed (`previous`, KASIR_SECRET_KEY_PREVIOUS), so a new key can be
+    deployed before `kasir secrets rotate` re-seals every value with it (`reseal`).
+    """
+
+    def __init__(self, secret_key: str, previous: Sequence[str] = ()) -> None:
+        self._current = _fernet(secret_key)
+        self._previous = [_fernet(key) for key in previous if key != secret_key]
 
     def seal(self, plaintext: str) -> str:
-        return self._fernet.encrypt(plaintext.encode()).decode()
+        return self._current.encrypt(plaintext.encode()).decode()
 
     def open(self, ciphertext: str) -> str:
+        token = ciphertext.encode()
+        for fernet in (self._current, *self._previous):
+            try:
+                return fernet.decrypt(token).decode()
+            except InvalidToken:
+                continue
+        raise ValueError(
+            "a stored secret cannot be decrypted: it was sealed with a key that is neither KASIR_SECRET_KEY "
+            "nor one in KASIR_SECRET_KEY_PREVIOUS"
+        )
+
+    def is_current(self, ciphertext: str) -> bool:
+        """Sealed with the current key (so no previous key is needed to open it)."""
         try:
-            return self._fernet.decrypt(ciphertext.encode()).decode()
-        except InvalidToken as exc:
-            raise ValueError(
-                "a stored secret cannot be decrypted: KASIR_SECRET_KEY differs from the one it was written with"
-            ) from exc
+            self._current.decrypt(ciphertext.encode())
+        except InvalidToken:
+            return False
+        return True
+
+    def reseal(self, ciphertext: str) -> str | None:
+        """The value sealed with the current key; None when it already is. ValueError when no key opens it."""
+        if self.is_current(ciphertext):
+            return None
+        return self.seal(self.open(ciphertext))
+
+
+def _fernet(secret_key: str) -> Fernet:
+    return Fernet(base64.urlsafe_b64encode(derive_key(secret_key, "kasir/secrets-at-rest")))

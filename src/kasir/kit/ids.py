@@ -81,3 +81,5 @@ def new_secret(nbytes: int = 32) -> str:
 # A row id in a path or query: the databases' BIGINT. A larger number is refused where it is
 # parsed (a 4xx in the route's format), not by the database driver (a 500).
 INT64_MAX = 2**63 - 1
+# The largest id an `Integer` column holds on both databases (PostgreSQL's integer is 32-bit).
+INT32_MAX = 2**31 - 1

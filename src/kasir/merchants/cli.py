@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from pathlib import Path
@@ -12,9 +13,18 @@ from rich.table import Table
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.audit.service import Actor
-from kasir.cli_support import console, fail, run_in_session
-from kasir.kit.crypto import generate_rsa_private_key, private_key_pem, public_key_fingerprint, public_key_pem
+from kasir.cli_support import console, err_console, fail, run_in_session
+from kasir.config import get_settings
+from kasir.db import Database, SchemaBehind, check_schema
+from kasir.kit.crypto import (
+    SecretBox,
+    generate_rsa_private_key,
+    private_key_pem,
+    public_key_fingerprint,
+    public_key_pem,
+)
 from kasir.merchants.models import Merchant
+from kasir.merchants.sealing import BATCH_ROWS, Resealed, reseal_all
 from kasir.merchants.service import CredentialKind, MerchantCredentials, merchant_service, validate_public_key
 
 merchant_app = typer.Typer(help="Create and inspect merchants.", no_args_is_help=True)
@@ -255,3 +265,86 @@ def enable(merchant_id: str) -> None:
 
     run_in_session(work)
     console.print(f"merchant {merchant_id} enabled", highlight=False)
+
+
+# --- kasir secrets: KASIR_SECRET_KEY rotation (kasir.merchants.sealing) ----------------------
+
+secrets_app = typer.Typer(help="The merchant secrets KASIR_SECRET_KEY seals.", no_args_is_help=True)
+
+
+def _reseal(*, write: bool, batch_rows: int) -> list[Resealed]:
+    settings = get_settings()
+    box = SecretBox(settings.resolved_secret_key(), settings.previous_secret_keys())
+
+    async def main() -> list[Resealed]:
+        database = Database(settings)
+        try:
+            await check_schema(database)
+            return await reseal_all(database, box, write=write, batch_rows=batch_rows)
+        finally:
+            await database.dispose()
+
+    try:
+        return asyncio.run(main())
+    except SchemaBehind as exc:
+        fail(str(exc))
+
+
+def _report(reports: list[Resealed], *, as_json: bool, done: str) -> None:
+    """The counts; exit 1 when a value opens with no key, or (checking) still needs a previous one."""
+    if as_json:
+        typer.echo(json.dumps({report.table: report.counts() for report in reports}))
+    else:
+        table = Table("table", done, "already current", "changed meanwhile", "unreadable")
+        for report in reports:
+            table.add_row(
+                report.table,
+                str(report.resealed),
+                str(report.current),
+                str(report.changed_meanwhile),
+                str(len(report.unreadable)),
+            )
+        console.print(table)
+    unreadable = [where for report in reports for where in report.unreadable]
+    if unreadable:
+        shown = ", ".join(unreadable[:10]) + (f" and {len(unreadable) - 10} more" if len(unreadable) > 10 else "")
+        fail(
+            f"{len(unreadable)} sealed values open with neither KASIR_SECRET_KEY nor KASIR_SECRET_KEY_PREVIOUS "
+            f"({shown}): add the key they were sealed with to KASIR_SECRET_KEY_PREVIOUS and run this again",
+            code=1,
+        )
+
+
+@secrets_app.command("rotate")
+def rotate_secrets(
+    batch: Annotated[int, typer.Option(min=1, max=10_000, help="Rows per transaction")] = BATCH_ROWS,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON")] = False,
+) -> None:
+    """Re-seal every merchant secret with KASIR_SECRET_KEY, opening it with KASIR_SECRET_KEY_PREVIOUS where needed.
+
+    Run it after every process has the new key (and the old one in KASIR_SECRET_KEY_PREVIOUS); then the old
+    key can be removed. Idempotent: a value already sealed with the current key is not written again.
+    """
+    reports = _reseal(write=True, batch_rows=batch)
+    _report(reports, as_json=as_json, done="re-sealed")
+    if any(report.changed_meanwhile for report in reports):
+        err_console.print("some rows changed while this ran: run it again to check them", highlight=False)
+    elif not as_json:
+        console.print("every sealed secret opens with KASIR_SECRET_KEY alone", highlight=False)
+
+
+@secrets_app.command("check")
+def check_secrets(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON")] = False,
+) -> None:
+    """Count the sealed secrets that still need a key in KASIR_SECRET_KEY_PREVIOUS (changes nothing).
+
+    Exit code 0 when every one opens with KASIR_SECRET_KEY alone, 1 otherwise.
+    """
+    reports = _reseal(write=False, batch_rows=BATCH_ROWS)
+    _report(reports, as_json=as_json, done="to re-seal")
+    pending = sum(report.resealed for report in reports)
+    if pending:
+        fail(f"{pending} sealed values still need KASIR_SECRET_KEY_PREVIOUS: run `kasir secrets rotate`", code=1)
+    if not as_json:
+        console.print("every sealed secret opens with KASIR_SECRET_KEY alone", highlight=False)

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import ColumnElement, Table, select, true, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.merchants.models import Merchant, MerchantCredentialGrace
@@ -54,5 +55,73 @@ class MerchantRepository:
         )
         return result.all()
 
+    # --- the values KASIR_SECRET_KEY seals (kasir.merchants.sealing) ---------------------
+
+    async def sealed_batch(
+        self, session: AsyncSession, table: str, after: str | int | None, limit: int
+    ) -> Sequence[tuple[Any, ...]]:
+        """Up to `limit` rows of `table` after the row id `after`, by id: (id, *sealed values)."""
+        sealed = SEALED[table]
+        statement = select(sealed.table.c.id, *sealed.columns()).where(sealed.only).order_by(sealed.table.c.id)
+        if after is not None:
+            statement = statement.where(sealed.table.c.id > after)
+        result = await session.execute(statement.limit(limit))
+        return [tuple(row) for row in result.all()]
+
+    async def reseal(
+        self, session: AsyncSession, table: str, row_id: str | int, old: Sequence[str], new: Sequence[str]
+    ) -> bool:
+        """Write the row's sealed values `new` if they are still `old`; False when another writer changed them."""
+        sealed = SEALED[table]
+        columns = sealed.columns()
+        result = await session.execute(
+            update(sealed.table)
+            .where(sealed.table.c.id == row_id, *(column == value for column, value in zip(columns, old, strict=True)))
+            .values({column.name: value for column, value in zip(columns, new, strict=True)})
+        )
+        return int(getattr(result, "rowcount", 0)) == 1
+
+    async def sealed_sample(self, session: AsyncSession) -> Sequence[tuple[str, str]]:
+        """(where, sealed value) of the merchant changed last and first, and of the oldest replaced secret."""
+        merchant = Merchant.__table__
+        found: list[tuple[str, str]] = []
+        for order in (merchant.c.updated_at.desc(), merchant.c.updated_at.asc()):
+            row = (
+                await session.execute(
+                    select(merchant.c.id, merchant.c.client_secret_encrypted).order_by(order, merchant.c.id).limit(1)
+                )
+            ).first()
+            if row is not None:
+                found.append((f"merchant {row.id}", row.client_secret_encrypted))
+        grace = SEALED["merchant_credential_grace"]
+        row = (
+            await session.execute(
+                select(grace.table.c.id, grace.table.c.value).where(grace.only).order_by(grace.table.c.id).limit(1)
+            )
+        ).first()
+        if row is not None:
+            found.append((f"merchant_credential_grace {row.id}", row.value))
+        return found
+
+
+class SealedTable:
+    """A table with values sealed by KASIR_SECRET_KEY: which columns, in which rows."""
+
+    def __init__(self, table: Any, column_names: tuple[str, ...], only: ColumnElement[bool] | None = None) -> None:
+        self.table: Table = table
+        self.column_names = column_names
+        self.only: ColumnElement[bool] = only if only is not None else true()
+
+    def columns(self) -> list[Any]:
+        return [self.table.c[name] for name in self.column_names]
+
+
+SEALED: dict[str, SealedTable] = {
+    "merchant": SealedTable(Merchant.__table__, ("client_secret_encrypted", "secret_encrypted", "hash_key_encrypted")),
+    # A replaced public key is kept as its PEM, not sealed.
+    "merchant_credential_grace": SealedTable(
+        MerchantCredentialGrace.__table__, ("value",), MerchantCredentialGrace.__table__.c.kind != "public_key"
+    ),
+}
 
 merchant_repository = MerchantRepository()

@@ -139,12 +139,14 @@ def mask(value: str) -> str:
 
 
 @lru_cache(maxsize=4)
-def _secret_box(secret_key: str) -> SecretBox:
-    return SecretBox(secret_key)
+def _secret_box(secret_key: str, previous: tuple[str, ...]) -> SecretBox:
+    return SecretBox(secret_key, previous)
 
 
 def secret_box() -> SecretBox:
-    return _secret_box(get_settings().resolved_secret_key())
+    """Seals with KASIR_SECRET_KEY; opens with it or a key in KASIR_SECRET_KEY_PREVIOUS."""
+    settings = get_settings()
+    return _secret_box(settings.resolved_secret_key(), settings.previous_secret_keys())
 
 
 def validate_public_key(pem: str | bytes) -> str:

@@ -71,6 +71,12 @@ async def replay_to(
     "/callbacks/replay-given-up",
     status_code=201,
     summary="Deliver again every given-up callback of a merchant recorded since a time",
+    responses={
+        404: {
+            "description": "No merchant with that merchant_id",
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PlainErrorBody"}}},
+        }
+    },
 )
 async def replay_given_up(body: ReplayGivenUpRequest, request: Request, session: WriteSession) -> ReplayedList:
     replays = await payment_actions.replay_given_up(session, None, body.merchant_id, body.since, actor(request))

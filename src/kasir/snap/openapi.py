@@ -45,5 +45,16 @@ def snap_errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {status: {"model": SnapErrorBody, "description": descriptions[status]} for status in statuses}
 
 
+# The headers' rules (decisions.md §3.2; checked in kasir.bnpl.security and kasir.snap.headers).
+_HEADER_SCHEMAS: dict[str, dict[str, Any]] = {
+    "Content-Type": {"type": "string", "enum": ["application/json"]},
+    "X-EXTERNAL-ID": {"type": "string", "pattern": "^[0-9]{1,36}$"},
+    "CHANNEL-ID": {"type": "string", "pattern": r"^\S(.{0,3}\S)?$"},  # 1 to 5 characters, as read (stripped)
+}
+
+
 def snap_header_params(*names: str) -> list[dict[str, Any]]:
-    return [{"name": name, "in": "header", "required": True, "schema": {"type": "string"}} for name in names]
+    return [
+        {"name": name, "in": "header", "required": True, "schema": _HEADER_SCHEMAS.get(name, {"type": "string"})}
+        for name in names
+    ]

@@ -10,7 +10,11 @@ from kasir.snap.schemas import SnapModel
 class AccessTokenRequest(SnapModel):
     """interface.md endpoint 1: body of the B2B access-token request."""
 
-    grant_type: str = Field(description="Must be `client_credentials`.", examples=["client_credentials"])
+    grant_type: str = Field(
+        description="Must be `client_credentials`.",
+        examples=["client_credentials"],
+        json_schema_extra={"enum": ["client_credentials"]},  # checked by parse_grant, which says why
+    )
     additional_info: dict[str, Any] | None = Field(None, description="Optional free object.")
 
 

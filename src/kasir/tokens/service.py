@@ -47,14 +47,20 @@ class AccessToken:
     expires_at: datetime
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=8)
 def _signing_key(secret_key: str) -> HmacKey:
     return HmacKey(derive_key(secret_key, "kasir/access-token"))
 
 
-def _sign(payload: bytes) -> str:
-    key = _signing_key(get_settings().resolved_secret_key())
+def _sign(payload: bytes, secret_key: str | None = None) -> str:
+    key = _signing_key(secret_key or get_settings().resolved_secret_key())
     return _b64url(key.digest(payload))
+
+
+def _signed_before_rotation(payload: bytes, signature: str) -> bool:
+    """Minted under a key now in KASIR_SECRET_KEY_PREVIOUS: still valid until it expires."""
+    previous = get_settings().previous_secret_keys()
+    return any(constant_time_equals(_sign(payload, key), signature) for key in previous)
 
 
 def _b64url(data: bytes) -> str:
@@ -82,7 +88,7 @@ def read_access_token(value: str, product: Product) -> AccessToken:
         payload = _unb64url(encoded)
     except (binascii.Error, ValueError) as exc:
         raise InvalidToken() from exc
-    if not constant_time_equals(_sign(payload), signature):
+    if not constant_time_equals(_sign(payload), signature) and not _signed_before_rotation(payload, signature):
         raise InvalidToken()
     try:
         product_code, merchant_id, expires_text, _nonce = payload.decode().split(".", 3)

@@ -14,7 +14,7 @@ from enum import StrEnum
 from functools import lru_cache
 
 from kasir.config import get_settings
-from kasir.kit.crypto import derive_key
+from kasir.kit.crypto import constant_time_equals, derive_key
 from kasir.processors.protocols import CardResult
 
 
@@ -80,8 +80,14 @@ def _otp_key(secret_key: str) -> bytes:
     return derive_key(secret_key, "kasir/card-otp")
 
 
-def one_time_password(order_id: str, attempt: int) -> str:
+def one_time_password(order_id: str, attempt: int, secret_key: str | None = None) -> str:
     """The staging 3-D Secure OTP of an attempt (derived, so it is never stored)."""
-    key = _otp_key(get_settings().resolved_secret_key())
+    key = _otp_key(secret_key or get_settings().resolved_secret_key())
     digest = hmac.digest(key, f"{order_id}:{attempt}".encode(), "sha256")
     return str(int.from_bytes(digest[:8], "big") % 1_000_000).zfill(6)
+
+
+def check_one_time_password(order_id: str, attempt: int, otp: str) -> bool:
+    """The OTP of the current KASIR_SECRET_KEY or of a previous one (a page shown before a rotation)."""
+    keys = (None, *get_settings().previous_secret_keys())
+    return any(constant_time_equals(otp, one_time_password(order_id, attempt, key)) for key in keys)

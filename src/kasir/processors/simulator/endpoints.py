@@ -27,13 +27,12 @@ from kasir.card.states import CardOrderStatus
 from kasir.db import ReadSession, WriteSession, rollback_unit
 from kasir.errors import KasirError, NotFound, WireFormat, wire
 from kasir.idempotency.service import idempotency_key
-from kasir.kit.crypto import constant_time_equals
 from kasir.kit.pages import check_form_token, html_page
 from kasir.processors.protocols import Event, Notification, Product
 from kasir.processors.registry import simulator_serves
 from kasir.processors.service import apply
 from kasir.processors.simulator import pages
-from kasir.processors.simulator.cards import OTP_FAILED_MESSAGE, one_time_password
+from kasir.processors.simulator.cards import OTP_FAILED_MESSAGE, check_one_time_password, one_time_password
 from kasir.wallet.endpoints import _ERRORS, _extra, _run_once, parse, verify_wallet_request
 from kasir.wallet.schemas import DummyPaymentRequest
 from kasir.wallet.service import ChannelMismatch, wallet_service
@@ -81,7 +80,7 @@ async def verify_otp(order_id: str, request: Request, session: WriteSession) -> 
     attempt_number = _attempt_number(form)
     if not check_page_token(order.id, attempt_number, "3ds", form.get("csrf", "")):
         return await _refused(session, order, "This form is no longer valid", status=403)
-    passed = constant_time_equals(form.get("otp", "").strip(), one_time_password(order.id, attempt_number))
+    passed = check_one_time_password(order.id, attempt_number, form.get("otp", "").strip())
     event = Event.PAID if passed else Event.FAILED
     notification = Notification(
         "card", order.id, event, attempt=attempt_number, message=None if passed else OTP_FAILED_MESSAGE

@@ -1,0 +1,275 @@
+"""The request bodies, as TypedDicts: your editor and type checker see every field and its type.
+
+Plain dicts: pass `{"external_id": ...}` literals, the names are the wire names (snake_case for the
+wallet, camelCase for card and BNPL, as Kasir's interface has them). Money: whole rupiah as `int`
+(wallet, card), a string with two decimals (BNPL, e.g. "150000.00"). Each body is split in a
+required part (`_...Required`) and the optional keys (total=False), which runs on Python 3.10.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+# --- wallet (snake_case) ----------------------------------------------------------------
+
+
+class WalletPaymentDetailsRequired(TypedDict):
+    amount: int  # whole rupiah
+    transaction_description: str
+
+
+class WalletPaymentDetails(WalletPaymentDetailsRequired, total=False):
+    expired_time: str  # ISO 8601 with offset
+
+
+class WalletCustomerDetails(TypedDict):
+    email: str
+    full_name: str
+    phone: str
+
+
+class WalletItemRequired(TypedDict):
+    item_id: str
+    name: str
+    amount: int  # unit price, whole rupiah
+    qty: int
+
+
+class WalletItem(WalletItemRequired, total=False):
+    description: str
+
+
+class WalletAddress(TypedDict):
+    full_name: str
+    phone: str
+    address: str
+    city: str
+    postal_code: str
+    country: str  # ISO country code, e.g. "ID"
+
+
+class WalletDetails(TypedDict):
+    id: str  # the customer's wallet account: a phone number (HP) or an e-mail address
+    id_type: Literal["HP", "EMAIL"]
+
+
+class WalletCreatePaymentRequired(TypedDict):
+    external_id: str
+    order_id: str
+    currency: Literal["IDR"]
+    payment_method: Literal["wallet"]
+    payment_channel: str  # OVO, DANA, SHOPEEPAY, LINKAJA, VIRGO; QRIS with create-qr only
+    payment_details: WalletPaymentDetails
+    customer_details: WalletCustomerDetails
+    item_details: list[WalletItem]
+
+
+class WalletCreatePayment(WalletCreatePaymentRequired, total=False):
+    """wallet_create_payment and wallet_create_qr; `wallet_details` is required by create-payment."""
+
+    wallet_details: WalletDetails
+    billing_address: WalletAddress
+    shipping_address: WalletAddress
+    additional_data: str
+    callback_url: str
+    return_url: str
+
+
+class WalletReference(TypedDict):
+    """wallet_inquiry: names one transaction."""
+
+    transaction_id: str
+    external_id: str
+    order_id: str
+
+
+class WalletRefundRequired(WalletReference):
+    refund_amount: int  # whole rupiah
+
+
+class WalletRefund(WalletRefundRequired, total=False):
+    reason: str
+
+
+class WalletVoid(WalletReference, total=False):
+    reason: str
+
+
+class WalletDummyPaymentRequired(WalletReference):
+    payment_method: Literal["wallet"]
+    payment_channel: str
+
+
+class WalletDummyPayment(WalletDummyPaymentRequired, total=False):
+    """Staging only: `simulate_status` "PAID" (default) or a failure, with `failure_reason`."""
+
+    simulate_status: Literal["PAID", "FAILED", "EXPIRED"]
+    failure_reason: str
+
+
+# --- BNPL (SNAP, camelCase) -------------------------------------------------------------
+
+
+class Money(TypedDict):
+    value: str  # up to 16 digits and 2 decimals: "150000.00"
+    currency: Literal["IDR"]
+
+
+class BnplCalculationItemRequired(TypedDict):
+    itemId: str
+    name: str
+    amount: Money
+    url: str
+    category: str
+    qty: int | str
+    parentType: Literal["SELLER"]
+    parentId: str
+
+
+class BnplCalculationItem(BnplCalculationItemRequired, total=False):
+    imageUrl: str
+
+
+class BnplCalculateRequired(TypedDict):
+    amount: Money
+    itemDetails: list[BnplCalculationItem]
+
+
+class BnplCalculate(BnplCalculateRequired, total=False):
+    additionalInfo: dict[str, Any]
+
+
+class BnplPaymentDetails(TypedDict):
+    amount: Money
+
+
+class BnplCheckoutItem(TypedDict):
+    itemId: str  # a SKU, or shippingfee, adminfee, taxfee, discount, additionalfee, insurancefee
+    name: str
+    amount: Money
+    category: str
+    qty: int
+
+
+class BnplCustomerDetailsRequired(TypedDict):
+    firstName: str
+    email: str
+    phone: str
+
+
+class BnplCustomerDetails(BnplCustomerDetailsRequired, total=False):
+    lastName: str
+
+
+class BnplSellerAddressRequired(TypedDict):
+    firstName: str
+    address: str
+    city: str
+    postalCode: str
+    phone: str
+    countryCode: str
+
+
+class BnplSellerAddress(BnplSellerAddressRequired, total=False):
+    lastName: str
+
+
+class BnplSeller(TypedDict, total=False):
+    id: str
+    name: str
+    url: str
+    sellerIdNumber: str
+    email: str
+    address: BnplSellerAddress
+
+
+class BnplCheckoutRequired(TypedDict):
+    partnerReferenceNo: str
+    paymentDetails: BnplPaymentDetails
+    itemDetails: list[BnplCheckoutItem]
+    customerDetails: BnplCustomerDetails
+    callbackUrl: str  # where the notification goes (verify it with verify_bnpl_notification)
+
+
+class BnplCheckout(BnplCheckoutRequired, total=False):
+    sellers: list[BnplSeller]
+    additionalInfo: dict[str, Any]
+
+
+# --- card (camelCase) -------------------------------------------------------------------
+
+
+class CardPaymentDetailsRequired(TypedDict):
+    amount: int  # whole rupiah
+    isCustomerPayingFee: bool
+    transactionDescription: str
+
+
+class CardPaymentDetails(CardPaymentDetailsRequired, total=False):
+    expiredTime: str
+
+
+class CardItemRequired(TypedDict):
+    itemId: str
+    name: str
+    amount: int  # unit price
+    qty: int  # 1 to 999
+
+
+class CardItem(CardItemRequired, total=False):
+    description: str
+
+
+class CardCustomerDetails(TypedDict):
+    email: str
+    fullName: str
+    phone: str
+    ipAddress: str
+
+
+class CardAddress(TypedDict):
+    fullName: str
+    phone: str
+    address: str
+    city: str
+    postalCode: str
+    country: str
+
+
+class CardDetails(TypedDict, total=False):
+    """Only on a direct charge; never log or store these."""
+
+    cardNumber: str
+    cardExpiredMonth: str
+    cardExpiredYear: str
+    cardCvn: str
+    cardHolderName: str
+
+
+class CardPaymentOptions(TypedDict, total=False):
+    useRewards: bool
+    campaign_code: str  # snake_case on the wire (interface.md)
+    tenor: Literal["0", "3", "6", "12"]  # months; "0" is full payment
+
+
+class CardChargeRequired(TypedDict):
+    externalId: str
+    orderId: str
+    currency: Literal["IDR"]
+    paymentMethod: Literal["card", "ewallet"]
+    paymentChannel: str
+    paymentMode: Literal["CLOSE", "OPEN"]
+    paymentDetails: CardPaymentDetails
+    itemDetails: list[CardItem]
+    customerDetails: CardCustomerDetails
+    billingAddress: CardAddress
+    shippingAddress: CardAddress
+    returnUrl: str
+
+
+class CardCharge(CardChargeRequired, total=False):
+    cardDetails: CardDetails
+    callbackUrl: str
+    paymentOptions: CardPaymentOptions
+    additionalData: str
+    source: str  # the SDK sends "kasir-client" unless you name another

@@ -1,0 +1,153 @@
+"""Credentials for Schemathesis's requests: a `requests` auth that signs the bytes actually sent.
+
+Each route family is signed as a merchant signs it (decisions.md §3), with the formulas of
+tests/support/signing.py: SNAP symmetric with an access token (BNPL), Basic + x-req-signature
+(wallet), Basic (card charge), SHA256withRSA over client_id|X-TIMESTAMP (access token), the admin
+token (/admin). It runs on the prepared request, after serialization, so what is signed is exactly
+the body and path on the wire, whatever the fuzzer generated.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import secrets
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+from requests import PreparedRequest
+from requests.auth import AuthBase
+
+from tests.support.builders import snap_timestamp
+from tests.support.signing import basic_auth, snap_symmetric, token_signature, x_req_signature
+
+# The headers the signer owns, per path prefix: the fuzzer does not generate them (see fuzz_hooks.py).
+SIGNED_HEADERS = {
+    "/auth/merchants/": ("X-TIMESTAMP", "X-CLIENT-KEY", "X-SIGNATURE"),
+    "/api/v1.0/access-token/": ("X-TIMESTAMP", "X-CLIENT-KEY", "X-SIGNATURE"),
+    "/v1.0/bnpl/": ("Authorization", "X-TIMESTAMP", "X-SIGNATURE", "X-PARTNER-ID"),
+    "/v1.1/bnpl/": ("Authorization", "X-TIMESTAMP", "X-SIGNATURE", "X-PARTNER-ID"),
+    "/ewallet/v2/": ("Authorization", "x-req-signature"),
+    "/card-v2/": ("Authorization",),
+    "/admin/": ("Authorization",),
+}
+
+_serial = itertools.count(int(time.time() * 1000))
+# Stands for a merchant's unique reference in the seed examples; replaced per request.
+SEED_MARK = b"FUZZSEED"
+
+
+@dataclass
+class FuzzMerchant:
+    merchant_id: str
+    client_id: str
+    client_secret: str
+    secret: str
+    hash_key: str
+    private_key: rsa.RSAPrivateKey
+    access_token: str = ""
+    decoy_id: str = ""  # a second merchant: what the admin routes may disable and rotate (KasirSigner)
+
+    def to_json(self) -> str:
+        pem = self.private_key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+        return json.dumps({**{k: v for k, v in vars(self).items() if k != "private_key"}, "private_key": pem.decode()})
+
+    @classmethod
+    def from_json(cls, text: str) -> FuzzMerchant:
+        fields = json.loads(text)
+        key = serialization.load_pem_private_key(fields.pop("private_key").encode(), password=None)
+        assert isinstance(key, rsa.RSAPrivateKey)
+        return cls(**fields, private_key=key)
+
+
+class KasirSigner(AuthBase):
+    def __init__(self, merchant: FuzzMerchant, admin_token: str, decoy_id: str) -> None:
+        self.merchant = merchant
+        self.admin_token = admin_token
+        self.decoy_id = decoy_id
+
+    def __call__(self, request: PreparedRequest) -> PreparedRequest:
+        path = request.path_url
+        own = f"/admin/merchants/{self.merchant.merchant_id}"
+        if path.startswith(own) and request.url is not None:
+            # Schemathesis reuses ids it read in answers (GET /admin/merchants): the fuzz merchant must not be
+            # disabled or have its secrets rotated under the fuzz, so its admin routes hit the decoy's.
+            request.url = request.url.replace(own, f"/admin/merchants/{self.decoy_id}", 1)
+            path = request.path_url
+        body = request.body or b""
+        if isinstance(body, str):
+            body = body.encode("utf-8", "surrogatepass")
+        if SEED_MARK in body:
+            # The seed examples' ids (fuzz_hooks.py), made unique per request: every case built from a valid
+            # example would otherwise be a duplicate order (409) after the first, and go no deeper.
+            body = body.replace(SEED_MARK, _fresh().encode())
+            request.prepare_body(body, None)
+        text = body.decode("utf-8", "surrogateescape")
+        headers = request.headers
+        merchant = self.merchant
+        if path.startswith("/admin/"):
+            headers["Authorization"] = f"Bearer {self.admin_token}"
+        elif path.startswith(("/auth/merchants/", "/api/v1.0/access-token/")):
+            timestamp = snap_timestamp()
+            headers["X-TIMESTAMP"] = timestamp
+            headers["X-CLIENT-KEY"] = merchant.client_id
+            headers["X-SIGNATURE"] = token_signature(merchant.private_key, merchant.client_id, timestamp)
+        elif path.startswith(("/v1.0/bnpl/", "/v1.1/bnpl/")):
+            timestamp = snap_timestamp()
+            method = request.method or "POST"
+            headers["Authorization"] = f"Bearer {merchant.access_token}"
+            headers["X-TIMESTAMP"] = timestamp
+            headers["X-PARTNER-ID"] = merchant.merchant_id
+            headers["X-SIGNATURE"] = snap_symmetric(
+                merchant.client_secret, method, path, merchant.access_token, text, timestamp
+            )
+            _fresh_if_valid(request, "X-EXTERNAL-ID", lambda v: v.isascii() and v.isdigit() and len(v) <= 36)
+        elif path.startswith("/ewallet/v2/"):
+            fields = _json_object(text)
+            headers["Authorization"] = basic_auth(merchant.merchant_id, merchant.secret)
+            headers["x-req-signature"] = x_req_signature(
+                merchant.hash_key, _as_text(fields.get("external_id")), _as_text(fields.get("order_id"))
+            )
+        elif path.startswith("/card-v2/"):
+            headers["Authorization"] = basic_auth(merchant.merchant_id, merchant.secret)
+        _fresh_if_valid(request, "X-Idempotency-Key", lambda v: 0 < len(v) <= 255)
+        return request
+
+
+def _fresh() -> str:
+    return str(next(_serial)) + str(secrets.randbelow(10**6)).zfill(6)
+
+
+def _fresh_if_valid(request: PreparedRequest, name: str, valid: Callable[[str], bool]) -> None:
+    """A generated id that is valid is made unique, so one reused by the fuzzer does not turn every later case
+    into a 409 (X-EXTERNAL-ID reuse) or a 422 (idempotency key reuse); an invalid one is sent as generated."""
+    value = request.headers.get(name)
+    if isinstance(value, bytes):
+        value = value.decode("latin-1")
+    if value is not None and valid(value):
+        request.headers[name] = _fresh()
+
+
+def _json_object(text: str) -> dict[str, object]:
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _as_text(value: object) -> str:
+    """A field as the server reads it for x-req-signature; "" for what it refuses anyway (not text, or a
+    lone surrogate, which has no UTF-8 form to hash)."""
+    if not isinstance(value, str):
+        return ""
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        return ""
+    return value
