@@ -138,6 +138,12 @@ CHALLENGE_CARD = "4000 0000 0000 3220"  # success behind the 3-D Secure one-time
 DECLINED_CARD = "4000 0000 0000 0002"  # declined by the issuer
 
 
+def form_html(html: str, form_id: str) -> str:
+    """The form `form_id` of a page (a page with two forms has a token per form)."""
+    start = html.index(f'id="{form_id}"')
+    return html[start : html.index("</form>", start)]
+
+
 def hidden_fields(html: str) -> dict[str, str]:
     """The hidden inputs of a page's form (attempt number, CSRF token), as a browser would send them."""
     fields: dict[str, str] = {}
@@ -208,7 +214,9 @@ class Demo:
         )
         page = await self.http.get(checkout.qr_content or "")
         page.raise_for_status()
-        approved = await self.http.post(f"{checkout.qr_content}/approve", data={"tenure": "3"})
+        # As a browser: the approval form's own fields (its CSRF token), and the tenure chosen.
+        form = {**hidden_fields(form_html(page.text, "approve-form")), "tenure": "3"}
+        approved = await self.http.post(f"{checkout.qr_content}/approve", data=form)
         if approved.status_code != 303:
             raise RuntimeError(f"approval answered {approved.status_code}")
         [notification] = await self.receiver.wait("/bnpl")

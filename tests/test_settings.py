@@ -303,6 +303,27 @@ def test_the_kasir_command_reads_a_bad_setting_as_an_error(tmp_path: Path) -> No
     assert "Traceback" not in result.stderr + result.stdout
 
 
+async def test_kasir_processors_switches_products_off(settings: Settings, migrated: None) -> None:
+    """KASIR_PROCESSORS, read from the environment: a staging deployment with only a BNPL processor."""
+    os.environ["KASIR_PROCESSORS"] = "bnpl=simulator"
+    try:
+        configured = Settings(
+            data_dir=settings.data_dir, database_url=settings.database_url, secret_key=settings.resolved_secret_key()
+        )
+    finally:
+        del os.environ["KASIR_PROCESSORS"]
+    assert configured.processors == "bnpl=simulator"
+    app = create_app(configured)
+    try:
+        async with app.router.lifespan_context(app):
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://kasir.test") as http:
+                ready = (await http.get("/readyz")).json()
+    finally:
+        configure(settings)
+    assert ready["products"] == {"card": None, "wallet": None, "bnpl": "simulator"}
+
+
 @pytest.mark.parametrize(
     ("value", "reason"),
     [

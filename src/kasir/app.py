@@ -49,6 +49,21 @@ def product_routers(settings: Settings | None = None) -> list[APIRouter]:
     return routers
 
 
+def processor_routers() -> list[APIRouter]:
+    """The routes an installed processor serves itself (`Processor.router()`), for the configured ones.
+
+    A configuration that cannot be served is `kasir serve`'s to refuse (one line); here it adds nothing.
+    """
+    from kasir.processors.registry import ConfigurationError, current
+
+    try:
+        processors = current()
+    except ConfigurationError:
+        return []
+    routers = (processor.router() for processor in processors.by_name.values())
+    return [router for router in routers if router is not None]
+
+
 def add_routes(app: FastAPI, router: APIRouter) -> None:
     """The router's routes, as the app's own when the router adds nothing to them (no prefix, no dependencies).
 
@@ -117,6 +132,8 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
     for router in product_routers(settings):
         add_routes(app, router)
     add_routes(app, console_users_router)
+    for router in processor_routers():
+        add_routes(app, router)
     # Last: it indexes the routes above (kasir.kit.routing: the scan cost the card charge more than its SQL).
     app.router.routes.insert(0, StaticPathIndex(app.router.routes))
 

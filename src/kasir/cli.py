@@ -25,6 +25,7 @@ from kasir.merchants.cli import credentials_json, keygen, merchant_app, secrets_
 from kasir.merchants.sealing import SecretKeyMismatch, check_secret_key
 from kasir.merchants.service import MerchantCredentials, merchant_service, secret_box
 from kasir.payments.cli import payments_app, replay_given_up
+from kasir.processors.registry import ConfigurationError, check_configuration
 
 app = typer.Typer(help="Kasir payment platform.", no_args_is_help=True, pretty_exceptions_enable=False)
 
@@ -118,10 +119,16 @@ def serve(
             await database.dispose()
 
     try:
+        live = check_configuration(settings)
+    except ConfigurationError as exc:
+        fail(str(exc))
+    try:
         asyncio.run(check())
     except (SchemaBehind, SecretKeyMismatch) as exc:
         fail(str(exc))
-    console.print(f"Kasir {settings.env} on http://{host}:{port} (database {_describe_url(settings)})")
+    console.print(
+        f"Kasir {settings.env} on http://{host}:{port} (database {_describe_url(settings)}); {live}", soft_wrap=True
+    )
     cap = connection_cap(settings.max_connections)
     if cap < settings.max_connections:
         console.print(

@@ -176,6 +176,12 @@ class Settings(BaseSettings):
         "(comma-separated, `*` for any); the rate limits count the address they name. Default: none, the TCP "
         "peer is the source address.",
     )
+    processors: str = Field(
+        "",
+        description="Who moves the money, per product: `card=NAME,wallet=NAME,bnpl=NAME` (processors installed "
+        "under the entry-point group `kasir.processors`). Default: the simulator for every product in staging, "
+        "none in production; a product without a processor is switched off. Production refuses the simulator.",
+    )
     card_channels: str = Field(
         "",
         description="Card channels and their acquirers, e.g. `CARD,BCACC:BCA`; replaces the shipped list when set.",

@@ -6,7 +6,10 @@ import importlib
 import importlib.util
 
 # Every room with a models.py; a new room is found without editing this file.
-ROOMS = ("merchants", "callbacks", "idempotency", "wallet", "bnpl", "card", "audit", "payments", "console", "ratelimit")
+ROOMS = (
+    "merchants", "callbacks", "idempotency", "wallet", "bnpl", "card", "processors", "audit", "payments", "console",
+    "ratelimit",
+)  # fmt: skip
 
 
 def import_all_models() -> None:

@@ -14,6 +14,7 @@ from kasir.bnpl.models import BnplTransaction
 from kasir.kit.clock import parse_aware
 from tests.bnpl.helpers import access_token, checkout_body, item, post_signed
 from tests.support.builders import make_merchant
+from tests.support.forms import page_forms, post_form
 
 CHECKOUT = "/v1.0/bnpl/qr-checkout"
 
@@ -226,9 +227,10 @@ async def test_unknown_transactions_and_bad_tenure_values(app: FastAPI, client: 
     assert (await client.post("/bnpl/pages/BNPLNOSUCH/approve", data={"tenure": "3"})).status_code == 404
     merchant = await make_merchant(app)
     data = (await post_signed(client, merchant, CHECKOUT, checkout_body())).json()
-    path = f"/bnpl/pages/{data['referenceNo']}/approve"
-    assert (await client.post(path, data={"tenure": "three"})).status_code == 400
-    assert (await client.post(path, data={})).status_code == 400
+    forms = await page_forms(client, f"/bnpl/pages/{data['referenceNo']}")
+    assert (await post_form(client, forms["approve-form"], tenure="three")).status_code == 400
+    no_tenure = {"csrf": forms["approve-form"].fields["csrf"]}
+    assert (await client.post(forms["approve-form"].action, data=no_tenure)).status_code == 400
 
 
 @pytest.mark.parametrize("path", ["itemDetails", "sellers"])

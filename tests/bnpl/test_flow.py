@@ -17,6 +17,7 @@ from kasir.kit.clock import clock, parse_aware
 from tests.bnpl.helpers import access_token, checkout_body, external_id, item, post_signed
 from tests.support import builders
 from tests.support.builders import make_merchant
+from tests.support.forms import page_forms, post_form, submit
 from tests.support.receiver import CallbackReceiver, ReceivedRequest
 from tests.support.server import ServedKasir
 from tests.support.signing import notify_signature
@@ -80,7 +81,8 @@ async def test_checkout_approve_on_page_notifies_and_inquiry_follows(
     assert action is not None
     assert re.findall(r'name="tenure" value="(\d+)"', html) == ["3", "6", "12"]
 
-    approved = await client.post(action.group(1), data={"tenure": "6"})
+    forms = await page_forms(client, page_path(data))
+    approved = await post_form(client, forms["approve-form"], tenure=6)
     assert approved.status_code == 303
     after = await client.get(approved.headers["location"])
     assert 'data-code="00"' in after.text
@@ -106,9 +108,9 @@ async def test_checkout_approve_on_page_notifies_and_inquiry_follows(
     assert body["paidTime"] == payload["paidTime"]
 
     # a second decision is refused and sends nothing
-    again = await client.post(action.group(1), data={"tenure": "3"})
+    again = await post_form(client, forms["approve-form"], tenure=3)
     assert again.status_code == 409
-    rejected = await client.post(f"/bnpl/pages/{reference_no}/reject")
+    rejected = await post_form(client, forms["reject-form"])
     assert rejected.status_code == 409
     assert len(receiver.requests) == 1
 
@@ -117,7 +119,7 @@ async def test_reject_on_page_notifies_06(app: FastAPI, client: httpx.AsyncClien
     merchant = await make_merchant(app)
     callback_url = receiver.url("/bnpl/reject")
     data = await checkout(client, merchant, callback_url)
-    rejected = await client.post(f"{page_path(data)}/reject")
+    rejected = await submit(client, page_path(data), "reject-form")
     assert rejected.status_code == 303
     [notification] = await receiver.wait_for(1, path="/bnpl/reject")
     payload = check_notification(notification, merchant, callback_url)
@@ -141,7 +143,8 @@ async def test_expiry_moves_01_to_05_and_notifies(
     status = await inquire(client, merchant, {"originalReferenceNo": data["referenceNo"]})
     assert status.json()["latestTransactionStatus"] == "01"  # not yet due
 
-    await client.post(f"{page_path(kept)}/approve", data={"tenure": "3"})
+    late_forms = await page_forms(client, page_path(data))
+    await submit(client, page_path(kept), "approve-form", tenure=3)
     clock.advance(10)
     await expire_due_bnpl_transactions(app.state.database)  # the embedded worker may have been first: same result
     status = await inquire(client, merchant, {"originalReferenceNo": data["referenceNo"]})
@@ -158,7 +161,7 @@ async def test_expiry_moves_01_to_05_and_notifies(
     assert payload["transactionStatusDesc"] == "Expired"
     assert await expire_due_bnpl_transactions(app.state.database) == 0
 
-    late = await client.post(f"{page_path(data)}/approve", data={"tenure": "3"})
+    late = await post_form(client, late_forms["approve-form"], tenure=3)
     assert late.status_code == 409
     assert len(receiver.requests) == 2
 
@@ -166,8 +169,9 @@ async def test_expiry_moves_01_to_05_and_notifies(
 async def test_approval_after_validity_is_refused(app: FastAPI, client: httpx.AsyncClient) -> None:
     merchant = await make_merchant(app)
     data = await checkout(client, merchant, "http://127.0.0.1:9/cb")
+    forms = await page_forms(client, page_path(data))
     clock.advance(24 * 3600 + 1)
-    late = await client.post(f"{page_path(data)}/approve", data={"tenure": "3"})
+    late = await post_form(client, forms["approve-form"], tenure=3)
     assert late.status_code == 409
     assert "expired" in late.text
 
@@ -175,7 +179,7 @@ async def test_approval_after_validity_is_refused(app: FastAPI, client: httpx.As
 async def test_unknown_tenure_is_refused(app: FastAPI, client: httpx.AsyncClient) -> None:
     merchant = await make_merchant(app)
     data = await checkout(client, merchant, "http://127.0.0.1:9/cb")
-    response = await client.post(f"{page_path(data)}/approve", data={"tenure": "5"})
+    response = await submit(client, page_path(data), "approve-form", tenure=5)
     assert response.status_code == 400
     status = await inquire(client, merchant, {"originalReferenceNo": data["referenceNo"]})
     assert status.json()["latestTransactionStatus"] == "01"
@@ -233,7 +237,7 @@ async def test_over_a_real_socket(app: FastAPI, served: ServedKasir, receiver: C
         assert data["qrContent"].startswith(served.base_url)
         page = await http.get(data["qrContent"])
         assert page.status_code == 200
-        approved = await http.post(f"{data['qrContent']}/approve", data={"tenure": "12"})
+        approved = await submit(http, data["qrContent"], "approve-form", tenure=12)
         assert approved.status_code == 303
         image = await http.get(data["qrUrl"])
         assert image.content.startswith(b"\x89PNG")
@@ -249,11 +253,11 @@ async def test_concurrent_decisions_only_one_wins(
     merchant = await make_merchant(app)
     callback_url = receiver.url("/bnpl/race")
     data = await checkout(client, merchant, callback_url)
-    path = page_path(data)
+    forms = await page_forms(client, page_path(data))
     responses = await asyncio.gather(
-        client.post(f"{path}/approve", data={"tenure": "3"}),
-        client.post(f"{path}/reject"),
-        client.post(f"{path}/approve", data={"tenure": "6"}),
+        post_form(client, forms["approve-form"], tenure=3),
+        post_form(client, forms["reject-form"]),
+        post_form(client, forms["approve-form"], tenure=6),
     )
     assert sorted(r.status_code for r in responses) == [303, 409, 409]
     [notification] = await receiver.wait_for(1, path="/bnpl/race")
@@ -308,3 +312,23 @@ async def test_old_external_ids_are_forgotten(app: FastAPI) -> None:
             select(func.count()).select_from(BnplExternalId).where(BnplExternalId.merchant_id == merchant.id)
         )
     assert count == 0
+
+
+async def test_a_cross_site_post_changes_nothing(
+    app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
+) -> None:
+    """Another site's form (no token, another transaction's or form's, a made-up one) is refused: 403."""
+    merchant = await make_merchant(app)
+    data = await checkout(client, merchant, receiver.url("/bnpl/forged"))
+    other = await checkout(client, merchant, "http://127.0.0.1:9/cb")
+    ours, theirs = await page_forms(client, page_path(data)), await page_forms(client, page_path(other))
+    for action, extra in (("approve", {"tenure": "3"}), ("reject", {})):
+        wrong_form = "reject-form" if action == "approve" else "approve-form"
+        for token in (None, "", "f" * 64, theirs[f"{action}-form"].fields["csrf"], ours[wrong_form].fields["csrf"]):
+            form = {**extra, **({} if token is None else {"csrf": token})}
+            refused = await client.post(f"{page_path(data)}/{action}", data=form)
+            assert refused.status_code == 403, (action, token)
+    status = await inquire(client, merchant, {"originalReferenceNo": data["referenceNo"]})
+    assert status.json()["latestTransactionStatus"] == "01"
+    assert (await post_form(client, ours["approve-form"], tenure=3)).status_code == 303
+    await receiver.wait_for(1, path="/bnpl/forged")

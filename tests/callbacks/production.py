@@ -15,6 +15,8 @@ from fastapi import FastAPI
 from kasir.app import create_app
 from kasir.config import Settings, configure
 from kasir.db import Database, upgrade_schema
+from kasir.processors import registry
+from kasir.processors.simulator import Simulator
 from tests.support.postgres import PostgresCluster
 
 
@@ -36,9 +38,15 @@ async def isolated_database(settings: Settings, postgres: PostgresCluster | None
 async def production_app(settings: Settings, database_url: str, allowed: str, **more: Any) -> AsyncIterator[FastAPI]:
     """`create_app` with KASIR_ENV=production and the allow-list as the environment would give it."""
     environment = {"env": "production", "database_url": database_url, "callback_allowed_networks": allowed, **more}
-    application = create_app(Settings(**{**settings.model_dump(), **environment}))
+    # Production serves a product only with a processor, never the simulator (kasir.processors): here the
+    # simulator stands in for real ones, so that requests get as far as their callback URL's check.
+    environment.setdefault("processors", "card=simulator,wallet=simulator,bnpl=simulator")
+    Simulator.simulates = False
     try:
+        application = create_app(Settings(**{**settings.model_dump(), **environment}))
         async with application.router.lifespan_context(application):
             yield application
     finally:
+        Simulator.simulates = True
+        registry._resolved.clear()  # forget the stand-in configuration
         configure(settings)  # create_app installed the production settings process-wide

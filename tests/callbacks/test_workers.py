@@ -25,8 +25,9 @@ pytestmark = pytest.mark.slow
 
 
 @pytest.fixture
-async def isolated(settings, tmp_path: Path, postgres):
+async def isolated(app, settings, tmp_path: Path, postgres):
     """A database of its own, so the test app's embedded worker does not take these callbacks."""
+    # `app`: the process configured with the test settings, so the merchant is sealed with the key the workers get.
     if postgres is not None:
         url = postgres.create_database(f"workers_{abs(hash(tmp_path)) % 10**9}")
     else:

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from kasir.config import get_settings
 from tests.card.helpers import charge_body, post_charge
 from tests.support.builders import make_merchant
+from tests.support.forms import submit
 from tests.support.receiver import CallbackReceiver
 from tests.support.signing import callback_signature, x_req_signature
 
@@ -33,7 +34,7 @@ async def test_ewallet_charge_links_to_the_wallet_checkout(
     assert data["link"] == f"{get_settings().public_url}/ewallet/pages/{data['transactionId']}"
     path = data["link"].removeprefix(get_settings().public_url)
     assert (await client.get(path)).status_code == 200
-    assert (await client.post(f"{path}/pay")).status_code == 303
+    assert (await submit(client, path, "pay-form")).status_code == 303
 
     [callback] = await receiver.wait_for(1, path="/ewallet/cb")
     payload = callback.json()

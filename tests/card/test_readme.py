@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 from fastapi import FastAPI
 
-from kasir.card.cards import TEST_CARDS
+from kasir.processors.simulator.cards import TEST_CARDS
 from tests.card.helpers import auth
 from tests.support.builders import make_merchant
 

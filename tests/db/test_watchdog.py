@@ -21,6 +21,7 @@ from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import Settings
 from kasir.db import Database
 from kasir.db.sqlite import WriteSeatHeldTooLong
+from kasir.processors.simulator import Simulator
 from tests.card.helpers import charge_body, post_charge
 from tests.support.builders import make_merchant
 from tests.wallet import helpers as wallet
@@ -86,6 +87,8 @@ def production_with_a_tight_watchdog(app: FastAPI, settings: Settings, monkeypat
     if not settings.resolved_database_url.startswith("sqlite"):
         pytest.skip("the write seat is SQLite's")
     monkeypatch.setattr(type(settings), "is_production", property(lambda _self: True))
+    # Production never simulates (kasir.processors): the simulator stands in here for a real processor.
+    monkeypatch.setattr(Simulator, "simulates", False)
     monkeypatch.setattr(app.state.database.strategy.group, "watchdog_seconds", LIMIT_SECONDS)
 
 

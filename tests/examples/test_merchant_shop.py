@@ -13,6 +13,7 @@ from examples.merchant_shop.app import create_app
 from tests.conftest import TEST_ADMIN_TOKEN
 from tests.sdk.helpers import sdk_credentials
 from tests.support.builders import make_merchant
+from tests.support.forms import submit
 from tests.support.postgres import free_port
 
 pytestmark = pytest.mark.slow
@@ -51,7 +52,7 @@ async def test_bnpl_order_is_paid_by_a_verified_callback_and_replays_change_noth
     created = (await shop.post("/orders", json={"method": "bnpl", "amount": 150000})).json()
     assert created["status"] == "pending"
     async with httpx.AsyncClient() as http:
-        approved = await http.post(created["pay_url"] + "/approve", data={"tenure": "3"})
+        approved = await submit(http, created["pay_url"], "approve-form", tenure=3)
         assert approved.status_code == 303
     order = await wait_status(shop, created["id"], "paid")
 

@@ -17,7 +17,7 @@ from fastapi import FastAPI
 from kasir_client import AsyncClient, AuthenticationError, Credentials
 from pydantic import SecretStr
 
-from kasir.card.service import check_one_time_password, check_page_token, one_time_password, page_token
+from kasir.card.service import check_page_token, page_token
 from kasir.config import Settings, configure
 from kasir.db import Database, upgrade_schema
 from kasir.errors import InvalidToken
@@ -26,6 +26,7 @@ from kasir.kit.crypto import SecretBox
 from kasir.merchants.repository import merchant_repository
 from kasir.merchants.sealing import SecretKeyMismatch, check_secret_key, reseal_all
 from kasir.merchants.service import CredentialKind, MerchantCredentials, merchant_service
+from kasir.processors.simulator.cards import check_one_time_password, one_time_password
 from kasir.tokens.service import Product, mint_access_token, read_access_token
 from tests.bnpl.helpers import post_signed
 from tests.conftest import TEST_SECRET_KEY

@@ -21,7 +21,10 @@ async def test_healthz_and_readyz(client):
     assert (await client.get("/healthz")).json() == {"status": "ok"}
     ready = await client.get("/readyz")
     assert ready.status_code == 200
-    assert ready.json() == {"status": "ready"}
+    assert ready.json() == {
+        "status": "ready",
+        "products": {"card": "simulator", "wallet": "simulator", "bnpl": "simulator"},
+    }
 
 
 async def test_database_is_at_head(app):

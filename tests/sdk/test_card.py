@@ -23,6 +23,7 @@ from kasir_client import (
 from tests.sdk.helpers import sdk_credentials
 from tests.support import builders
 from tests.support.builders import make_merchant
+from tests.support.forms import submit
 from tests.support.receiver import CallbackReceiver, ReceivedRequest
 from tests.support.signing import callback_signature, x_req_signature
 
@@ -250,7 +251,7 @@ async def test_ewallet_payment_method_answers_a_wallet_checkout_with_wallet_call
     assert result.payment_status == "PENDING"
     assert result.link == f"{served.base_url}/ewallet/pages/{result.transaction_id}"
     async with httpx.AsyncClient() as browser:
-        paid = await browser.post(f"{result.link}/pay")
+        paid = await submit(browser, result.link, "pay-form")
     assert paid.status_code == 303
     [callback] = await receiver.wait_for(1, path="/ewallet")
     event = verify_wallet_callback(

@@ -11,6 +11,7 @@ from fastapi import FastAPI
 
 from kasir.config import get_settings
 from tests.support.builders import make_merchant
+from tests.support.forms import page_forms, post_form, submit
 from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
 from tests.wallet.helpers import check_callback, create, dummy_payment, inquire, item
@@ -44,7 +45,9 @@ async def test_page_shows_the_payment_and_pay_sends_the_callback(
     assert pay is not None
     assert fail is not None
 
-    paid = await client.post(pay.group(1))
+    forms = await page_forms(client, page_path(tx))
+    assert forms["pay-form"].fields["csrf"]
+    paid = await post_form(client, forms["pay-form"])
     assert paid.status_code == 303
     after = await client.get(paid.headers["location"])
     assert 'data-status="PAID"' in after.text
@@ -56,7 +59,7 @@ async def test_page_shows_the_payment_and_pay_sends_the_callback(
     assert payload["transaction_status"] == "PAID"
     assert (await inquire(client, merchant, tx))["transaction_status"] == "PAID"
 
-    again = await client.post(pay.group(1))
+    again = await post_form(client, forms["pay-form"])  # the page's form, sent again
     assert again.status_code == 409
     assert "PAID" in again.text
     assert (await dummy_payment(client, merchant, tx)).status_code == 409
@@ -66,20 +69,21 @@ async def test_page_shows_the_payment_and_pay_sends_the_callback(
 async def test_fail_on_the_page_for_ovo(app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver) -> None:
     merchant = await make_merchant(app)
     tx = await create(client, merchant, receiver.url("/page-fail"), channel="OVO")
-    failed = await client.post(f"{page_path(tx)}/fail", data={"reason": "Customer cancelled in OVO"})
+    forms = await page_forms(client, page_path(tx))
+    failed = await post_form(client, forms["fail-form"], reason="Customer cancelled in OVO")
     assert failed.status_code == 303
     [request] = await receiver.wait_for(1, path="/page-fail")
     payload = check_callback(request, merchant, tx)
     assert payload["transaction_status"] == "failed"
     assert payload["response_code"] == "03"
     assert payload["response_message"] == "Customer cancelled in OVO"
-    assert (await client.post(f"{page_path(tx)}/pay")).status_code == 409
+    assert (await post_form(client, forms["pay-form"])).status_code == 409
 
 
 async def test_fail_on_the_page_is_refused_outside_ovo(app: FastAPI, client: httpx.AsyncClient) -> None:
     merchant = await make_merchant(app)
     tx = await create(client, merchant, channel="SHOPEEPAY")
-    refused = await client.post(f"{page_path(tx)}/fail")
+    refused = await submit(client, page_path(tx), "fail-form")
     assert refused.status_code == 409
     assert "OVO" in refused.text
     assert (await inquire(client, merchant, tx))["transaction_status"] == "PENDING"
@@ -98,11 +102,11 @@ async def test_concurrent_page_payments_only_one_wins(
 ) -> None:
     merchant = await make_merchant(app)
     tx = await create(client, merchant, receiver.url("/page-race"), channel="OVO")
-    path = page_path(tx)
+    forms = await page_forms(client, page_path(tx))
     responses = await asyncio.gather(
-        client.post(f"{path}/pay"),
-        client.post(f"{path}/fail"),
-        client.post(f"{path}/pay"),
+        post_form(client, forms["pay-form"]),
+        post_form(client, forms["fail-form"]),
+        post_form(client, forms["pay-form"]),
         dummy_payment(client, merchant, tx),
     )
     statuses = sorted(r.status_code for r in responses)
@@ -124,7 +128,7 @@ async def test_over_a_real_socket(app: FastAPI, served: ServedKasir, receiver: C
         paid = await dummy_payment(http, merchant, qr)
         assert paid.status_code == 200, paid.text
         wallet = await create(http, merchant, receiver.url("/served-page"), channel="LINKAJA")
-        assert (await http.post(f"{wallet['payment_url']}/pay")).status_code == 303
+        assert (await submit(http, wallet["payment_url"], "pay-form")).status_code == 303
         responses = await asyncio.gather(*(dummy_payment(http, merchant, wallet) for _ in range(3)))
         assert all(r.status_code == 409 for r in responses)
         assert (await inquire(http, merchant, qr))["transaction_status"] == "PAID"
@@ -146,3 +150,30 @@ async def test_concurrent_dummy_payments_across_a_real_socket(
     await receiver.wait_for(1, path="/served-race")
     await asyncio.sleep(0.5)
     assert len([r for r in receiver.requests if r.path == "/served-race"]) == 1
+
+
+async def test_a_cross_site_post_changes_nothing(
+    app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
+) -> None:
+    """Another site's form (no token, a token of another payment or form, a made-up one) is refused: 403."""
+    merchant = await make_merchant(app)
+    tx = await create(client, merchant, receiver.url("/page-forged"), channel="OVO")
+    other = await create(client, merchant, channel="OVO")
+    theirs = await page_forms(client, page_path(other))
+    ours = await page_forms(client, page_path(tx))
+    for action in ("pay", "fail"):
+        url = f"{page_path(tx)}/{action}"
+        for data in (
+            {},
+            {"csrf": ""},
+            {"csrf": "0" * 64},
+            {"csrf": theirs[f"{action}-form"].fields["csrf"]},  # another payment's page
+            {"csrf": ours["fail-form" if action == "pay" else "pay-form"].fields["csrf"]},  # the other button's
+        ):
+            refused = await client.post(url, data=data, headers={"Origin": "https://evil.example"})
+            assert refused.status_code == 403, (action, data)
+            assert "nothing was changed" in refused.text
+    assert (await inquire(client, merchant, tx))["transaction_status"] == "PENDING"
+    assert (await post_form(client, ours["pay-form"])).status_code == 303
+    assert (await inquire(client, merchant, tx))["transaction_status"] == "PAID"
+    await receiver.wait_for(1, path="/page-forged")

@@ -1,4 +1,8 @@
-"""BNPL routes: interface.md endpoints 4 and 5, the status inquiry, the staging approval page.
+"""BNPL routes: interface.md endpoints 4 and 5, the status inquiry, the approval page (qrContent).
+
+The approval page hands the customer to the configured lender (kasir.processors); the
+simulator's Approve and Reject are its own routes. Without a lender the checkout answers
+403xx01 Feature Not Allowed (kasir.processors.registry.ProductUnavailable).
 
 Each SNAP route is served under `/v1.0/bnpl/...` (documented) and `/v1.1/bnpl/...` (the
 interface's sample request); both reach the same handler.
@@ -7,22 +11,27 @@ interface's sample request); both reach the same handler.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from kasir.bnpl import pages
 from kasir.bnpl.schemas import BnplStatusInquiryRequest, PaymentCalculationRequest, QrCheckoutRequest
-from kasir.bnpl.security import SNAP_HEADERS, claim_external_id, verified_caller, verified_snap_request
-from kasir.bnpl.service import bnpl_service, option_body, parse_request, transaction_body
-from kasir.db import ReadSession, WriteSession
-from kasir.errors import KasirError, NotFound, WireFormat, wire
+from kasir.bnpl.security import (
+    SNAP_HEADERS,
+    claim_external_id,
+    verified_caller,
+    verified_snap_request,
+)
+from kasir.bnpl.service import bnpl_service, option_body, page_url, parse_request, transaction_body
+from kasir.db import ReadSession
+from kasir.errors import NotFound, WireFormat, wire
 from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
 from kasir.kit.clock import isoformat_seconds
 from kasir.kit.pages import html_page
 from kasir.kit.qr import qr_png
+from kasir.processors.registry import bnpl_lender, page_of, require
 from kasir.snap.codes import (
     SERVICE_PAYMENT_CALCULATION,
     SERVICE_QR_CHECKOUT,
@@ -31,7 +40,6 @@ from kasir.snap.codes import (
     success_code,
 )
 from kasir.snap.openapi import snap_errors, snap_header_params, snap_route
-from kasir.staging import Staging
 
 router = APIRouter(tags=["bnpl"])
 
@@ -88,6 +96,7 @@ async def qr_checkout(request: Request) -> Response:
     key = idempotency_key(request)
     checkout = parse_request(QrCheckoutRequest, caller.body)
     await bnpl_service.check_callback_url(checkout)  # DNS: before the unit of work
+    require("bnpl")
 
     async def checkout_in(session: AsyncSession) -> Response:
         await claim_external_id(session, caller)
@@ -126,48 +135,24 @@ _PLAIN = wire(WireFormat.PLAIN)
 @router.get("/bnpl/qr/{reference_no}.png", summary="BNPL QR image (qrUrl)", openapi_extra=_PLAIN)
 async def qr_image(reference_no: str, session: ReadSession) -> Response:
     tx = await bnpl_service.get(session, reference_no)
-    return Response(qr_png(pages.qr_content(tx), border=2), media_type="image/png")
+    return Response(qr_png(page_url(tx), border=2), media_type="image/png")
 
 
 @router.get(
     "/bnpl/pages/{reference_no}",
-    summary="BNPL approval page (staging)",
+    summary="BNPL approval (qrContent): the lender's approval page",
     openapi_extra=_PLAIN,
-    dependencies=[Staging],
     response_class=HTMLResponse,
 )
-async def approval_page(reference_no: str, session: ReadSession) -> HTMLResponse:
-    tx = await bnpl_service.get(session, reference_no)
-    return html_page(await pages.render_approval(session, tx))
-
-
-@router.post(
-    "/bnpl/pages/{reference_no}/approve",
-    summary="Approve on the BNPL page (staging)",
-    openapi_extra=_PLAIN,
-    dependencies=[Staging],
-)
-async def approve(reference_no: str, tenure: Annotated[int, Form()], session: WriteSession) -> Response:
-    try:
-        await bnpl_service.approve(session, reference_no, tenure)
-    except KasirError as error:
-        if isinstance(error, NotFound):
-            raise
-        return html_page(pages.render_refusal(reference_no, error.message), status_code=error.http_status)
-    return RedirectResponse(f"/bnpl/pages/{reference_no}", status_code=303)
-
-
-@router.post(
-    "/bnpl/pages/{reference_no}/reject",
-    summary="Reject on the BNPL page (staging)",
-    openapi_extra=_PLAIN,
-    dependencies=[Staging],
-)
-async def reject(reference_no: str, session: WriteSession) -> Response:
-    try:
-        await bnpl_service.reject(session, reference_no)
-    except KasirError as error:
-        if isinstance(error, NotFound):
-            raise
-        return html_page(pages.render_refusal(reference_no, error.message), status_code=error.http_status)
-    return RedirectResponse(f"/bnpl/pages/{reference_no}", status_code=303)
+async def approval_page(reference_no: str, request: Request) -> Response:
+    """Hands the customer to the lender's approval page (asked outside any unit of work: it is the
+    network); the simulator's is its own page, with Approve and Reject."""
+    page_of("bnpl")
+    async with request.app.state.database.unit_of_work(read_only=True) as session:
+        application = await bnpl_service.application(session, reference_no)
+    checkout = await bnpl_lender().checkout(application)
+    if checkout.html is not None:
+        return html_page(checkout.html)
+    if checkout.url is None:
+        raise NotFound("Not Found")
+    return RedirectResponse(checkout.url, status_code=303)

@@ -55,6 +55,7 @@ from kasir.kit.clock import clock, isoformat_seconds
 from kasir.kit.ids import new_id
 from kasir.kit.logs import annotate_request
 from kasir.kit.money import format_snap_amount
+from kasir.processors.protocols import BnplApplication
 from kasir.snap.headers import parse_json_body
 
 VALIDITY = timedelta(hours=24)  # interface.md: default validity 24 hours
@@ -222,13 +223,34 @@ class BnplService:
         annotate_request(reference_no=tx.id, merchant_id=caller.merchant_id)
         return tx
 
-    # --- approval page (staging) ------------------------------------------------------
+    # --- approval (the lender's page, its notification) -------------------------------
 
     async def get(self, session: AsyncSession, reference_no: str, *, lock: bool = False) -> BnplTransaction:
         tx = await bnpl_repository.get(session, reference_no, lock=lock)
         if tx is None:
             raise BnplTransactionNotFound()
         return tx
+
+    async def application(self, session: AsyncSession, reference_no: str) -> BnplApplication:
+        """The transaction as its lender's `checkout` takes it (the customer opened qrContent)."""
+        from kasir.merchants.service import merchant_service
+
+        tx = await self.get(session, reference_no)
+        merchant = await merchant_service.get(session, tx.merchant_id)
+        details: dict[str, Any] = json.loads(tx.details)
+        return BnplApplication(
+            reference=tx.id,
+            partner_reference_no=tx.partner_reference_no,
+            merchant_name=merchant.name,
+            amount=format_snap_amount(tx.amount),
+            currency=CURRENCY,
+            customer_name=details.get("customerDetails", {}).get("fullName"),
+            items=details.get("itemDetails", []),
+            plans=[option_body(o) for o in await self.options(session, tx.merchant_id, tx.amount)],
+            status=tx.status,
+            status_desc=tx.status_desc,
+            tenure=tx.tenure,
+        )
 
     async def approve(self, session: AsyncSession, reference_no: str, tenure: int) -> BnplTransaction:
         tx = await self.get(session, reference_no, lock=True)

@@ -1,67 +1,20 @@
-"""Card numbers: Luhn, brand, masking, the staging test cards, acquirers.
+"""Card numbers: Luhn, brand, masking, acquirers.
 
-`parse_card()` is the only place a full card number (PAN) or CVN is handled. It returns a
-`ParsedCard` that holds the masked number (first 6, last 4), the brand, the expiry and the
-staging outcome the number selects; the PAN and the CVN are dropped on the spot. Errors
-name the field and say what is wrong, never what was sent.
+`parse_card()` checks a card and returns it as `CardDetails` (kasir.processors): the number
+and the CVN go to the configured acquirer in the same request and are never stored, logged
+or rendered back; what is kept is the masked number (first 6, last 4), the brand and the
+expiry. Errors name the field and say what is wrong, never what was sent.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from functools import lru_cache
 
 from kasir.config import get_settings
 from kasir.errors import FieldError
-
-
-class Outcome(StrEnum):
-    """What the staging issuer does with a card (decisions.md §7)."""
-
-    APPROVED = "approved"  # frictionless success
-    CHALLENGE = "challenge"  # success behind the 3-D Secure one-time-password page
-    DECLINED = "declined"
-    INSUFFICIENT_FUNDS = "insufficient_funds"
-    ISSUER_UNAVAILABLE = "issuer_unavailable"
-    EXPIRED_CARD = "expired_card"
-    UNKNOWN_CARD = "unknown_card"  # any other valid number: staging charges no real card
-
-
-@dataclass(frozen=True, slots=True)
-class TestCard:
-    number: str
-    brand: str
-    outcome: Outcome
-    description: str
-
-
-# The staging test cards (README "Card charge" and the payment page print this table).
-# Any future expiry date and any CVN of the right length work with them.
-TEST_CARDS: tuple[TestCard, ...] = (
-    TestCard("4811111111111114", "VISA", Outcome.APPROVED, "Success, no 3-D Secure (frictionless)"),
-    TestCard("5211111111111117", "MASTERCARD", Outcome.APPROVED, "Success, no 3-D Secure (frictionless)"),
-    TestCard("4000000000003220", "VISA", Outcome.CHALLENGE, "Success after the 3-D Secure one-time password"),
-    TestCard("4000000000000002", "VISA", Outcome.DECLINED, "Declined by the issuer"),
-    TestCard("4000000000009995", "VISA", Outcome.INSUFFICIENT_FUNDS, "Declined: insufficient funds"),
-    TestCard("5100000000000511", "MASTERCARD", Outcome.ISSUER_UNAVAILABLE, "Failed: the issuer does not respond"),
-    TestCard("4000000000000069", "VISA", Outcome.EXPIRED_CARD, "Declined: expired card"),
-)
-_BY_NUMBER = {card.number: card for card in TEST_CARDS}
-
-# response_message of the payment-page callback and the message the page shows.
-MESSAGES: dict[Outcome, str] = {
-    Outcome.APPROVED: "Approved",
-    Outcome.CHALLENGE: "3-D Secure authentication required",
-    Outcome.DECLINED: "Card declined by the issuer",
-    Outcome.INSUFFICIENT_FUNDS: "Insufficient funds",
-    Outcome.ISSUER_UNAVAILABLE: "Issuer not responding",
-    Outcome.EXPIRED_CARD: "Expired card",
-    Outcome.UNKNOWN_CARD: "Card not recognised by the staging issuer; use a test card",
-}
-OTP_FAILED_MESSAGE = "3-D Secure authentication failed"
+from kasir.processors.protocols import CardDetails
 
 # --- acquirers (decisions.md §7) ------------------------------------------------------
 
@@ -134,19 +87,8 @@ def mask(digits: str) -> str:
     return digits[:6] + "*" * (len(digits) - 10) + digits[-4:]
 
 
-@dataclass(frozen=True, slots=True)
-class ParsedCard:
-    """What is kept of a card: never the full number, never the CVN."""
-
-    masked: str
-    brand: str
-    exp_month: str  # "MM"
-    exp_year: str  # "YYYY"
-    holder_name: str  # upper-cased
-    outcome: Outcome
-
-    def __repr__(self) -> str:
-        return f"ParsedCard({self.masked}, {self.brand}, {self.exp_month}/{self.exp_year})"
+# What the charge and the page hold of a card between its parsing and the acquirer's answer.
+ParsedCard = CardDetails
 
 
 class InvalidCardData(ValueError):
@@ -200,12 +142,12 @@ def parse_card(
 
     if errors:
         raise InvalidCardData(errors)
-    test_card = _BY_NUMBER.get(digits)
-    return ParsedCard(
-        masked=mask(digits),
-        brand=test_card.brand if test_card else brand_of(digits),
+    return CardDetails(
+        number=digits,
+        cvn=cvn.strip(),
         exp_month=f"{int(month):02d}",
         exp_year=str(full_year),
         holder_name=holder,
-        outcome=test_card.outcome if test_card else Outcome.UNKNOWN_CARD,
+        masked=mask(digits),
+        brand=brand_of(digits),
     )

@@ -1,10 +1,13 @@
-"""Card routes: the charge API (interface.md endpoint 6) and the staging payment pages.
+"""Card routes: the charge API (interface.md endpoint 6) and the hosted payment page.
 
     POST /card-v2/v1/charge               Basic auth, X-Idempotency-Key; card error format
     GET  /card/pages/{id}                 hosted payment page (or the paid / closed page)
     POST /card/pages/{id}/pay             one attempt with the card entered on the page
-    GET  /card/pages/{id}/3ds             3-D Secure one-time-password page (OTP shown in staging)
-    POST /card/pages/{id}/3ds             the OTP
+    GET  /card/pages/{id}/return          back from the acquirer's 3-D Secure challenge
+
+The pages are the product's, in staging and production: the card goes to the configured
+acquirer (kasir.processors), which may send the customer to a challenge and back. The
+simulator's challenge page is the simulator's own (kasir.processors.simulator).
 
 The charge has one path on every database and setting: authenticate, parse (400 for the
 request's fields, 422 for the card's), check the callback URL (DNS: before any unit of work),
@@ -17,12 +20,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.card import pages
-from kasir.card.repository import card_repository
 from kasir.card.schemas import CardErrorBody, ChargeRequest, ChargeResponse
 from kasir.card.service import (
     EXPIRED_BY_TIME,
@@ -32,20 +34,21 @@ from kasir.card.service import (
     card_service,
     charge_body,
     check_page_token,
-    one_time_password,
     page_token,
     return_redirect,
 )
-from kasir.card.states import CardOrderStatus
+from kasir.card.states import CardOrderClosed, CardOrderStatus
+from kasir.config import get_settings
 from kasir.db import ReadSession, WriteSession, rollback_unit
 from kasir.errors import KasirError, NotFound, WireFormat, wire
 from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
 from kasir.kit.back_to_back import BackToBack
 from kasir.kit.clock import clock
 from kasir.kit.pages import html_page
+from kasir.processors.protocols import CardResult
+from kasir.processors.registry import card_acquirer, page_of
 from kasir.ratelimit.service import source_address
 from kasir.snap.openapi import snap_route
-from kasir.staging import Staging
 
 # The charge bodies of one event-loop iteration are parsed and validated together, with
 # pydantic-core's code and the schema warm in the CPU's caches (kit/back_to_back.py).
@@ -96,6 +99,7 @@ async def charge(request: Request) -> Response:
     body = await request.body()
     charge_request, card = await _charge_parsings.run(card_service.parse, body)
     await card_service.check_callback_url(caller, charge_request)
+    card_service.require_processor(charge_request)
 
     async def charge_in(session: AsyncSession) -> Response:
         outcome = await card_service.charge(session, caller, charge_request, card)
@@ -105,12 +109,17 @@ async def charge(request: Request) -> Response:
     return await run_once(request, database, key, merchant_id=merchant_id, scope=_SCOPE, body=body, handler=charge_in)
 
 
-# --- the pages (staging simulator, decisions.md §1) --------------------------------------
+# --- the hosted payment page ----------------------------------------------------------------
 
 _PLAIN = wire(WireFormat.PLAIN)
 
 
-_PAGE = {"openapi_extra": _PLAIN, "dependencies": [Staging], "include_in_schema": False}
+def _card_is_live() -> None:
+    page_of("card")
+
+
+# The pages of a switched-off product are not served (404), as the staging-only pages were in production.
+_PAGE = {"openapi_extra": _PLAIN, "include_in_schema": False, "dependencies": [Depends(_card_is_live)]}
 
 
 _STATIC = Path(pages.__file__).parent / "static"
@@ -128,6 +137,12 @@ async def page_script(name: str) -> Response:
 
 def _see_other(url: str) -> RedirectResponse:
     return RedirectResponse(url, status_code=303)
+
+
+def _same_site(url: str) -> str:
+    """A URL on Kasir's own public URL as its path (a redirect within the site); others unchanged."""
+    base = get_settings().public_url
+    return url[len(base) :] if url.startswith(base + "/") else url
 
 
 def _page_path(order_id: str, suffix: str = "") -> str:
@@ -158,7 +173,10 @@ async def payment_page(order_id: str, session: ReadSession) -> Response:
             )
         )
     if order.status == CardOrderStatus.AUTHENTICATING.value:
-        return _see_other(_page_path(order.id, "/3ds"))
+        # Back to the challenge the acquirer is waiting on (asked again: idempotent by the attempt).
+        decision = await card_acquirer().status(order.id, order.attempts_made)
+        if decision.result is CardResult.CHALLENGE and decision.redirect_url:
+            return _see_other(_same_site(decision.redirect_url))
     if order.status != CardOrderStatus.PENDING.value:
         return html_page(await pages.render_closed(session, order, return_url=return_redirect(order, order.status)))
     csrf = page_token(order.id, order.attempts_made + 1, "pay")
@@ -183,7 +201,9 @@ async def pay(order_id: str, request: Request, session: WriteSession) -> Respons
     }
     try:
         card = card_from_fields(form, now=clock.local_now(), prefix="")
-        order, attempt = await card_service.pay_on_page(session, order.id, attempt_number, card, tenor, save_card)
+        order, attempt, decision = await card_service.pay_on_page(
+            session, order.id, attempt_number, card, tenor, save_card
+        )
     except InvalidCard as error:
         await rollback_unit(session)
         order = await card_service.get(session, order_id)
@@ -212,7 +232,7 @@ async def pay(order_id: str, request: Request, session: WriteSession) -> Respons
     if order.status == CardOrderStatus.SUCCESS.value:
         return _see_other(return_redirect(order, "SUCCESS"))
     if order.status == CardOrderStatus.AUTHENTICATING.value:
-        return _see_other(_page_path(order.id, "/3ds"))
+        return _see_other(_same_site(decision.redirect_url) if decision.redirect_url else _page_path(order.id))
     if order.status == CardOrderStatus.EXPIRED.value:
         return _see_other(return_redirect(order, "EXPIRED"))
     # Declined with attempts left: the same page, values kept, the reason said.
@@ -233,38 +253,30 @@ async def _refused(session: AsyncSession, order: Any, heading: str, *, status: i
     return html_page(html, status_code=status)
 
 
-@router.get("/card/pages/{order_id}/3ds", response_class=HTMLResponse, **_PAGE)  # type: ignore[arg-type]
-async def otp_page(order_id: str, session: ReadSession) -> Response:
-    order = await card_service.get(session, order_id)
-    if order.status != CardOrderStatus.AUTHENTICATING.value or card_service.is_due(order):
-        return _see_other(_page_path(order.id))
-    attempt = await card_repository.attempt(session, order.id, order.attempts_made)
-    assert attempt is not None
-    csrf = page_token(order.id, attempt.number, "3ds")
-    html = await pages.render_otp(session, order, attempt, otp=one_time_password(order.id, attempt.number), csrf=csrf)
-    return html_page(html)
-
-
-@router.post("/card/pages/{order_id}/3ds", **_PAGE)  # type: ignore[arg-type]
-async def verify_otp(order_id: str, request: Request, session: WriteSession) -> Response:
-    form = await _form(request)
-    order = await card_service.get(session, order_id)
-    attempt_number = _attempt_number(form)
-    if not check_page_token(order.id, attempt_number, "3ds", form.get("csrf", "")):
-        return await _refused(session, order, "This form is no longer valid", status=403)
+@router.get("/card/pages/{order_id}/return", **_PAGE)  # type: ignore[arg-type]
+async def challenge_return(order_id: str, request: Request) -> Response:
+    """Back from the acquirer's challenge: ask it the result (before any unit of work: it is the
+    network), record it in one unit, and send the customer on (the merchant's returnUrl, or the
+    page again with the reason when attempts are left)."""
+    database = request.app.state.database
+    attempt_number = _attempt_number(dict(request.query_params))
+    async with database.unit_of_work(read_only=True) as session:
+        order, attempt = await card_service.challenge(session, order_id)
+    if attempt is None or attempt.number != attempt_number:
+        return _see_other(_after_challenge(order))  # finished already (the acquirer's notification came first)
+    params = {name: value for name, value in request.query_params.items() if name != "attempt"}
+    decision = await card_acquirer().complete_challenge(order.id, attempt.number, params)
     try:
-        order = await card_service.verify_otp(session, order.id, attempt_number, form.get("otp", ""))
-    except AttemptAlreadySubmitted:
-        await rollback_unit(session)
-        order = await card_service.get(session, order_id)
-        return await _refused(session, order, "This verification was already submitted", status=409)
-    except KasirError as error:
-        if isinstance(error, NotFound):
-            raise
-        await rollback_unit(session)
+        async with database.unit_of_work() as session:
+            order = await card_service.finish_challenge(session, order.id, attempt.number, decision)
+    except (AttemptAlreadySubmitted, CardOrderClosed):
         return _see_other(_page_path(order_id))
+    return _see_other(_after_challenge(order))
+
+
+def _after_challenge(order: Any) -> str:
     if order.status == CardOrderStatus.SUCCESS.value:
-        return _see_other(return_redirect(order, "SUCCESS"))
+        return return_redirect(order, "SUCCESS")
     if order.status == CardOrderStatus.EXPIRED.value:
-        return _see_other(return_redirect(order, "EXPIRED"))
-    return _see_other(_page_path(order.id))  # wrong OTP, attempts left: the page says why
+        return return_redirect(order, "EXPIRED")
+    return _page_path(order.id)  # a failed challenge with attempts left, or still at the challenge

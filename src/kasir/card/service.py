@@ -15,10 +15,13 @@
 
 X-Idempotency-Key is the idempotency room's (kasir.idempotency), as on every money-moving route.
 
-An attempt's outcome is decided by the staging test card (cards.py). Each failed attempt
-records a payment-page callback FAILED, success records SUCCESS, and the third failure or
-the order's expiry records the final EXPIRED, each in the unit of work of the change
-(callbacks/service.py sends it after commit, signed per decisions.md §3.5).
+An attempt's outcome is decided by the configured card acquirer (kasir.processors): approved,
+declined, no answer, or a challenge (3-D Secure) whose completion comes back through
+`finish_challenge`. Each failed attempt records a payment-page callback FAILED, success
+records SUCCESS, and the third failure or the order's expiry records the final EXPIRED, each
+in the unit of work of the change (callbacks/service.py sends it after commit, signed per
+decisions.md §3.5). The acquirer is asked inside the charge's unit of work, so that its answer
+and the record of it are one; its call is bounded by its own timeout (kasir.processors.protocols).
 """
 
 from __future__ import annotations
@@ -41,15 +44,7 @@ from kasir.callbacks.models import CallbackKind
 from kasir.callbacks.service import callback_outbox
 from kasir.callbacks.signing import svc_signature, x_req_signature
 from kasir.callbacks.ssrf import check_callback_url
-from kasir.card.cards import (
-    MESSAGES,
-    OTP_FAILED_MESSAGE,
-    InvalidCardData,
-    Outcome,
-    ParsedCard,
-    acquirer_for,
-    parse_card,
-)
+from kasir.card.cards import InvalidCardData, ParsedCard, acquirer_for, parse_card
 from kasir.card.models import CardAttempt, CardOrder
 from kasir.card.repository import card_repository
 from kasir.card.schemas import TENORS, CardValidationError, ChargeRequest, parse_charge_request
@@ -79,6 +74,8 @@ from kasir.kit.ids import new_id, new_sortable_id
 from kasir.kit.logs import annotate_request
 from kasir.merchants.basic_auth import BasicCaller, authenticate_basic_in
 from kasir.merchants.service import merchant_service
+from kasir.processors.protocols import CardCharge, CardDecision, CardResult
+from kasir.processors.registry import card_acquirer, require
 
 log = logging.getLogger("kasir.card")
 
@@ -86,6 +83,8 @@ CURRENCY = "IDR"
 VALIDITY = timedelta(hours=24)  # decisions.md §7: expiredTime defaults to 24 h
 EXPIRED_BY_TIME = "Payment link expired"
 EXPIRED_BY_ATTEMPTS = f"Payment failed {MAX_FAILED_ATTEMPTS} times; the payment link is closed"
+APPROVED = "Approved"
+CHALLENGE_REQUIRED = "3-D Secure authentication required"
 
 
 # --- errors ----------------------------------------------------------------------------
@@ -136,22 +135,13 @@ def check_page_token(order_id: str, attempt: int, purpose: str, token: str) -> b
     return any(constant_time_equals(page_token(order_id, attempt, purpose, key), token) for key in _accepted_keys())
 
 
-def one_time_password(order_id: str, attempt: int, secret_key: str | None = None) -> str:
-    """The staging 3-D Secure OTP of an attempt (derived, so it is never stored)."""
-    digest = hmac.digest(_service_key("kasir/card-otp", secret_key), f"{order_id}:{attempt}".encode(), "sha256")
-    return str(int.from_bytes(digest[:8], "big") % 1_000_000).zfill(6)
-
-
-def check_one_time_password(order_id: str, attempt: int, otp: str) -> bool:
-    return any(constant_time_equals(otp, one_time_password(order_id, attempt, key)) for key in _accepted_keys())
-
-
 def page_url(order_id: str) -> str:
     return f"{get_settings().public_url}/card/pages/{order_id}"
 
 
-def otp_url(order: CardOrder) -> str:
-    return f"{page_url(order.id)}/3ds"
+def challenge_return_url(order_id: str, attempt: int) -> str:
+    """Where an acquirer's challenge sends the customer back (`finish_challenge` asks it the result)."""
+    return f"{page_url(order_id)}/return?attempt={attempt}"
 
 
 def return_redirect(order: CardOrder, status: str) -> str:
@@ -166,10 +156,6 @@ def payment_status(order: CardOrder) -> str:
     return PAYMENT_STATUS[CardOrderStatus(order.status)]
 
 
-def charge_link(order: CardOrder) -> str:
-    if order.status == CardOrderStatus.AUTHENTICATING.value:
-        return otp_url(order)
-    return page_url(order.id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -182,8 +168,12 @@ class ChargeOutcome:
     link: str
 
     @classmethod
-    def of(cls, order: CardOrder) -> ChargeOutcome:
-        return cls(order.id, order.external_id, payment_status(order), charge_link(order))
+    def of(cls, order: CardOrder, decision: CardDecision | None = None) -> ChargeOutcome:
+        """`link`: the challenge's page while the card is behind 3-D Secure, else the payment page."""
+        link = page_url(order.id)
+        if order.status == CardOrderStatus.AUTHENTICATING.value and decision and decision.redirect_url:
+            link = decision.redirect_url
+        return cls(order.id, order.external_id, payment_status(order), link)
 
 
 def charge_body(outcome: ChargeOutcome) -> dict[str, Any]:
@@ -237,6 +227,18 @@ class CardService:
             assert request.card_details is not None
             card = card_from_fields(request.card_details.model_dump(by_alias=True), now=clock.local_now())
         return request, card
+
+    def require_processor(self, request: ChargeRequest) -> None:
+        """A channel whose product has no processor is not available (400 VALIDATION_ERROR, paymentChannel)."""
+        if request.payment_method == "ewallet":
+            from kasir.processors.registry import ProductUnavailable
+
+            try:
+                require("wallet")
+            except ProductUnavailable:
+                raise ProductUnavailable("card") from None
+        else:
+            require("card")
 
     async def check_callback_url(self, caller: BasicCaller, request: ChargeRequest) -> None:
         """callbackUrl's check, before any unit of work: in production it resolves the host (DNS), and
@@ -297,8 +299,8 @@ class CardService:
         if card is None:
             return _pending(order_id, request)
         order = await self.get(session, order_id)
-        await self._attempt(session, order, card, request.tenor, save_card=False)
-        return ChargeOutcome.of(order)
+        _attempt, decision = await self._attempt(session, order, card, request.tenor, save_card=False)
+        return ChargeOutcome.of(order, decision)
 
     async def _refuse_duplicate(self, session: AsyncSession, merchant_id: str, request: ChargeRequest) -> None:
         """orderId and externalId are unique per merchant across card orders and wallet transactions."""
@@ -351,23 +353,38 @@ class CardService:
 
     async def pay_on_page(
         self, session: AsyncSession, order_id: str, attempt_number: int, card: ParsedCard, tenor: str, save_card: bool
-    ) -> tuple[CardOrder, CardAttempt]:
+    ) -> tuple[CardOrder, CardAttempt, CardDecision]:
         order = await self.get(session, order_id, lock=True)
         if attempt_number != order.attempts_made + 1:
             raise AttemptAlreadySubmitted()
         if tenor not in TENORS:
             raise InvalidFieldFormat("tenor", "must be one of 0, 3, 6, 12")
-        attempt = await self._attempt(session, order, card, tenor, save_card=save_card)
-        return order, attempt
+        attempt, decision = await self._attempt(session, order, card, tenor, save_card=save_card)
+        return order, attempt, decision
 
     async def _attempt(
         self, session: AsyncSession, order: CardOrder, card: ParsedCard, tenor: str, *, save_card: bool
-    ) -> CardAttempt:
+    ) -> tuple[CardAttempt, CardDecision]:
         now = clock.now()
         self._refuse_unless_open(order, now, CardOrderStatus.PENDING)
+        acquirer = card_acquirer()
         order.attempts_made += 1
         acq = acquirer_for(order.payment_channel, card.brand)
         order.acq, order.tenor, order.save_card = acq, tenor, save_card
+        decision = await acquirer.charge(
+            CardCharge(
+                reference=order.id,
+                attempt=order.attempts_made,
+                amount=order.amount,
+                currency=order.currency,
+                channel=order.payment_channel,
+                acquirer_code=acq,
+                tenor=tenor,
+                card=card,
+                return_url=challenge_return_url(order.id, order.attempts_made),
+            )
+        )
+        now = clock.now()
         attempt = CardAttempt(
             card_order_id=order.id,
             number=order.attempts_made,
@@ -378,31 +395,44 @@ class CardService:
             card_exp_year=card.exp_year,
             tenor=tenor,
             acq=acq,
-            response_message=MESSAGES[card.outcome],
+            response_message=decision.message,
             created_at=now,
             completed_at=now,
         )
-        if card.outcome is Outcome.APPROVED:
+        if decision.result is CardResult.APPROVED:
             attempt.status = CardAttemptStatus.SUCCESS.value
             await card_repository.add_attempt(session, attempt)
             await self._succeed(session, order, now)
-        elif card.outcome is Outcome.CHALLENGE:
+        elif decision.result is CardResult.CHALLENGE:
             attempt.status, attempt.completed_at = CardAttemptStatus.CHALLENGE.value, None
             await card_repository.add_attempt(session, attempt)
             transition(order, CardOrderStatus.AUTHENTICATING)
-            order.response_message = MESSAGES[Outcome.CHALLENGE]
+            order.response_message = CHALLENGE_REQUIRED
             order.updated_at = now
             await session.flush()
         else:
             await card_repository.add_attempt(session, attempt)
-            await self._fail(session, order, MESSAGES[card.outcome], now)
+            await self._fail(session, order, decision.message, now)
         log.info(
             "card attempt",
             extra={"transaction_id": order.id, "attempt": attempt.number, "status": attempt.status},
         )
-        return attempt
+        return attempt, decision
 
-    async def verify_otp(self, session: AsyncSession, order_id: str, attempt_number: int, otp: str) -> CardOrder:
+    async def challenge(self, session: AsyncSession, order_id: str) -> tuple[CardOrder, CardAttempt | None]:
+        """The order and its attempt waiting behind a challenge (None when none waits)."""
+        order = await self.get(session, order_id)
+        if order.status != CardOrderStatus.AUTHENTICATING.value:
+            return order, None
+        attempt = await card_repository.attempt(session, order.id, order.attempts_made)
+        if attempt is None or attempt.status != CardAttemptStatus.CHALLENGE.value:
+            return order, None
+        return order, attempt
+
+    async def finish_challenge(
+        self, session: AsyncSession, order_id: str, attempt_number: int, decision: CardDecision
+    ) -> CardOrder:
+        """The acquirer's result of a challenge (APPROVED or not): SUCCESS, or a failed attempt."""
         order = await self.get(session, order_id, lock=True)
         now = clock.now()
         if order.status == CardOrderStatus.AUTHENTICATING.value and attempt_number != order.attempts_made:
@@ -411,21 +441,23 @@ class CardService:
         attempt = await card_repository.attempt(session, order.id, attempt_number)
         if attempt is None or attempt.status != CardAttemptStatus.CHALLENGE.value:
             raise AttemptAlreadySubmitted()
+        if decision.result is CardResult.CHALLENGE:
+            return order  # not finished: the customer is still at the challenge
         attempt.completed_at = now
-        if check_one_time_password(order.id, attempt.number, otp.strip()):
+        if decision.result is CardResult.APPROVED:
             attempt.status = CardAttemptStatus.SUCCESS.value
-            attempt.response_message = MESSAGES[Outcome.APPROVED]
+            attempt.response_message = APPROVED
             await self._succeed(session, order, now)
         else:
             attempt.status = CardAttemptStatus.FAILED.value
-            attempt.response_message = OTP_FAILED_MESSAGE
-            await self._fail(session, order, OTP_FAILED_MESSAGE, now)
+            attempt.response_message = decision.message
+            await self._fail(session, order, decision.message, now)
         return order
 
     async def _succeed(self, session: AsyncSession, order: CardOrder, now: datetime) -> None:
         transition(order, CardOrderStatus.SUCCESS)
         order.paid_at = now
-        order.response_message = MESSAGES[Outcome.APPROVED]
+        order.response_message = APPROVED
         if order.save_card:
             order.card_token = new_id("CTK", 32)  # opaque: derived from nothing about the card
         await self._changed(session, order, "SUCCESS", now)

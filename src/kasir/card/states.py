@@ -1,8 +1,8 @@
 """Card order and attempt states as data (decisions.md §7).
 
     PENDING ──card approved──────────────▶ SUCCESS
-       │    ──card needs 3-D Secure──────▶ AUTHENTICATING ──right OTP──▶ SUCCESS
-       │                                       │  ──wrong OTP (attempts left)──▶ PENDING
+       │    ──card needs 3-D Secure──────▶ AUTHENTICATING ──challenge passed──▶ SUCCESS
+       │                                       │  ──challenge failed (attempts left)──▶ PENDING
        └──3rd failed attempt / expiredTime──▶ EXPIRED ◀──3rd failure / expiredTime──┘
 
 A failed attempt leaves the order PENDING (a FAILED callback each time) until the third,
@@ -27,7 +27,7 @@ class CardOrderStatus(StrEnum):
 
 
 class CardAttemptStatus(StrEnum):
-    CHALLENGE = "CHALLENGE"  # waiting for the OTP
+    CHALLENGE = "CHALLENGE"  # waiting for the acquirer's challenge (3-D Secure)
     SUCCESS = "SUCCESS"
     FAILED = "FAILED"
 

@@ -33,7 +33,17 @@ async def readyz(request: Request) -> JSONResponse:
         return JSONResponse(
             {"status": "not ready", "reason": f"database unreachable ({type(exc).__name__})"}, status_code=503
         )
-    return JSONResponse({"status": "ready"})
+    return JSONResponse({"status": "ready", "products": live_products()})
+
+
+def live_products() -> dict[str, str | None]:
+    """Each product's processor, or None where the product is switched off (no processor)."""
+    from kasir.processors.registry import PRODUCTS, ConfigurationError, processor_for
+
+    try:
+        return {product: (p.name if (p := processor_for(product)) else None) for product in PRODUCTS}
+    except ConfigurationError:
+        return dict.fromkeys(PRODUCTS)
 
 
 bench_router = APIRouter(tags=["benchmark"], include_in_schema=False)

@@ -46,6 +46,9 @@ from kasir.payments.repository import (
     PaymentRow,
     payments_repository,
 )
+from kasir.processors.protocols import Event, Notification
+from kasir.processors.registry import simulator_serves
+from kasir.processors.service import apply
 from kasir.wallet.service import wallet_service
 
 PAGE_SIZE = 50
@@ -461,22 +464,22 @@ class PaymentActions:
         """Staging only (the caller checks): the customer pays, fails or lets the payment expire."""
         row = await payments_service.get(session, scope, payment_id)
         before = {"status": row.status}
+        # As the simulator's pages do: through the processors' one way in (kasir.processors.service).
+        if row.product in ("wallet", "bnpl") and not simulator_serves("wallet" if row.product == "wallet" else "bnpl"):
+            raise ActionRefused("this payment's processor is not the simulator: it cannot be simulated")
         if row.product == "wallet":
-            tx = await wallet_service.get(session, row.id, lock=True)
-            if outcome == "pay":
-                await wallet_service.pay(session, tx)
-            elif outcome == "fail":
-                await wallet_service.fail(session, tx, "Simulated from the console")
-            elif outcome == "expire":
-                await wallet_service.expire_now(session, tx)
-            else:
+            events = {"pay": Event.PAID, "fail": Event.FAILED, "expire": Event.EXPIRED}
+            if outcome not in events:
                 raise BadRequest("outcome must be pay, fail or expire", field="outcome")
+            message = "Simulated from the console" if outcome == "fail" else None
+            await apply(session, Notification("wallet", row.id, events[outcome], message=message), strict=True)
         elif row.product == "bnpl" and outcome in ("pay", "fail"):
             if outcome == "pay":
                 options = await bnpl_service.options(session, row.merchant_id, row.amount)
-                await bnpl_service.approve(session, row.id, options[0].tenure)
+                notification = Notification("bnpl", row.id, Event.APPROVED, tenure=options[0].tenure)
             else:
-                await bnpl_service.reject(session, row.id)
+                notification = Notification("bnpl", row.id, Event.REJECTED)
+            await apply(session, notification, strict=True)
         else:
             raise ActionRefused("this payment cannot be simulated from the console (card: use its payment page)")
         after = await payments_service.get(session, scope, payment_id)

@@ -1,5 +1,7 @@
-"""Wallet routes (decisions.md §5): create-payment, create-qr, inquiry, refund, void, dummy-payment
-(staging only), the QR image and the staging checkout page.
+"""Wallet routes (decisions.md §5): create-payment, create-qr, inquiry, refund, void, the QR image
+and the checkout (payment_url). The dummy payment and the checkout page's Pay and Fail are the
+simulator's (kasir.processors.simulator); a deployment without a wallet issuer answers `03`
+(kasir.processors.registry.ProductUnavailable).
 
 Every API route checks, in order (each failure in the wallet format, decisions.md §4):
 
@@ -27,9 +29,9 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -40,7 +42,6 @@ from kasir.errors import (
     BadRequest,
     InvalidFieldFormat,
     InvalidMandatoryField,
-    KasirError,
     NotFound,
     Unauthorized,
     WireFormat,
@@ -53,20 +54,18 @@ from kasir.kit.pages import html_page
 from kasir.kit.qr import qr_png
 from kasir.merchants.basic_auth import BasicCaller, authenticate_basic_in
 from kasir.merchants.service import CredentialKind
+from kasir.processors.registry import page_of, require, wallet_issuer
 from kasir.ratelimit.service import rate_limits, source_address
 from kasir.snap.headers import parse_json_body
 from kasir.snap.openapi import snap_route
-from kasir.staging import Staging
-from kasir.wallet import pages
 from kasir.wallet.schemas import (
     CreatePaymentRequest,
-    DummyPaymentRequest,
     InquiryRequest,
     RefundRequest,
     VoidRequest,
     WalletErrorBody,
 )
-from kasir.wallet.service import dummy_payment_result, wallet_service
+from kasir.wallet.service import wallet_service
 
 router = APIRouter(tags=["wallet"])
 
@@ -182,14 +181,8 @@ def _extra(model: type[BaseModel], *, keyed: bool) -> dict[str, Any]:
     return extra
 
 
-def _route(path: str, model: type[BaseModel], summary: str, *, staging: bool = False, keyed: bool = True) -> Any:
-    return router.post(
-        path,
-        summary=summary,
-        openapi_extra=_extra(model, keyed=keyed),
-        responses=_ERRORS,
-        dependencies=[Staging] if staging else None,
-    )
+def _route(path: str, model: type[BaseModel], summary: str, *, keyed: bool = True) -> Any:
+    return router.post(path, summary=summary, openapi_extra=_extra(model, keyed=keyed), responses=_ERRORS)
 
 
 async def _create(request: Request, *, qr: bool) -> Response:
@@ -198,6 +191,7 @@ async def _create(request: Request, *, qr: bool) -> Response:
     payment = parse(CreatePaymentRequest, caller.body)
     merchant = caller.merchant.merchant
     await wallet_service.check_callback_url(merchant, payment.callback_url)  # DNS: before the unit of work
+    require("wallet")
 
     async def create(session: AsyncSession) -> Response:
         tx = await wallet_service.create_payment(session, merchant, payment, qr=qr)
@@ -251,19 +245,6 @@ async def void(request: Request) -> Response:
     return await _run_once(request, key, caller, void_in)
 
 
-@_route("/ewallet/v2/dummy-payment", DummyPaymentRequest, "Simulate the customer's payment (staging)", staging=True)
-async def dummy_payment(request: Request) -> Response:
-    caller = await verify_wallet_request(request)
-    key = idempotency_key(request)
-    payment = parse(DummyPaymentRequest, caller.body)
-
-    async def pay(session: AsyncSession) -> Response:
-        tx = await wallet_service.dummy_payment(session, caller.merchant.merchant, payment)
-        return JSONResponse(dummy_payment_result(tx))
-
-    return await _run_once(request, key, caller, pay)
-
-
 async def _run_once(
     request: Request, key: str | None, caller: WalletCaller, handler: Callable[[AsyncSession], Awaitable[Response]]
 ) -> Response:
@@ -290,45 +271,19 @@ async def qr_image(transaction_id: str, session: ReadSession) -> Response:
 
 @router.get(
     "/ewallet/pages/{transaction_id}",
-    summary="Wallet checkout page (staging)",
+    summary="Wallet checkout (payment_url): the issuer's checkout",
     openapi_extra=_PLAIN,
-    dependencies=[Staging],
     response_class=HTMLResponse,
 )
-async def checkout_page(transaction_id: str, session: ReadSession) -> HTMLResponse:
-    tx = await wallet_service.get(session, transaction_id)
-    return html_page(await pages.render_checkout(session, tx))
-
-
-@router.post(
-    "/ewallet/pages/{transaction_id}/pay",
-    summary="Pay on the checkout page (staging)",
-    openapi_extra=_PLAIN,
-    dependencies=[Staging],
-)
-async def pay_on_page(transaction_id: str, session: UnitOfWork) -> Response:
-    try:
-        await wallet_service.pay_on_page(session, transaction_id)
-    except KasirError as error:
-        if isinstance(error, NotFound):
-            raise
-        return html_page(pages.render_refusal(transaction_id, error.message), status_code=error.http_status)
-    return RedirectResponse(f"/ewallet/pages/{transaction_id}", status_code=303)
-
-
-@router.post(
-    "/ewallet/pages/{transaction_id}/fail",
-    summary="Fail on the checkout page (staging; OVO reports failures)",
-    openapi_extra=_PLAIN,
-    dependencies=[Staging],
-)
-async def fail_on_page(
-    transaction_id: str, session: UnitOfWork, reason: Annotated[str | None, Form(max_length=255)] = None
-) -> Response:
-    try:
-        await wallet_service.fail_on_page(session, transaction_id, reason)
-    except KasirError as error:
-        if isinstance(error, NotFound):
-            raise
-        return html_page(pages.render_refusal(transaction_id, error.message), status_code=error.http_status)
-    return RedirectResponse(f"/ewallet/pages/{transaction_id}", status_code=303)
+async def checkout_page(transaction_id: str, request: Request) -> Response:
+    """Hands the customer to the issuer's checkout (asked outside any unit of work: it is the network);
+    the simulator's is its own page, with Pay and Fail."""
+    page_of("wallet")
+    async with database(request).unit_of_work(read_only=True) as session:
+        payment = await wallet_service.checkout(session, transaction_id)
+    checkout = await wallet_issuer().create(payment)
+    if checkout.html is not None:
+        return html_page(checkout.html)
+    if checkout.url is None:
+        raise NotFound("Not Found")
+    return RedirectResponse(checkout.url, status_code=303)

@@ -6,7 +6,7 @@
     │   │   ├── AmountMismatch              payment_details.amount ≠ Σ item amount × qty
     │   │   ├── ChannelNotOnThisRoute       QRIS outside create-qr, or another channel on it
     │   │   ├── ExpiryOutOfRange            payment_details.expired_time outside 1 min … 24 h
-    │   │   └── ChannelMismatch             dummy payment for another channel than the transaction's
+    │   │   └── ChannelMismatch             dummy payment (simulator) for another channel than the transaction's
     │   └── InvalidMandatoryField
     │       └── CallbackUrlMissing          neither the request nor the merchant has one
     ├── NotFound
@@ -45,6 +45,8 @@ from kasir.kit.ids import new_id, random_token
 from kasir.kit.logs import annotate_request
 from kasir.merchants.models import Merchant
 from kasir.merchants.service import merchant_service
+from kasir.processors.protocols import WalletItem, WalletPayment
+from kasir.processors.registry import wallet_issuer
 from kasir.wallet.models import WalletRefund, WalletTransaction
 from kasir.wallet.qris import QrisPayment, build_payload
 from kasir.wallet.repository import TRANSACTION_COLUMNS, RefundRow, TransactionRow, wallet_repository
@@ -52,7 +54,6 @@ from kasir.wallet.schemas import (
     FAILURE_CHANNEL,
     QR_CHANNEL,
     CreatePaymentRequest,
-    DummyPaymentRequest,
     InquiryRequest,
     RefundRequest,
     TransactionReference,
@@ -77,8 +78,8 @@ SUCCESS_MESSAGE = "Success"
 # payment_system: the payment system label of the callback (interface.md: "for example a QR type").
 PAYMENT_SYSTEMS = {QR_CHANNEL: "QRIS_DYNAMIC"}
 DEFAULT_PAYMENT_SYSTEM = "EWALLET"
-# The simulator's issuer of a QRIS payment: Kasir is acquirer and issuer, so the relation is on_us.
-QR_SIMULATED_ISSUER = "KASIR"
+# The issuer of a QRIS payment whose notification names none: Kasir itself (acquirer and issuer: on_us).
+QR_ON_US_ISSUER = "KASIR"
 
 
 # --- errors ----------------------------------------------------------------------------
@@ -269,19 +270,6 @@ class WalletService:
         """`find` without the lock: a plain row (nothing is changed)."""
         return _named(await wallet_repository.row(session, request.transaction_id), merchant, request)
 
-    async def dummy_payment(
-        self, session: AsyncSession, merchant: Merchant, request: DummyPaymentRequest
-    ) -> WalletTransaction:
-        """interface.md endpoint 3, with decisions.md §5's simulate_status (PAID, FAILED, EXPIRED)."""
-        tx = await self.find(session, merchant, request, lock=True)
-        if request.payment_channel != tx.payment_channel:
-            raise ChannelMismatch()
-        if request.simulate_status == "FAILED":
-            return await self.fail(session, tx, request.failure_reason)
-        if request.simulate_status == "EXPIRED":
-            return await self.expire_now(session, tx)
-        return await self.pay(session, tx)
-
     async def refund_payment(
         self, session: AsyncSession, merchant: Merchant, request: RefundRequest
     ) -> WalletTransaction:
@@ -292,13 +280,29 @@ class WalletService:
         tx = await self.find(session, merchant, request, lock=True)
         return await self.void(session, tx)
 
-    async def pay_on_page(self, session: AsyncSession, transaction_id: str) -> WalletTransaction:
-        return await self.pay(session, await self.get(session, transaction_id, lock=True))
-
-    async def fail_on_page(
-        self, session: AsyncSession, transaction_id: str, reason: str | None = None
-    ) -> WalletTransaction:
-        return await self.fail(session, await self.get(session, transaction_id, lock=True), reason)
+    async def checkout(self, session: AsyncSession, transaction_id: str) -> WalletPayment:
+        """The transaction as its issuer's `create` takes it (the customer opened payment_url)."""
+        tx = await self.get(session, transaction_id)
+        merchant = await merchant_service.get(session, tx.merchant_id)
+        details: dict[str, Any] = json.loads(tx.details)
+        customer = details["customer_details"]
+        return WalletPayment(
+            reference=tx.id,
+            order_id=tx.order_id,
+            merchant_name=merchant.name,
+            channel=tx.payment_channel,
+            amount=tx.amount,
+            currency=tx.currency,
+            description=tx.description,
+            customer_name=customer["full_name"],
+            customer_phone=customer["phone"],
+            items=[WalletItem(i["name"], i["qty"], i["amount"]) for i in details["item_details"]],
+            expires_at=tx.expires_at,
+            status=tx.status,
+            failure_reason=tx.failure_reason,
+            return_url=tx.return_url,
+            qr_image_url=f"/ewallet/qr/{tx.id}.png" if tx.qr_string else None,
+        )
 
     async def describe(self, session: AsyncSession, tx: Transaction) -> dict[str, Any]:
         """The answer body of create, inquiry, refund and void."""
@@ -306,16 +310,17 @@ class WalletService:
 
     # --- transitions (the caller holds the row lock: get/find with lock=True) ---------
 
-    async def pay(self, session: AsyncSession, tx: WalletTransaction) -> WalletTransaction:
+    async def pay(self, session: AsyncSession, tx: WalletTransaction, issuer: str | None = None) -> WalletTransaction:
+        """`issuer`: who paid, as the issuer's notification says (QRIS: the customer's issuer)."""
         self._refuse_if_due(tx)
         transition(tx, WalletStatus.PAID)
         now = clock.now()
         tx.paid_at = now
         if tx.payment_channel == QR_CHANNEL:
-            tx.issuer = QR_SIMULATED_ISSUER
+            tx.issuer = issuer or QR_ON_US_ISSUER
             tx.retrieval_reference_no = random_token(12, "0123456789")
         else:
-            tx.issuer = tx.payment_channel
+            tx.issuer = issuer or tx.payment_channel
         await self._changed(session, tx)
         return tx
 
@@ -355,6 +360,8 @@ class WalletService:
             raise RefundExceedsRefundable(
                 f"Failed Request: refund_amount exceeds the refundable amount ({tx.refundable_amount})"
             )
+        refund_number = len(await self.refunds(session, tx)) + 1
+        await wallet_issuer().refund(tx.id, f"{tx.id}-R{refund_number}", amount)
         transition(tx, WalletStatus.REFUNDED)
         now = clock.now()
         tx.refunded_amount += amount
@@ -371,6 +378,7 @@ class WalletService:
             raise VoidNotSameDay(
                 "Failed Request: a transaction can be voided only on the day it was paid (Asia/Jakarta)"
             )
+        await wallet_issuer().void(tx.id)
         transition(tx, WalletStatus.VOID)
         tx.voided_at = clock.now()
         await self._changed(session, tx)
@@ -424,7 +432,7 @@ def terminal_id(merchant: Merchant) -> str:
 
 
 def payment_url(tx: Transaction) -> str:
-    """The customer's checkout page (staging: the simulator page with Pay and Fail)."""
+    """The customer's checkout: Kasir's page, which hands the customer to the issuer's checkout."""
     return f"{get_settings().public_url}/ewallet/pages/{tx.id}"
 
 
@@ -522,7 +530,7 @@ def callback_payload(tx: Transaction, refunds: Sequence[RefundRow]) -> dict[str,
     if paid:
         payload["issuer"] = tx.issuer
         if qris:
-            payload["acquirer_issuer_relation"] = "on_us" if tx.issuer == QR_SIMULATED_ISSUER else "off_us"
+            payload["acquirer_issuer_relation"] = "on_us" if tx.issuer == QR_ON_US_ISSUER else "off_us"
             payload["retrieval_reference_no"] = tx.retrieval_reference_no
     if qris:
         payload["payer_number"] = wallet["id"] if tx.paid_at is not None else None
@@ -557,18 +565,6 @@ def transaction_body(tx: Transaction, refunds: Sequence[RefundRow]) -> dict[str,
     if tx.status == WalletStatus.VOID.value:
         body["void_history"] = void_history(tx)
     return body
-
-
-def dummy_payment_result(tx: Transaction) -> dict[str, Any]:
-    """interface.md: the dummy payment result fields, exactly."""
-    return {
-        "external_id": tx.external_id,
-        "order_id": tx.order_id,
-        "transaction_status": tx.status,
-        "paid_time": timestamp(tx.paid_at),
-        "reference_id": tx.reference_id,
-        "response_code": "00",
-    }
 
 
 # --- expiry (the worker scheduler calls this) -----------------------------------------

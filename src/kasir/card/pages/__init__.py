@@ -1,4 +1,7 @@
-"""The hosted payment page, the 3-D Secure OTP page and the closed page (Jinja2, no build step).
+"""The hosted payment page and the closed page (Jinja2, no build step), in staging and production.
+
+The page collects the card and hands it to the configured acquirer (kasir.processors); what
+the acquirer wants shown under the form (the simulator's table of cards) is its `page_notice()`.
 
 Card numbers and CVNs are never rendered back: after a declined attempt the page keeps the
 expiry, the holder name, the tenor and the save-card choice, and asks for the number and
@@ -14,11 +17,11 @@ from typing import Any
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from kasir.card.cards import TEST_CARDS
-from kasir.card.models import CardAttempt, CardOrder
+from kasir.card.models import CardOrder
 from kasir.card.schemas import TENORS
 from kasir.card.states import MAX_FAILED_ATTEMPTS, CardOrderStatus
 from kasir.merchants.service import merchant_service
+from kasir.processors.registry import simulator_serves
 
 _env = Environment(
     loader=FileSystemLoader(Path(__file__).parent),
@@ -31,17 +34,6 @@ _env = Environment(
 def rupiah(amount: int) -> str:
     """`150000` -> `Rp150.000` (Indonesian thousands separator)."""
     return "Rp" + f"{amount:,}".replace(",", ".")
-
-
-def _test_cards() -> list[dict[str, str]]:
-    return [
-        {"number_text": " ".join(card.number[i : i + 4] for i in range(0, len(card.number), 4)), **vars_of(card)}
-        for card in TEST_CARDS
-    ]
-
-
-def vars_of(card: Any) -> dict[str, str]:
-    return {"number": card.number, "brand": card.brand, "description": card.description}
 
 
 def tenor_options(amount: int) -> list[dict[str, str]]:
@@ -63,7 +55,7 @@ def chosen_installment(amount: int, tenor: str) -> str:
     return f"{tenor} × {rupiah(installment(amount, tenor))} per month (0% interest)"
 
 
-async def _common(session: AsyncSession, order: CardOrder) -> dict[str, Any]:
+async def common(session: AsyncSession, order: CardOrder) -> dict[str, Any]:
     merchant = await merchant_service.get(session, order.merchant_id)
     details: dict[str, Any] = json.loads(order.details)
     items = [
@@ -76,7 +68,7 @@ async def _common(session: AsyncSession, order: CardOrder) -> dict[str, Any]:
         "amount_text": rupiah(order.amount),
         "items": items,
         "description": details.get("paymentDetails", {}).get("transactionDescription", ""),
-        "test_cards": _test_cards(),
+        "simulated": simulator_serves("card"),  # the staging banner: never on a real acquirer's page
     }
 
 
@@ -94,8 +86,11 @@ async def render_payment(
     if message is None and order.attempts_failed and order.status == CardOrderStatus.PENDING.value:
         left = MAX_FAILED_ATTEMPTS - order.attempts_failed
         message = f"Payment failed: {order.response_message}. {left} attempt{'s' if left != 1 else ''} left."
+    from kasir.processors.registry import card_acquirer
+
     return _env.get_template("payment.html").render(
-        **await _common(session, order),
+        **await common(session, order),
+        notice=card_acquirer().page_notice(),
         action=f"/card/pages/{order.id}/pay",
         attempt=order.attempts_made + 1,
         attempt_label=order.attempts_failed + 1,
@@ -106,17 +101,6 @@ async def render_payment(
         errors=errors or {},
         tenors=tenor_options(order.amount),
         chosen_installment=chosen_installment(order.amount, values["tenor"]),
-    )
-
-
-async def render_otp(session: AsyncSession, order: CardOrder, attempt: CardAttempt, *, otp: str, csrf: str) -> str:
-    return _env.get_template("otp.html").render(
-        **await _common(session, order),
-        action=f"/card/pages/{order.id}/3ds",
-        attempt=attempt.number,
-        csrf=csrf,
-        otp=otp,
-        masked_card=attempt.masked_card,
     )
 
 
@@ -132,7 +116,7 @@ async def render_closed(
     paid = order.status == CardOrderStatus.SUCCESS.value
     heading = "Payment successful" if paid else "This payment link is closed"
     return _env.get_template("closed.html").render(
-        **await _common(session, order),
+        **await common(session, order),
         status=status or order.status,
         heading=heading,
         message=message or (None if paid else order.response_message),
@@ -144,7 +128,7 @@ async def render_closed(
 async def render_notice(session: AsyncSession, order: CardOrder, *, heading: str, message: str, link: str) -> str:
     """A refused form (sent twice, stale token): say so and link back to the page."""
     return _env.get_template("closed.html").render(
-        **await _common(session, order),
+        **await common(session, order),
         status="NOTICE",
         heading=heading,
         message=message,

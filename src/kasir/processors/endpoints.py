@@ -1,0 +1,52 @@
+"""POST /processors/{name}/notify: a processor's own signed notification, applied.
+
+The processor named in the path verifies its notification (`Processor.notifications`: a
+forged one is refused, 401, nothing applied) and says what changed; each change is applied by
+the product service in its own unit of work, with its callback (kasir.processors.service). A
+processor retries a notification until it gets a 2xx: applying one again changes nothing.
+The simulator's routes (its pages and the dummy payment) are included here too.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from kasir.config import get_settings
+from kasir.errors import NotFound, WireFormat, wire
+from kasir.processors.registry import current
+from kasir.processors.service import apply
+from kasir.processors.simulator.endpoints import router as simulator_router
+
+log = logging.getLogger("kasir.processors")
+
+router = APIRouter(tags=["processors"])
+
+
+@router.post(
+    "/processors/{name}/notify",
+    summary="A processor's notification (signed by the processor)",
+    openapi_extra=wire(WireFormat.PLAIN),
+)
+async def notify(name: str, request: Request) -> JSONResponse:
+    processor = current().by_name.get(name)
+    if processor is None or (processor.simulates and get_settings().is_production):
+        raise NotFound("Not Found")
+    body = await request.body()
+    notifications = await processor.notifications(request.headers, body)
+    database = request.app.state.database
+    applied = []
+    for notification in notifications:
+        async with database.unit_of_work() as session:
+            state = await apply(session, notification)
+        applied.append({"product": notification.product, "reference": notification.reference, "status": state})
+        log.info(
+            "processor notification",
+            extra={"processor": name, "transaction_id": notification.reference, "event": notification.event.value},
+        )
+    return JSONResponse({"applied": applied})
+
+
+router.routes.extend(simulator_router.routes)

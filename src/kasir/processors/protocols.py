@@ -1,0 +1,281 @@
+"""What a processor is: one small interface per kind of money mover, and the notifications it sends.
+
+A product service (card, wallet, BNPL) owns its state machine, its callbacks and its wire format;
+a processor answers one question, "did the money move?". Kasir calls a processor:
+
+- outside any unit of work where it can (the pages' GETs, the 3-D Secure return); the card charge
+  and the wallet refund and void ask inside the unit that records the answer, so that an answer
+  and its record are one: a processor call must therefore be quick and bounded by its timeout;
+- with Kasir's own reference (the transaction id; a refund's own reference): every call is
+  **idempotent by that reference**, so asking twice (a retry after a timeout, a page opened twice)
+  never moves money twice;
+- with a timeout the processor enforces itself (`timeout_seconds`, a few seconds): past it, it
+  raises `ProcessorUnavailable`.
+
+What an exception means:
+
+    ProcessorError                 (500, never raised as such)
+    ├── ProcessorUnavailable       503 in the route's format: the processor did not answer (timeout,
+    │                              connection refused, 5xx). Nothing is recorded; the request may be
+    │                              retried with the same X-Idempotency-Key (the call is idempotent).
+    ├── ProcessorRefused           409 in the route's format: the processor answered no (a refund it
+    │                              will not make). Nothing is recorded.
+    └── ForgedNotification         401 at /processors/{name}/notify: the notification's signature does
+                                   not verify; nothing is applied.
+
+A card acquirer's *declined* is not an exception: it is a `CardDecision`, recorded as a failed
+attempt. A *no answer* on a charge is one too (`CardResult.NO_ANSWER`): the attempt fails, the
+customer may try again.
+
+Notifications: a processor's own signed message, posted to `POST /processors/{name}/notify`,
+is handed to `Processor.notifications()`, which verifies it and turns it into `Notification`s
+(paid, failed, expired, approved, rejected); the product service applies each in one unit of
+work with its callback (kasir.processors.service). The simulator's pages apply theirs through
+the same function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+
+from kasir.errors import Conflict, KasirError, ServiceUnavailable, Unauthorized
+
+if TYPE_CHECKING:
+    from fastapi import APIRouter
+
+Product = Literal["card", "wallet", "bnpl"]
+PRODUCTS: tuple[Product, ...] = ("card", "wallet", "bnpl")
+
+
+# --- errors ------------------------------------------------------------------------------
+
+
+class ProcessorError(KasirError):
+    default_message = "The payment processor failed"
+
+
+class ProcessorUnavailable(ProcessorError, ServiceUnavailable):
+    default_message = "The payment processor did not answer; retry later"
+
+    def __init__(self, message: str | None = None) -> None:
+        super().__init__(message, headers={"Retry-After": "5"})
+
+
+class ProcessorRefused(ProcessorError, Conflict):
+    default_message = "Failed Request: the payment processor refused"
+
+
+class ForgedNotification(ProcessorError, Unauthorized):
+    def __init__(self, reason: str = "The notification's signature does not verify") -> None:
+        super().__init__(reason, field="signature")
+
+
+# --- card acquirer -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CardDetails:
+    """The card as entered: handed to the acquirer for one call, never stored, never logged."""
+
+    number: str = field(repr=False)
+    cvn: str = field(repr=False)
+    exp_month: str  # "MM"
+    exp_year: str  # "YYYY"
+    holder_name: str
+    masked: str  # first 6, last 4
+    brand: str
+
+    def __repr__(self) -> str:
+        return f"CardDetails({self.masked}, {self.brand}, {self.exp_month}/{self.exp_year})"
+
+
+@dataclass(frozen=True, slots=True)
+class CardCharge:
+    """One attempt at charging a card. `reference` + `attempt` are Kasir's: the call is idempotent by them."""
+
+    reference: str  # Kasir's transaction id
+    attempt: int  # 1, 2, 3: each attempt is a charge of its own at the acquirer
+    amount: int  # rupiah
+    currency: str
+    channel: str  # paymentChannel (CARD, BCACC, ...)
+    acquirer_code: str  # the bank the channel names (`acq` of the callback)
+    tenor: str  # "0", "3", "6", "12"
+    card: CardDetails
+    return_url: str  # where a challenge sends the customer back (Kasir's page)
+
+
+class CardResult(StrEnum):
+    APPROVED = "approved"
+    DECLINED = "declined"
+    CHALLENGE = "challenge"  # the customer must pass 3-D Secure at `redirect_url`
+    NO_ANSWER = "no_answer"  # the issuer did not answer: a failed attempt, the customer may retry
+
+
+@dataclass(frozen=True, slots=True)
+class CardDecision:
+    result: CardResult
+    message: str  # response_message of the callback: "Approved", the decline reason, ...
+    redirect_url: str | None = None  # CHALLENGE only
+
+
+@runtime_checkable
+class CardAcquirer(Protocol):
+    async def charge(self, charge: CardCharge) -> CardDecision:
+        """Authorize and capture `charge.amount`. Idempotent by (reference, attempt): asked again, the
+        same decision. Raises ProcessorUnavailable only when it cannot tell (no decision was made)."""
+        ...
+
+    async def complete_challenge(self, reference: str, attempt: int, params: Mapping[str, str]) -> CardDecision:
+        """The result of a challenge the customer came back from (`params`: the return URL's query).
+        APPROVED or DECLINED; CHALLENGE while the customer has not finished. Idempotent."""
+        ...
+
+    async def status(self, reference: str, attempt: int) -> CardDecision:
+        """Where the attempt stands (a CHALLENGE's redirect_url, to send the customer back to it)."""
+        ...
+
+    def page_notice(self) -> str | None:
+        """HTML the hosted payment page shows under the form (the simulator's test cards); None for
+        a real acquirer. Trusted: it comes from the installed processor, not from a request."""
+        ...
+
+
+# --- wallet issuer -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class WalletItem:
+    name: str
+    qty: int
+    amount: int
+
+
+@dataclass(frozen=True, slots=True)
+class WalletPayment:
+    """A wallet payment waiting for the customer, as the issuer needs it (and the simulator shows it)."""
+
+    reference: str  # Kasir's transaction_id
+    order_id: str
+    merchant_name: str
+    channel: str  # OVO, DANA, ... or QRIS
+    amount: int
+    currency: str
+    description: str | None
+    customer_name: str
+    customer_phone: str
+    items: Sequence[WalletItem]
+    expires_at: datetime
+    status: str  # PENDING, or where it went (the page is shown again after it changed)
+    failure_reason: str | None
+    return_url: str | None
+    qr_image_url: str | None  # QRIS: Kasir's QR image
+
+
+@dataclass(frozen=True, slots=True)
+class Checkout:
+    """Where the customer goes: a processor's `url` (redirect), or an in-process processor's own `html`."""
+
+    url: str | None = None
+    html: str | None = None
+
+
+@runtime_checkable
+class WalletIssuer(Protocol):
+    async def create(self, payment: WalletPayment) -> Checkout:
+        """The checkout of the payment (asked when the customer opens payment_url). Idempotent by
+        reference: the same checkout each time. The issuer notifies paid / failed / expired."""
+        ...
+
+    async def refund(self, reference: str, refund_reference: str, amount: int) -> None:
+        """Give `amount` back. Idempotent by refund_reference. ProcessorRefused when the issuer says no."""
+        ...
+
+    async def void(self, reference: str) -> None:
+        """Cancel a payment made today in full. Idempotent by reference."""
+        ...
+
+    async def status(self, reference: str) -> Notification | None:
+        """The payment's last state change the issuer knows of, or None while it waits."""
+        ...
+
+
+# --- BNPL lender -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class BnplApplication:
+    reference: str  # Kasir's referenceNo
+    partner_reference_no: str
+    merchant_name: str
+    amount: str  # "150000.00"
+    currency: str
+    customer_name: str | None
+    items: Sequence[Mapping[str, Any]]  # itemDetails as the checkout sent them
+    plans: Sequence[Mapping[str, Any]]  # the installment options, as the payment calculation answers them
+    status: str  # "01" while waiting, or where it went (the page is shown again after it changed)
+    status_desc: str
+    tenure: int | None
+
+
+@runtime_checkable
+class BnplLender(Protocol):
+    async def checkout(self, application: BnplApplication) -> Checkout:
+        """The approval page of the application (asked when the customer opens qrContent).
+        Idempotent by reference. The lender notifies approved (with the tenure) or rejected."""
+        ...
+
+    async def status(self, reference: str) -> Notification | None:
+        """The application's decision, or None while it waits."""
+        ...
+
+
+# --- notifications and the processor -----------------------------------------------------
+
+
+class Event(StrEnum):
+    PAID = "paid"  # card (a challenge passed), wallet
+    FAILED = "failed"  # card (a challenge failed), wallet (OVO reports failures)
+    EXPIRED = "expired"  # wallet
+    APPROVED = "approved"  # bnpl (tenure)
+    REJECTED = "rejected"  # bnpl
+
+
+@dataclass(frozen=True, slots=True)
+class Notification:
+    """A state change a processor reports for one of Kasir's references."""
+
+    product: Product
+    reference: str
+    event: Event
+    attempt: int | None = None  # card: the attempt whose challenge ended
+    message: str | None = None  # card: response_message; wallet FAILED: failure_reason
+    tenure: int | None = None  # bnpl APPROVED
+    issuer: str | None = None  # wallet PAID: who paid (QRIS: the customer's issuer)
+
+
+@runtime_checkable
+class Processor(Protocol):
+    """A money mover: any of the three kinds, and its notifications.
+
+    Registered under the entry-point group `kasir.processors`: the entry point is a callable
+    `factory(settings) -> Processor`. `KASIR_PROCESSORS=card=NAME,...` names it per product.
+    """
+
+    name: str
+    simulates: bool  # True only for the staging simulator: production refuses to start with it
+    card: CardAcquirer | None
+    wallet: WalletIssuer | None
+    bnpl: BnplLender | None
+
+    def router(self) -> APIRouter | None:
+        """Routes the processor serves itself (its pages), or None."""
+        ...
+
+    async def notifications(self, headers: Mapping[str, str], body: bytes) -> Sequence[Notification]:
+        """Verify a notification posted to /processors/{name}/notify (ForgedNotification when its
+        signature does not verify) and say what changed."""
+        ...

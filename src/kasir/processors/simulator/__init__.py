@@ -1,0 +1,105 @@
+"""The staging simulator: one processor serving card, wallet and BNPL, with no money anywhere.
+
+    card     the test cards decide (cards.py); a challenge is the OTP page (/card/pages/{id}/3ds)
+    wallet   the checkout page with Pay and Fail, and the dummy payment API
+    bnpl     the approval page with Approve and Reject
+
+Its pages and the dummy payment reach the products through the same function as any
+processor's notification (kasir.processors.service.apply). `simulates` is True: production
+refuses to start with it and never uses it (kasir.processors.registry).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from kasir.config import Settings, get_settings
+from kasir.processors.protocols import (
+    BnplApplication,
+    CardCharge,
+    CardDecision,
+    CardResult,
+    Checkout,
+    ForgedNotification,
+    Notification,
+    ProcessorRefused,
+    WalletPayment,
+)
+from kasir.processors.simulator import pages
+from kasir.processors.simulator.cards import MESSAGES, RESULTS, Outcome, outcome_of
+
+if TYPE_CHECKING:
+    from fastapi import APIRouter
+
+NAME = "simulator"
+
+
+def otp_page_url(reference: str) -> str:
+    return f"{get_settings().public_url}/card/pages/{reference}/3ds"
+
+
+class SimulatedAcquirer:
+    """Decides by the test card; a challenge waits at the OTP page."""
+
+    async def charge(self, charge: CardCharge) -> CardDecision:
+        outcome = outcome_of(charge.card.number)
+        result = RESULTS.get(outcome, CardResult.DECLINED)
+        redirect = otp_page_url(charge.reference) if outcome is Outcome.CHALLENGE else None
+        return CardDecision(result, MESSAGES[outcome], redirect)
+
+    async def complete_challenge(self, reference: str, attempt: int, params: Mapping[str, str]) -> CardDecision:
+        # The OTP page applies its result itself: a customer back without it is still at the challenge.
+        return await self.status(reference, attempt)
+
+    async def status(self, reference: str, attempt: int) -> CardDecision:
+        return CardDecision(CardResult.CHALLENGE, MESSAGES[Outcome.CHALLENGE], otp_page_url(reference))
+
+    def page_notice(self) -> str | None:
+        return pages.test_cards_notice()
+
+
+class SimulatedIssuer:
+    """The checkout page is the simulator's own (Pay, and Fail for OVO)."""
+
+    async def create(self, payment: WalletPayment) -> Checkout:
+        return Checkout(html=pages.render_wallet_checkout(payment))
+
+    async def refund(self, reference: str, refund_reference: str, amount: int) -> None:
+        if amount <= 0:
+            raise ProcessorRefused("Failed Request: nothing to refund")
+
+    async def void(self, reference: str) -> None:
+        return None
+
+    async def status(self, reference: str) -> Notification | None:
+        return None  # the simulator's changes are applied as they happen
+
+
+class SimulatedLender:
+    async def checkout(self, application: BnplApplication) -> Checkout:
+        return Checkout(html=pages.render_bnpl_approval(application))
+
+    async def status(self, reference: str) -> Notification | None:
+        return None
+
+
+class Simulator:
+    name = NAME
+    simulates = True
+
+    def __init__(self) -> None:
+        self.card = SimulatedAcquirer()
+        self.wallet = SimulatedIssuer()
+        self.bnpl = SimulatedLender()
+
+    def router(self) -> APIRouter | None:
+        return None  # its routes are Kasir's own (kasir.processors.simulator.endpoints), always installed
+
+    async def notifications(self, headers: Mapping[str, str], body: bytes) -> Sequence[Notification]:
+        raise ForgedNotification("The simulator sends no notifications: its pages apply their changes")
+
+
+def create(settings: Settings) -> Simulator:
+    """The entry point (`kasir.processors`: simulator)."""
+    return Simulator()

@@ -1,0 +1,236 @@
+"""The simulator's routes: each answers 404 unless the simulator is the product's processor (never
+in production), exactly as the staging-only routes did.
+
+    GET  /card/pages/{id}/3ds              the 3-D Secure OTP page (the OTP is shown)
+    POST /card/pages/{id}/3ds              the OTP: the challenge passed or failed
+    POST /ewallet/pages/{id}/pay           Pay on the wallet checkout page
+    POST /ewallet/pages/{id}/fail          Fail on it (OVO reports failures)
+    POST /ewallet/v2/dummy-payment         the dummy payment API (interface.md endpoint 3)
+    POST /bnpl/pages/{id}/approve          Approve on the BNPL approval page (tenure)
+    POST /bnpl/pages/{id}/reject           Reject on it
+
+Each change goes through kasir.processors.service.apply, as a processor's notification would.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Form, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.card import pages as card_pages
+from kasir.card.endpoints import _attempt_number, _form, _refused, _see_other
+from kasir.card.service import AttemptAlreadySubmitted, card_service, check_page_token, page_token, return_redirect
+from kasir.card.states import CardOrderStatus
+from kasir.db import ReadSession, WriteSession, rollback_unit
+from kasir.errors import KasirError, NotFound, WireFormat, wire
+from kasir.idempotency.service import idempotency_key
+from kasir.kit.pages import check_form_token, html_page
+from kasir.processors.protocols import Event, Notification, Product
+from kasir.processors.registry import simulator_serves
+from kasir.processors.service import apply
+from kasir.processors.simulator import pages
+from kasir.processors.simulator.cards import OTP_FAILED_MESSAGE, check_one_time_password, one_time_password
+from kasir.wallet.endpoints import _ERRORS, _extra, _run_once, parse, verify_wallet_request
+from kasir.wallet.schemas import DummyPaymentRequest
+from kasir.wallet.service import ChannelMismatch, wallet_service
+
+router = APIRouter(tags=["simulator"])
+
+
+def _simulator_for(product: Product) -> Any:
+    def simulated() -> None:
+        if not simulator_serves(product):
+            raise NotFound("Not Found")
+
+    return Depends(simulated)
+
+
+_PLAIN = wire(WireFormat.PLAIN)
+_CARD_PAGE: dict[str, Any] = {"openapi_extra": _PLAIN, "include_in_schema": False,
+                              "dependencies": [_simulator_for("card")]}  # fmt: skip
+
+
+# --- card: the 3-D Secure OTP page --------------------------------------------------------
+
+
+@router.get("/card/pages/{order_id}/3ds", response_class=HTMLResponse, **_CARD_PAGE)
+async def otp_page(order_id: str, session: ReadSession) -> Response:
+    order, attempt = await card_service.challenge(session, order_id)
+    if attempt is None or card_service.is_due(order):
+        return _see_other(f"/card/pages/{order.id}")
+    csrf = page_token(order.id, attempt.number, "3ds")
+    html = pages.render_otp(
+        await card_pages.common(session, order),
+        order_id=order.id,
+        attempt=attempt.number,
+        masked_card=attempt.masked_card,
+        otp=one_time_password(order.id, attempt.number),
+        csrf=csrf,
+    )
+    return html_page(html)
+
+
+@router.post("/card/pages/{order_id}/3ds", **_CARD_PAGE)
+async def verify_otp(order_id: str, request: Request, session: WriteSession) -> Response:
+    form = await _form(request)
+    order = await card_service.get(session, order_id)
+    attempt_number = _attempt_number(form)
+    if not check_page_token(order.id, attempt_number, "3ds", form.get("csrf", "")):
+        return await _refused(session, order, "This form is no longer valid", status=403)
+    passed = check_one_time_password(order.id, attempt_number, form.get("otp", "").strip())
+    event = Event.PAID if passed else Event.FAILED
+    notification = Notification(
+        "card", order.id, event, attempt=attempt_number, message=None if passed else OTP_FAILED_MESSAGE
+    )
+    try:
+        await apply(session, notification, strict=True)
+    except AttemptAlreadySubmitted:
+        await rollback_unit(session)
+        order = await card_service.get(session, order_id)
+        return await _refused(session, order, "This verification was already submitted", status=409)
+    except KasirError as error:
+        if isinstance(error, NotFound):
+            raise
+        await rollback_unit(session)
+        return _see_other(f"/card/pages/{order_id}")
+    order = await card_service.get(session, order_id)
+    if order.status == CardOrderStatus.SUCCESS.value:
+        return _see_other(return_redirect(order, "SUCCESS"))
+    if order.status == CardOrderStatus.EXPIRED.value:
+        return _see_other(return_redirect(order, "EXPIRED"))
+    return _see_other(f"/card/pages/{order.id}")  # wrong OTP, attempts left: the page says why
+
+
+# --- wallet: the checkout page's forms and the dummy payment --------------------------------
+
+_WALLET_PAGE: dict[str, Any] = {"openapi_extra": _PLAIN, "dependencies": [_simulator_for("wallet")]}
+
+
+async def _wallet_page_change(session: AsyncSession, notification: Notification) -> Response:
+    try:
+        await apply(session, notification, strict=True)
+    except KasirError as error:
+        if isinstance(error, NotFound):
+            raise
+        html = pages.render_wallet_refusal(notification.reference, error.message)
+        return html_page(html, status_code=error.http_status)
+    return RedirectResponse(f"/ewallet/pages/{notification.reference}", status_code=303)
+
+
+_Csrf = Annotated[str | None, Form(max_length=128)]
+
+
+def _forged(message: str, refusal: Any, reference: str) -> Response:
+    """A form without its page's token (another site's form, or none): refused, nothing changed."""
+    return html_page(refusal(reference, message), status_code=403)
+
+
+_FORGED = "This form did not come from this payment's page; nothing was changed. Open the page and try again."
+
+
+@router.post("/ewallet/pages/{transaction_id}/pay", summary="Pay on the checkout page (staging)", **_WALLET_PAGE)
+async def pay_on_page(transaction_id: str, session: WriteSession, csrf: _Csrf = None) -> Response:
+    await wallet_service.get(session, transaction_id, lock=True)  # 404 first; locked as the change will be
+    if not check_form_token("wallet-pay", transaction_id, csrf):
+        return _forged(_FORGED, pages.render_wallet_refusal, transaction_id)
+    return await _wallet_page_change(session, Notification("wallet", transaction_id, Event.PAID))
+
+
+@router.post(
+    "/ewallet/pages/{transaction_id}/fail",
+    summary="Fail on the checkout page (staging; OVO reports failures)",
+    **_WALLET_PAGE,
+)
+async def fail_on_page(
+    transaction_id: str,
+    session: WriteSession,
+    reason: Annotated[str | None, Form(max_length=255)] = None,
+    csrf: _Csrf = None,
+) -> Response:
+    await wallet_service.get(session, transaction_id, lock=True)
+    if not check_form_token("wallet-fail", transaction_id, csrf):
+        return _forged(_FORGED, pages.render_wallet_refusal, transaction_id)
+    return await _wallet_page_change(session, Notification("wallet", transaction_id, Event.FAILED, message=reason))
+
+
+_DUMMY_EVENTS = {"PAID": Event.PAID, "FAILED": Event.FAILED, "EXPIRED": Event.EXPIRED}
+
+
+@router.post(
+    "/ewallet/v2/dummy-payment",
+    summary="Simulate the customer's payment (staging)",
+    openapi_extra=_extra(DummyPaymentRequest, keyed=True),
+    responses=_ERRORS,
+    dependencies=[_simulator_for("wallet")],
+)
+async def dummy_payment(request: Request) -> Response:
+    """interface.md endpoint 3, with decisions.md §5's simulate_status (PAID, FAILED, EXPIRED)."""
+    caller = await verify_wallet_request(request)
+    key = idempotency_key(request)
+    payment = parse(DummyPaymentRequest, caller.body)
+
+    async def pay(session: AsyncSession) -> Response:
+        tx = await wallet_service.find(session, caller.merchant.merchant, payment, lock=True)
+        if payment.payment_channel != tx.payment_channel:
+            raise ChannelMismatch()
+        event = _DUMMY_EVENTS[payment.simulate_status]
+        notification = Notification("wallet", tx.id, event, message=payment.failure_reason)
+        await apply(session, notification, strict=True)
+        return JSONResponse(dummy_payment_result(tx))
+
+    return await _run_once(request, key, caller, pay)
+
+
+def dummy_payment_result(tx: Any) -> dict[str, Any]:
+    """interface.md: the dummy payment result fields, exactly."""
+    from kasir.wallet.service import timestamp
+
+    return {
+        "external_id": tx.external_id,
+        "order_id": tx.order_id,
+        "transaction_status": tx.status,
+        "paid_time": timestamp(tx.paid_at),
+        "reference_id": tx.reference_id,
+        "response_code": "00",
+    }
+
+
+# --- BNPL: the approval page's forms ----------------------------------------------------------
+
+_BNPL_PAGE: dict[str, Any] = {"openapi_extra": _PLAIN, "dependencies": [_simulator_for("bnpl")]}
+
+
+async def _bnpl_page_change(session: AsyncSession, notification: Notification) -> Response:
+    try:
+        await apply(session, notification, strict=True)
+    except KasirError as error:
+        if isinstance(error, NotFound):
+            raise
+        html = pages.render_bnpl_refusal(notification.reference, error.message)
+        return html_page(html, status_code=error.http_status)
+    return RedirectResponse(f"/bnpl/pages/{notification.reference}", status_code=303)
+
+
+@router.post("/bnpl/pages/{reference_no}/approve", summary="Approve on the BNPL page (staging)", **_BNPL_PAGE)
+async def approve(
+    reference_no: str, tenure: Annotated[int, Form()], session: WriteSession, csrf: _Csrf = None
+) -> Response:
+    from kasir.bnpl.service import bnpl_service
+
+    await bnpl_service.get(session, reference_no, lock=True)  # locked first, as the change will be
+    if not check_form_token("bnpl-approve", reference_no, csrf):
+        return _forged(_FORGED, pages.render_bnpl_refusal, reference_no)
+    return await _bnpl_page_change(session, Notification("bnpl", reference_no, Event.APPROVED, tenure=tenure))
+
+
+@router.post("/bnpl/pages/{reference_no}/reject", summary="Reject on the BNPL page (staging)", **_BNPL_PAGE)
+async def reject(reference_no: str, session: WriteSession, csrf: _Csrf = None) -> Response:
+    from kasir.bnpl.service import bnpl_service
+
+    await bnpl_service.get(session, reference_no, lock=True)  # locked first, as the change will be
+    if not check_form_token("bnpl-reject", reference_no, csrf):
+        return _forged(_FORGED, pages.render_bnpl_refusal, reference_no)
+    return await _bnpl_page_change(session, Notification("bnpl", reference_no, Event.REJECTED))

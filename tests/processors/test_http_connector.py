@@ -1,0 +1,315 @@
+"""The reference connector (examples/processor-http) proves the seam in production.
+
+`kasir serve` runs with KASIR_ENV=production, its own database (SQLite, or PostgreSQL with
+KASIR_TEST_DB=postgres) and KASIR_PROCESSORS=card=http,wallet=http,bnpl=http; the connector
+is installed as pip would leave it (its sources and a dist-info naming its entry point) and
+talks to a fake acquirer, issuer and lender on 127.0.0.1 (fake_money_mover.py) over the
+signed protocol of PROTOCOL.md. Callbacks reach the test's receiver on 127.0.0.1 through the
+operator allow-list KASIR_CALLBACK_ALLOWED_NETWORKS; production's SSRF rules stay on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+from sqlalchemy import select
+
+from kasir.card.models import CardAttempt
+from kasir.config import Settings
+from kasir.db import Database, upgrade_schema
+from tests.bnpl.helpers import checkout_body, post_signed
+from tests.bnpl.test_flow import CHECKOUT, STATUS, check_notification
+from tests.card.helpers import charge_body, post_charge
+from tests.card.helpers import check_callback as check_card_callback
+from tests.conftest import TEST_ADMIN_TOKEN, TEST_SECRET_KEY
+from tests.processors.fake_money_mover import APPROVED, CHALLENGED, DECLINED, FakeMoneyMover, signed_headers
+from tests.support import builders
+from tests.support.builders import make_merchant
+from tests.support.forms import page_forms, post_form
+from tests.support.postgres import PostgresCluster
+from tests.support.receiver import CallbackReceiver
+from tests.support.server import ServedKasir
+from tests.wallet.helpers import CREATE, create_body, dummy_payment, inquire, post_wallet, refund
+from tests.wallet.helpers import check_callback as check_wallet_callback
+
+pytestmark = pytest.mark.slow
+
+ROOT = Path(__file__).resolve().parents[2]
+CONNECTOR = ROOT / "examples" / "processor-http"
+SECRET = "fake-money-mover-shared-secret"
+NOTIFY = "/processors/http/notify"
+
+
+@dataclass
+class Production:
+    server: ServedKasir
+    database: Database
+
+    @property
+    def url(self) -> str:
+        return self.server.base_url
+
+    async def merchant(self) -> builders.TestMerchant:
+        return await make_merchant(SimpleNamespace(state=SimpleNamespace(database=self.database)))  # type: ignore[arg-type]
+
+
+def install_connector(site: Path) -> str:
+    """The connector as `pip install examples/processor-http` leaves it: importable, its entry point listed."""
+    info = site / "kasir_processor_http-0.1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kasir-processor-http\nVersion: 0.1.0\n")
+    pyproject = (CONNECTOR / "pyproject.toml").read_text()
+    entry = pyproject.split('[project.entry-points."kasir.processors"]', 1)[1].strip().splitlines()[0]
+    entry = entry.replace('"', "")  # TOML's string, as entry_points.txt writes it: http = module:create
+    (info / "entry_points.txt").write_text(f"[kasir.processors]\n{entry}\n")
+    return os.pathsep.join([str(site), str(CONNECTOR / "src"), os.environ.get("PYTHONPATH", "")])
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[FakeMoneyMover]:
+    mover = FakeMoneyMover(SECRET)
+    mover.start()
+    try:
+        yield mover
+    finally:
+        mover.stop()
+
+
+@pytest.fixture(scope="module")
+async def production(
+    tmp_path_factory: pytest.TempPathFactory, postgres: PostgresCluster | None, fake: FakeMoneyMover, app: FastAPI
+) -> AsyncIterator[Production]:
+    """`app`: the test process's settings (its KASIR_SECRET_KEY seals the merchants made here)."""
+    directory = tmp_path_factory.mktemp("production")
+    if postgres is not None:
+        url = postgres.create_database("kasir_production")
+    else:
+        url = f"sqlite+aiosqlite:///{directory / 'kasir.db'}"
+    database = Database(Settings(env="production", data_dir=directory, database_url=url, secret_key=TEST_SECRET_KEY))
+    await upgrade_schema(database)
+    env = {
+        "KASIR_ENV": "production",
+        "KASIR_DATA_DIR": str(directory),
+        "KASIR_DATABASE_URL": url,
+        "KASIR_SECRET_KEY": TEST_SECRET_KEY,
+        "KASIR_ADMIN_TOKEN": TEST_ADMIN_TOKEN,
+        "KASIR_CALLBACK_POLL_SECONDS": "0.1",
+        "KASIR_CALLBACK_TIMEOUT_SECONDS": "2",
+        "KASIR_DEBUG_WRITE_SEAT_SECONDS": "2",
+        "KASIR_CALLBACK_ALLOWED_NETWORKS": "127.0.0.0/8",
+        "KASIR_PROCESSORS": "card=http,wallet=http,bnpl=http",
+        "KASIR_PROCESSOR_HTTP_URL": fake.base_url,
+        "KASIR_PROCESSOR_HTTP_SECRET": SECRET,
+        "PYTHONPATH": install_connector(directory / "site"),
+    }
+    server = ServedKasir(env)
+    await asyncio.to_thread(server.start)
+    fake.kasir_url = server.base_url
+    try:
+        yield Production(server, database)
+    finally:
+        await asyncio.to_thread(server.stop)
+        await database.dispose()
+
+
+async def test_production_serves_the_connectors_products(production: Production) -> None:
+    assert "Kasir production" in production.server.log()
+    assert "products live: card=http, wallet=http, bnpl=http" in production.server.log()
+    async with httpx.AsyncClient(base_url=production.url) as http:
+        ready = (await http.get("/readyz")).json()
+    assert ready["products"] == {"card": "http", "wallet": "http", "bnpl": "http"}
+
+
+async def test_close_charges_approved_declined_and_challenged(
+    production: Production, fake: FakeMoneyMover, receiver: CallbackReceiver
+) -> None:
+    merchant = await production.merchant()
+    async with httpx.AsyncClient(base_url=production.url) as http:
+        approved = charge_body(number=APPROVED, callback_url=receiver.url("/card/approved"))
+        answer = await post_charge(http, merchant, approved)
+        assert answer.status_code == 200, answer.text
+        assert answer.json()["data"]["paymentStatus"] == "SUCCESS"
+
+        declined = charge_body(number=DECLINED, callback_url=receiver.url("/card/declined"))
+        answer = await post_charge(http, merchant, declined)
+        assert answer.json()["data"]["paymentStatus"] == "PENDING"
+
+        challenged = charge_body(number=CHALLENGED, callback_url=receiver.url("/card/challenged"))
+        answer = await post_charge(http, merchant, challenged)
+        data = answer.json()["data"]
+        assert data["paymentStatus"] == "PENDING"
+        assert data["link"] == f"{fake.base_url}/challenge/{data['transactionId']}/1"  # the acquirer's page
+        assert (await http.get(data["link"])).status_code == 200
+        back = await http.post(data["link"], data={"answer": "pass"})  # the customer passes the challenge
+        assert back.status_code == 303
+        assert back.headers["location"] == f"{production.url}/card/pages/{data['transactionId']}/return?attempt=1"
+        returned = await http.get(back.headers["location"])  # back at Kasir: on to the merchant
+        assert returned.status_code == 303
+        assert "status=SUCCESS" in returned.headers["location"]
+
+    [ok] = await receiver.wait_for(1, path="/card/approved")
+    assert check_card_callback(ok, merchant, approved)["transaction_status"] == "SUCCESS"
+    [no] = await receiver.wait_for(1, path="/card/declined")
+    payload = check_card_callback(no, merchant, declined)
+    assert (payload["transaction_status"], payload["response_message"]) == ("FAILED", "Do not honour (fake acquirer)")
+    [passed] = await receiver.wait_for(1, path="/card/challenged")
+    assert check_card_callback(passed, merchant, challenged)["transaction_status"] == "SUCCESS"
+    await asyncio.sleep(0.5)
+    assert len([r for r in receiver.requests if r.path == "/card/challenged"]) == 1  # notified and returned: once
+    assert fake.notified[-1][0] == 200
+
+    # The acquirer got the card for its one call; Kasir kept the masked number only.
+    charges = [call.body for call in fake.calls if call.path == "/v1/card/charges"]
+    assert {c["card"]["number"] for c in charges} >= {APPROVED, DECLINED, CHALLENGED}
+    async with production.database.unit_of_work(read_only=True) as session:
+        masked = set((await session.execute(select(CardAttempt.masked_card))).scalars())
+    assert "424242******4242" in masked
+    assert not any(number in masked for number in (APPROVED, DECLINED, CHALLENGED))
+    assert fake.refused == 0
+
+
+async def test_open_charge_through_the_hosted_page(
+    production: Production, fake: FakeMoneyMover, receiver: CallbackReceiver
+) -> None:
+    merchant = await production.merchant()
+    async with httpx.AsyncClient(base_url=production.url) as http:
+        body = charge_body(mode="OPEN", number=None, callback_url=receiver.url("/card/open"))
+        answer = await post_charge(http, merchant, body)
+        link = answer.json()["data"]["link"]
+        assert link.startswith(f"{production.url}/card/pages/")
+        page = await http.get(link)
+        assert page.status_code == 200
+        assert "test cards" not in page.text.lower()  # the simulator's table, never in production
+        assert "one-time password" not in page.text.lower()
+        assert "simulator" not in page.text.lower()  # no staging banner either
+        forms = await page_forms(http, link)
+        year = str(time.gmtime().tm_year + 3)
+        card = {"cardNumber": APPROVED, "cardExpiredMonth": "12", "cardExpiredYear": year, "cardCvn": "123"}
+        paid = await post_form(http, forms["pay-form"], **card, cardHolderName="Siti Rahayu", tenor="0")
+        assert paid.status_code == 303, paid.text
+        assert paid.headers["location"].startswith(body["returnUrl"])
+        assert "status=SUCCESS" in paid.headers["location"]
+    [callback] = await receiver.wait_for(1, path="/card/open")
+    assert check_card_callback(callback, merchant, body)["transaction_status"] == "SUCCESS"
+
+
+async def test_wallet_paid_by_the_issuers_notification_then_refunded(
+    production: Production, fake: FakeMoneyMover, receiver: CallbackReceiver
+) -> None:
+    merchant = await production.merchant()
+    async with httpx.AsyncClient(base_url=production.url) as http:
+        answer = await post_wallet(http, merchant, CREATE, create_body(receiver.url("/wallet"), channel="DANA"))
+        assert answer.status_code == 200, answer.text
+        tx = answer.json()
+        assert (await dummy_payment(http, merchant, tx)).status_code == 404  # production never simulates
+        checkout = await http.get(tx["payment_url"])
+        assert checkout.status_code == 303
+        assert checkout.headers["location"] == f"{fake.base_url}/checkout/{tx['transaction_id']}"
+        assert (await http.post(checkout.headers["location"])).status_code == 303  # the customer pays the issuer
+        [paid] = await receiver.wait_for(1, path="/wallet")
+        payload = check_wallet_callback(paid, merchant, tx)
+        assert (payload["transaction_status"], payload["issuer"]) == ("PAID", "DANA")
+
+        refunded = await refund(http, merchant, tx, 40_000)
+        assert refunded.status_code == 200, refunded.text
+        assert refunded.json()["transaction_status"] == "REFUNDED"
+        assert fake.refunds[f"{tx['transaction_id']}-R1"] == 40_000
+        callbacks = await receiver.wait_for(2, path="/wallet")
+        assert check_wallet_callback(callbacks[1], merchant, tx)["transaction_status"] == "REFUNDED"
+        assert (await inquire(http, merchant, tx))["refunded_amount"] == 40_000
+        # The issuer's paid notification, retried late (after the refund): applied before, changes nothing.
+        assert await fake.notify({"product": "wallet", "reference": tx["transaction_id"], "event": "paid"}) == 200
+        assert (await inquire(http, merchant, tx))["transaction_status"] == "REFUNDED"
+
+
+async def test_bnpl_approved_by_the_lenders_notification(
+    production: Production, fake: FakeMoneyMover, receiver: CallbackReceiver
+) -> None:
+    merchant = await production.merchant()
+    callback_url = receiver.url("/bnpl")
+    async with httpx.AsyncClient(base_url=production.url) as http:
+        answer = await post_signed(http, merchant, CHECKOUT, checkout_body(callback_url))
+        assert answer.status_code == 200, answer.text
+        data = answer.json()
+        approval = await http.get(data["qrContent"])
+        assert approval.status_code == 303
+        assert approval.headers["location"] == f"{fake.base_url}/approve/{data['referenceNo']}"
+        assert [p["tenure"] for p in fake.applications[data["referenceNo"]]["plans"]] == [3, 6, 12]
+        assert (await http.post(approval.headers["location"], data={"tenure": "6"})).status_code == 200
+        [notification] = await receiver.wait_for(1, path="/bnpl")
+        payload = check_notification(notification, merchant, callback_url)
+        assert (payload["latestTransactionStatus"], payload["tenure"]) == ("00", 6)
+        status = await post_signed(http, merchant, STATUS, {"originalReferenceNo": data["referenceNo"]})
+        assert status.json()["latestTransactionStatus"] == "00"
+
+
+async def test_a_forged_notification_is_refused_and_a_repeated_one_changes_nothing(
+    production: Production, fake: FakeMoneyMover, receiver: CallbackReceiver
+) -> None:
+    merchant = await production.merchant()
+    async with httpx.AsyncClient(base_url=production.url) as http:
+        tx = (await post_wallet(http, merchant, CREATE, create_body(receiver.url("/forged")))).json()
+        await http.get(tx["payment_url"])  # the issuer knows the payment
+        paid = {"product": "wallet", "reference": tx["transaction_id"], "event": "paid"}
+        body = json.dumps({"notifications": [paid]}).encode()
+        stale = str(int(time.time()) - 3600)
+        forgeries: list[dict[str, Any]] = [
+            {"Content-Type": "application/json"},  # unsigned
+            signed_headers("another-secret", NOTIFY, body),  # signed by someone else
+            signed_headers(SECRET, "/processors/http/other", body),  # for another path
+            signed_headers(SECRET, NOTIFY, body, timestamp=stale),  # replayed an hour later
+        ]
+        for headers in forgeries:
+            answer = await http.post(NOTIFY, content=body, headers=headers)
+            assert answer.status_code == 401, (headers, answer.text)
+        tampered = signed_headers(SECRET, NOTIFY, body)
+        answer = await http.post(NOTIFY, content=body.replace(b"paid", b"PAID"), headers=tampered)
+        assert answer.status_code == 401
+        assert (await inquire(http, merchant, tx))["transaction_status"] == "PENDING"
+        assert (await http.post("/processors/simulator/notify", content=body)).status_code == 404
+
+        for _ in range(2):  # the issuer's real notification, sent twice (a retry): applied once
+            answer = await http.post(NOTIFY, content=body, headers=signed_headers(SECRET, NOTIFY, body))
+            assert answer.status_code == 200, answer.text
+            assert answer.json()["applied"] == [{"product": "wallet", "reference": tx["transaction_id"],
+                                                 "status": "PAID"}]  # fmt: skip
+        assert (await inquire(http, merchant, tx))["transaction_status"] == "PAID"
+    await receiver.wait_for(1, path="/forged")
+    await asyncio.sleep(0.5)
+    assert len([r for r in receiver.requests if r.path == "/forged"]) == 1
+
+
+async def test_no_answer_is_processor_unavailable_and_a_refusal_is_processor_refused(fake: FakeMoneyMover) -> None:
+    """The connector's errors as the protocols define them: a money mover that does not answer (a closed
+    port) is ProcessorUnavailable (503: nothing recorded, retry), a 4xx is ProcessorRefused (409)."""
+    import sys
+
+    sys.path.insert(0, str(CONNECTOR / "src"))
+    try:
+        from kasir_processor_http import HttpProcessor
+    finally:
+        sys.path.remove(str(CONNECTOR / "src"))
+    from kasir.processors.protocols import ProcessorRefused, ProcessorUnavailable
+    from tests.support.postgres import free_port
+
+    closed = HttpProcessor(f"http://127.0.0.1:{free_port()}", SECRET, timeout=2)
+    with pytest.raises(ProcessorUnavailable) as unavailable:
+        await closed.wallet.void("WLTNOSUCH")
+    assert (unavailable.value.http_status, unavailable.value.headers) == (503, {"Retry-After": "5"})
+    with pytest.raises(ProcessorUnavailable):
+        await closed.card.status("CARDNOSUCH", 1)
+    wrong_secret = HttpProcessor(fake.base_url, "not-the-secret", timeout=2)
+    with pytest.raises(ProcessorRefused):  # the fake refuses the unsigned call: 401
+        await wrong_secret.wallet.void("WLTNOSUCH")
+    assert fake.refused >= 1

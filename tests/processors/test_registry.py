@@ -1,0 +1,111 @@
+"""KASIR_PROCESSORS: parsing, entry-point discovery, production's refusal of the simulator, `kasir serve`."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kasir.config import Settings
+from kasir.processors.protocols import BnplLender, CardAcquirer, Processor, WalletIssuer
+from kasir.processors.registry import ConfigurationError, check_configuration, parse_processors, resolve
+
+FAKE_PACKAGE = """
+from kasir.processors.simulator import SimulatedIssuer
+
+class OnlyWallet:
+    name = "onlywallet"
+    simulates = False
+    card = None
+    bnpl = None
+
+    def __init__(self, settings):
+        self.wallet = SimulatedIssuer()
+        self.settings = settings
+
+    def router(self):
+        return None
+
+    async def notifications(self, headers, body):
+        return []
+
+def create(settings):
+    return OnlyWallet(settings)
+"""
+
+
+@pytest.fixture
+def installed_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A processor package as pip would leave it: its module and a dist-info with the entry point."""
+    (tmp_path / "onlywallet_processor.py").write_text(FAKE_PACKAGE)
+    info = tmp_path / "onlywallet_processor-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: onlywallet-processor\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[kasir.processors]\nonlywallet = onlywallet_processor:create\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    return tmp_path
+
+
+def settings(**values: str) -> Settings:
+    return Settings(secret_key="k", **values)  # type: ignore[arg-type]
+
+
+def test_parse() -> None:
+    assert parse_processors("") == {}
+    assert parse_processors(" card=simulator , bnpl=x ") == {"card": "simulator", "bnpl": "x"}
+    for wrong in ("card", "card=", "cards=simulator", "=simulator"):
+        with pytest.raises(ConfigurationError, match="PRODUCT=NAME"):
+            parse_processors(wrong)
+
+
+def test_defaults_staging_simulates_everything_production_nothing() -> None:
+    staging = resolve(settings(env="staging"))
+    assert staging.live_products() == ["card", "wallet", "bnpl"]
+    simulator = staging.by_product["card"]
+    assert isinstance(simulator, Processor)
+    assert isinstance(simulator.card, CardAcquirer)
+    assert isinstance(simulator.wallet, WalletIssuer)
+    assert isinstance(simulator.bnpl, BnplLender)
+    assert resolve(settings(env="production")).live_products() == []
+    assert check_configuration(settings(env="production")) == "products live: none (no processor configured)"
+    assert check_configuration(settings(env="staging", processors="bnpl=simulator")) == "products live: bnpl=simulator"
+
+
+def test_production_refuses_the_simulator() -> None:
+    with pytest.raises(ConfigurationError, match="production never simulates"):
+        resolve(settings(env="production", processors="card=simulator"))
+
+
+def test_unknown_processor() -> None:
+    with pytest.raises(ConfigurationError, match="no processor 'nosuch' is installed"):
+        resolve(settings(processors="card=nosuch"))
+
+
+@pytest.mark.usefixtures("installed_plugin")
+def test_a_processor_is_found_by_its_entry_point() -> None:
+    found = resolve(settings(env="production", processors="wallet=onlywallet"))
+    assert found.live_products() == ["wallet"]
+    assert found.by_product["wallet"].name == "onlywallet"
+    with pytest.raises(ConfigurationError, match="does not serve card"):
+        resolve(settings(env="production", processors="card=onlywallet"))
+
+
+def run_serve(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    kasir = Path(sys.executable).parent / "kasir"
+    environment = {**os.environ, "KASIR_DATA_DIR": str(tmp_path), "KASIR_SECRET_KEY": "k", **env}
+    return subprocess.run(  # noqa: S603
+        [str(kasir), "serve", "--port", "9"], env=environment, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_serve_refuses_the_simulator_in_production_with_one_line(tmp_path: Path) -> None:
+    result = run_serve(tmp_path, KASIR_ENV="production", KASIR_PROCESSORS="card=simulator,wallet=simulator")
+    assert result.returncode == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert "production never simulates payments" in textwrap.dedent(lines[0])
+    assert result.stdout == ""
