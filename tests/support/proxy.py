@@ -8,14 +8,13 @@ async with RecordingProxy("http://127.0.0.1:8000") as proxy:
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
-import uvicorn
 
 from tests.support.postgres import free_port
+from tests.support.receiver import serve_on_loopback, stop_serving
 
 # Hop-by-hop headers, and those httpx sets again for the forwarded request or answer.
 # content-encoding: httpx hands over the decoded body.
@@ -50,8 +49,6 @@ class RecordingProxy:
         self.url = f"http://127.0.0.1:{self.port}"
         self.exchanges: list[Exchange] = []
         self._http = httpx.AsyncClient(base_url=self.upstream, timeout=30)
-        self._server: uvicorn.Server | None = None
-        self._task: asyncio.Task[None] | None = None
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
@@ -83,16 +80,9 @@ class RecordingProxy:
         await send({"type": "http.response.body", "body": answer.content})
 
     async def __aenter__(self) -> RecordingProxy:
-        config = uvicorn.Config(self, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._task = asyncio.create_task(self._server.serve())
-        while not self._server.started:
-            await asyncio.sleep(0.01)
+        self._served = await serve_on_loopback(self, self.port)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        assert self._task is not None
-        self._server.should_exit = True
-        await self._task
+        await stop_serving(self._served)
         await self._http.aclose()

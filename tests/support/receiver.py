@@ -50,6 +50,24 @@ class ReceivedRequest:
         return json.loads(self.body)
 
 
+Served = tuple[uvicorn.Server, "asyncio.Task[None]"]
+
+
+async def serve_on_loopback(app: Any, port: int) -> Served:
+    """`app` (ASGI) served by uvicorn on 127.0.0.1:`port` in this event loop, once it accepts connections."""
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off"))
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.01)
+    return server, task
+
+
+async def stop_serving(served: Served) -> None:
+    server, task = served
+    server.should_exit = True
+    await task
+
+
 class CallbackReceiver:
     def __init__(self) -> None:
         self.port = free_port()
@@ -57,8 +75,6 @@ class CallbackReceiver:
         self.default = Answer()
         self._script: deque[Answer] = deque()
         self._arrived = asyncio.Condition()
-        self._server: uvicorn.Server | None = None
-        self._task: asyncio.Task[None] | None = None
 
     def url(self, path: str = "/callback") -> str:
         return f"http://127.0.0.1:{self.port}{path}"
@@ -111,15 +127,8 @@ class CallbackReceiver:
         await send({"type": "http.response.body", "body": answer.encoded()})
 
     async def __aenter__(self) -> CallbackReceiver:
-        config = uvicorn.Config(self, host="127.0.0.1", port=self.port, log_level="warning", lifespan="off")
-        self._server = uvicorn.Server(config)
-        self._task = asyncio.create_task(self._server.serve())
-        while not self._server.started:
-            await asyncio.sleep(0.01)
+        self._served = await serve_on_loopback(self, self.port)
         return self
 
     async def __aexit__(self, *exc: object) -> None:
-        assert self._server is not None
-        assert self._task is not None
-        self._server.should_exit = True
-        await self._task
+        await stop_serving(self._served)

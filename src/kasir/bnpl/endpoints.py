@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.bnpl.schemas import BnplStatusInquiryRequest, PaymentCalculationRequest, QrCheckoutRequest
@@ -26,11 +26,11 @@ from kasir.bnpl.security import (
 )
 from kasir.bnpl.service import bnpl_service, option_body, page_url, parse_request, transaction_body
 from kasir.db import ReadSession
-from kasir.errors import NotFound, WireFormat, wire
+from kasir.errors import WireFormat, wire
 from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
 from kasir.kit.clock import isoformat_seconds
-from kasir.kit.pages import html_page
 from kasir.kit.qr import qr_png
+from kasir.processors.pages import hand_over
 from kasir.processors.registry import bnpl_lender, page_of, require
 from kasir.snap.codes import (
     SERVICE_PAYMENT_CALCULATION,
@@ -150,9 +150,4 @@ async def approval_page(reference_no: str, request: Request) -> Response:
     page_of("bnpl")
     async with request.app.state.database.unit_of_work(read_only=True) as session:
         application = await bnpl_service.application(session, reference_no)
-    checkout = await bnpl_lender().checkout(application)
-    if checkout.html is not None:
-        return html_page(checkout.html)
-    if checkout.url is None:
-        raise NotFound("Not Found")
-    return RedirectResponse(checkout.url, status_code=303)
+    return hand_over(await bnpl_lender().checkout(application))

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from fastapi import APIRouter, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -50,10 +50,10 @@ from kasir.errors import (
 )
 from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
 from kasir.kit.crypto import constant_time_equals
-from kasir.kit.pages import html_page
 from kasir.kit.qr import qr_png
 from kasir.merchants.basic_auth import BasicCaller, authenticate_basic_in
 from kasir.merchants.service import CredentialKind
+from kasir.processors.pages import hand_over
 from kasir.processors.registry import page_of, require, wallet_issuer
 from kasir.ratelimit.service import rate_limits, source_address
 from kasir.snap.headers import parse_json_body
@@ -281,9 +281,4 @@ async def checkout_page(transaction_id: str, request: Request) -> Response:
     page_of("wallet")
     async with database(request).unit_of_work(read_only=True) as session:
         payment = await wallet_service.checkout(session, transaction_id)
-    checkout = await wallet_issuer().create(payment)
-    if checkout.html is not None:
-        return html_page(checkout.html)
-    if checkout.url is None:
-        raise NotFound("Not Found")
-    return RedirectResponse(checkout.url, status_code=303)
+    return hand_over(await wallet_issuer().create(payment))
