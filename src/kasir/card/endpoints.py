@@ -174,7 +174,7 @@ async def payment_page(order_id: str, session: ReadSession) -> Response:
         )
     if order.status == CardOrderStatus.AUTHENTICATING.value:
         # Back to the challenge the acquirer is waiting on (asked again: idempotent by the attempt).
-        decision = await card_acquirer().status(order.id, order.attempts_made)
+        decision = await card_acquirer(order.payment_channel).status(order.id, order.attempts_made)
         if decision.result is CardResult.CHALLENGE and decision.redirect_url:
             return _see_other(_same_site(decision.redirect_url))
     if order.status != CardOrderStatus.PENDING.value:
@@ -265,7 +265,7 @@ async def challenge_return(order_id: str, request: Request) -> Response:
     if attempt is None or attempt.number != attempt_number:
         return _see_other(_after_challenge(order))  # finished already (the acquirer's notification came first)
     params = {name: value for name, value in request.query_params.items() if name != "attempt"}
-    decision = await card_acquirer().complete_challenge(order.id, attempt.number, params)
+    decision = await card_acquirer(order.payment_channel).complete_challenge(order.id, attempt.number, params)
     try:
         async with database.unit_of_work() as session:
             order = await card_service.finish_challenge(session, order.id, attempt.number, decision)

@@ -234,11 +234,11 @@ class CardService:
             from kasir.processors.registry import ProductUnavailable
 
             try:
-                require("wallet")
+                require("wallet", request.payment_channel)
             except ProductUnavailable:
                 raise ProductUnavailable("card") from None
         else:
-            require("card")
+            require("card", request.payment_channel)
 
     async def check_callback_url(self, caller: BasicCaller, request: ChargeRequest) -> None:
         """callbackUrl's check, before any unit of work: in production it resolves the host (DNS), and
@@ -367,7 +367,7 @@ class CardService:
     ) -> tuple[CardAttempt, CardDecision]:
         now = clock.now()
         self._refuse_unless_open(order, now, CardOrderStatus.PENDING)
-        acquirer = card_acquirer()
+        acquirer = card_acquirer(order.payment_channel)
         order.attempts_made += 1
         acq = acquirer_for(order.payment_channel, card.brand)
         order.acq, order.tenor, order.save_card = acq, tenor, save_card

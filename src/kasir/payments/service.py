@@ -47,7 +47,7 @@ from kasir.payments.repository import (
     payments_repository,
 )
 from kasir.processors.protocols import Event, Notification
-from kasir.processors.registry import simulator_serves
+from kasir.processors.registry import SIMULATOR, simulator_serves
 from kasir.processors.service import apply
 from kasir.wallet.service import wallet_service
 
@@ -465,21 +465,25 @@ class PaymentActions:
         row = await payments_service.get(session, scope, payment_id)
         before = {"status": row.status}
         # As the simulator's pages do: through the processors' one way in (kasir.processors.service).
-        if row.product in ("wallet", "bnpl") and not simulator_serves("wallet" if row.product == "wallet" else "bnpl"):
+        if row.product in ("wallet", "bnpl") and not simulator_serves(
+            "wallet" if row.product == "wallet" else "bnpl", row.channel if row.product == "wallet" else None
+        ):
             raise ActionRefused("this payment's processor is not the simulator: it cannot be simulated")
         if row.product == "wallet":
             events = {"pay": Event.PAID, "fail": Event.FAILED, "expire": Event.EXPIRED}
             if outcome not in events:
                 raise BadRequest("outcome must be pay, fail or expire", field="outcome")
             message = "Simulated from the console" if outcome == "fail" else None
-            await apply(session, Notification("wallet", row.id, events[outcome], message=message), strict=True)
+            await apply(
+                session, Notification("wallet", row.id, events[outcome], message=message), by=SIMULATOR, strict=True
+            )
         elif row.product == "bnpl" and outcome in ("pay", "fail"):
             if outcome == "pay":
                 options = await bnpl_service.options(session, row.merchant_id, row.amount)
                 notification = Notification("bnpl", row.id, Event.APPROVED, tenure=options[0].tenure)
             else:
                 notification = Notification("bnpl", row.id, Event.REJECTED)
-            await apply(session, notification, strict=True)
+            await apply(session, notification, by=SIMULATOR, strict=True)
         else:
             raise ActionRefused("this payment cannot be simulated from the console (card: use its payment page)")
         after = await payments_service.get(session, scope, payment_id)

@@ -191,7 +191,7 @@ async def _create(request: Request, *, qr: bool) -> Response:
     payment = parse(CreatePaymentRequest, caller.body)
     merchant = caller.merchant.merchant
     await wallet_service.check_callback_url(merchant, payment.callback_url)  # DNS: before the unit of work
-    require("wallet")
+    require("wallet", payment.payment_channel)
 
     async def create(session: AsyncSession) -> Response:
         tx = await wallet_service.create_payment(session, merchant, payment, qr=qr)
@@ -281,4 +281,4 @@ async def checkout_page(transaction_id: str, request: Request) -> Response:
     page_of("wallet")
     async with database(request).unit_of_work(read_only=True) as session:
         payment = await wallet_service.checkout(session, transaction_id)
-    return hand_over(await wallet_issuer().create(payment))
+    return hand_over(await wallet_issuer(payment.channel).create(payment))

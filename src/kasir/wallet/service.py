@@ -361,7 +361,7 @@ class WalletService:
                 f"Failed Request: refund_amount exceeds the refundable amount ({tx.refundable_amount})"
             )
         refund_number = len(await self.refunds(session, tx)) + 1
-        await wallet_issuer().refund(tx.id, f"{tx.id}-R{refund_number}", amount)
+        await wallet_issuer(tx.payment_channel).refund(tx.id, f"{tx.id}-R{refund_number}", amount)
         transition(tx, WalletStatus.REFUNDED)
         now = clock.now()
         tx.refunded_amount += amount
@@ -378,7 +378,7 @@ class WalletService:
             raise VoidNotSameDay(
                 "Failed Request: a transaction can be voided only on the day it was paid (Asia/Jakarta)"
             )
-        await wallet_issuer().void(tx.id)
+        await wallet_issuer(tx.payment_channel).void(tx.id)
         transition(tx, WalletStatus.VOID)
         tx.voided_at = clock.now()
         await self._changed(session, tx)
