@@ -433,30 +433,35 @@ class PaymentActions:
     """What the console, the admin API and the CLI may do to a payment: through the rooms' services, audited."""
 
     async def refund(
-        self, session: AsyncSession, scope: str | None, payment_id: str, amount: int, reason: str | None, actor: Actor
-    ) -> PaymentRow:
-        tx = await self._wallet(session, scope, payment_id)
-        before = {"status": tx.status, "refunded_amount": tx.refunded_amount}
+        self, database: Database, scope: str | None, payment_id: str, amount: int, reason: str | None, actor: Actor
+    ) -> None:
+        """Held in one unit of work, asked of the issuer with none open, recorded with its audit entry in a
+        second (kasir.processors.calls)."""
         if amount < 1:
             raise BadRequest("refund amount must be at least Rp 1", field="refund_amount")
-        await wallet_service.refund(session, tx, amount, reason)
-        await self._audit(
-            session,
-            actor,
-            "payment.refund",
-            tx.id,
-            tx.merchant_id,
-            before,
-            {"status": tx.status, "refunded_amount": tx.refunded_amount, "refund_amount": amount},
-        )
-        return await payments_service.get(session, scope, payment_id)
+        async with database.unit_of_work() as session:
+            tx = await self._wallet(session, scope, payment_id)
+            before = {"status": tx.status, "refunded_amount": tx.refunded_amount}
+            pending = await wallet_service.refund(session, tx, amount, reason)
+            await pending.hold(session, None)
 
-    async def void(self, session: AsyncSession, scope: str | None, payment_id: str, actor: Actor) -> PaymentRow:
-        tx = await self._wallet(session, scope, payment_id)
-        before = {"status": tx.status}
-        await wallet_service.void(session, tx)
-        await self._audit(session, actor, "payment.void", tx.id, tx.merchant_id, before, {"status": tx.status})
-        return await payments_service.get(session, scope, payment_id)
+        async def audited(session: AsyncSession, tx: Any) -> None:
+            after = {"status": tx.status, "refunded_amount": tx.refunded_amount, "refund_amount": amount}
+            await self._audit(session, actor, "payment.refund", tx.id, tx.merchant_id, before, after)
+
+        await pending.complete(database, also=audited)
+
+    async def void(self, database: Database, scope: str | None, payment_id: str, actor: Actor) -> None:
+        async with database.unit_of_work() as session:
+            tx = await self._wallet(session, scope, payment_id)
+            before = {"status": tx.status}
+            pending = await wallet_service.void(session, tx)
+            await pending.hold(session, None)
+
+        async def audited(session: AsyncSession, tx: Any) -> None:
+            await self._audit(session, actor, "payment.void", tx.id, tx.merchant_id, before, {"status": tx.status})
+
+        await pending.complete(database, also=audited)
 
     async def simulate(
         self, session: AsyncSession, scope: str | None, payment_id: str, outcome: str, actor: Actor
