@@ -9,7 +9,8 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
 from kasir.bnpl.categories import FEE_ITEM_IDS, allowed_categories
@@ -182,3 +183,111 @@ class BnplStatusInquiryRequest(SnapModel):
     original_partner_reference_no: Annotated[str, _text(64)] | None = None
     original_reference_no: Annotated[str, _text(64)] | None = None
     additional_info: dict[str, Any] | None = None
+
+
+# --- answers (200 bodies), documented for the OpenAPI document and generated clients ------------------
+# The service builds them (kasir.bnpl.service.option_body / transaction_body); field names are the wire's.
+
+_SNAP_TIME = "ISO 8601 with offset, like 2026-11-23T10:15:00+07:00"
+_STATUSES = {
+    "00": "Success", "01": "Initiated", "02": "Paying", "03": "Pending", "04": "Refunded", "05": "Canceled",
+    "06": "Failed", "07": "Not found",
+}  # fmt: skip
+
+
+class BnplAmount(BaseModel):
+    """A SNAP amount: a string with two decimals, and its currency."""
+
+    value: str = Field(pattern=r"^[0-9]{1,14}\.[0-9]{2}$", examples=["150000.00"])
+    currency: str = Field(examples=["IDR"])
+
+
+class BnplInstallmentOption(BaseModel):
+    id: str = Field(examples=["3_months"])
+    tenure: int = Field(examples=[3])
+    tenureTimeUnit: str = Field(examples=["MONTH"])  # noqa: N815 (wire names)
+    paymentType: str  # noqa: N815
+    rate: int
+    amount: BnplAmount
+    installmentAmount: BnplAmount  # noqa: N815
+    monthlyInstallment: BnplAmount  # noqa: N815
+    totalInterest: BnplAmount  # noqa: N815
+    provision: BnplAmount
+    totalTransactionAmount: BnplAmount  # noqa: N815
+
+
+class BnplCalculationResponse(BaseModel):
+    """Payment calculation (service 90): one option per tenure the merchant offers."""
+
+    responseCode: str = Field(examples=["2009000"])  # noqa: N815
+    responseMessage: str = Field(examples=["Successful"])  # noqa: N815
+    payments: list[BnplInstallmentOption]
+
+
+class BnplAnswerPaymentDetails(BaseModel):
+    amount: BnplAmount
+    totalAmount: BnplAmount  # noqa: N815
+
+
+_CHECKOUT_EXAMPLE: dict[str, Any] = {
+    "responseCode": "2009200",
+    "responseMessage": "Successful",
+    "partnerReferenceNo": "INV-1001",
+    "referenceNo": "BN2611230001ABCD",
+    "paymentChannel": "KASIR_BNPL",
+    "paymentDetails": {
+        "amount": {"value": "150000.00", "currency": "IDR"},
+        "totalAmount": {"value": "150000.00", "currency": "IDR"},
+    },
+    "qrContent": "https://kasir.example/bnpl/pages/BN2611230001ABCD",
+    "qrUrl": "https://kasir.example/bnpl/qr/BN2611230001ABCD.png",
+    "latestTransactionStatus": "01",
+    "transactionStatusDesc": "Initiated",
+    "createdAt": "2026-11-23T10:15:00+07:00",
+    "validityPeriod": "2026-11-23T10:45:00+07:00",
+}
+
+
+class BnplCheckoutResponse(BaseModel):
+    """QR checkout (service 91): the transaction, and where the customer approves it."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [_CHECKOUT_EXAMPLE]})
+
+    responseCode: str = Field(examples=["2009200"])  # noqa: N815
+    responseMessage: str = Field(examples=["Successful"])  # noqa: N815
+    partnerReferenceNo: str  # noqa: N815
+    referenceNo: str  # noqa: N815
+    paymentChannel: str = Field(examples=["KASIR_BNPL"])  # noqa: N815
+    paymentDetails: BnplAnswerPaymentDetails  # noqa: N815
+    qrContent: str = Field(description="The customer's approval page")  # noqa: N815
+    qrUrl: str = Field(description="PNG of qrContent as a QR code")  # noqa: N815
+    latestTransactionStatus: str = Field(  # noqa: N815
+        json_schema_extra={"enum": list(_STATUSES)},
+        description="; ".join(f"{code} {name}" for code, name in _STATUSES.items()),
+    )
+    transactionStatusDesc: str  # noqa: N815
+    createdAt: str = Field(description=_SNAP_TIME)  # noqa: N815
+    validityPeriod: str = Field(description=_SNAP_TIME)  # noqa: N815
+
+
+class BnplStatusResponse(BnplCheckoutResponse):
+    """Status inquiry (service 92): the checkout's fields, the original references, the tenure."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    **_CHECKOUT_EXAMPLE,
+                    "responseCode": "2009300",
+                    "originalPartnerReferenceNo": "INV-1001",
+                    "originalReferenceNo": "BN2611230001ABCD",
+                    "tenure": 3,
+                }
+            ]
+        }
+    )
+
+    originalPartnerReferenceNo: str  # noqa: N815
+    originalReferenceNo: str  # noqa: N815
+    tenure: int = Field(description="Months, as chosen on the approval page")
+    paidTime: str | SkipJsonSchema[None] = Field(None, description=_SNAP_TIME + "; once paid")  # noqa: N815

@@ -17,8 +17,26 @@ def snap_route(service_code: str, request_model: type[BaseModel] | None = None) 
         schema = request_model.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
         for name, definition in schema.pop("$defs", {}).items():
             _EXTRA_COMPONENTS[name] = definition
-        extra["requestBody"] = {"required": True, "content": {"application/json": {"schema": schema}}}
+        name = REQUEST_NAMES.get(request_model.__name__, request_model.__name__)
+        schema["title"] = name
+        _EXTRA_COMPONENTS[name] = schema
+        ref = {"$ref": f"#/components/schemas/{name}"}
+        extra["requestBody"] = {"required": True, "content": {"application/json": {"schema": ref}}}
     return extra
+
+
+# The request bodies' names in the document (what a generated client calls its classes), by model.
+REQUEST_NAMES = {
+    "ChargeRequest": "CardChargeRequest",
+    "CreatePaymentRequest": "WalletPaymentRequest",
+    "InquiryRequest": "WalletInquiryRequest",
+    "RefundRequest": "WalletRefundRequest",
+    "VoidRequest": "WalletVoidRequest",
+    "DummyPaymentRequest": "WalletDummyPaymentRequest",
+    "PaymentCalculationRequest": "BnplCalculationRequest",
+    "QrCheckoutRequest": "BnplCheckoutRequest",
+    "BnplStatusInquiryRequest": "BnplStatusRequest",
+}
 
 
 # Nested models of raw-body routes, added to the document's components by app.py.

@@ -12,12 +12,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, GetCoreSchemaHandler, GetJsonSchemaHandler
-from pydantic.json_schema import JsonSchemaValue
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+)
+from pydantic.json_schema import JsonSchemaValue, SkipJsonSchema
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 from kasir.kit.clock import parse_aware
 from kasir.kit.fields import country_code, email, http_url, phone, required
+from kasir.wallet.states import WalletStatus
 
 CHANNELS = ("OVO", "DANA", "SHOPEEPAY", "LINKAJA", "VIRGO", "QRIS")
 QR_CHANNEL = "QRIS"  # the dynamic-QR-only channel: create-qr only
@@ -252,3 +261,93 @@ class WalletErrorBody(BaseModel):
 
     response_code: str
     response_message: str
+
+
+# --- answers (the 200 bodies of create-payment, create-qr, inquiry, refund, void, dummy payment) ----------
+# Documented for the OpenAPI document and the clients generated from it; the service builds the bodies
+# (kasir.wallet.service.transaction_body). A field that may be absent is optional here, never null.
+
+_WALLET_TIME = "ISO 8601 with offset and milliseconds, like 2026-11-23T10:15:00.000+07:00"
+
+
+class WalletAnswerPaymentDetails(BaseModel):
+    amount: int = Field(description="Whole rupiah")
+    total_amount: int
+    transaction_description: str
+    transaction_time: str = Field(description=_WALLET_TIME)
+    expired_time: str = Field(description=_WALLET_TIME)
+    paid_time: str = Field(description=_WALLET_TIME + "; empty before payment")
+
+
+class WalletRefundEntry(BaseModel):
+    refund_time: str
+    refund_amount: int
+
+
+class WalletVoidEntry(BaseModel):
+    void_time: str
+    void_amount: int
+
+
+class WalletTransactionResponse(BaseModel):
+    """The wallet transaction as every successful wallet API call answers it (`response_code` `00`)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "response_code": "00",
+                    "response_message": "Success",
+                    "transaction_id": "EW2611230001ABCD",
+                    "external_id": "ext-1001",
+                    "order_id": "ORDER-1001",
+                    "merchant_id": "M123456",
+                    "reference_id": "R2611230001",
+                    "currency": "IDR",
+                    "payment_method": "wallet",
+                    "payment_channel": "OVO",
+                    "payment_system": "CLOSED",
+                    "transaction_status": "PENDING",
+                    "amount": 150000,
+                    "refunded_amount": 0,
+                    "transaction_time": "2026-11-23T10:15:00.000+07:00",
+                    "expired_time": "2026-11-23T10:45:00.000+07:00",
+                    "paid_time": "",
+                    "payment_details": {
+                        "amount": 150000,
+                        "total_amount": 150000,
+                        "transaction_description": "Order 1001",
+                        "transaction_time": "2026-11-23T10:15:00.000+07:00",
+                        "expired_time": "2026-11-23T10:45:00.000+07:00",
+                        "paid_time": "",
+                    },
+                    "payment_url": "https://kasir.example/ewallet/pages/EW2611230001ABCD",
+                }
+            ]
+        }
+    )
+
+    response_code: str = Field(examples=["00"])
+    response_message: str = Field(examples=["Success"])
+    transaction_id: str
+    external_id: str
+    order_id: str
+    merchant_id: str
+    reference_id: str
+    currency: str = Field(examples=["IDR"])
+    payment_method: str = Field(examples=["wallet"])
+    payment_channel: str = Field(json_schema_extra={"enum": list(CHANNELS)})
+    payment_system: str
+    transaction_status: str = Field(json_schema_extra={"enum": [status.value for status in WalletStatus]})
+    amount: int = Field(description="Whole rupiah")
+    refunded_amount: int
+    transaction_time: str = Field(description=_WALLET_TIME)
+    expired_time: str = Field(description=_WALLET_TIME)
+    paid_time: str = Field(description=_WALLET_TIME + "; empty before payment")
+    payment_details: WalletAnswerPaymentDetails
+    payment_url: str = Field(description="The customer's checkout page")
+    qr_string: str | SkipJsonSchema[None] = Field(None, description="QRIS payload (create-qr and QRIS only)")
+    qr_url: str | SkipJsonSchema[None] = Field(None, description="PNG of the QR code (QRIS only)")
+    failure_reason: str | SkipJsonSchema[None] = Field(None, description="Only when transaction_status is failed")
+    refund_history: list[WalletRefundEntry] | SkipJsonSchema[None] = Field(None, description="After a refund")
+    void_history: list[WalletVoidEntry] | SkipJsonSchema[None] = Field(None, description="After a void")
