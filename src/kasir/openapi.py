@@ -159,7 +159,6 @@ HEADERS: dict[str, Any] = {
 
 def complete_document(document: dict[str, Any], extra_models: list[type[BaseModel]]) -> None:
     """Everything this module adds, in place; `extra_models` are the webhooks' payloads."""
-    document["info"]["summary"] = "Self-hostable Indonesian payment gateway: SNAP tokens, wallet, BNPL, card"
     components = document.setdefault("components", {})
     schemas = components.setdefault("schemas", {})
     _add_models(schemas, extra_models)
