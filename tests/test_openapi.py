@@ -260,7 +260,8 @@ def _journey(base_url: str, package: Any, clients: ExitStack) -> dict[str, Any]:
     assert made.latest_transaction_status == models.BnplCheckoutResponseLatesttransactionstatus.VALUE_1  # "01"
     assert isinstance(made.payment_details.amount, models.BnplAmount)
     seen["bnpl"] = made
-    status_request = models.BnplStatusRequest.from_dict({"originalReferenceNo": made.reference_no})
+    # The inquiry names the transaction by originalReferenceNo or by originalPartnerReferenceNo: two typed forms.
+    status_request = models.BnplStatusRequestType0.from_dict({"originalReferenceNo": made.reference_no})
     status = status_api.sync_detailed(
         client=snap,
         body=status_request,

@@ -14,7 +14,19 @@ from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
 from kasir.bnpl.categories import FEE_ITEM_IDS, allowed_categories
-from kasir.kit.fields import country_code, email, http_url, phone, required
+from kasir.kit.fields import (
+    COUNTRY,
+    EMAIL,
+    PHONE,
+    REQUIRED,
+    URL,
+    Documented,
+    country_code,
+    email,
+    http_url,
+    phone,
+    required,
+)
 from kasir.kit.money import parse_snap_amount
 from kasir.snap.schemas import SnapModel
 
@@ -74,25 +86,35 @@ def _text(max_length: int) -> Any:
 
 
 Req = AfterValidator(required)
-Str3 = Annotated[str, _text(3), Req]
-Str8 = Annotated[str, _text(8), Req]
-Str16 = Annotated[str, _text(16), Req]
-Str32 = Annotated[str, _text(32), Req]
-Str64 = Annotated[str, _text(64), Req]
-Str128 = Annotated[str, _text(128), Req]
-Str256 = Annotated[str, _text(256), Req]
+# Each rule is also stated in the field's OpenAPI schema (kasir.kit.fields.Documented).
+AMOUNT = Documented(
+    pattern=r"^[0-9]{1,14}\.[0-9]{2}$",
+    description="16,2: at most 16 digits in all, 2 of them decimals, like 150000.00",
+    examples=["150000.00"],
+)
+QTY = Documented(type="integer", minimum=1, maximum=QTY_MAX)
+CATEGORY = Documented(description="A 4-character code of the BNPL category table (KASIR_BNPL_CATEGORIES)")
+Str3 = Annotated[str, _text(3), Req, REQUIRED]
+Str8 = Annotated[str, _text(8), Req, REQUIRED]
+Str16 = Annotated[str, _text(16), Req, REQUIRED]
+Str32 = Annotated[str, _text(32), Req, REQUIRED]
+Str64 = Annotated[str, _text(64), Req, REQUIRED]
+Str128 = Annotated[str, _text(128), Req, REQUIRED]
+Str256 = Annotated[str, _text(256), Req, REQUIRED]
 Opt16 = Annotated[str, _text(16)]
 Opt32 = Annotated[str, _text(32)]
-AmountValue = Annotated[str, _text(19), Req, AfterValidator(_amount)]
-Currency = Annotated[str, _text(3), Req, AfterValidator(_idr)]
-Url256 = Annotated[str, _text(256), Req, AfterValidator(http_url)]
-OptUrl256 = Annotated[str, _text(256), AfterValidator(http_url)]
-Email64 = Annotated[str, _text(64), Req, AfterValidator(email)]
-OptEmail64 = Annotated[str, _text(64), AfterValidator(email)]
-Phone16 = Annotated[str, _text(16), Req, AfterValidator(phone)]
-ItemId = Annotated[str, _text(64), Req, AfterValidator(_item_id)]
-StrictQty = Annotated[int, BeforeValidator(_strict_qty), AfterValidator(_qty_range)]
-LenientQty = Annotated[int, BeforeValidator(_lenient_qty), AfterValidator(_qty_range)]
+AmountValue = Annotated[str, _text(19), Req, AfterValidator(_amount), AMOUNT]
+Currency = Annotated[str, _text(3), Req, AfterValidator(_idr), Documented(enum=["IDR"])]
+Url256 = Annotated[str, _text(256), Req, AfterValidator(http_url), URL]
+OptUrl256 = Annotated[str, _text(256), AfterValidator(http_url), URL]
+Email64 = Annotated[str, _text(64), Req, AfterValidator(email), EMAIL]
+OptEmail64 = Annotated[str, _text(64), AfterValidator(email), EMAIL]
+Phone16 = Annotated[str, _text(16), Req, AfterValidator(phone), PHONE]
+ItemId = Annotated[str, _text(64), Req, AfterValidator(_item_id), REQUIRED]
+StrictQty = Annotated[int, BeforeValidator(_strict_qty), AfterValidator(_qty_range), QTY]
+LenientQty = Annotated[
+    int, BeforeValidator(_lenient_qty), AfterValidator(_qty_range), QTY, Documented(description="A number (or digits)")
+]
 
 
 class BnplMoney(SnapModel):
@@ -113,7 +135,7 @@ class BnplCalculationItem(SnapModel):
     amount: BnplMoney
     url: Url256
     image_url: OptUrl256 | None = None
-    category: Annotated[str, _text(256), Req, AfterValidator(_category)]
+    category: Annotated[str, _text(256), Req, AfterValidator(_category), CATEGORY]
     qty: LenientQty
     parent_type: Literal["SELLER"]
     parent_id: Str64
@@ -136,7 +158,7 @@ class BnplCheckoutItem(SnapModel):
     item_id: ItemId
     name: Str128
     amount: BnplMoney
-    category: Annotated[str, _text(4), Req, AfterValidator(_category)]
+    category: Annotated[str, _text(4), Req, AfterValidator(_category), CATEGORY]
     qty: StrictQty
 
 
@@ -154,7 +176,7 @@ class BnplSellerAddress(SnapModel):
     city: Str32
     postal_code: Str8
     phone: Phone16
-    country_code: Annotated[str, _text(16), Req, AfterValidator(country_code)]
+    country_code: Annotated[str, _text(16), Req, AfterValidator(country_code), COUNTRY]
 
 
 class BnplSeller(SnapModel):
@@ -172,7 +194,7 @@ class QrCheckoutRequest(SnapModel):
     item_details: Annotated[list[BnplCheckoutItem], Field(min_length=1, max_length=ITEMS_MAX)]
     customer_details: BnplCustomerDetails
     sellers: Annotated[list[BnplSeller], Field(max_length=ITEMS_MAX)] | None = None
-    callback_url: Annotated[str, _text(2048), Req, AfterValidator(http_url)]
+    callback_url: Annotated[str, _text(2048), Req, AfterValidator(http_url), URL]
     additional_info: dict[str, Any] | None = None
 
 
@@ -180,6 +202,16 @@ class QrCheckoutRequest(SnapModel):
 
 
 class BnplStatusInquiryRequest(SnapModel):
+    """Names the transaction by originalReferenceNo, originalPartnerReferenceNo, or both (then they must agree)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"required": [name], "properties": {name: {"type": "string", "minLength": 1}}}
+                for name in ("originalReferenceNo", "originalPartnerReferenceNo")
+            ]
+        }
+    )
     original_partner_reference_no: Annotated[str, _text(64)] | None = None
     original_reference_no: Annotated[str, _text(64)] | None = None
     additional_info: dict[str, Any] | None = None

@@ -25,7 +25,19 @@ from pydantic.json_schema import JsonSchemaValue, SkipJsonSchema
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 from kasir.kit.clock import parse_aware
-from kasir.kit.fields import country_code, email, http_url, phone, required
+from kasir.kit.fields import (
+    COUNTRY,
+    EMAIL,
+    PHONE,
+    REQUIRED,
+    URL,
+    Documented,
+    country_code,
+    email,
+    http_url,
+    phone,
+    required,
+)
 from kasir.wallet.states import WalletStatus
 
 CHANNELS = ("OVO", "DANA", "SHOPEEPAY", "LINKAJA", "VIRGO", "QRIS")
@@ -149,22 +161,29 @@ Str = BeforeValidator(_string)
 Req = AfterValidator(required)
 
 
-ExternalId = Annotated[str, Str, _text(64), Req]
-OrderId = Annotated[str, Str, _text(100), Req, AfterValidator(_order_id)]
-TransactionId = Annotated[str, Str, _text(64), Req]
-PaymentMethod = Annotated[str, Str, Req, AfterValidator(_wallet_method)]
-Channel = Annotated[str, Str, Req, AfterValidator(_channel)]
-Currency = Annotated[str, Str, Req, AfterValidator(_idr)]
-Rupiah = Annotated[int, BeforeValidator(_rupiah)]
-Qty = Annotated[int, BeforeValidator(_qty)]
-Email = Annotated[str, Str, _text(64), Req, AfterValidator(email)]
-Phone = Annotated[str, Str, _text(16), Req, AfterValidator(phone)]
-Country = Annotated[str, Str, _text(3), Req, AfterValidator(country_code)]
-Url = Annotated[str, Str, _text(2048), Req, AfterValidator(http_url)]
-Timestamp = Annotated[datetime, BeforeValidator(_timestamp)]
-Text64 = Annotated[str, Str, _text(64), Req]
-Text128 = Annotated[str, Str, _text(128), Req]
-Text255 = Annotated[str, Str, _text(255), Req]
+# Each rule is also stated in the field's OpenAPI schema (Documented): a body valid by the document passes them.
+ExternalId = Annotated[str, Str, _text(64), Req, REQUIRED]
+OrderId = Annotated[str, Str, _text(100), Req, AfterValidator(_order_id), Documented(pattern=_ORDER_ID.pattern)]
+TransactionId = Annotated[str, Str, _text(64), Req, REQUIRED]
+PaymentMethod = Annotated[str, Str, Req, AfterValidator(_wallet_method), Documented(enum=["wallet"])]
+Channel = Annotated[str, Str, Req, AfterValidator(_channel), Documented(enum=list(CHANNELS))]
+Currency = Annotated[str, Str, Req, AfterValidator(_idr), Documented(enum=["IDR"])]
+Rupiah = Annotated[
+    int, BeforeValidator(_rupiah), Documented(type="integer", minimum=1, maximum=AMOUNT_MAX, description="Whole rupiah")
+]
+Qty = Annotated[int, BeforeValidator(_qty), Documented(type="integer", minimum=1, maximum=QTY_MAX)]
+Email = Annotated[str, Str, _text(64), Req, AfterValidator(email), EMAIL]
+Phone = Annotated[str, Str, _text(16), Req, AfterValidator(phone), PHONE]
+Country = Annotated[str, Str, _text(3), Req, AfterValidator(country_code), COUNTRY]
+Url = Annotated[str, Str, _text(2048), Req, AfterValidator(http_url), URL]
+Timestamp = Annotated[
+    datetime,
+    BeforeValidator(_timestamp),
+    Documented(type="string", format="date-time", description="ISO 8601 with an offset: 2026-11-23T10:15:00+07:00"),
+]
+Text64 = Annotated[str, Str, _text(64), Req, REQUIRED]
+Text128 = Annotated[str, Str, _text(128), Req, REQUIRED]
+Text255 = Annotated[str, Str, _text(255), Req, REQUIRED]
 OptText255 = Annotated[str, Str, _text(255)]
 OptText1024 = Annotated[str, Str, _text(1024)]
 
@@ -194,13 +213,13 @@ class WalletAddress(WalletModel):
     phone: Phone
     address: Text255
     city: Text64
-    postal_code: Annotated[str, Str, _text(10), Req]
+    postal_code: Annotated[str, Str, _text(10), Req, REQUIRED]
     country: Country
 
 
 class WalletDetails(WalletModel):
     id: Text64
-    id_type: Annotated[str, Str, Req, AfterValidator(_id_type)]
+    id_type: Annotated[str, Str, Req, AfterValidator(_id_type), Documented(enum=["HP", "EMAIL"])]
 
 
 class CreatePaymentRequest(WalletModel):
@@ -217,7 +236,7 @@ class CreatePaymentRequest(WalletModel):
     payment_channel: Channel
     payment_details: WalletPaymentDetails
     customer_details: WalletCustomerDetails
-    item_details: Annotated[list[WalletItem], AfterValidator(_items)]
+    item_details: Annotated[list[WalletItem], AfterValidator(_items), Documented(minItems=1, maxItems=ITEMS_MAX)]
     wallet_details: WalletDetails | None = None
     billing_address: WalletAddress | None = None
     shipping_address: WalletAddress | None = None
@@ -252,7 +271,9 @@ class DummyPaymentRequest(TransactionReference):
 
     payment_method: PaymentMethod
     payment_channel: Channel
-    simulate_status: Annotated[str, Str, Req, AfterValidator(_simulated)] = "PAID"
+    simulate_status: Annotated[
+        str, Str, Req, AfterValidator(_simulated), Documented(enum=list(SIMULATED_STATUSES))
+    ] = "PAID"
     failure_reason: OptText255 | None = None
 
 
