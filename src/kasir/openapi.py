@@ -219,7 +219,7 @@ def _complete_operation(method: str, path: str, operation: dict[str, Any]) -> No
     for status, response in operation.get("responses", {}).items():
         headers = response.setdefault("headers", {})
         headers.setdefault("X-Request-ID", {"$ref": "#/components/headers/X-Request-ID"})
-        if keyed and status.startswith("2"):
+        if keyed and status[0] in "24" and status != "429":  # a stored 2xx or 4xx answer, replayed
             headers.setdefault("Idempotent-Replayed", {"$ref": "#/components/headers/Idempotent-Replayed"})
         if status in ("429", "503") or (keyed and status == "409"):
             headers.setdefault("Retry-After", {"$ref": "#/components/headers/Retry-After"})
