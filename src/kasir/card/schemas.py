@@ -358,6 +358,23 @@ class ChargeData(BaseModel):
 class ChargeResponse(BaseModel):
     """HTTP 200: statusCode "00", statusMessage "SUCCESS" (decisions.md §4)."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "statusCode": "00",
+                    "statusMessage": "SUCCESS",
+                    "data": {
+                        "transactionId": "CARD2611230001ABCD",
+                        "externalId": "EXT-1001",
+                        "paymentStatus": "PENDING",
+                        "link": "https://kasir.example/card/pages/CARD2611230001ABCD",
+                    },
+                }
+            ]
+        }
+    )
+
     statusCode: str  # noqa: N815
     statusMessage: str  # noqa: N815
     data: ChargeData
