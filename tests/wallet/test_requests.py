@@ -300,6 +300,7 @@ async def test_openapi_documents_the_wallet_routes(app: FastAPI, client: httpx.A
     schema = (await client.get("/openapi.json")).json()
     for path in ("create-payment", "create-qr", "inquiry", "refund", "void", "dummy-payment"):
         operation = schema["paths"][f"/ewallet/v2/{path}"]["post"]
-        assert {p["name"] for p in operation["parameters"]} >= {"Authorization", "x-req-signature", "x-version"}
+        assert {p["name"] for p in operation["parameters"]} >= {"x-req-signature", "x-version"}
+        assert operation["security"] == [{"merchantBasic": []}]  # Authorization: Basic, as a security scheme
         assert "requestBody" in operation
     assert "WalletItem" in schema["components"]["schemas"]

@@ -32,7 +32,7 @@ from kasir.card.cards import card_channels
 from kasir.errors import BadRequest, FieldError, from_pydantic_errors
 from kasir.kit import json_input
 from kasir.kit.clock import parse_aware
-from kasir.kit.fields import country_code, email, http_url, phone, required
+from kasir.kit.fields import COUNTRY, EMAIL, PHONE, REQUIRED, URL, country_code, email, http_url, phone, required
 
 QTY_MAX = 999  # interface.md Limits
 AMOUNT_MAX = 10**15  # whole rupiah; far beyond any card limit, inside BigInteger
@@ -99,15 +99,16 @@ def _text(max_length: int) -> Any:
 
 
 Req = AfterValidator(required)
-Str16 = Annotated[str, _text(16), Req]
-Str64 = Annotated[str, _text(64), Req]
-Str128 = Annotated[str, _text(128), Req]
-Str255 = Annotated[str, _text(255), Req]
-Str256 = Annotated[str, _text(256), Req]
-Email = Annotated[str, _text(64), Req, AfterValidator(email)]
-Phone = Annotated[str, _text(16), Req, AfterValidator(phone)]
-Country = Annotated[str, _text(3), Req, AfterValidator(country_code)]
-Url = Annotated[str, _text(2048), Req, AfterValidator(http_url)]
+# Each rule is also stated in the field's OpenAPI schema (kasir.kit.fields.Documented).
+Str16 = Annotated[str, _text(16), Req, REQUIRED]
+Str64 = Annotated[str, _text(64), Req, REQUIRED]
+Str128 = Annotated[str, _text(128), Req, REQUIRED]
+Str255 = Annotated[str, _text(255), Req, REQUIRED]
+Str256 = Annotated[str, _text(256), Req, REQUIRED]
+Email = Annotated[str, _text(64), Req, AfterValidator(email), EMAIL]
+Phone = Annotated[str, _text(16), Req, AfterValidator(phone), PHONE]
+Country = Annotated[str, _text(3), Req, AfterValidator(country_code), COUNTRY]
+Url = Annotated[str, _text(2048), Req, AfterValidator(http_url), URL]
 Amount = Annotated[int, BeforeValidator(_strict_int), Field(gt=0, le=AMOUNT_MAX)]
 UnitPrice = Annotated[int, BeforeValidator(_strict_int), Field(ge=0, le=AMOUNT_MAX)]
 Qty = Annotated[int, BeforeValidator(_strict_int), Field(ge=1, le=QTY_MAX)]
@@ -356,6 +357,23 @@ class ChargeData(BaseModel):
 
 class ChargeResponse(BaseModel):
     """HTTP 200: statusCode "00", statusMessage "SUCCESS" (decisions.md §4)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "statusCode": "00",
+                    "statusMessage": "SUCCESS",
+                    "data": {
+                        "transactionId": "CARD2611230001ABCD",
+                        "externalId": "EXT-1001",
+                        "paymentStatus": "PENDING",
+                        "link": "https://kasir.example/card/pages/CARD2611230001ABCD",
+                    },
+                }
+            ]
+        }
+    )
 
     statusCode: str  # noqa: N815
     statusMessage: str  # noqa: N815

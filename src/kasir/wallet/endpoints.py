@@ -65,6 +65,7 @@ from kasir.wallet.schemas import (
     RefundRequest,
     VoidRequest,
     WalletErrorBody,
+    WalletTransactionResponse,
 )
 from kasir.wallet.service import wallet_service
 
@@ -155,6 +156,7 @@ _KEYED_HEADERS = [
      "description": "Makes retries safe: the first complete answer is replayed (Idempotent-Replayed: true)"},
 ]  # fmt: skip
 _ERRORS: dict[int | str, dict[str, Any]] = {
+    200: {"model": WalletTransactionResponse, "description": "`00` Success: the transaction"},
     400: {"model": WalletErrorBody, "description": "`01` Request Parameter Error: names the field and the rule"},
     401: {"model": WalletErrorBody, "description": "`04` Unauthorized Merchant"},
     404: {"model": WalletErrorBody, "description": "`02` Data Not Found"},
@@ -263,7 +265,7 @@ async def _run_once(
 _PLAIN = wire(WireFormat.PLAIN)
 
 
-@router.get("/ewallet/qr/{transaction_id}.png", summary="QRIS image (qr_url)", openapi_extra=_PLAIN)
+@router.get("/ewallet/qr/{transaction_id}.png", openapi_extra=_PLAIN, include_in_schema=False)
 async def qr_image(transaction_id: str, session: ReadSession) -> Response:
     tx = await wallet_service.get(session, transaction_id)
     if tx.qr_string is None:
@@ -275,6 +277,7 @@ async def qr_image(transaction_id: str, session: ReadSession) -> Response:
     "/ewallet/pages/{transaction_id}",
     summary="Wallet checkout (payment_url): the issuer's checkout",
     openapi_extra=_PLAIN,
+    include_in_schema=False,
     response_class=HTMLResponse,
 )
 async def checkout_page(transaction_id: str, request: Request) -> Response:
