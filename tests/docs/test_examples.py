@@ -183,3 +183,29 @@ def test_every_relative_link_resolves_to_a_file_of_the_repository(path: Path) ->
         where = f"{path.relative_to(ROOT)}:{line}: {target}"
         assert file.is_relative_to(ROOT), f"{where} leaves the repository"
         assert file.exists(), f"{where} does not exist"
+
+
+def _documented(path: str, text: str) -> bool:
+    """`path` appears in `text`, any `{parameter}` matching any `{name}`; `/v1.1/` routes may be named as aliases."""
+    if path.startswith("/v1.1/") and _documented(path.replace("/v1.1/", "/v1.0/", 1), text):
+        return f"/v1.1/{path.split('/', 2)[2]}" in text or "/v1.1/bnpl/..." in text
+    pattern = re.sub(r"\\\{[^}]*\\\}", r"\\{[^}]+\\}", re.escape(path))
+    return re.search(f"`(?:GET |POST )?{pattern}[`/ ,]", text) is not None
+
+
+async def test_every_route_of_the_api_is_documented(app) -> None:
+    text = "\n".join(path.read_text() for path in (ROOT / "docs").rglob("*.md"))
+    missing = [path for path in app.openapi()["paths"] if not _documented(path, text)]
+    assert not missing, missing
+
+
+def test_every_error_code_is_in_the_errors_page() -> None:
+    """Every card `statusMessage` and wallet `response_code` the code can answer is explained in errors.md."""
+    page = (ROOT / "docs" / "merchant" / "errors.md").read_text()
+    source = "\n".join(path.read_text() for path in (ROOT / "src" / "kasir").rglob("*.py"))
+    card = set(re.findall(r'card_status = "([A-Z_]+)"', source))
+    wallet = set(re.findall(r'wallet_code = "(\d\d)"', source))
+    assert {"VALIDATION_ERROR", "INVALID_CARD", "IDEMPOTENCY_KEY_REUSED"} <= card  # the search still finds them
+    missing = sorted(f"card {c}" for c in card if f"`{c}`" not in page)
+    missing += sorted(f"wallet {w}" for w in wallet if f"| `{w}` |" not in page)
+    assert not missing, missing
