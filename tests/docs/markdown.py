@@ -71,3 +71,20 @@ def links(path: Path) -> list[tuple[int, str]]:
         text = re.sub(r"`[^`]*`", "", line)  # code spans are not links
         found.extend((number, match["target"]) for match in _LINK.finditer(text))
     return found
+
+
+def anchors(path: Path) -> set[str]:
+    """The anchors GitHub makes of the page's headings: lower case, punctuation dropped, spaces as hyphens."""
+    fenced = {line for block in blocks(path) for line in range(block.line, block.line + block.code.count("\n") + 2)}
+    found: set[str] = set()
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        heading = re.match(r"^#{1,6}\s+(.*?)\s*#*$", line)
+        if heading is None or number in fenced:
+            continue
+        slug = re.sub(r"[^\w\- ]", "", heading[1].lower()).replace(" ", "-")
+        candidate, n = slug, 0
+        while candidate in found:  # a repeated heading gets -1, -2, ...
+            n += 1
+            candidate = f"{slug}-{n}"
+        found.add(candidate)
+    return found

@@ -23,7 +23,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.docs.markdown import ROOT, Block, all_blocks, documents, links
+from tests.docs.markdown import ROOT, Block, all_blocks, anchors, documents, links
 from tests.support.process import end_with_parent
 from tests.support.server import ServedKasir
 
@@ -177,12 +177,15 @@ def test_every_relative_link_resolves_to_a_file_of_the_repository(path: Path) ->
     for outside in ("shared/spec", "shared/STYLE"):
         assert outside not in text, f"{path}: points at {outside}, outside the repository"
     for line, target in links(path):
-        if re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("#"):
-            continue  # https:, mailto:, an anchor on the same page
-        file = (path.parent / target.split("#", 1)[0]).resolve()
+        if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+            continue  # https:, mailto:
+        name, _, anchor = target.partition("#")
+        file = (path.parent / name).resolve() if name else path
         where = f"{path.relative_to(ROOT)}:{line}: {target}"
         assert file.is_relative_to(ROOT), f"{where} leaves the repository"
         assert file.exists(), f"{where} does not exist"
+        if anchor and file.suffix == ".md":
+            assert anchor in anchors(file), f"{where}: no such heading in {file.relative_to(ROOT)}"
 
 
 def _documented(path: str, text: str) -> bool:
