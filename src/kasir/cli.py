@@ -201,7 +201,7 @@ def demo_merchant(
     with os.fdopen(fd, "w") as handle:
         json.dump(credentials_json(credentials), handle, indent=2)
     script = directory / "get-token.sh"
-    script.write_text(_token_example(settings.public_url, credentials.client_id, private_path) + "\n")
+    script.write_text("#!/bin/sh\n" + _token_example(settings.public_url, credentials.client_id, private_path) + "\n")
     script.chmod(0o755)
     console.print(
         f"\n[bold]Demo merchant[/bold] {credentials.merchant_id} ({DEMO_MERCHANT_NAME})\n"
