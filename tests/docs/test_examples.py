@@ -28,6 +28,10 @@ from tests.support.process import end_with_parent
 from tests.support.server import ServedKasir
 
 pytestmark = pytest.mark.slow
+# The examples run on a SQLite database of their own, as `make run` serves them: once per `make test` is enough.
+ON_ITS_OWN_DATABASE = pytest.mark.skipif(
+    os.environ.get("KASIR_TEST_DB", "sqlite") != "sqlite", reason="the docs' server has its own SQLite database"
+)
 
 BIN = Path(sys.executable).parent
 BLOCKS = all_blocks()
@@ -119,6 +123,7 @@ def test_the_guides_main_examples_are_marked_runnable() -> None:
         assert block.lang in {"sh", "python"}, f"{block.where}: a runnable block is sh or python, not {block.lang!r}"
 
 
+@ON_ITS_OWN_DATABASE
 @pytest.mark.parametrize("block", RUNNABLE, ids=_id)
 async def test_runnable_block(block: Block, docs_server: dict[str, str], tmp_path: Path) -> None:
     script = tmp_path / ("block.py" if block.lang == "python" else "block.sh")
@@ -132,6 +137,7 @@ async def test_runnable_block(block: Block, docs_server: dict[str, str], tmp_pat
     )
 
 
+@ON_ITS_OWN_DATABASE
 async def test_the_demo_token_script_runs_with_posix_sh(docs_server: dict[str, str], tmp_path: Path) -> None:
     """`make run` writes var/demo/get-token.sh and prints the same lines: POSIX sh, no GNU date or base64."""
     script = Path(docs_server["KASIR_DEMO_DIR"]) / "get-token.sh"
