@@ -124,7 +124,7 @@ async def test_reject_on_page_notifies_06(app: FastAPI, client: httpx.AsyncClien
     [notification] = await receiver.wait_for(1, path="/bnpl/reject")
     payload = check_notification(notification, merchant, callback_url)
     assert payload["latestTransactionStatus"] == "06"
-    assert payload["tenure"] is None
+    assert payload["tenure"] == 0  # issue 26: a number, never null; 0 while no tenure is chosen
     assert "paidTime" not in payload
     status = await inquire(client, merchant, {"originalReferenceNo": data["referenceNo"]})
     assert status.json()["latestTransactionStatus"] == "06"

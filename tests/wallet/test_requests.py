@@ -152,7 +152,7 @@ FIELD_CASES: list[tuple[str, Any, str]] = [
     ("item_details.0.item_id", _DROP, "item_details[0].item_id is required"),
     ("item_details", [], "item_details must list 1 to 100 items"),
     ("customer_details.email", "siti-at-example", "customer_details.email must be an email address"),
-    ("customer_details.phone", "call me", "customer_details.phone must be 6 to 15 digits"),
+    ("customer_details.phone", "call me", "customer_details.phone must be a phone number"),
     ("customer_details", _DROP, "customer_details is required"),
     ("wallet_details.id_type", "KTP", "wallet_details.id_type must be HP or EMAIL"),
     ("wallet_details", _DROP, "wallet_details is required"),

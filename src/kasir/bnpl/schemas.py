@@ -13,7 +13,7 @@ from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
 from pydantic_core import PydanticCustomError
 
 from kasir.bnpl.categories import FEE_ITEM_IDS, allowed_categories
-from kasir.kit.fields import country_code, email, http_url, phone, required
+from kasir.kit.fields import PhoneNumber, country_code, email, http_url, required
 from kasir.kit.money import parse_snap_amount
 from kasir.snap.schemas import SnapModel
 
@@ -27,7 +27,7 @@ def _amount(value: str) -> str:
     try:
         parse_snap_amount(value)
     except ValueError as exc:
-        raise PydanticCustomError("amount", "must be a string of up to 16 digits with 2 decimals") from exc
+        raise PydanticCustomError("amount", str(exc)) from exc
     return value
 
 
@@ -82,13 +82,13 @@ Str128 = Annotated[str, _text(128), Req]
 Str256 = Annotated[str, _text(256), Req]
 Opt16 = Annotated[str, _text(16)]
 Opt32 = Annotated[str, _text(32)]
-AmountValue = Annotated[str, _text(19), Req, AfterValidator(_amount)]
+AmountValue = Annotated[str, _text(17), Req, AfterValidator(_amount)]  # 14 digits, the point, 2 decimals
 Currency = Annotated[str, _text(3), Req, AfterValidator(_idr)]
 Url256 = Annotated[str, _text(256), Req, AfterValidator(http_url)]
 OptUrl256 = Annotated[str, _text(256), AfterValidator(http_url)]
 Email64 = Annotated[str, _text(64), Req, AfterValidator(email)]
 OptEmail64 = Annotated[str, _text(64), AfterValidator(email)]
-Phone16 = Annotated[str, _text(16), Req, AfterValidator(phone)]
+Phone16 = Annotated[str, _text(16), Req, PhoneNumber()]  # interface.md: phone 16
 ItemId = Annotated[str, _text(64), Req, AfterValidator(_item_id)]
 StrictQty = Annotated[int, BeforeValidator(_strict_qty), AfterValidator(_qty_range)]
 LenientQty = Annotated[int, BeforeValidator(_lenient_qty), AfterValidator(_qty_range)]

@@ -25,7 +25,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.card import pages
-from kasir.card.schemas import CardErrorBody, ChargeRequest, ChargeResponse
+from kasir.card.schemas import CardErrorBody, CardValidationError, ChargeRequest, ChargeResponse
 from kasir.card.service import (
     EXPIRED_BY_TIME,
     AttemptAlreadySubmitted,
@@ -40,7 +40,7 @@ from kasir.card.service import (
 from kasir.card.states import CardOrderClosed, CardOrderStatus
 from kasir.config import get_settings
 from kasir.db import ReadSession, WriteSession, rollback_unit
-from kasir.errors import KasirError, NotFound, WireFormat, wire
+from kasir.errors import FieldError, KasirError, NotFound, WireFormat, wire
 from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
 from kasir.kit.back_to_back import BackToBack
 from kasir.kit.clock import clock
@@ -91,6 +91,7 @@ def _error_responses() -> dict[int | str, dict[str, Any]]:
     responses=_error_responses(),
 )
 async def charge(request: Request) -> Response:
+    _require_json(request)
     database = request.app.state.database
     caller = await card_service.authenticate(
         database, request.headers.get("authorization"), address=source_address(request)
@@ -107,6 +108,15 @@ async def charge(request: Request) -> Response:
 
     merchant_id = caller.merchant.id
     return await run_once(request, database, key, merchant_id=merchant_id, scope=_SCOPE, body=body, handler=charge_in)
+
+
+def _require_json(request: Request) -> None:
+    """interface.md endpoint 6: Content-Type application/json is required (issue 26), as on the other routes."""
+    content_type = request.headers.get("content-type")
+    if content_type is None or not content_type.strip():
+        raise CardValidationError([FieldError("Content-Type", "is required (application/json)")])
+    if content_type.split(";", 1)[0].strip().lower() != "application/json":
+        raise CardValidationError([FieldError("Content-Type", "must be application/json")])
 
 
 # --- the hosted payment page ----------------------------------------------------------------
@@ -200,7 +210,7 @@ async def pay(order_id: str, request: Request, session: WriteSession) -> Respons
         "saveCard": save_card,
     }
     try:
-        card = card_from_fields(form, now=clock.local_now(), prefix="")
+        card = card_from_fields(_page_card_fields(form), now=clock.local_now(), prefix="")
         order, attempt, decision = await card_service.pay_on_page(
             session, order.id, attempt_number, card, tenor, save_card
         )
@@ -240,6 +250,14 @@ async def pay(order_id: str, request: Request, session: WriteSession) -> Respons
     left = 3 - order.attempts_failed
     message = f"Payment failed: {attempt.response_message}. Enter the card number and CVN again ({left} left)."
     return html_page(await pages.render_payment(session, order, csrf=csrf, message=message, values=values))
+
+
+def _page_card_fields(form: dict[str, str]) -> dict[str, str]:
+    """The page's own form takes a month typed as one digit (`9`); the API wants two (`09`)."""
+    month = form.get("cardExpiredMonth", "").strip()
+    if len(month) == 1 and month.isascii() and month.isdigit():
+        return {**form, "cardExpiredMonth": "0" + month}
+    return {**form, "cardExpiredMonth": month}
 
 
 async def _refused(session: AsyncSession, order: Any, heading: str, *, status: int) -> HTMLResponse:
