@@ -116,8 +116,13 @@ Amount = Annotated[int, BeforeValidator(_strict_int), Field(gt=0, le=AMOUNT_MAX)
 UnitPrice = Annotated[int, BeforeValidator(_strict_int), Field(ge=0, le=AMOUNT_MAX)]
 Qty = Annotated[int, BeforeValidator(_strict_int), Field(ge=1, le=QTY_MAX)]
 StrictBool = Annotated[bool, BeforeValidator(_strict_bool)]
-# Card fields are strings; their rules (length, digits, Luhn, expiry, CVN, holder) are cards.parse_card's.
+# Card fields are strings; their rules (length, digits, Luhn, expiry, CVN, holder) are cards.parse_card's,
+# all answered 422 INVALID_CARD (issue 26). The schema documents them; the server checks them there.
 CardText = str
+
+
+def _card_rule(description: str, **schema: Any) -> Any:
+    return Field(None, description=description, json_schema_extra=schema)
 
 
 class CardModel(BaseModel):
@@ -159,11 +164,19 @@ class CardAddress(CardModel):
 
 
 class CardDetails(CardModel):
-    card_number: CardText | None = None
-    card_expired_month: CardText | None = None
-    card_expired_year: CardText | None = None
-    card_cvn: CardText | None = None
-    card_holder_name: CardText | None = None
+    """Required in CLOSE mode (paymentMethod card); any rule broken is 422 INVALID_CARD, every card field listed."""
+
+    card_number: CardText | None = _card_rule(
+        "13 to 19 digits after removing spaces, with a valid Luhn check digit", pattern="^[0-9 ]+$"
+    )
+    card_expired_month: CardText | None = _card_rule("Two digits, 01 to 12", pattern="^(0[1-9]|1[0-2])$")
+    card_expired_year: CardText | None = _card_rule(
+        "YY or YYYY; with the month, not in the past", pattern="^([0-9]{2}|[0-9]{4})$"
+    )
+    card_cvn: CardText | None = _card_rule("3 or 4 digits", pattern="^[0-9]{3,4}$")
+    card_holder_name: CardText | None = _card_rule(
+        "Letters, spaces, . ' -; at most 64 characters (upper-cased)", maxLength=64, pattern="^[A-Za-z][A-Za-z .'-]*$"
+    )
 
 
 class CardPaymentOptions(CardModel):
