@@ -211,3 +211,23 @@ async def test_amounts_of_up_to_16_digits_with_2_decimals_are_accepted(
     response = await post_signed(client, merchant, CALC, body)
     assert response.status_code == 200, response.text
     assert {p["totalTransactionAmount"]["value"] for p in response.json()["payments"]} == {value}
+
+
+def test_the_amount_rule_is_the_schemas_pattern() -> None:
+    import re
+
+    from kasir.bnpl.schemas import PaymentCalculationRequest, QrCheckoutRequest
+    from kasir.kit.money import parse_snap_amount
+
+    for model in (PaymentCalculationRequest, QrCheckoutRequest):
+        value = model.model_json_schema()["$defs"]["BnplMoney"]["properties"]["value"]
+        assert "16 digits in all, 2 of them decimals" in value["description"]
+        pattern = value["pattern"]
+        for sample in ("0.00", "0.01", "10000.00", "9" * 14 + ".99", "1" * 15 + ".00", "01.00", "1.0", "1", "-1.00"):
+            try:
+                parse_snap_amount(sample)
+                accepted = True
+            except ValueError:
+                accepted = False
+            assert (re.fullmatch(pattern, sample) is not None) == accepted, sample
+            assert accepted == (sample in ("0.00", "0.01", "10000.00", "9" * 14 + ".99")), sample

@@ -14,7 +14,7 @@ from pydantic_core import PydanticCustomError
 
 from kasir.bnpl.categories import FEE_ITEM_IDS, allowed_categories
 from kasir.kit.fields import PhoneNumber, country_code, email, http_url, required
-from kasir.kit.money import parse_snap_amount
+from kasir.kit.money import SNAP_AMOUNT_PATTERN, SNAP_AMOUNT_RULE, parse_snap_amount
 from kasir.snap.schemas import SnapModel
 
 QTY_MAX = 99_999_999  # interface.md: qty length 8
@@ -82,7 +82,14 @@ Str128 = Annotated[str, _text(128), Req]
 Str256 = Annotated[str, _text(256), Req]
 Opt16 = Annotated[str, _text(16)]
 Opt32 = Annotated[str, _text(32)]
-AmountValue = Annotated[str, _text(17), Req, AfterValidator(_amount)]  # 14 digits, the point, 2 decimals
+# 14 digits, the point, 2 decimals; the rule documented as the schema's pattern (checked by _amount).
+AmountValue = Annotated[
+    str,
+    _text(17),
+    Req,
+    AfterValidator(_amount),
+    Field(description=f"A string of {SNAP_AMOUNT_RULE}", json_schema_extra={"pattern": SNAP_AMOUNT_PATTERN}),
+]
 Currency = Annotated[str, _text(3), Req, AfterValidator(_idr)]
 Url256 = Annotated[str, _text(256), Req, AfterValidator(http_url)]
 OptUrl256 = Annotated[str, _text(256), AfterValidator(http_url)]
