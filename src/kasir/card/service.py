@@ -169,11 +169,11 @@ class ChargeOutcome:
     link: str
 
     @classmethod
-    def of(cls, order: CardOrder, decision: CardDecision | None = None) -> ChargeOutcome:
+    def of(cls, order: CardOrder, challenge_url: str | None = None) -> ChargeOutcome:
         """`link`: the challenge's page while the card is behind 3-D Secure, else the payment page."""
         link = page_url(order.id)
-        if order.status == CardOrderStatus.AUTHENTICATING.value and decision and decision.redirect_url:
-            link = decision.redirect_url
+        if order.status == CardOrderStatus.AUTHENTICATING.value and challenge_url:
+            link = challenge_url
         return cls(order.id, order.external_id, payment_status(order), link)
 
 
@@ -423,6 +423,7 @@ class CardService:
             await self._succeed(session, order, now)
         elif decision.result is CardResult.CHALLENGE:
             attempt.status, attempt.completed_at = CardAttemptStatus.CHALLENGE.value, None
+            attempt.challenge_url = decision.redirect_url
             transition(order, CardOrderStatus.AUTHENTICATING)
             order.response_message = CHALLENGE_REQUIRED
             order.updated_at = now
@@ -572,8 +573,8 @@ class CardChargeAction:
     async def respond(
         self, session: AsyncSession, call: Call, recorded: tuple[CardOrder, CardAttempt, CardDecision | None]
     ) -> Response:
-        order, _attempt, decision = recorded
-        return JSONResponse(charge_body(ChargeOutcome.of(order, decision)))
+        order, attempt, _decision = recorded
+        return JSONResponse(charge_body(ChargeOutcome.of(order, attempt.challenge_url)))
 
 
 register(CARD_CHARGE, CardChargeAction())
