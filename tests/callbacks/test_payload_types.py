@@ -332,7 +332,8 @@ async def test_bnpl_notifications_follow_the_decided_body(
         await session.execute(
             update(BnplTransaction).where(BnplTransaction.id == expiring["referenceNo"]).values(expires_at=clock.now())
         )
-    assert await expire_due_bnpl_transactions(app.state.database) >= 1
+    # The embedded worker's expiry job may take it first: either way one 05 notification follows.
+    await expire_due_bnpl_transactions(app.state.database)
     notifications = [r.json() for r in await receiver.wait_for(3, path="/bnpl")]
     assert sorted(n["latestTransactionStatus"] for n in notifications) == ["00", "05", "06"]
     for payload in notifications:
