@@ -136,7 +136,7 @@ async def status_inquiry(request: Request) -> JSONResponse:
         "originalPartnerReferenceNo": tx.partner_reference_no,
         "originalReferenceNo": tx.id,
         **transaction_body(tx),
-        "tenure": tx.tenure,
+        "tenure": tx.tenure or 0,  # a number, never null (issue 26): 0 while no tenure is chosen
     }
     if tx.paid_at is not None:
         body["paidTime"] = isoformat_seconds(tx.paid_at)

@@ -17,17 +17,16 @@ from kasir.bnpl.categories import FEE_ITEM_IDS, allowed_categories
 from kasir.kit.fields import (
     COUNTRY,
     EMAIL,
-    PHONE,
     REQUIRED,
     URL,
     Documented,
+    PhoneNumber,
     country_code,
     email,
     http_url,
-    phone,
     required,
 )
-from kasir.kit.money import parse_snap_amount
+from kasir.kit.money import SNAP_AMOUNT_PATTERN, SNAP_AMOUNT_RULE, parse_snap_amount
 from kasir.snap.schemas import SnapModel
 
 QTY_MAX = 99_999_999  # interface.md: qty length 8
@@ -40,7 +39,7 @@ def _amount(value: str) -> str:
     try:
         parse_snap_amount(value)
     except ValueError as exc:
-        raise PydanticCustomError("amount", "must be a string of up to 16 digits with 2 decimals") from exc
+        raise PydanticCustomError("amount", str(exc)) from exc
     return value
 
 
@@ -87,11 +86,6 @@ def _text(max_length: int) -> Any:
 
 Req = AfterValidator(required)
 # Each rule is also stated in the field's OpenAPI schema (kasir.kit.fields.Documented).
-AMOUNT = Documented(
-    pattern=r"^[0-9]{1,14}\.[0-9]{2}$",
-    description="16,2: at most 16 digits in all, 2 of them decimals, like 150000.00",
-    examples=["150000.00"],
-)
 QTY = Documented(type="integer", minimum=1, maximum=QTY_MAX)
 CATEGORY = Documented(description="A 4-character code of the BNPL category table (KASIR_BNPL_CATEGORIES)")
 Str3 = Annotated[str, _text(3), Req, REQUIRED]
@@ -103,13 +97,23 @@ Str128 = Annotated[str, _text(128), Req, REQUIRED]
 Str256 = Annotated[str, _text(256), Req, REQUIRED]
 Opt16 = Annotated[str, _text(16)]
 Opt32 = Annotated[str, _text(32)]
-AmountValue = Annotated[str, _text(19), Req, AfterValidator(_amount), AMOUNT]
+# 14 digits, the point, 2 decimals; the rule documented as the schema's pattern (checked by _amount).
+AmountValue = Annotated[
+    str,
+    _text(17),
+    Req,
+    AfterValidator(_amount),
+    Field(
+        description=f"A string of {SNAP_AMOUNT_RULE}",
+        json_schema_extra={"pattern": SNAP_AMOUNT_PATTERN, "examples": ["150000.00"]},
+    ),
+]
 Currency = Annotated[str, _text(3), Req, AfterValidator(_idr), Documented(enum=["IDR"])]
 Url256 = Annotated[str, _text(256), Req, AfterValidator(http_url), URL]
 OptUrl256 = Annotated[str, _text(256), AfterValidator(http_url), URL]
 Email64 = Annotated[str, _text(64), Req, AfterValidator(email), EMAIL]
 OptEmail64 = Annotated[str, _text(64), AfterValidator(email), EMAIL]
-Phone16 = Annotated[str, _text(16), Req, AfterValidator(phone), PHONE]
+Phone16 = Annotated[str, _text(16), Req, PhoneNumber()]  # interface.md: phone 16
 ItemId = Annotated[str, _text(64), Req, AfterValidator(_item_id), REQUIRED]
 StrictQty = Annotated[int, BeforeValidator(_strict_qty), AfterValidator(_qty_range), QTY]
 LenientQty = Annotated[

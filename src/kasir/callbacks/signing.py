@@ -7,7 +7,14 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from kasir.kit.crypto import sha256_hex
 from kasir.snap.signatures import notify_signature
 
+# interface.md: the callback signature header, `svc-signature` with the brand word neutral. Its name
+# is built here only (svc_signature_header): the header and the wallet's query parameter both use it.
 SVC_SIGNATURE = "svc-signature"
+
+
+def svc_signature_header() -> str:
+    """The name of the callback signature header (and of the wallet callback's query parameter)."""
+    return SVC_SIGNATURE
 
 
 def x_req_signature(hash_key: str, external_id: str, order_id: str) -> str:
@@ -20,11 +27,18 @@ def svc_signature(transaction_id: str, x_req_sig: str) -> str:
     return sha256_hex(transaction_id + x_req_sig)
 
 
+def bnpl_svc_signature(hash_key: str, reference_no: str, partner_reference_no: str) -> str:
+    """Issue 26: a BNPL notification's `svc-signature`, the wallet's (§3.5) with referenceNo as the
+    transaction id and partnerReferenceNo as both external id and order id."""
+    return svc_signature(reference_no, x_req_signature(hash_key, partner_reference_no, partner_reference_no))
+
+
 def with_query_signature(url: str, signature: str) -> str:
     """Wallet callbacks repeat the signature as `svc-signature=` on the URL, keeping its query."""
+    name = svc_signature_header()
     parts = urlsplit(url)
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != SVC_SIGNATURE]
-    query.append((SVC_SIGNATURE, signature))
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != name]
+    query.append((name, signature))
     return urlunsplit(parts._replace(query=urlencode(query)))
 
 

@@ -8,7 +8,7 @@ Every API route checks, in order (each failure in the wallet format, decisions.m
     x-version missing / not v3                        01  400
     Content-Type not application/json                 01  400
     Authorization not valid Basic credentials         04  401
-    x-req-signature missing                           01  400
+    x-req-signature missing                           04  401 (as a wrong one, issue 26)
     body not a JSON object, external_id / order_id
       missing (they are signed)                       01  400
     x-req-signature ≠ sha256(hash_key + external_id + order_id)   04  401
@@ -111,7 +111,8 @@ async def verify_wallet_request(request: Request) -> WalletCaller:
     caller = await authenticate_basic_in(database(request), headers.get("authorization"), address=address)
     signature = headers.get("x-req-signature")
     if signature is None or not signature.strip():
-        raise InvalidMandatoryField("x-req-signature")
+        # The same code as a wrong signature (README), not counted as a failed proof of identity.
+        raise Unauthorized("x-req-signature is missing", field="x-req-signature")
     raw = await request.body()
     body = parse_json_body(raw)
     if not isinstance(body, dict):
