@@ -14,8 +14,7 @@ from kasir.kit.addresses import IPNetwork, parse_allowed_networks
 
 
 class Settings(BaseSettings):
-    # Precedence: the environment, then `.env` in the working directory (KASIR_ENV_FILE names another
-    # file), then the defaults below.
+    # Precedence: the environment, then `.env` in the working directory, then the defaults below.
     model_config = SettingsConfigDict(env_prefix="KASIR_", extra="ignore", env_file=".env", env_file_encoding="utf-8")
 
     env: Literal["staging", "production"] = Field(
@@ -334,7 +333,7 @@ def get_settings() -> Settings:
     """The process's settings: read from the environment on first use."""
     global _current
     if _current is None:
-        _current = Settings(_env_file=os.environ.get("KASIR_ENV_FILE", ".env"))  # type: ignore[call-arg]
+        _current = Settings()
     return _current
 
 

@@ -17,7 +17,7 @@ from kasir.callbacks.repository import callback_repository
 from kasir.callbacks.schemas import CallbackView
 from kasir.callbacks.service import callback_outbox
 from kasir.callbacks.worker import run_worker_until_signalled
-from kasir.cli_support import console, fail, run_in_session
+from kasir.cli_support import console, fail, print_table, run_in_session
 from kasir.config import get_settings
 from kasir.db import Database, SchemaBehind, check_schema
 from kasir.kit.logs import configure_logging
@@ -109,7 +109,7 @@ def list_callbacks(
             f"{view.attempts_made}/{view.max_attempts}",
             view.last_error or "",
         )
-    console.print(table)
+    print_table(table)
 
 
 @callbacks_app.command("show")
