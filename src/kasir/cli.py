@@ -252,6 +252,8 @@ def demo_merchant(
         )
 
     credentials = run_in_session(work)
+    if settings.admin_api and settings.admin_token is None:
+        settings.resolved_admin_token()  # the file the lines below name exists now, not after `kasir serve`
     directory.mkdir(parents=True, exist_ok=True)
     fd = os.open(credentials_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
@@ -265,6 +267,7 @@ def demo_merchant(
         f"  admin token: {settings.data_dir / 'admin.token'}\n\n"
         f"Get an access token (or run {script}):\n",
         highlight=False,
+        soft_wrap=True,  # long paths stay whole on their line
     )
     typer.echo(_token_example(settings.public_url, credentials.client_id, private_path))
     if settings.console:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -223,3 +224,14 @@ async def test_workers_2_sum_every_process(settings_env: dict[str, str], migrate
             )
     finally:
         await asyncio.to_thread(server.stop)
+
+
+async def test_readyz_writes_its_request_line_and_no_alembic_lines(
+    client: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.DEBUG):
+        for _ in range(2):
+            assert (await client.get("/readyz")).status_code == 200
+    probes = [r for r in caplog.records if r.name == "kasir.request" and getattr(r, "route", None) == "/readyz"]
+    assert len(probes) == 2
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("alembic")] == []
