@@ -198,8 +198,9 @@ def _banner(settings: Settings, host: str, port: int, workers: int, live: str, a
     """What `kasir serve` prints before it serves: short lines, each a thing the operator looks for."""
     base = settings.public_url
     processes = f", {workers} processes" if workers > 1 else ""
+    listening = f"[{host}]" if ":" in host else host
     lines = [
-        f"Kasir {__version__} ({settings.env}{processes}) listening on http://{_browsable(host)}:{port}",
+        f"Kasir {__version__} ({settings.env}{processes}) listening on http://{listening}:{port}",
         f"  public URL:  {base}",
         f"  database:    {masked_url(settings.resolved_database_url)}",
         f"  {live}",
