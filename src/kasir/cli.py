@@ -302,7 +302,11 @@ def main() -> None:
         raise SystemExit(2) from None
     except Exception as exc:
         # An unreachable database (or a URL that names none): one line naming KASIR_DATABASE_URL.
-        line = database_failure(exc, get_settings().resolved_database_url)
+        try:
+            url = get_settings().resolved_database_url
+        except ValidationError:
+            raise exc from None  # not about the database: the settings were never read
+        line = database_failure(exc, url)
         if line is None:
             raise
         err_console.print(f"[red]error:[/red] {line}", highlight=False, soft_wrap=True)
