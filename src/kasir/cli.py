@@ -197,10 +197,10 @@ def _refuse_a_port_in_use(host: str, port: int) -> None:
 def _banner(settings: Settings, host: str, port: int, workers: int, live: str, admin_token: Path | None) -> list[str]:
     """What `kasir serve` prints before it serves: short lines, each a thing the operator looks for."""
     base = settings.public_url
-    processes = f", {workers} processes" if workers > 1 else ""
+    processes = f"{workers} processes, " if workers > 1 else ""
     listening = f"[{host}]" if ":" in host else host
     lines = [
-        f"Kasir {__version__} ({settings.env}{processes}) listening on http://{listening}:{port}",
+        f"Kasir {settings.env} on http://{listening}:{port} ({processes}version {__version__})",
         f"  public URL:  {base}",
         f"  database:    {masked_url(settings.resolved_database_url)}",
         f"  {live}",

@@ -118,8 +118,7 @@ async def test_serve_hands_out_its_own_port_and_writes_the_admin_token_at_start(
         assert token_file.stat().st_mode & 0o777 == 0o600
         banner = server.log().split('{"time"', 1)[0].splitlines()  # what it printed before its JSON log lines
         base = server.base_url
-        assert banner[0].startswith("Kasir ")
-        assert banner[0].endswith(f"(staging) listening on {base}")
+        assert banner[0].startswith(f"Kasir staging on {base} (version ")
         assert f"  public URL:  {base}" in banner
         assert f"  API docs:    {base}/docs" in banner
         assert f"  console:     {base}/console" in banner
