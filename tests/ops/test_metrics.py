@@ -201,7 +201,8 @@ async def _scrape_until(url: str, done, timeout: float = 30) -> Samples:
 
 async def test_workers_2_sum_every_process(settings_env: dict[str, str], migrated: None) -> None:
     """`kasir serve --workers 2`: whichever process answers the scrape, it counts every process's requests."""
-    server = ServedKasir(settings_env, args=("--workers", "2", "--no-worker"))
+    # Two processes import everything at once: on a loaded 2-core machine that took over 30 s.
+    server = ServedKasir(settings_env, args=("--workers", "2", "--no-worker"), start_seconds=120)
     await asyncio.to_thread(server.start)
     try:
         directory = Path(settings_env["KASIR_DATA_DIR"]) / "metrics" / str(server.port)
