@@ -360,3 +360,72 @@ def test_a_bad_allow_list_stops_the_server_with_one_line(tmp_path: Path) -> None
         "error: KASIR_CALLBACK_ALLOWED_NETWORKS: '0.0.0.0/0' is not inside a private network "
         "(127.0.0.0/8, 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, ::1/128, fc00::/7)"
     ]
+
+
+def test_kasir_bnpl_categories_replace_the_shipped_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read from the environment like every setting (it was read outside Settings); the calculation's
+    use of it: tests/bnpl/test_calculation.py::test_configured_category_table."""
+    monkeypatch.setenv("KASIR_BNPL_CATEGORIES", " ABCD, WXYZ ,")
+    assert Settings().bnpl_categories == ["ABCD", "WXYZ"]
+    monkeypatch.setenv("KASIR_BNPL_CATEGORIES", "ABCD,ELECTRONICS")
+    with pytest.raises(ValueError, match="'ELECTRONICS' is not a 4-character category code"):
+        Settings()
+
+
+def test_a_dotenv_file_is_read_and_the_environment_wins(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text(
+        "# the operator's file\nKASIR_PUBLIC_URL=https://pay.example.id/\nKASIR_CLOCK_SKEW_SECONDS=7\nOTHER=1\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("KASIR_CLOCK_SKEW_SECONDS", "9")
+    monkeypatch.delenv("KASIR_PUBLIC_URL", raising=False)
+    configured = Settings()
+    assert configured.public_url == "https://pay.example.id"  # from .env
+    assert configured.clock_skew_seconds == 9  # the environment over .env
+
+
+def test_a_bad_setting_in_dotenv_is_one_line_too(tmp_path: Path) -> None:
+    (tmp_path / ".env").write_text("KASIR_ENV=prod\n")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.environ.get("PYTHONPATH", ""), "KASIR_DATA_DIR": str(tmp_path)}
+    kasir = Path(sys.executable).parent / "kasir"
+    result = subprocess.run(
+        [str(kasir), "db", "current"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: KASIR_ENV: Input should be 'staging' or 'production' (not 'prod')"
+
+
+async def test_kasir_worker_metrics_port_and_host(settings_env: dict[str, str], migrated: None) -> None:
+    """KASIR_WORKER_METRICS_PORT and KASIR_WORKER_METRICS_HOST (localhost): `kasir worker` serves /metrics
+    (its delivery counts: tests/ops/test_metrics.py)."""
+    from tests.support.postgres import free_port
+    from tests.support.process import end_with_parent
+
+    port = free_port()
+    env = {
+        **os.environ,
+        **settings_env,
+        "KASIR_WORKER_METRICS_PORT": str(port),
+        "KASIR_WORKER_METRICS_HOST": "localhost",
+    }
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "kasir"), "worker"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        preexec_fn=end_with_parent,
+    )
+    try:
+        text = ""
+        async with httpx.AsyncClient() as client:
+            for _ in range(300):
+                try:
+                    text = (await client.get(f"http://localhost:{port}/metrics")).text
+                    break
+                except httpx.TransportError:
+                    await asyncio.sleep(0.1)
+    finally:
+        process.terminate()
+        await asyncio.to_thread(process.wait, 30)
+    assert "# TYPE kasir_callbacks_sent_total counter" in text
+    assert "# TYPE kasir_callback_attempt_seconds histogram" in text

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
 import shlex
+import socket
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -13,17 +15,21 @@ from typing import Annotated
 import typer
 import uvicorn
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from kasir import __version__
 from kasir.callbacks.cli import callbacks_app, worker
 from kasir.cli_support import console, err_console, fail, run_in_session
 from kasir.config import Settings, configure, get_settings
 from kasir.console.cli import demo_console_users, user_app
 from kasir.db import Database, SchemaBehind, check_schema, current_revision, head_revision, upgrade_schema
+from kasir.db.reachability import database_failure, masked_url
 from kasir.kit.http_server import NoDelayHttpToolsProtocol, connection_cap
 from kasir.merchants.cli import credentials_json, keygen, merchant_app, secrets_app, write_key_pair
 from kasir.merchants.sealing import SecretKeyMismatch, check_secret_key
 from kasir.merchants.service import MerchantCredentials, merchant_service, secret_box
+from kasir.ops.metrics import prepare_multiprocess
 from kasir.payments.cli import payments_app, replay_given_up
 from kasir.processors.registry import ConfigurationError, check_configuration
 
@@ -109,6 +115,11 @@ def serve(
         os.environ["KASIR_EMBEDDED_WORKER"] = "true" if worker else "false"
         configure(None)
     settings = get_settings()
+    if "public_url" not in settings.model_fields_set:
+        # The links Kasir hands out (pages, QR codes) point at this server unless KASIR_PUBLIC_URL says otherwise.
+        os.environ["KASIR_PUBLIC_URL"] = f"http://{_browsable(host)}:{port}"
+        configure(None)
+        settings = get_settings()
 
     async def check() -> None:
         database = Database(settings)
@@ -126,12 +137,18 @@ def serve(
         asyncio.run(check())
     except (SchemaBehind, SecretKeyMismatch) as exc:
         fail(str(exc))
-    console.print(
-        f"Kasir {settings.env} on http://{host}:{port} (database {_describe_url(settings)}); {live}", soft_wrap=True
-    )
+    _refuse_a_port_in_use(host, port)
+    admin_token = None
+    if settings.admin_api and settings.admin_token is None:
+        settings.resolved_admin_token()  # written now, for the operator to read before the first admin request
+        admin_token = settings.data_dir / "admin.token"
+    if workers > 1:
+        prepare_multiprocess(settings.data_dir, port)  # before uvicorn starts the processes: they inherit it
+    for line in _banner(settings, host, port, workers, live, admin_token):
+        typer.echo(line)
     cap = connection_cap(settings.max_connections)
     if cap < settings.max_connections:
-        console.print(
+        typer.echo(
             f"Connections per process: {cap}, not KASIR_MAX_CONNECTIONS={settings.max_connections}: the open-file "
             "limit (ulimit -n) leaves no more"
         )
@@ -155,12 +172,50 @@ def serve(
     )
 
 
-def _describe_url(settings: object) -> str:
-    url: str = getattr(settings, "resolved_database_url", "")
-    if "@" in url:  # hide the password
-        scheme, _, rest = url.partition("://")
-        return f"{scheme}://…@{rest.split('@', 1)[1]}"
-    return url
+def _browsable(host: str) -> str:
+    """The address a browser on this machine reaches a server listening on `host` at."""
+    if host in ("0.0.0.0", ""):  # noqa: S104 (naming it, not binding it)
+        return "127.0.0.1"
+    if host == "::":
+        return "[::1]"
+    return f"[{host}]" if ":" in host else host
+
+
+def _refuse_a_port_in_use(host: str, port: int) -> None:
+    """One line instead of uvicorn's dozen when the port is taken (the check and the bind race harmlessly)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds: TIME_WAIT is no conflict
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                fail(f"port {port} on {host} is in use (another `kasir serve`?): stop it or choose another --port")
+            fail(f"cannot listen on {host}:{port} ({exc.strerror or exc}): check --host and --port")
+
+
+def _banner(settings: Settings, host: str, port: int, workers: int, live: str, admin_token: Path | None) -> list[str]:
+    """What `kasir serve` prints before it serves: short lines, each a thing the operator looks for."""
+    base = settings.public_url
+    processes = f"{workers} processes, " if workers > 1 else ""
+    listening = f"[{host}]" if ":" in host else host
+    lines = [
+        f"Kasir {settings.env} on http://{listening}:{port} ({processes}version {__version__})",
+        f"  public URL:  {base}",
+        f"  database:    {masked_url(settings.resolved_database_url)}",
+        f"  {live}",
+    ]
+    if settings.serves_docs:
+        lines.append(f"  API docs:    {base}/docs")
+    if settings.console:
+        lines.append(f"  console:     {base}/console")
+    if settings.serves_metrics:
+        lines.append(f"  metrics:     {base}/metrics")
+    if admin_token is not None:
+        lines.append(f"  admin token: {admin_token}")
+    if not settings.is_production:
+        lines.append("  try it:      `make demo` in another terminal (a merchant goes through every product)")
+    return lines
 
 
 @app.command("demo-merchant")
@@ -169,6 +224,8 @@ def demo_merchant(
 ) -> None:
     """Create the demo merchant once (idempotent) and print how to get a token with it."""
     settings = get_settings()
+    if settings.is_production:
+        fail("KASIR_ENV=production: the demo merchant and its published console passwords are for staging only")
     directory = out or settings.data_dir / "demo"
     credentials_path = directory / "credentials.json"
     private_path, public_path = directory / "private.pem", directory / "public.pem"
@@ -196,6 +253,8 @@ def demo_merchant(
         )
 
     credentials = run_in_session(work)
+    if settings.admin_api and settings.admin_token is None:
+        settings.resolved_admin_token()  # the file the lines below name exists now, not after `kasir serve`
     directory.mkdir(parents=True, exist_ok=True)
     fd = os.open(credentials_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as handle:
@@ -209,6 +268,7 @@ def demo_merchant(
         f"  admin token: {settings.data_dir / 'admin.token'}\n\n"
         f"Get an access token (or run {script}):\n",
         highlight=False,
+        soft_wrap=True,  # long paths stay whole on their line
     )
     typer.echo(_token_example(settings.public_url, credentials.client_id, private_path))
     if settings.console:
@@ -235,12 +295,26 @@ def main() -> None:
             raise
         # A bad KASIR_ setting: one line naming it, not a traceback (the server does not start).
         problems = "; ".join(
-            f"KASIR_{'_'.join(str(part) for part in error['loc'][:1]).upper()}: {_reason(error['msg'])}"
+            f"KASIR_{'_'.join(str(part) for part in error['loc'][:1]).upper()}: {_reason(error)}"
             for error in exc.errors()
         )
         err_console.print(f"[red]error:[/red] {problems}", highlight=False, soft_wrap=True)
         raise SystemExit(2) from None
+    except Exception as exc:
+        # An unreachable database (or a URL that names none): one line naming KASIR_DATABASE_URL.
+        try:
+            url = get_settings().resolved_database_url
+        except ValidationError:
+            raise exc from None  # not about the database: the settings were never read
+        line = database_failure(exc, url)
+        if line is None:
+            raise
+        err_console.print(f"[red]error:[/red] {line}", highlight=False, soft_wrap=True)
+        raise SystemExit(2) from None
 
 
-def _reason(message: str) -> str:
-    return message.removeprefix("Value error, ")
+def _reason(error: ErrorDetails) -> str:
+    reason = error["msg"].removeprefix("Value error, ")
+    if error["type"] in ("literal_error", "enum", "bool_parsing", "int_parsing", "float_parsing"):
+        reason += f" (not {error['input']!r})"  # a choice or a number: never a secret
+    return reason

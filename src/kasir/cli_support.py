@@ -9,6 +9,8 @@ from typing import NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.measure import Measurement
+from rich.table import Table
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.config import get_settings
@@ -42,6 +44,16 @@ def run_in_session(work: Callable[[AsyncSession], Awaitable[T]], *, read_only: b
         fail(str(exc))
     except KasirError as exc:
         fail(exc.message)
+
+
+def print_table(table: Table) -> None:
+    """`table` whole: as wide as its longest cells, even past the terminal's or a pipe's 80 columns
+    (rich would otherwise shorten ids to `merch_01HZ…`, which `show` cannot take)."""
+    needed = Measurement.get(console, console.options.update_width(10_000), table).maximum
+    if needed <= console.width:
+        console.print(table)
+    else:
+        Console(width=needed).print(table)
 
 
 def stdout_is_terminal() -> bool:

@@ -14,7 +14,8 @@ from kasir.kit.addresses import IPNetwork, parse_allowed_networks
 
 
 class Settings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="KASIR_", extra="ignore")
+    # Precedence: the environment, then `.env` in the working directory, then the defaults below.
+    model_config = SettingsConfigDict(env_prefix="KASIR_", extra="ignore", env_file=".env", env_file_encoding="utf-8")
 
     env: Literal["staging", "production"] = Field(
         "staging", description="`staging` enables the dummy payment and simulator pages; `production` hides them."
@@ -187,6 +188,32 @@ class Settings(BaseSettings):
         "",
         description="Card channels and their acquirers, e.g. `CARD,BCACC:BCA`; replaces the shipped list when set.",
     )
+    bnpl_categories: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="BNPL item categories (4-character codes, comma-separated, e.g. `ELEC,FASH,FEES`) that replace "
+        "the shipped table. Default: the shipped table.",
+    )
+    worker_metrics_port: int = Field(
+        0,
+        ge=0,
+        le=65535,
+        description="`kasir worker` serves its Prometheus metrics (callback deliveries) on this port at /metrics; "
+        "0 (the default) serves none. `kasir worker --metrics-port` overrides it.",
+    )
+    worker_metrics_host: str = Field(
+        "127.0.0.1", description="The address `kasir worker` serves its metrics on (with KASIR_WORKER_METRICS_PORT)."
+    )
+
+    @field_validator("bnpl_categories", mode="before")
+    @classmethod
+    def _parse_categories(cls, value: object) -> object:
+        codes = [part.strip() for part in value.split(",")] if isinstance(value, str) else value
+        if isinstance(codes, list):
+            codes = [code for code in codes if code]
+            wrong = [code for code in codes if not (isinstance(code, str) and len(code) == 4)]
+            if wrong:
+                raise ValueError(f"{wrong[0]!r} is not a 4-character category code (e.g. ELEC,FASH,FEES)")
+        return codes
 
     @field_validator("callback_schedule", mode="before")
     @classmethod

@@ -12,6 +12,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from kasir.errors import BadRequest, InvalidFieldFormat, KasirError, NotFound, render
 from kasir.kit.logs import end_request_fields, start_request_fields
+from kasir.ops.metrics import observe_request
 
 log = logging.getLogger("kasir.request")
 
@@ -75,16 +76,19 @@ class RequestContextMiddleware:
         finally:
             end_request_fields(fields_token)
             route = scope.get("route")
+            # The route's template, never the raw path or query (they may carry references).
+            template = getattr(route, "path", None) or "<unmatched>"
+            elapsed = time.perf_counter() - started
+            observe_request(scope["method"], template, status, elapsed)
             log.info(
                 "request",
                 extra={
                     **fields,
                     "request_id": request_id,
                     "method": scope["method"],
-                    # The route's template, never the raw path or query (they may carry references).
-                    "route": getattr(route, "path", None) or "<unmatched>",
+                    "route": template,
                     "status": status,
-                    "latency_ms": round((time.perf_counter() - started) * 1000, 2),
+                    "latency_ms": round(elapsed * 1000, 2),
                 },
             )
 

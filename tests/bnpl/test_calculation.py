@@ -12,6 +12,7 @@ from fastapi import FastAPI
 
 from kasir.bnpl.pricing import Plan
 from kasir.bnpl.service import bnpl_service
+from kasir.config import Settings, configure
 from tests.bnpl.helpers import calculation_body, calculation_item, post_signed
 from tests.support.builders import make_merchant
 
@@ -160,16 +161,18 @@ async def test_body_must_be_an_object(app: FastAPI, client: httpx.AsyncClient) -
     assert response.json()["responseCode"] == "4009001"
 
 
-async def test_configured_category_table(
-    app: FastAPI, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_configured_category_table(app: FastAPI, client: httpx.AsyncClient, settings: Settings) -> None:
+    """KASIR_BNPL_CATEGORIES, read from the environment (tests/test_settings.py) into the settings."""
     merchant = await make_merchant(app)
-    monkeypatch.setenv("KASIR_BNPL_CATEGORIES", "ABCD,WXYZ")
-    custom = await post_signed(
-        client, merchant, CALC, calculation_body(items=[calculation_item(category="ABCD", qty=2)])
-    )
+    configure(settings.model_copy(update={"bnpl_categories": ["ABCD", "WXYZ"]}))
+    try:
+        custom = await post_signed(
+            client, merchant, CALC, calculation_body(items=[calculation_item(category="ABCD", qty=2)])
+        )
+        shipped = await post_signed(client, merchant, CALC, calculation_body(items=[calculation_item(qty=2)]))
+    finally:
+        configure(settings)
     assert custom.status_code == 200, custom.text
-    shipped = await post_signed(client, merchant, CALC, calculation_body(items=[calculation_item(qty=2)]))
     assert shipped.json()["responseCode"] == "4009001"
 
 

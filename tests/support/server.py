@@ -16,12 +16,20 @@ from tests.support.process import end_with_parent
 
 
 class ServedKasir:
-    def __init__(self, env: dict[str, str], *, args: tuple[str, ...] = (), open_files: int | None = None) -> None:
+    def __init__(
+        self,
+        env: dict[str, str],
+        *,
+        args: tuple[str, ...] = (),
+        open_files: int | None = None,
+        start_seconds: float = 30,
+    ) -> None:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, **env, "KASIR_PUBLIC_URL": self.base_url}
         self.args = args
         self.open_files = open_files  # the server's RLIMIT_NOFILE (`ulimit -n`)
+        self.start_seconds = start_seconds  # until /healthz answers
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = Path(env["KASIR_DATA_DIR"]) / f"serve-{self.port}.log"
 
@@ -35,7 +43,7 @@ class ServedKasir:
             stderr=subprocess.STDOUT,
             preexec_fn=self._prepare_child,
         )
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + self.start_seconds
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 self._log.close()

@@ -1,12 +1,12 @@
 """The BNPL category table (interface.md leaves it open; decisions.md §6: shipped, configurable).
 
-Codes are 4 characters. Set `KASIR_BNPL_CATEGORIES` to a comma-separated list of codes to
-replace the shipped table (for example `ELEC,FASH,FEES`).
+Codes are 4 characters. Set `KASIR_BNPL_CATEGORIES` (kasir.config) to a comma-separated list of
+codes to replace the shipped table (for example `ELEC,FASH,FEES`).
 """
 
 from __future__ import annotations
 
-import os
+from kasir.config import get_settings
 
 DEFAULT_CATEGORIES: dict[str, str] = {
     "ELEC": "Electronics",
@@ -31,14 +31,12 @@ DEFAULT_CATEGORIES: dict[str, str] = {
     "OTHR": "Others",
 }
 
-ENV_VARIABLE = "KASIR_BNPL_CATEGORIES"
+_SHIPPED = frozenset(DEFAULT_CATEGORIES)
 
 
 def allowed_categories() -> frozenset[str]:
-    configured = os.environ.get(ENV_VARIABLE, "").strip()
-    if configured:
-        return frozenset(code.strip() for code in configured.split(",") if len(code.strip()) == 4)
-    return frozenset(DEFAULT_CATEGORIES)
+    configured = get_settings().bnpl_categories
+    return frozenset(configured) if configured else _SHIPPED
 
 
 # interface.md: the fee identifiers an itemId may carry instead of a SKU.

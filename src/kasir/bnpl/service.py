@@ -57,6 +57,7 @@ from kasir.kit.ids import new_id
 from kasir.kit.logs import annotate_request
 from kasir.kit.money import format_snap_amount
 from kasir.merchants.service import merchant_service
+from kasir.payments import metrics as payment_metrics
 from kasir.processors.protocols import BnplApplication
 from kasir.snap.headers import parse_json_body
 
@@ -222,6 +223,7 @@ class BnplService:
         )
         if not added:
             raise DuplicatePartnerReference()
+        payment_metrics.created(session, "bnpl", BnplStatus(tx.status).name)
         annotate_request(reference_no=tx.id, merchant_id=caller.merchant_id)
         return tx
 

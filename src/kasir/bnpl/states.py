@@ -11,6 +11,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from kasir.errors import InvalidStateTransition
+from kasir.payments import metrics as payment_metrics
 
 
 class BnplStatus(StrEnum):
@@ -75,3 +76,5 @@ def transition(tx: HasStatus, to: BnplStatus, desc: str | None = None) -> None:
         raise TransactionNotInitiated(f"Transaction is {DESCRIPTIONS[current]} ({current.value}), not Initiated")
     tx.status = to.value
     tx.status_desc = desc or DESCRIPTIONS[to]
+    if IS_TERMINAL[to]:
+        payment_metrics.settled(tx, "bnpl", to.name)

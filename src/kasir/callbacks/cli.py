@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import Annotated
 
 import typer
+from prometheus_client import start_http_server
 from rich.table import Table
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -15,22 +17,35 @@ from kasir.callbacks.repository import callback_repository
 from kasir.callbacks.schemas import CallbackView
 from kasir.callbacks.service import callback_outbox
 from kasir.callbacks.worker import run_worker_until_signalled
-from kasir.cli_support import console, fail, run_in_session
+from kasir.cli_support import console, fail, print_table, run_in_session
 from kasir.config import get_settings
 from kasir.db import Database, SchemaBehind, check_schema
 from kasir.kit.logs import configure_logging
 from kasir.merchants.sealing import SecretKeyMismatch, check_secret_key
 from kasir.merchants.service import secret_box
 
+log = logging.getLogger("kasir.worker")
 callbacks_app = typer.Typer(help="Inspect and replay callbacks.", no_args_is_help=True)
 
 
-def worker() -> None:
+def worker(
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            min=0,
+            max=65535,
+            help="Serve Prometheus metrics on this port at /metrics (default: KASIR_WORKER_METRICS_PORT)",
+        ),
+    ] = None,
+) -> None:
     """Deliver callbacks and run expiries as a separate process (SIGTERM finishes in-flight attempts)."""
 
     settings = get_settings()
     # The same JSON lines as `kasir serve` (its app configures them): every attempt, every failure.
     configure_logging(settings.log_level, settings.log_format)
+    port = settings.worker_metrics_port if metrics_port is None else metrics_port
+    if port:
+        serve_worker_metrics(settings.worker_metrics_host, port)
 
     async def main() -> None:
         database = Database(settings)
@@ -45,6 +60,18 @@ def worker() -> None:
         asyncio.run(main())
     except (SchemaBehind, SecretKeyMismatch) as exc:
         fail(str(exc))
+
+
+def serve_worker_metrics(host: str, port: int) -> None:
+    """The worker's own /metrics (a thread of this process): its deliveries, attempts and latencies."""
+    try:
+        start_http_server(port, addr=host)
+    except OSError as exc:
+        fail(
+            f"cannot serve the worker's metrics on {host}:{port} ({exc.strerror or exc}): choose another port with "
+            "KASIR_WORKER_METRICS_PORT or --metrics-port"
+        )
+    log.info("worker metrics", extra={"url": f"http://{host}:{port}/metrics"})
 
 
 @callbacks_app.command("list")
@@ -82,7 +109,7 @@ def list_callbacks(
             f"{view.attempts_made}/{view.max_attempts}",
             view.last_error or "",
         )
-    console.print(table)
+    print_table(table)
 
 
 @callbacks_app.command("show")

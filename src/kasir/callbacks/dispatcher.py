@@ -16,7 +16,7 @@ import random
 import time
 from dataclasses import dataclass
 from datetime import timedelta
-from urllib.parse import urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
@@ -249,4 +249,18 @@ async def record_attempt(
             "latency_ms": result.latency_ms,
         },
     )
+    if status is CallbackStatus.FAILED:
+        # The merchant will not hear of this payment unless someone acts: say who, where and why.
+        log.warning(
+            "callback exhausted its attempts",
+            extra={
+                "callback_id": callback.id,
+                "kind": callback.kind.value,
+                "merchant_id": callback.merchant_id,
+                "transaction_ref": callback.transaction_ref,
+                "url_host": urlsplit(callback.url).hostname or "",
+                "attempts": callback.attempt_number,
+                "last_error": result.error,
+            },
+        )
     return status.value

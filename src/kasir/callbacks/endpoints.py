@@ -6,8 +6,9 @@ from typing import Annotated
 
 from fastapi import APIRouter, Depends, Path, Query, Response
 from fastapi.responses import PlainTextResponse
-from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.registry import Collector
 
 from kasir.admin import require_admin
 from kasir.callbacks.models import CallbackStatus
@@ -16,6 +17,7 @@ from kasir.callbacks.schemas import CallbackList, CallbackView
 from kasir.callbacks.service import callback_outbox
 from kasir.db import ReadSession, WriteSession
 from kasir.kit.ids import INT64_MAX
+from kasir.ops.metrics import scrape_registry
 
 router = APIRouter()
 admin = APIRouter(prefix="/admin/callbacks", tags=["admin"], dependencies=[Depends(require_admin)])
@@ -54,7 +56,7 @@ async def replay_callback(callback_id: Annotated[int, Path(ge=1, le=INT64_MAX)],
 router.include_router(admin)
 
 
-class _PendingCallbacks:
+class _PendingCallbacks(Collector):
     """Gauge read from the database at scrape time (set by the /metrics endpoint)."""
 
     counts: dict[str, int] = {}
@@ -67,11 +69,10 @@ class _PendingCallbacks:
 
 
 _pending = _PendingCallbacks()
-REGISTRY.register(_pending)  # type: ignore[arg-type]
 
 
 # response_class: documented as text/plain (Prometheus's text format), not FastAPI's default JSON.
 @router.get("/metrics", tags=["operations"], summary="Prometheus metrics", response_class=PlainTextResponse)
 async def metrics(session: ReadSession) -> Response:
     _pending.counts = await callback_repository.count_by_status(session)
-    return Response(generate_latest(REGISTRY), media_type=CONTENT_TYPE_LATEST)
+    return Response(generate_latest(scrape_registry(_pending)), media_type=CONTENT_TYPE_LATEST)

@@ -75,6 +75,7 @@ from kasir.kit.ids import new_id, new_sortable_id
 from kasir.kit.logs import annotate_request
 from kasir.merchants.basic_auth import BasicCaller, authenticate_basic_in
 from kasir.merchants.service import merchant_service
+from kasir.payments import metrics as payment_metrics
 from kasir.processors.calls import Call, PendingCall, register
 from kasir.processors.protocols import CardCharge, CardDecision, CardResult
 from kasir.processors.registry import card_acquirer, require
@@ -299,6 +300,7 @@ class CardService:
         if not await card_repository.add_order(session, values):
             await self._refuse_duplicate(session, merchant.id, request)
             raise DuplicateOrder("orderId")
+        payment_metrics.created(session, "card", CardOrderStatus(values["status"]).name)
         order_id = values["id"]
         annotate_request(transaction_id=order_id, merchant_id=merchant.id)
         if card is None:

@@ -13,7 +13,7 @@ from rich.table import Table
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.audit.service import Actor
-from kasir.cli_support import console, run_in_session
+from kasir.cli_support import console, print_table, run_in_session
 from kasir.console.models import ConsoleUser
 from kasir.console.service import console_users
 
@@ -79,7 +79,7 @@ def list_users(as_json: Annotated[bool, typer.Option("--json")] = False) -> None
     table = Table("id", "email", "role", "merchant_id", "state", "created_at")
     for row in rows:
         table.add_row(*(value or "-" for value in row.values()))
-    console.print(table)
+    print_table(table)
 
 
 @user_app.command("disable")

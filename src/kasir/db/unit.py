@@ -7,6 +7,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.orm import object_session
+from sqlalchemy.orm.exc import UnmappedInstanceError
 
 log = logging.getLogger("kasir.db")
 
@@ -16,6 +18,19 @@ AfterCommit = Callable[[], Awaitable[None] | None]
 def on_commit(session: AsyncSession, action: AfterCommit) -> None:
     """Run `action` after the session's transaction commits (never if it rolls back)."""
     session.sync_session.info.setdefault("after_commit", []).append(action)
+
+
+def on_commit_of(instance: object, action: AfterCommit) -> bool:
+    """Run `action` after the transaction of the unit of work holding the model `instance` commits;
+    False (and nothing) when no unit holds it."""
+    try:
+        session = object_session(instance)
+    except UnmappedInstanceError:
+        return False
+    if session is None:
+        return False
+    session.info.setdefault("after_commit", []).append(action)
+    return True
 
 
 async def run_after_commit(session: AsyncSession) -> None:

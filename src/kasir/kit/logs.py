@@ -96,8 +96,8 @@ def configure_logging(level: str = "INFO", format: str = "json") -> None:
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     # httpx logs every request URL at INFO, and wallet callback URLs carry their signature.
-    # alembic.runtime.plugins: seven "setup plugin" lines whenever a process checks the schema version.
-    for name in ("httpx", "httpcore", "alembic.runtime.plugins"):
+    # alembic.runtime.plugins and .migration: nine lines whenever a process checks the schema version (/readyz).
+    for name in ("httpx", "httpcore", "alembic.runtime.plugins", "alembic.runtime.migration"):
         logging.getLogger(name).setLevel(logging.WARNING)
     # uvicorn's access log would repeat our request line without the request id.
     logging.getLogger("uvicorn.access").disabled = True

@@ -13,7 +13,7 @@ from rich.table import Table
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.audit.service import Actor
-from kasir.cli_support import console, err_console, fail, run_in_session
+from kasir.cli_support import console, err_console, fail, print_table, run_in_session
 from kasir.config import get_settings
 from kasir.db import Database, SchemaBehind, check_schema
 from kasir.kit.crypto import (
@@ -82,7 +82,7 @@ def _print_credentials(values: dict[str, str | None], title: str) -> None:
     table = Table(title=title, show_header=False)
     for key, value in values.items():
         table.add_row(key, value or "-")
-    console.print(table)
+    print_table(table)
 
 
 @merchant_app.command("create")
@@ -154,7 +154,7 @@ def list_merchants(as_json: Annotated[bool, typer.Option("--json")] = False) -> 
     table = Table("merchant_id", "name", "client_id", "callback_url", "created_at", "state")
     for row in rows:
         table.add_row(*(value or "-" for value in row.values()))
-    console.print(table)
+    print_table(table)
 
 
 @merchant_app.command("show")
@@ -304,7 +304,7 @@ def _report(reports: list[Resealed], *, as_json: bool, done: str) -> None:
                 str(report.changed_meanwhile),
                 str(len(report.unreadable)),
             )
-        console.print(table)
+        print_table(table)
     unreadable = [where for report in reports for where in report.unreadable]
     if unreadable:
         shown = ", ".join(unreadable[:10]) + (f" and {len(unreadable) - 10} more" if len(unreadable) > 10 else "")

@@ -9,7 +9,7 @@ import typer
 from rich.table import Table
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from kasir.cli_support import console, fail, run_in_session
+from kasir.cli_support import console, fail, print_table, run_in_session
 from kasir.console.format import jakarta_time, rupiah
 from kasir.payments.repository import PaymentRow
 from kasir.payments.schemas import PaymentView
@@ -35,7 +35,7 @@ def _print(rows: list[PaymentRow], next_cursor: str | None, as_json: bool) -> No
             rupiah(row.amount),
             row.merchant_id,
         )
-    console.print(table)
+    print_table(table)
     if next_cursor:
         console.print(f"more: --cursor {next_cursor}", highlight=False)
 

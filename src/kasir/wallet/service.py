@@ -46,6 +46,7 @@ from kasir.kit.ids import new_id, random_token
 from kasir.kit.logs import annotate_request
 from kasir.merchants.models import Merchant
 from kasir.merchants.service import merchant_service
+from kasir.payments import metrics as payment_metrics
 from kasir.processors.calls import Call, PendingCall, register
 from kasir.processors.protocols import WalletItem, WalletPayment
 from kasir.processors.registry import wallet_issuer
@@ -244,6 +245,7 @@ class WalletService:
         # The unique (merchant_id, external_id) refuses a reused external_id, races included.
         if not await wallet_repository.add_transaction(session, row_values(tx)):
             raise DuplicateExternalId()
+        payment_metrics.created(session, "wallet", WalletStatus(tx.status).name)
         annotate_request(transaction_id=tx.id, merchant_id=merchant.id)
         return tx
 

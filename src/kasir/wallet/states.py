@@ -14,6 +14,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from kasir.errors import InvalidStateTransition
+from kasir.payments import metrics as payment_metrics
 
 
 class WalletStatus(StrEnum):
@@ -71,3 +72,4 @@ def transition(tx: HasStatus, to: WalletStatus) -> None:
     """Move `tx` to `to`, or refuse (`03`) when TRANSITIONS does not allow it."""
     check_transition(tx, to)
     tx.status = to.value
+    payment_metrics.settled(tx, "wallet", to.name)  # every move is out of PENDING or PAID

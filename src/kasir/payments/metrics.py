@@ -1,0 +1,32 @@
+"""Prometheus counters of payments: created, and settled (moved to an outcome), by product and status.
+
+Counted after the unit of work commits (a rolled-back payment never happened). Status labels are
+the states' names (wallet PAID, card SUCCESS, BNPL SUCCESS or CANCELED), whatever the wire calls them.
+"""
+
+from __future__ import annotations
+
+from prometheus_client import Counter
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.db.unit import on_commit, on_commit_of
+
+CREATED = Counter(
+    "kasir_payments_created_total", "Payments created, by product and status at creation", ["product", "status"]
+)
+SETTLED = Counter(
+    "kasir_payments_settled_total",
+    "Payments moved to an outcome (paid, failed, expired, refunded, void...), by product and the status reached",
+    ["product", "status"],
+)
+
+
+def created(session: AsyncSession, product: str, status: str) -> None:
+    on_commit(session, CREATED.labels(product, status).inc)
+
+
+def settled(payment: object, product: str, status: str) -> None:
+    """`payment` (a model in a unit of work) moved to `status`: counted when its unit commits.
+
+    Nothing for a plain object outside a unit of work (the state machines' own tests)."""
+    on_commit_of(payment, SETTLED.labels(product, status).inc)

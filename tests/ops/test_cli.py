@@ -1,0 +1,153 @@
+"""Operating the `kasir` command: one line and exit code 2 for a bad setting, an unreachable database or a
+port in use; what `kasir serve` prints and writes at start; links that follow --port; whole ids in tables."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from tests.support.builders import make_merchant
+from tests.support.postgres import free_port
+from tests.support.server import ServedKasir
+from tests.wallet.helpers import create
+
+KASIR = str(Path(sys.executable).parent / "kasir")
+# Every command that reads the settings and the database: the server, the worker, the schema, and the others.
+COMMANDS = [
+    ("serve", "--port", "9"),
+    ("worker",),
+    ("db", "upgrade"),
+    ("db", "current"),
+    ("merchant", "list"),
+    ("callbacks", "list"),
+    ("payments", "list"),
+    ("demo-merchant",),
+]
+
+
+def run(args: tuple[str, ...], env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`kasir ARGS` with only `env` (and this checkout's code): nothing of the test session's settings leaks in."""
+    base = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.environ.get("PYTHONPATH", ""), "COLUMNS": "80"}
+    return subprocess.run(
+        [KASIR, *args], env={**base, **env}, capture_output=True, text=True, timeout=120, cwd=cwd, check=False
+    )
+
+
+def one_line(result: subprocess.CompletedProcess[str]) -> str:
+    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("error: ")
+    return lines[0]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_a_bad_setting_is_one_line_naming_the_variable(command: tuple[str, ...], tmp_path: Path) -> None:
+    line = one_line(run(command, {"KASIR_DATA_DIR": str(tmp_path), "KASIR_ENV": "prod"}))
+    assert line == "error: KASIR_ENV: Input should be 'staging' or 'production' (not 'prod')"
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_an_unreachable_postgresql_is_one_line_naming_the_url_without_its_password(
+    command: tuple[str, ...], tmp_path: Path
+) -> None:
+    port = free_port()  # nobody listens there
+    url = f"postgresql+asyncpg://kasir:hunter2@127.0.0.1:{port}/kasir"
+    line = one_line(run(command, {"KASIR_DATA_DIR": str(tmp_path), "KASIR_DATABASE_URL": url}))
+    assert line == (
+        f"error: cannot use the database at KASIR_DATABASE_URL=postgresql+asyncpg://kasir:…@127.0.0.1:{port}/kasir "
+        "(connection refused): check that PostgreSQL runs there and the URL's host, port, user, password and "
+        "database name"
+    )
+
+
+@pytest.mark.parametrize("command", [("serve", "--port", "9"), ("worker",), ("db", "upgrade")], ids=" ".join)
+def test_a_sqlite_file_that_cannot_be_made_is_one_line(command: tuple[str, ...], tmp_path: Path) -> None:
+    not_a_directory = tmp_path / "file"
+    not_a_directory.write_text("")
+    line = one_line(run(command, {"KASIR_DATA_DIR": str(not_a_directory / "var")}))
+    assert f"KASIR_DATABASE_URL=sqlite+aiosqlite:///{not_a_directory}/var/kasir.db" in line
+    assert "(not a directory" in line
+    assert line.endswith("check that the file's directory (KASIR_DATA_DIR) exists and is writable")
+
+
+@pytest.mark.parametrize("url", ["mysql://kasir@127.0.0.1/kasir", "kasir.db"])
+def test_a_url_kasir_cannot_use_is_one_line(url: str, tmp_path: Path) -> None:
+    line = one_line(run(("db", "upgrade"), {"KASIR_DATA_DIR": str(tmp_path), "KASIR_DATABASE_URL": url}))
+    assert line.startswith(f"error: KASIR_DATABASE_URL={url} is not a database URL Kasir can use")
+    assert "postgresql+asyncpg://" in line
+
+
+def test_a_port_in_use_is_one_line(settings_env: dict[str, str], migrated: None) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        line = one_line(run(("serve", "--port", str(port)), settings_env))
+    assert line == (
+        f"error: port {port} on 127.0.0.1 is in use (another `kasir serve`?): stop it or choose another --port"
+    )
+
+
+def test_demo_merchant_refuses_a_production_database(settings_env: dict[str, str], migrated: None) -> None:
+    line = one_line(run(("demo-merchant",), {**settings_env, "KASIR_ENV": "production"}))
+    assert "KASIR_ENV=production" in line
+    assert "staging only" in line
+
+
+async def test_serve_hands_out_its_own_port_and_writes_the_admin_token_at_start(
+    app: FastAPI, settings_env: dict[str, str], tmp_path: Path
+) -> None:
+    """No KASIR_PUBLIC_URL and no KASIR_ADMIN_TOKEN: links name --port, admin.token is there before any request."""
+    server = ServedKasir({**settings_env, "KASIR_DATA_DIR": str(tmp_path)}, args=("--no-worker",))
+    server.env.pop("KASIR_PUBLIC_URL")
+    server.env.pop("KASIR_ADMIN_TOKEN")
+    await asyncio.to_thread(server.start)
+    try:
+        token_file = tmp_path / "admin.token"
+        assert token_file.exists()  # before the first admin request
+        assert token_file.stat().st_mode & 0o777 == 0o600
+        banner = server.log().split('{"time"', 1)[0].splitlines()  # what it printed before its JSON log lines
+        base = server.base_url
+        assert banner[0].startswith(f"Kasir staging on {base} (version ")
+        assert f"  public URL:  {base}" in banner
+        assert f"  API docs:    {base}/docs" in banner
+        assert f"  console:     {base}/console" in banner
+        assert f"  metrics:     {base}/metrics" in banner
+        assert f"  admin token: {token_file}" in banner
+        assert any("make demo" in line for line in banner)
+        assert all(len(line) <= 100 for line in banner), banner  # short lines: nothing for a terminal to break
+
+        merchant = await make_merchant(app)
+        async with httpx.AsyncClient(base_url=base) as client:
+            tx = await create(client, merchant, payment_channel="DANA")
+            admin = await client.get(
+                "/admin/callbacks",
+                params={"limit": 1},
+                headers={"Authorization": f"Bearer {token_file.read_text().strip()}"},
+            )
+        assert tx["payment_url"].startswith(f"{base}/ewallet/pages/")
+        assert admin.status_code == 200
+    finally:
+        await asyncio.to_thread(server.stop)
+
+
+async def test_tables_show_whole_ids_in_80_columns(app: FastAPI, settings_env: dict[str, str]) -> None:
+    merchants = [
+        await make_merchant(app, callback_url="https://shop.example/a/rather/long/callback/path") for _ in "ab"
+    ]
+    result = await asyncio.to_thread(run, ("merchant", "list"), settings_env)
+    assert result.returncode == 0, result.stderr
+    for merchant in merchants:
+        assert merchant.id in result.stdout
+        assert merchant.client_id in result.stdout
+    assert "…" not in result.stdout
