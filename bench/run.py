@@ -334,7 +334,10 @@ def main() -> int:
                         f"  load {run.load_average:.2f}",
                         flush=True,
                     )
-            callbacks = ctx.callback_benchmarks(server, receipts, log) if not ONLY or "callbacks" in ONLY else {}
+            callbacks = {}
+            if not ONLY or "callbacks" in ONLY or "backlog" in ONLY:
+                backlog_only = bool(ONLY) and "callbacks" not in ONLY
+                callbacks = ctx.callback_benchmarks(server, receipts, log, backlog_only)
         finally:
             server.stop()
             receiver.terminate()
