@@ -315,6 +315,7 @@ def main() -> int:
         server.start(log)
         ctx.base_url = server.url
         meter = CpuMeter(server, None if cluster is None else postmaster_pid(cluster))
+        ctx.state["postgres_pid"] = meter.postgres_pid
         runs: list[Run] = []
         try:
             for scenario in SCENARIOS:
@@ -437,13 +438,19 @@ def write_report(report: dict[str, Any]) -> None:
         lines += [
             "## Callbacks",
             "",
-            "| mode | callbacks | deliveries/s | commit→receipt p50 ms | p99 ms |",
-            "|---|---:|---:|---:|---:|",
+            "| mode | callbacks | deliveries/s | commit→receipt p50 ms | p99 ms | worker CPU µs/delivery "
+            "| PostgreSQL CPU µs/delivery | load |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for mode, c in report["callbacks"].items():
             p50 = "-" if c["p50_ms"] is None else f"{c['p50_ms']:.1f}"
             p99 = "-" if c["p99_ms"] is None else f"{c['p99_ms']:.1f}"
-            lines.append(f"| {mode} | {c['count']} | {c['per_second']:.0f} | {p50} | {p99} |")
+            worker = "-" if c.get("worker_cpu_us") is None else f"{c['worker_cpu_us']:.0f}"
+            postgres = "-" if c.get("postgres_cpu_us") is None else f"{c['postgres_cpu_us']:.0f}"
+            load = "-" if c.get("load_average") is None else f"{c['load_average']:.2f}"
+            lines.append(
+                f"| {mode} | {c['count']} | {c['per_second']:.0f} | {p50} | {p99} | {worker} | {postgres} | {load} |"
+            )
         lines.append("")
     (out / f"{stem}{suffix}.md").write_text("\n".join(lines))
     print("\n".join(lines))
