@@ -92,13 +92,26 @@ _HIDDEN = re.compile(r'<input type="hidden" name="([^"]+)" value="([^"]*)"')
 
 
 async def _approve(http: httpx.AsyncClient, reference_no: str) -> None:
-    """As the customer's browser: open the page, send its approval form (its CSRF token) with a tenure."""
-    page = await http.get(f"/bnpl/pages/{reference_no}")
-    form = page.text[page.text.index('id="approve-form"') :]
-    fields = {name: html.unescape(value) for name, value in _HIDDEN.findall(form[: form.index("</form>")])}
-    response = await http.post(f"/bnpl/pages/{reference_no}/approve", data={**fields, "tenure": "3"})
-    if response.status_code != 303:
-        raise RuntimeError(f"approval of {reference_no} answered {response.status_code}: {response.text[:200]}")
+    """As the customer's browser: open the page, send its approval form (its CSRF token) with a tenure.
+
+    A connection the server closed as the request left (keep-alive) is tried again; a page without the
+    form is a transaction approved already (by the try whose answer was lost).
+    """
+    for attempt in range(3):
+        try:
+            page = await http.get(f"/bnpl/pages/{reference_no}")
+            if 'id="approve-form"' not in page.text:
+                return
+            form = page.text[page.text.index('id="approve-form"') :]
+            fields = {name: html.unescape(value) for name, value in _HIDDEN.findall(form[: form.index("</form>")])}
+            response = await http.post(f"/bnpl/pages/{reference_no}/approve", data={**fields, "tenure": "3"})
+        except httpx.TransportError:
+            if attempt == 2:
+                raise
+            continue
+        if response.status_code != 303:
+            raise RuntimeError(f"approval of {reference_no} answered {response.status_code}: {response.text[:200]}")
+        return
 
 
 async def _drive(ctx: Any, references: list[str]) -> None:
