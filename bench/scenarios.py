@@ -82,10 +82,10 @@ class BenchContext:
             self.state["routes"] = set(httpx.get(f"{self.base_url}/openapi.json").json()["paths"])
         return set(self.state["routes"])
 
-    def callback_benchmarks(self, server: Any, receipts: Path, log: Path) -> dict[str, Any]:
+    def callback_benchmarks(self, server: Any, receipts: Path, log: Path, backlog_only: bool) -> dict[str, Any]:
         from bench.callbacks import run_callback_benchmarks
 
-        return run_callback_benchmarks(self, server, receipts, log)
+        return run_callback_benchmarks(self, server, receipts, log, backlog_only)
 
 
 class Scenario:

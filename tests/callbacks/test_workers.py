@@ -50,6 +50,7 @@ class WorkerProcess:
             "KASIR_CALLBACK_TIMEOUT_SECONDS": "2",
             "KASIR_CALLBACK_POLL_SECONDS": str(poll_seconds),
         }
+        self.log_path = log_path
         self.log = log_path.open("wb")
         self.process = subprocess.Popen(
             [str(Path(sys.executable).parent / "kasir"), "worker"],
@@ -58,6 +59,10 @@ class WorkerProcess:
             stderr=subprocess.STDOUT,
             preexec_fn=end_with_parent,
         )
+
+    async def started(self) -> bool:
+        """Once its signal handlers are in place (the log says so): a SIGTERM is then a graceful stop."""
+        return "callback worker started" in self.log_path.read_text(errors="replace")
 
     def signal(self, signum: int) -> None:
         self.process.send_signal(signum)
@@ -121,7 +126,8 @@ async def test_several_workers_share_the_work_without_double_sends(isolated, set
     database, url, merchant_id = isolated
     total = 150
     processes = [WorkerProcess(settings_env, url, tmp_path / f"w{n}.log") for n in range(workers)]
-    await asyncio.sleep(1.0)  # let them start, so they compete for the work
+    for process in processes:  # all started, so they compete for the work (and stop gracefully)
+        await wait_until(process.started, timeout=60)
     ids = [
         await record(database, merchant_id=merchant_id, url=receiver.url(), transaction_ref=f"TX-{n}")
         for n in range(total)

@@ -34,8 +34,9 @@ class PostgresCluster:
     cluster may be. The benchmark measures durable payments: `durable=True` keeps PostgreSQL's
     defaults (every COMMIT waits for its WAL on disk)."""
 
-    def __init__(self, *, durable: bool = False) -> None:
+    def __init__(self, *, durable: bool = False, settings_file: Path | None = None) -> None:
         self.durable = durable
+        self.settings_file = settings_file  # a postgresql.conf fragment, included after initdb's defaults
         self.root = Path(tempfile.mkdtemp(prefix="kasir-pg-"))
         self.data = self.root / "data"
         self.port = free_port()
@@ -50,6 +51,12 @@ class PostgresCluster:
             uid = pwd.getpwnam("postgres")
             os.chown(self.root, uid.pw_uid, uid.pw_gid)
         self._run(_pg_bin("initdb"), "-D", str(self.data), "-U", "kasir", "--auth=trust", "-E", "UTF8", "--no-sync")
+        if self.settings_file is not None:
+            # A copy beside the data (the server's user may not read the worktree), included last: its lines win.
+            included = self.data / "kasir-settings.conf"
+            included.write_text(self.settings_file.read_text())
+            with (self.data / "postgresql.conf").open("a") as conf:
+                conf.write(f"\ninclude '{included}'\n")
         options = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c max_connections=200"
         if not self.durable:
             options += " -c fsync=off"

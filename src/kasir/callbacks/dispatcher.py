@@ -14,8 +14,9 @@ import json
 import logging
 import random
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -29,6 +30,7 @@ from kasir.callbacks.signing import bnpl_svc_signature, snap_notify_headers, svc
 from kasir.callbacks.ssrf import UnsafeCallbackUrl, resolve_checked
 from kasir.config import Settings
 from kasir.db import Database
+from kasir.kit import http_client
 from kasir.kit.clock import clock, isoformat_seconds
 from kasir.merchants.service import merchant_service
 
@@ -70,37 +72,32 @@ async def claim_due(database: Database, worker: str, limit: int, lease_seconds: 
     now = clock.now()
     claimed: list[ClaimedCallback] = []
     async with database.unit_of_work() as session:
-        rows = await callback_repository.claimable(session, now, limit)
+        rows = await callback_repository.claim(session, now, limit, worker, now + timedelta(seconds=lease_seconds))
         if not rows:
             return []
         secrets: dict[str, tuple[str, str]] = {}  # BNPL merchants: (client_secret, hash_key)
-        for row in rows:
-            signature = row.svc_signature
-            if row.kind == CallbackKind.BNPL.value:
-                if row.merchant_id not in secrets:
-                    merchant = await merchant_service.get(session, row.merchant_id)
+        for id_, fence, kind, merchant_id, ref, url, payload, svc_signature, made, most, created_at, _ in rows:
+            if kind == CallbackKind.BNPL.value:
+                if merchant_id not in secrets:
+                    merchant = await merchant_service.get(session, merchant_id)
                     merchant_secrets = merchant_service.secrets(merchant)
-                    secrets[row.merchant_id] = (merchant_secrets.client_secret, merchant_secrets.hash_key)
-                if signature is None:  # recorded before BNPL notifications carried svc-signature
-                    signature = _bnpl_signature_of(row.payload, secrets[row.merchant_id][1])
-            row.status = CallbackStatus.DELIVERING.value
-            row.lease_owner = worker
-            row.lease_expires_at = now + timedelta(seconds=lease_seconds)
-            row.fence += 1
+                    secrets[merchant_id] = (merchant_secrets.client_secret, merchant_secrets.hash_key)
+                if svc_signature is None:  # recorded before BNPL notifications carried svc-signature
+                    svc_signature = _bnpl_signature_of(payload, secrets[merchant_id][1])
             claimed.append(
                 ClaimedCallback(
-                    id=row.id,
-                    fence=row.fence,
-                    kind=CallbackKind(row.kind),
-                    merchant_id=row.merchant_id,
-                    transaction_ref=row.transaction_ref,
-                    url=row.url,
-                    payload=row.payload.encode(),
-                    svc_signature=signature,
-                    attempt_number=row.attempts_made + 1,
-                    max_attempts=row.max_attempts,
-                    created_at_unix=row.created_at.timestamp(),
-                    client_secret=secrets[row.merchant_id][0] if row.merchant_id in secrets else None,
+                    id=id_,
+                    fence=fence,
+                    kind=CallbackKind(kind),
+                    merchant_id=merchant_id,
+                    transaction_ref=ref,
+                    url=url,
+                    payload=payload.encode(),
+                    svc_signature=svc_signature,
+                    attempt_number=made + 1,
+                    max_attempts=most,
+                    created_at_unix=created_at.timestamp(),
+                    client_secret=secrets[merchant_id][0] if merchant_id in secrets else None,
                 )
             )
     return claimed
@@ -142,7 +139,10 @@ def request_for(callback: ClaimedCallback) -> tuple[str, dict[str, str]]:
     return url, headers
 
 
-async def send_attempt(http: httpx.AsyncClient, callback: ClaimedCallback, settings: Settings) -> AttemptResult:
+async def send_attempt(
+    http: httpx.AsyncClient | httpx.AsyncBaseTransport, callback: ClaimedCallback, settings: Settings
+) -> AttemptResult:
+    """One attempt, through a client, or straight through a transport (the worker's: kasir.kit.http_client.post)."""
     url, headers = request_for(callback)
     sent_url, sent_headers = url, dict(headers)  # what the attempt records as sent
     extensions: dict[str, str] = {}
@@ -158,7 +158,17 @@ async def send_attempt(http: httpx.AsyncClient, callback: ClaimedCallback, setti
                     extensions["sni_hostname"] = target.host
                 literal = f"[{target.address}]" if ":" in target.address else target.address
                 url = urlunsplit(target.parts._replace(netloc=f"{literal}:{target.port}"))
-            response = await http.post(url, content=callback.payload, headers=headers, extensions=extensions)
+            if isinstance(http, httpx.AsyncClient):
+                response = await http.post(url, content=callback.payload, headers=headers, extensions=extensions)
+            else:
+                response = await http_client.post(
+                    http,
+                    url,
+                    content=callback.payload,
+                    headers=headers,
+                    timeout=settings.callback_timeout_seconds,
+                    extensions=extensions,
+                )
     except UnsafeCallbackUrl as exc:
         return AttemptResult(False, None, f"refused: {exc.reason}", None, _ms(started), sent_url, sent_headers)
     except TimeoutError:
@@ -198,69 +208,92 @@ async def record_attempt(
     database: Database, callback: ClaimedCallback, result: AttemptResult, worker: str, settings: Settings
 ) -> str:
     """Write the attempt and the callback's next state; answers the new status ("lost" if fenced off)."""
+    [status] = await record_attempts(database, [(callback, result)], worker, settings)
+    return status
+
+
+async def record_attempts(
+    database: Database, outcomes: Sequence[tuple[ClaimedCallback, AttemptResult]], worker: str, settings: Settings
+) -> list[str]:
+    """Record several attempts in one transaction (one commit, one disk flush, for all of them).
+
+    Each callback's next state follows the same rules as one at a time; each answer is its new
+    status, or "lost" when its fence moved on (another worker took it over).
+    """
     now = clock.now()
-    if result.accepted:
-        status, next_at = CallbackStatus.DELIVERED, now
-    elif callback.attempt_number >= callback.max_attempts:
-        status, next_at = CallbackStatus.FAILED, now
-    else:
-        status, next_at = (
-            CallbackStatus.PENDING,
-            now + timedelta(seconds=retry_delay(settings, callback.attempt_number)),
-        )
+    decided: list[tuple[ClaimedCallback, AttemptResult, CallbackStatus, datetime]] = []
+    for callback, result in outcomes:
+        if result.accepted:
+            status, next_at = CallbackStatus.DELIVERED, now
+        elif callback.attempt_number >= callback.max_attempts:
+            status, next_at = CallbackStatus.FAILED, now
+        else:
+            status, next_at = (
+                CallbackStatus.PENDING,
+                now + timedelta(seconds=retry_delay(settings, callback.attempt_number)),
+            )
+        decided.append((callback, result, status, next_at))
+    recorded: list[bool] = []
     async with database.unit_of_work() as session:
-        await callback_repository.add_attempt(
-            session,
-            callback_id=callback.id,
-            number=callback.attempt_number,
-            fence=callback.fence,
-            worker=worker,
-            started_at=now - timedelta(milliseconds=result.latency_ms),
-            latency_ms=result.latency_ms,
-            http_status=result.http_status,
-            error=result.error,
-            response_excerpt=result.excerpt,
-            accepted=result.accepted,
-            request_url=result.request_url,
-            request_headers=None if result.request_headers is None else json.dumps(result.request_headers),
-        )
-        recorded = await callback_repository.record_outcome(
-            session,
-            callback.id,
-            callback.fence,
-            status=status.value,
-            attempts_made=callback.attempt_number,
-            next_attempt_at=next_at,
-            delivered_at=now if result.accepted else None,
-            last_error=result.error,
-        )
-    if not recorded:
-        log.warning("callback lease lost before the result was written", extra={"callback_id": callback.id})
-        return "lost"
-    metrics.record(callback.kind.value, status.value, result.latency_ms, callback.created_at_unix, now.timestamp())
-    log.info(
-        "callback attempt",
-        extra={
-            "callback_id": callback.id,
-            "kind": callback.kind.value,
-            "attempt": callback.attempt_number,
-            "http_status": result.http_status,
-            "outcome": status.value,
-            "latency_ms": result.latency_ms,
-        },
-    )
-    if status is CallbackStatus.FAILED:
-        # The merchant will not hear of this payment unless someone acts: say who, where and why.
-        log.warning(
-            "callback exhausted its attempts",
+        for callback, result, status, next_at in decided:
+            await callback_repository.add_attempt(
+                session,
+                callback_id=callback.id,
+                number=callback.attempt_number,
+                fence=callback.fence,
+                worker=worker,
+                started_at=now - timedelta(milliseconds=result.latency_ms),
+                latency_ms=result.latency_ms,
+                http_status=result.http_status,
+                error=result.error,
+                response_excerpt=result.excerpt,
+                accepted=result.accepted,
+                request_url=result.request_url,
+                request_headers=None if result.request_headers is None else json.dumps(result.request_headers),
+            )
+            recorded.append(
+                await callback_repository.record_outcome(
+                    session,
+                    callback.id,
+                    callback.fence,
+                    status=status.value,
+                    attempts_made=callback.attempt_number,
+                    next_attempt_at=next_at,
+                    delivered_at=now if result.accepted else None,
+                    last_error=result.error,
+                )
+            )
+    answers: list[str] = []
+    for (callback, result, status, _), kept in zip(decided, recorded, strict=True):
+        if not kept:
+            log.warning("callback lease lost before the result was written", extra={"callback_id": callback.id})
+            answers.append("lost")
+            continue
+        metrics.record(callback.kind.value, status.value, result.latency_ms, callback.created_at_unix, now.timestamp())
+        log.info(
+            "callback attempt",
             extra={
                 "callback_id": callback.id,
                 "kind": callback.kind.value,
-                "merchant_id": callback.merchant_id,
-                "transaction_ref": callback.transaction_ref,
-                "url_host": urlsplit(callback.url).hostname or "",
-                "attempts": callback.attempt_number,
-                "last_error": result.error,
+                "attempt": callback.attempt_number,
+                "http_status": result.http_status,
+                "outcome": status.value,
+                "latency_ms": result.latency_ms,
             },
         )
-    return status.value
+        if status is CallbackStatus.FAILED:
+            # The merchant will not hear of this payment unless someone acts: say who, where and why.
+            log.warning(
+                "callback exhausted its attempts",
+                extra={
+                    "callback_id": callback.id,
+                    "kind": callback.kind.value,
+                    "merchant_id": callback.merchant_id,
+                    "transaction_ref": callback.transaction_ref,
+                    "url_host": urlsplit(callback.url).hostname or "",
+                    "attempts": callback.attempt_number,
+                    "last_error": result.error,
+                },
+            )
+        answers.append(status.value)
+    return answers

@@ -2,7 +2,11 @@
 
 It claims due callbacks, sends them concurrently, and records each attempt. It wakes at
 once when any process commits a callback (kasir.db: Database.listen), and otherwise polls
-every KASIR_CALLBACK_POLL_SECONDS. The
+every KASIR_CALLBACK_POLL_SECONDS. Work goes to the database in batches: the attempts that
+finish while a recording transaction commits are recorded together in the next one (one
+commit for all, not one each), and with a backlog a claim waits until a quarter of the
+slots are free, so one claim takes many callbacks rather than each finished attempt
+starting a claim of its own. An attempt is still recorded before its slot is given back. The
 same loop runs the expiry scheduler of the product rooms, so pending payments expire
 without any request. `stop()` (SIGTERM) finishes in-flight attempts, then returns.
 """
@@ -18,9 +22,7 @@ import secrets
 import socket
 from collections.abc import Awaitable, Callable
 
-import httpx
-
-from kasir.callbacks.dispatcher import ClaimedCallback, claim_due, record_attempt, send_attempt
+from kasir.callbacks.dispatcher import AttemptResult, ClaimedCallback, claim_due, record_attempts, send_attempt
 from kasir.callbacks.service import CALLBACKS_CHANNEL
 from kasir.config import Settings
 from kasir.db import Database
@@ -59,20 +61,21 @@ class DeliveryWorker:
         self.settings = settings
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         self.concurrency = settings.callback_concurrency
+        # With a backlog, claim again once this many slots are free (one claim for many callbacks).
+        self.claim_at_least = max(1, self.concurrency // 4)
         self._wake = asyncio.Event()
+        self._outcomes: list[tuple[ClaimedCallback, AttemptResult, asyncio.Future[None]]] = []
+        self._outcome_ready = asyncio.Event()
+        self._recorder_done = False
         self._stopped = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
         self._inflight: set[asyncio.Task[None]] = set()
-        self._http = httpx.AsyncClient(
-            follow_redirects=False,  # decisions.md §8: redirects are not followed
-            # Straight to the merchant: a proxy from the environment would bypass the SSRF check of the
-            # resolved address (and CI machines carry proxy variables meant for package registries).
-            trust_env=False,
-            timeout=settings.callback_timeout_seconds,
-            # Not httpx's default pool: its CPU per attempt grows with the attempts in flight (kasir.kit.http_client).
-            transport=KeepAliveTransport(max_idle_per_origin=self.concurrency),
-        )
+        # Attempts go straight through the transport (kasir.kit.http_client.post): no redirect is followed
+        # (decisions.md §8), no proxy from the environment is used (it would bypass the SSRF check of the
+        # resolved address), no cookie is kept. Idle connections are kept per merchant origin; not httpx's
+        # default pool, whose CPU per attempt grows with the attempts in flight (kasir.kit.http_client).
+        self._http = KeepAliveTransport(max_idle_per_origin=self.concurrency)
 
     def wake(self) -> None:
         """Safe from any thread (a commit elsewhere in the process may call it)."""
@@ -97,6 +100,7 @@ class DeliveryWorker:
         self._loop = asyncio.get_running_loop()
         stop_listening = await self.database.listen(CALLBACKS_CHANNEL, self.wake)
         background = [asyncio.create_task(self._expiry_scheduler())]
+        recorder = asyncio.create_task(self._recorder())
         log.info("callback worker started", extra={"worker": self.name})
         try:
             while not self._stopping:
@@ -111,7 +115,7 @@ class DeliveryWorker:
                 for callback in claimed:
                     task = asyncio.create_task(self._deliver(callback))
                     self._inflight.add(task)
-                    task.add_done_callback(self._inflight.discard)
+                    task.add_done_callback(self._slot_free)
                 if claimed and len(claimed) == free:
                     continue  # more may be due
                 with contextlib.suppress(TimeoutError):
@@ -123,18 +127,53 @@ class DeliveryWorker:
             await asyncio.gather(*background, return_exceptions=True)
             if self._inflight:  # finish what was started: an attempt sent is an attempt recorded
                 await asyncio.gather(*self._inflight, return_exceptions=True)
+            self._recorder_done = True
+            self._outcome_ready.set()
+            await asyncio.gather(recorder, return_exceptions=True)
             await self._http.aclose()
             log.info("callback worker stopped", extra={"worker": self.name})
 
     async def _deliver(self, callback: ClaimedCallback) -> None:
         try:
             result = await send_attempt(self._http, callback, self.settings)
-            await record_attempt(self.database, callback, result, self.name, self.settings)
+            recorded = asyncio.get_running_loop().create_future()
+            self._outcomes.append((callback, result, recorded))
+            self._outcome_ready.set()
+            await recorded
         except Exception:
             # The lease runs out and another claim retries it: nothing is lost.
             log.exception("callback delivery failed", extra={"callback_id": callback.id})
-        finally:
-            self._wake.set()  # a later callback of the same transaction may be due now
+
+    def _slot_free(self, task: asyncio.Task[None]) -> None:
+        self._inflight.discard(task)
+        # A later callback of the same transaction may be due now, and a backlog may wait: claim again
+        # once enough slots are free for the claim to be worth its transaction (or when all are).
+        if self.concurrency - len(self._inflight) >= self.claim_at_least or not self._inflight:
+            self._wake.set()
+
+    async def _recorder(self) -> None:
+        """Record finished attempts: everything that finished while the last batch committed, in one unit."""
+        while True:
+            await self._outcome_ready.wait()
+            self._outcome_ready.clear()
+            batch, self._outcomes = self._outcomes, []
+            if not batch:
+                if self._recorder_done:
+                    return
+                continue
+            try:
+                await record_attempts(
+                    self.database, [(callback, result) for callback, result, _ in batch], self.name, self.settings
+                )
+            except Exception as error:
+                # Nothing of the batch was written: each lease runs out and another claim sends it again.
+                for _, _, recorded in batch:
+                    if not recorded.done():
+                        recorded.set_exception(error)
+                continue
+            for _, _, recorded in batch:
+                if not recorded.done():
+                    recorded.set_result(None)
 
     async def _expiry_scheduler(self) -> None:
         jobs = expiry_jobs()

@@ -16,14 +16,15 @@ import asyncio
 import contextlib
 import inspect
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import text
+from sqlalchemy import event, text
 from sqlalchemy.engine import Dialect, make_url
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from kasir.config import Settings
@@ -44,12 +45,18 @@ class PostgresStrategy:
             hide_parameters=True,
             pool_size=settings.db_pool_size,
             max_overflow=settings.db_pool_size,
-            pool_pre_ping=True,
         )
+        _ping_when_idle(self.engine)
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
+        # Read units run in autocommit: no BEGIN and no COMMIT to send (two round trips of an inquiry's
+        # three), no write transaction; each statement reads what is committed when it runs, as every
+        # statement of a READ COMMITTED transaction would.
+        self._read_sessions = async_sessionmaker(
+            self.engine.execution_options(isolation_level="AUTOCOMMIT"), expire_on_commit=False
+        )
 
     def unit_of_work(self, *, read_only: bool) -> AbstractAsyncContextManager[AsyncSession]:
-        return session_unit_of_work(self._sessions)
+        return session_unit_of_work(self._read_sessions if read_only else self._sessions)
 
     async def listen(self, channel: str, on_wake: Callable[[], None]) -> Callable[[], None]:
         """Call `on_wake` after every commit that notifies `channel`, in this process or another."""
@@ -87,6 +94,39 @@ class PostgresStrategy:
 
     async def dispose(self) -> None:
         await self.engine.dispose()
+
+
+# A connection idle longer than this is checked (a ping) before it is used again.
+PING_AFTER_IDLE_SECONDS = 10.0
+
+
+def _ping_when_idle(engine: AsyncEngine) -> None:
+    """Ping a pooled connection at check-out only when it sat idle: not on every unit of work.
+
+    SQLAlchemy's `pool_pre_ping` checks every check-out with BEGIN, an empty query and ROLLBACK:
+    three round trips, more than a wallet payment's own. A connection in steady use was answering
+    a moment ago; one that sat idle may have been cut (a server restart, a firewall's idle timeout)
+    and is checked. A busy connection the server dropped fails its unit of work once (503, retried
+    by the client); SQLAlchemy then invalidates the pool, so the connections after it are new.
+    """
+
+    @event.listens_for(engine.sync_engine.pool, "connect")
+    def _on_connect(_dbapi_connection: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine.sync_engine.pool, "checkin")
+    def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
+        if record is not None:
+            record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine.sync_engine.pool, "checkout")
+    def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        if time.monotonic() - record.info.get("idle_since", 0.0) <= PING_AFTER_IDLE_SECONDS:
+            return
+        try:
+            dbapi_connection.ping()
+        except Exception as error:
+            raise DisconnectionError("a pooled connection did not answer its ping") from error  # the pool retries
 
 
 # --- what kasir.db asks of a PostgreSQL session ------------------------------------------

@@ -38,7 +38,7 @@ from sqlalchemy.util import await_only
 from kasir.config import Settings
 from kasir.db.sqlite_inline import InlineConnection, inline_connector
 from kasir.db.sqlite_turns import WriterTurns
-from kasir.db.unit import on_commit, run_after_commit, session_unit_of_work
+from kasir.db.unit import on_commit, run_after_commit
 from kasir.db.wakeup import WakeSocket, subscribe, wake, wake_directory
 
 log = logging.getLogger("kasir.db")
@@ -47,6 +47,12 @@ log = logging.getLogger("kasir.db")
 SQLITE_BUSY_SECONDS = 30.0
 
 _IDLE_SESSIONS_MAX = 256
+_IDLE_READERS_MAX = 64
+_READER_PRAGMAS = (
+    "PRAGMA busy_timeout=0",  # as the engine's connections: a busy file fails at once (kasir.db.sqlite_inline)
+    "PRAGMA query_only=ON",  # the read path cannot write, so it never takes the write lock
+    "PRAGMA temp_store=MEMORY",
+)
 
 
 class WriteSeatHeldTooLong(RuntimeError):
@@ -89,11 +95,35 @@ class SqliteStrategy:
         self._read_sessions = async_sessionmaker(
             self.engine.execution_options(sqlite_begin="DEFERRED"), expire_on_commit=False
         )
+        # The read path (_ReadUnitOfWork): query-only connections of its own, and sessions kept for reuse.
+        self._readers: list[sqlite3.Connection] = []
+        self._idle_read_sessions: list[AsyncSession] = []
 
     def unit_of_work(self, *, read_only: bool) -> AbstractAsyncContextManager[AsyncSession]:
         if read_only:
-            return session_unit_of_work(self._read_sessions)
+            return _ReadUnitOfWork(self)
         return _GroupUnitOfWork(self)
+
+    def _reader(self) -> sqlite3.Connection:
+        """A query-only sqlite3 connection of the read path (kept, not pooled by SQLAlchemy)."""
+        if self._readers:
+            return self._readers.pop()
+        connection = sqlite3.connect(self.path, timeout=0, check_same_thread=False, isolation_level=None)
+        for pragma in _READER_PRAGMAS:
+            connection.execute(pragma)
+        return connection
+
+    def _give_back_reader(self, connection: sqlite3.Connection) -> None:
+        if connection.in_transaction:  # a statement interrupted half-way: do not hand on its state
+            connection.close()
+        elif len(self._readers) < _IDLE_READERS_MAX:
+            self._readers.append(connection)
+        else:
+            connection.close()
+
+    def _read_session(self) -> AsyncSession:
+        idle = self._idle_read_sessions
+        return idle.pop() if idle else self._read_sessions()
 
     async def listen(self, channel: str, on_wake: Callable[[], None]) -> Callable[[], None]:
         """Call `on_wake` after every commit that notifies `channel`, in this process or another on the file."""
@@ -120,6 +150,9 @@ class SqliteStrategy:
         await self.group.close()
         await self.engine.dispose()
         self._turns.close()
+        readers, self._readers = self._readers, []
+        for reader in readers:
+            reader.close()
 
     def _session(self) -> AsyncSession:
         idle = self._idle_sessions
@@ -193,10 +226,14 @@ async def notify_after_commit(session: AsyncSession, channel: str) -> None:
 
 
 async def raw_connection(session: AsyncSession) -> sqlite3.Connection:
-    """The unit's sqlite3 connection: the seat's in a write unit, the session's own in a read unit."""
-    seat: _Seat | None = session.sync_session.info.get("group_seat")
+    """The unit's sqlite3 connection: the seat's in a write unit, the reader's in a read unit."""
+    info = session.sync_session.info
+    seat: _Seat | None = info.get("group_seat")
     if seat is not None:
         return seat.sqlite or await seat.sqlite_connection()
+    reader: sqlite3.Connection | None = info.get("reader")
+    if reader is not None:
+        return reader
     driver = (await session.connection()).sync_connection.connection.driver_connection  # type: ignore[union-attr]
     assert isinstance(driver, InlineConnection)
     return driver.sqlite
@@ -251,6 +288,47 @@ class _GroupUnitOfWork:
                 await self._seat.leave(ok=False)  # back to the unit's savepoint: the batch's other work stands
             finally:
                 await session.close()
+
+
+class _ReadUnitOfWork:
+    """A read unit of work: no write lock, no write transaction, no SQLAlchemy connection unless the ORM is used.
+
+    kasir.db statements (the rooms' hot reads: an inquiry, a status, a credential) run on a sqlite3
+    connection of the strategy's own, with `query_only` on (a write through it fails instead of
+    taking the lock) and in autocommit: each statement reads what is committed when it runs, as
+    in PostgreSQL's READ COMMITTED; there is no BEGIN or COMMIT to send, and no pool check-out.
+    ORM queries of the unit, when it makes any, go through its session on a DEFERRED transaction
+    as before (a separate connection: each of its statements also reads what is committed).
+    """
+
+    __slots__ = ("_reader", "_session", "_strategy")
+
+    def __init__(self, strategy: SqliteStrategy) -> None:
+        self._strategy = strategy
+
+    async def __aenter__(self) -> AsyncSession:
+        session = self._session = self._strategy._read_session()
+        self._reader = self._strategy._reader()
+        session.sync_session.info["reader"] = self._reader
+        return session
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        session, strategy = self._session, self._strategy
+        strategy._give_back_reader(self._reader)
+        sync_session = session.sync_session
+        if exc_type is not None:
+            if sync_session.in_transaction():
+                await session.rollback()
+            await session.close()
+            return
+        if sync_session.in_transaction():
+            await session.commit()
+        await run_after_commit(session)
+        if sync_session.in_transaction() or len(sync_session.identity_map):
+            await session.close()
+        sync_session.info.clear()
+        if len(strategy._idle_read_sessions) < _IDLE_SESSIONS_MAX:
+            strategy._idle_read_sessions.append(session)
 
 
 def _ensure_sqlite_dir(url: str) -> str:

@@ -32,6 +32,7 @@ import ssl
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import h11
@@ -61,6 +62,41 @@ class _Connection:
 
     def close(self) -> None:
         self.writer.close()
+
+
+async def post(
+    transport: httpx.AsyncBaseTransport,
+    url: str,
+    *,
+    content: bytes,
+    headers: dict[str, str],
+    timeout: float,
+    extensions: dict[str, Any] | None = None,
+) -> httpx.Response:
+    """A POST straight through `transport`, its response read whole.
+
+    None of httpx.AsyncClient's per-request layers (merging the client's headers and cookies, auth,
+    the redirect loop, the cookie jar's update from every response, event hooks): for a callback,
+    which sends no cookie, follows no redirect and has no auth, they cost more CPU than the exchange
+    itself. The Host and Content-Length headers are httpx.Request's, as through a client.
+    """
+    limits = {"connect": timeout, "read": timeout, "write": timeout, "pool": timeout}
+    request = httpx.Request(
+        "POST", _parsed_url(url), content=content, headers=headers, extensions={"timeout": limits, **(extensions or {})}
+    )
+    response = await transport.handle_async_request(request)
+    response.request = request
+    try:
+        await response.aread()
+    finally:
+        await response.aclose()
+    return response
+
+
+@lru_cache(maxsize=4096)
+def _parsed_url(url: str) -> httpx.URL:
+    """httpx.URL is immutable, and parsing one costs more than the rest of building the request."""
+    return httpx.URL(url)
 
 
 class KeepAliveTransport(httpx.AsyncBaseTransport):
@@ -183,11 +219,13 @@ class KeepAliveTransport(httpx.AsyncBaseTransport):
         protocol, writer = connection.protocol, connection.writer
         try:
             head = h11.Request(method=request.method, target=request.url.raw_path, headers=request.headers.raw)
-            writer.write(protocol.send(head))
+            # One write (one send(2)) for the whole request, not one for the head, each chunk and the end.
+            parts = [protocol.send(head)]
             async for chunk in request.stream:  # type: ignore[union-attr]
                 if chunk:
-                    writer.write(protocol.send(h11.Data(data=chunk)))
-            writer.write(protocol.send(h11.EndOfMessage()))
+                    parts.append(protocol.send(h11.Data(data=chunk)))
+            parts.append(protocol.send(h11.EndOfMessage()))
+            writer.write(b"".join(part for part in parts if part))
             async with asyncio.timeout(timeouts.get("write")):
                 await writer.drain()
         except h11.LocalProtocolError as exc:

@@ -117,7 +117,9 @@ class SharedCounters(Counters):
             window.syncing = True
         try:
             synced = []
-            async with self.database.unit_of_work() as session:
+            # Nothing to add (a read of what other processes counted): a read unit, no write transaction.
+            reading_only = not any(window.pending for _, _, window in due)
+            async with self.database.unit_of_work(read_only=reading_only) as session:
                 for key, length, window in due:
                     sent = window.pending
                     if sent:
