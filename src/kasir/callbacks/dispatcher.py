@@ -25,7 +25,7 @@ from kasir.callbacks import metrics
 from kasir.callbacks.models import CallbackKind, CallbackStatus
 from kasir.callbacks.policies import POLICIES
 from kasir.callbacks.repository import callback_repository
-from kasir.callbacks.signing import SVC_SIGNATURE, snap_notify_headers, with_query_signature
+from kasir.callbacks.signing import signature_header, snap_notify_headers, with_query_signature
 from kasir.callbacks.ssrf import UnsafeCallbackUrl, resolve_checked
 from kasir.config import Settings
 from kasir.db import Database
@@ -122,7 +122,7 @@ def request_for(callback: ClaimedCallback) -> tuple[str, dict[str, str]]:
             )
         )
     elif callback.svc_signature is not None:
-        headers[SVC_SIGNATURE] = callback.svc_signature
+        headers[signature_header()] = callback.svc_signature
         if callback.kind is CallbackKind.WALLET:  # decisions.md §3.5: also as a query parameter
             url = with_query_signature(url, callback.svc_signature)
     return url, headers

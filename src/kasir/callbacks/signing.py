@@ -4,10 +4,20 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from kasir.config import get_settings
 from kasir.kit.crypto import sha256_hex
 from kasir.snap.signatures import notify_signature
 
-SVC_SIGNATURE = "svc-signature"
+SVC_SIGNATURE = "svc-signature"  # the header's name with the default brand (KASIR_CALLBACK_SIGNATURE_BRAND)
+
+
+def signature_header() -> str:
+    """The callback signature header's name: `<KASIR_CALLBACK_SIGNATURE_BRAND>-signature` (`svc-signature`).
+
+    The one place its name is made: every callback that carries the signature, and the wallet
+    callback's query parameter of the same name, ask here.
+    """
+    return f"{get_settings().callback_signature_brand}-signature"
 
 
 def x_req_signature(hash_key: str, external_id: str, order_id: str) -> str:
@@ -15,16 +25,19 @@ def x_req_signature(hash_key: str, external_id: str, order_id: str) -> str:
     return sha256_hex(hash_key + external_id + order_id)
 
 
-def svc_signature(transaction_id: str, x_req_sig: str) -> str:
-    """§3.5: lowercase hex SHA-256 of transaction_id + x_req_signature."""
-    return sha256_hex(transaction_id + x_req_sig)
+def svc_signature(transaction_id: str, x_req_sig: str, sub_merchant_id: str | None = None) -> str:
+    """§3.5: lowercase hex SHA-256 of transaction_id + x_req_signature; of a payment that named a
+    sub-merchant (the card dialect's `sub-merchant-id`), of transaction_id + x_req_signature +
+    sub_merchant_id, as the provider's callback documentation signs it."""
+    return sha256_hex(transaction_id + x_req_sig + (sub_merchant_id or ""))
 
 
 def with_query_signature(url: str, signature: str) -> str:
     """Wallet callbacks repeat the signature as `svc-signature=` on the URL, keeping its query."""
+    name = signature_header()
     parts = urlsplit(url)
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != SVC_SIGNATURE]
-    query.append((SVC_SIGNATURE, signature))
+    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != name]
+    query.append((name, signature))
     return urlunsplit(parts._replace(query=urlencode(query)))
 
 

@@ -156,8 +156,6 @@ def payment_status(order: CardOrder) -> str:
     return PAYMENT_STATUS[CardOrderStatus(order.status)]
 
 
-
-
 @dataclass(frozen=True, slots=True)
 class ChargeOutcome:
     """What the charge answers: a card order, or a wallet transaction (`paymentMethod` ewallet)."""
@@ -250,8 +248,18 @@ class CardService:
         elif request.callback_url:
             await check_callback_url(request.callback_url, production=get_settings().is_production, field="callbackUrl")
 
-    def new_order(self, caller: BasicCaller, request: ChargeRequest) -> dict[str, Any]:
-        """The row of a card order for `request` (paymentMethod card), not yet written."""
+    def new_order(
+        self,
+        caller: BasicCaller,
+        request: ChargeRequest,
+        *,
+        dialect: str | None = None,
+        sub_merchant_id: str | None = None,
+    ) -> dict[str, Any]:
+        """The row of a card order for `request` (paymentMethod card), not yet written.
+
+        `dialect` and `sub_merchant_id`: of a charge in the provider SDK's dialect (kasir.card.dialect).
+        """
         merchant = caller.merchant
         now = clock.now()
         expires_at = parse_aware(request.payment_details.expired_time) if request.payment_details.expired_time else None
@@ -280,17 +288,31 @@ class CardService:
             "expires_at": (expires_at or now + VALIDITY).astimezone(UTC),
             "updated_at": now,
             "paid_at": None,
+            "dialect": dialect,
+            "sub_merchant_id": sub_merchant_id,
         }
 
     async def charge(
-        self, session: AsyncSession, caller: BasicCaller, request: ChargeRequest, card: ParsedCard | None
+        self,
+        session: AsyncSession,
+        caller: BasicCaller,
+        request: ChargeRequest,
+        card: ParsedCard | None,
+        *,
+        save_card: bool = False,
+        dialect: str | None = None,
+        sub_merchant_id: str | None = None,
     ) -> ChargeOutcome:
-        """The charge of a request that passed `parse` and `check_callback_url`."""
+        """The charge of a request that passed `parse` and `check_callback_url`.
+
+        `save_card`: store the card on success (a token, `StoredCard`); `dialect`, `sub_merchant_id`:
+        of a charge in the provider SDK's dialect (kasir.card.dialect).
+        """
         merchant = caller.merchant
         if request.payment_method == "ewallet":
             await self._refuse_duplicate(session, merchant.id, request)
             return await self._charge_wallet(session, caller, request)
-        values = self.new_order(caller, request)
+        values = self.new_order(caller, request, dialect=dialect, sub_merchant_id=sub_merchant_id)
         if not await card_repository.add_order(session, values):
             await self._refuse_duplicate(session, merchant.id, request)
             raise DuplicateOrder("orderId")
@@ -299,7 +321,7 @@ class CardService:
         if card is None:
             return _pending(order_id, request)
         order = await self.get(session, order_id)
-        _attempt, decision = await self._attempt(session, order, card, request.tenor, save_card=False)
+        _attempt, decision = await self._attempt(session, order, card, request.tenor, save_card=save_card)
         return ChargeOutcome.of(order, decision)
 
     async def _refuse_duplicate(self, session: AsyncSession, merchant_id: str, request: ChargeRequest) -> None:
@@ -460,6 +482,9 @@ class CardService:
         order.response_message = APPROVED
         if order.save_card:
             order.card_token = new_id("CTK", 32)  # opaque: derived from nothing about the card
+            attempt = await card_repository.attempt(session, order.id, order.attempts_made)
+            if attempt is not None:  # the card a later charge may name by the token (kasir.card.dialect)
+                await card_repository.store_card(session, order, attempt, now)
         await self._changed(session, order, "SUCCESS", now)
 
     async def _fail(self, session: AsyncSession, order: CardOrder, message: str, now: datetime) -> None:
@@ -508,7 +533,9 @@ class CardService:
             event=event,
             url=order.callback_url,
             payload=callback_payload(order, event),
-            svc_signature=svc_signature(order.id, x_req_signature(hash_key, order.external_id, order.order_id)),
+            svc_signature=svc_signature(
+                order.id, x_req_signature(hash_key, order.external_id, order.order_id), order.sub_merchant_id
+            ),
         )
 
 
@@ -632,6 +659,16 @@ def callback_payload(order: CardOrder, transaction_status: str) -> dict[str, Any
         "success_redirect_url": return_redirect(order, "SUCCESS"),
         "failed_redirect_url": return_redirect(order, "EXPIRED"),
         "expired_time": isoformat_seconds(order.expires_at, JAKARTA),
+    } | (dialect_callback_fields(order) if order.dialect else {})
+
+
+def dialect_callback_fields(order: CardOrder) -> dict[str, Any]:
+    """What a payment in the provider SDK's dialect adds to its callbacks: the instalments, the sub-merchant."""
+    tenor = int(order.tenor or "0")
+    return {
+        "payment_mode": "INSTALLMENT" if tenor else "CLOSE",
+        "tenor": tenor,
+        "sub_merchant_id": order.sub_merchant_id,
     }
 
 

@@ -43,7 +43,7 @@ class SimulatedAcquirer:
     """Decides by the test card; a challenge waits at the OTP page."""
 
     async def charge(self, charge: CardCharge) -> CardDecision:
-        outcome = outcome_of(charge.card.number)
+        outcome = outcome_of(charge.card.number or charge.card.masked)
         result = RESULTS.get(outcome, CardResult.DECLINED)
         redirect = otp_page_url(charge.reference) if outcome is Outcome.CHALLENGE else None
         return CardDecision(result, MESSAGES[outcome], redirect)
