@@ -360,3 +360,40 @@ def test_a_bad_allow_list_stops_the_server_with_one_line(tmp_path: Path) -> None
         "error: KASIR_CALLBACK_ALLOWED_NETWORKS: '0.0.0.0/0' is not inside a private network "
         "(127.0.0.0/8, 10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16, 100.64.0.0/10, ::1/128, fc00::/7)"
     ]
+
+
+async def test_the_callback_signature_brand_names_the_header(settings: Settings, app: FastAPI, receiver: Any) -> None:
+    """KASIR_CALLBACK_SIGNATURE_BRAND=mcp: callbacks carry `mcp-signature` (and the wallet's query
+    parameter of that name), which the SDK's verifier reads when told the brand."""
+    from kasir_client import SignatureError, verify_payment_page_callback
+
+    from kasir.callbacks.signing import with_query_signature
+    from kasir.card.dialect import DIALECT_VERSION
+    from tests.card.dialect_helpers import DIRECT_V1, dialect_body, post_dialect
+    from tests.support.builders import make_merchant
+
+    assert Settings(callback_signature_brand="mcp").callback_signature_brand == "mcp"
+    with pytest.raises(ValueError, match="callback_signature_brand"):
+        Settings(callback_signature_brand="no spaces-")
+    merchant = await make_merchant(app)
+    body = dialect_body(callback_url=receiver.url("/branded"))
+    configure(settings.model_copy(update={"callback_signature_brand": "mcp"}))
+    try:
+        assert with_query_signature("https://shop.example/cb?a=1", "abc") == (
+            "https://shop.example/cb?a=1&mcp-signature=abc"
+        )
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://kasir.test") as client:
+            answer = (await post_dialect(client, merchant, DIRECT_V1, body)).json()
+        assert answer["data"]["status"] == "SUCCESS", (answer, DIALECT_VERSION)
+        [callback] = await receiver.wait_for(1, path="/branded")
+    finally:
+        configure(settings)
+    assert "mcp-signature" in callback.headers
+    assert "svc-signature" not in callback.headers
+    order = (body["external_id"], body["order_id"])
+    hash_key = merchant.credentials.hash_key
+    event = verify_payment_page_callback(callback.body, callback.headers, hash_key=hash_key, order=order, brand="mcp")
+    assert event.transaction_status == "SUCCESS"
+    with pytest.raises(SignatureError, match="svc-signature is missing"):
+        verify_payment_page_callback(callback.body, callback.headers, hash_key=hash_key, order=order)

@@ -8,7 +8,9 @@ import re
 from typing import Any
 
 import httpx
+import pytest
 from fastapi import FastAPI
+from kasir_client import SignatureError, verify_payment_page_callback
 from sqlalchemy import select
 
 from kasir.card.models import CardAttempt, CardOrder, StoredCard
@@ -127,6 +129,15 @@ async def test_a_3ds_card_goes_to_the_challenge_and_a_sub_merchants_callback_is_
     [callback] = await receiver.wait_for(1, path="/dialect/3ds")
     payload = callback_of(callback, merchant, body, sub="TOKO-1")
     assert payload["transaction_status"] == "SUCCESS"
+    # The SDK's verifier checks the sub-merchant's signature when told the sub-merchant.
+    order = (body["external_id"], body["order_id"])
+    hash_key = merchant.credentials.hash_key
+    event = verify_payment_page_callback(
+        callback.body, callback.headers, hash_key=hash_key, order=order, sub_merchant_id="TOKO-1"
+    )
+    assert event.transaction_id == transaction_id
+    with pytest.raises(SignatureError):
+        verify_payment_page_callback(callback.body, callback.headers, hash_key=hash_key, order=order)
     assert (payload["payment_mode"], payload["tenor"]) == ("CLOSE", 0)
     assert payload["card_token"] is not None  # store_token defaults to true
 
