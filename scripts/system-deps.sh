@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Kasir's tests (or, with `bench`, its benchmarks) need when missing:
 # the PostgreSQL server (the suites start a throwaway cluster on 127.0.0.1); chromium for the payment-page
-# browser tests (Playwright drives /usr/bin/chromium: `playwright install` is never run); wrk for `make bench`.
+# browser tests (Playwright drives /usr/bin/chromium: `playwright install` is never run); nodejs for the
+# provider SDK's card dialect script (tests/card/sdk_dialect.mjs: Node's own fetch, no npm package); wrk for
+# `make bench`.
 # `make soak` needs only the PostgreSQL server.
 set -euo pipefail
 
@@ -9,6 +11,7 @@ missing=()
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
 if [ "${1:-}" != "soak" ]; then
     [ -x /usr/bin/chromium ] || missing+=(chromium)
+    command -v node >/dev/null || missing+=(nodejs)
 fi
 if [ "${1:-}" = "bench" ]; then
     command -v wrk >/dev/null || missing+=(wrk)
