@@ -43,7 +43,9 @@ from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
 from kasir.kit.clock import clock
 from kasir.merchants.service import merchant_service
 from kasir.processors.protocols import CardDecision, CardResult
+from kasir.snap.openapi import snap_route
 from kasir.wallet.endpoints import verify_wallet_request
+from kasir.wallet.schemas import WalletErrorBody
 
 dialect_router = APIRouter(tags=["card (provider SDK dialect)"])
 
@@ -152,10 +154,8 @@ def _openapi() -> dict[str, Any]:
     headers = ("Authorization", "x-req-signature", "x-version")
     return {
         **wire(WireFormat.WALLET),
-        "requestBody": {
-            "required": True,
-            "content": {"application/json": {"schema": DialectChargeRequest.model_json_schema()}},
-        },
+        # The body is read raw (x-req-signature first); its schema is documented from the model.
+        "requestBody": snap_route("00", DialectChargeRequest)["requestBody"],
         "parameters": [
             *({"name": name, "in": "header", "required": True, "schema": {"type": "string"}} for name in headers),
             {"name": SUB_MERCHANT_HEADER, "in": "header", "required": False, "schema": {"type": "string"}},
@@ -164,11 +164,28 @@ def _openapi() -> dict[str, Any]:
     }
 
 
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": WalletErrorBody, "description": "`01`: names the field and the reason"},
+    401: {"model": WalletErrorBody, "description": "`04`: credentials, x-req-signature or a disabled merchant"},
+    403: {"model": WalletErrorBody, "description": "`04`: sub-merchant-id is not one of the merchant's"},
+    409: {
+        "model": WalletErrorBody,
+        "description": "`03`: external_id or order_id already used (with Retry-After: a request with the same "
+        "X-Idempotency-Key is still running)",
+    },
+    422: {"model": WalletErrorBody, "description": "`01`: X-Idempotency-Key reused with another body"},
+    429: {"model": WalletErrorBody, "description": "`04`: too many failed authentications; retry after Retry-After"},
+    503: {"model": WalletErrorBody, "description": "`98`: unavailable; retry after Retry-After"},
+    500: {"model": WalletErrorBody, "description": "`98` System Error"},
+}
+
+
 @dialect_router.post(
     DIRECT_V1,
     summary="Card charge, direct (provider SDK dialect)",
     openapi_extra=_openapi(),
     response_model=DirectResponse,
+    responses=_ERRORS,
 )
 async def charge_direct(request: Request) -> Response:
     return await dialect_charge(request, scope=f"POST {DIRECT_V1}", direct=True, cvn_required=True)
@@ -179,6 +196,7 @@ async def charge_direct(request: Request) -> Response:
     summary="Card charge, direct, CVN optional (provider SDK dialect)",
     openapi_extra=_openapi(),
     response_model=DirectResponse,
+    responses=_ERRORS,
 )
 async def charge_direct_v2(request: Request) -> Response:
     return await dialect_charge(request, scope=f"POST {DIRECT_V2}", direct=True, cvn_required=False)
