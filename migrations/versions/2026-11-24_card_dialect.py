@@ -6,7 +6,7 @@ The provider SDK's snake_case card dialect (kasir.card.dialect): a card stored b
 the dialect it came in (NULL for the camelCase charge) and the sub-merchant it named.
 
 Revision ID: 0012
-Revises: 0011
+Revises: 0016
 Create Date: 2026-11-24
 """
 
@@ -18,7 +18,7 @@ from alembic import op
 from kasir.db import UTCDateTime
 
 revision: str = "0012"
-down_revision: str | None = "0011"
+down_revision: str | None = "0016"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -184,9 +184,10 @@ class Settings(BaseSettings):
     )
     processors: str = Field(
         "",
-        description="Who moves the money, per product: `card=NAME,wallet=NAME,bnpl=NAME` (processors installed "
-        "under the entry-point group `kasir.processors`). Default: the simulator for every product in staging, "
-        "none in production; a product without a processor is switched off. Production refuses the simulator.",
+        description="Who moves the money, per product: `card=NAME,wallet=NAME,bnpl=NAME`, and per channel where "
+        "one goes elsewhere: `wallet.OVO=NAME` (processors installed under the entry-point group "
+        "`kasir.processors`). Default: the simulator for every product in staging, none in production; a product "
+        "or channel without a processor is switched off. Production refuses the simulator.",
     )
     card_channels: str = Field(
         "",

@@ -89,6 +89,9 @@ class KasirError(Exception):
     wallet_code: str = "98"
     card_status: str = "INTERNAL_ERROR"
     default_message: str = "General Error"
+    # A 4xx is the answer an X-Idempotency-Key keeps; False for a refusal that says "not now" (another
+    # request holds the payment), which the key's retry must not get for ever.
+    kept_with_key: bool = True
 
     def __init__(
         self,

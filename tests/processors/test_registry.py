@@ -56,9 +56,10 @@ def settings(**values: str) -> Settings:
 
 def test_parse() -> None:
     assert parse_processors("") == {}
-    assert parse_processors(" card=simulator , bnpl=x ") == {"card": "simulator", "bnpl": "x"}
-    for wrong in ("card", "card=", "cards=simulator", "=simulator"):
-        with pytest.raises(ConfigurationError, match="PRODUCT=NAME"):
+    assert parse_processors(" card=simulator , bnpl=x ") == {("card", None): "simulator", ("bnpl", None): "x"}
+    assert parse_processors("wallet=simulator,wallet.OVO=x") == {("wallet", None): "simulator", ("wallet", "OVO"): "x"}
+    for wrong in ("card", "card=", "cards=simulator", "=simulator", "wallet.=x", "wallet.ovo=x", "wallet.O V O=x"):
+        with pytest.raises(ConfigurationError, match=r"PRODUCT=NAME or PRODUCT\.CHANNEL=NAME"):
             parse_processors(wrong)
 
 
@@ -92,6 +93,36 @@ def test_a_processor_is_found_by_its_entry_point() -> None:
     assert found.by_product["wallet"].name == "onlywallet"
     with pytest.raises(ConfigurationError, match="does not serve card"):
         resolve(settings(env="production", processors="card=onlywallet"))
+
+
+@pytest.mark.usefixtures("installed_plugin")
+def test_a_channel_may_have_its_own_processor() -> None:
+    found = resolve(settings(env="staging", processors="card=simulator,wallet=simulator,wallet.OVO=onlywallet"))
+    assert found.for_channel("wallet", "OVO").name == "onlywallet"  # type: ignore[union-attr]
+    assert found.for_channel("wallet", "DANA").name == "simulator"  # type: ignore[union-attr]
+    assert found.for_channel("bnpl", None) is None
+    assert found.live_products() == ["card", "wallet"]
+    assert (
+        check_configuration(settings(env="staging", processors="card=simulator,wallet=simulator,wallet.OVO=onlywallet"))
+        == "products live: card=simulator, wallet=simulator, wallet.OVO=onlywallet"
+    )
+    # a channel alone: the product's other channels are switched off
+    only_ovo = resolve(settings(env="production", processors="wallet.OVO=onlywallet"))
+    assert only_ovo.for_channel("wallet", "OVO").name == "onlywallet"  # type: ignore[union-attr]
+    assert only_ovo.for_channel("wallet", "DANA") is None
+    assert only_ovo.live_products() == ["wallet"]
+
+
+def test_a_channel_the_product_does_not_have_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="wallet has no channel GOPAY"):
+        resolve(settings(processors="wallet.GOPAY=simulator"))
+    with pytest.raises(ConfigurationError, match="card has no channel OVO"):
+        resolve(settings(processors="card.OVO=simulator"))
+
+
+def test_production_refuses_the_simulator_for_one_channel() -> None:
+    with pytest.raises(ConfigurationError, match="simulator for wallet.DANA: production never simulates"):
+        resolve(settings(env="production", processors="wallet.DANA=simulator"))
 
 
 def run_serve(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:

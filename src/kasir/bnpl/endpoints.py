@@ -96,7 +96,7 @@ async def qr_checkout(request: Request) -> Response:
     key = idempotency_key(request)
     checkout = parse_request(QrCheckoutRequest, caller.body)
     await bnpl_service.check_callback_url(checkout)  # DNS: before the unit of work
-    require("bnpl")
+    require("bnpl", None)
 
     async def checkout_in(session: AsyncSession) -> Response:
         await claim_external_id(session, caller)

@@ -35,6 +35,7 @@ EXPIRY_JOBS = (
     ("kasir.card.service", "expire_due_card_orders"),
     ("kasir.idempotency.service", "purge_expired_keys"),
     ("kasir.ratelimit.service", "purge_expired_counters"),
+    ("kasir.processors.calls", "finish_stalled_calls"),
 )
 EXPIRY_INTERVAL_SECONDS = 1.0
 

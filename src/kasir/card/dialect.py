@@ -439,6 +439,28 @@ def auto_submit_page(link: str) -> str:
     )
 
 
+# The key of a held charge's details (kasir.processors.calls) saying how the dialect answers it:
+# {"kind": "html" | "url" | "direct", "token": a stored card's token or null}. Not card data.
+DIALECT_ANSWER = "dialect"
+
+
+def answer_details(kind: str, stored_token: str | None) -> dict[str, Any]:
+    return {"kind": kind, "token": stored_token}
+
+
+def refuses_challenge(details: dict[str, Any]) -> bool:
+    """A direct charge: a challenge the acquirer asks for fails the attempt (no one will pass it)."""
+    answer = details.get(DIALECT_ANSWER)
+    return isinstance(answer, dict) and answer.get("kind") == "direct"
+
+
+def dialect_body(answer: dict[str, Any], order: CardOrder, attempt: CardAttempt, link: str) -> dict[str, Any]:
+    """The dialect's answer to a charge the acquirer decided (`link`: the camelCase answer's)."""
+    if answer.get("kind") == "direct":
+        return direct_answer(order, attempt, token=order.card_token or answer.get("token"))
+    return charge_answer(link, str(answer.get("kind")))
+
+
 def direct_answer(order: CardOrder, attempt: CardAttempt | None, *, token: str | None) -> dict[str, Any]:
     """The direct charge's outcome: SUCCESS (with the stored card's `token`), or FAILED with the decline's
     code and description."""

@@ -17,19 +17,18 @@ import json
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.card.dialect import (
+    DIALECT_ANSWER,
     DIALECT_VERSION,
-    DIRECT_3DS_REFUSED,
     DialectChargeRequest,
     DialectDuplicate,
     UnknownStoredCard,
     UnknownSubMerchant,
-    charge_answer,
-    direct_answer,
+    answer_details,
     parse_dialect,
     response_type_of,
     snake_field,
@@ -37,12 +36,11 @@ from kasir.card.dialect import (
 )
 from kasir.card.repository import card_repository
 from kasir.card.service import DuplicateOrder, card_service
-from kasir.card.states import CardOrderStatus
 from kasir.errors import WireFormat, speak, wire
 from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
 from kasir.kit.clock import clock
 from kasir.merchants.service import merchant_service
-from kasir.processors.protocols import CardDecision, CardResult
+from kasir.processors.calls import PendingCall
 from kasir.snap.openapi import snap_route
 from kasir.wallet.endpoints import verify_wallet_request
 from kasir.wallet.schemas import WalletErrorBody
@@ -74,7 +72,7 @@ async def dialect_charge(request: Request, *, scope: str, direct: bool, cvn_requ
     verified = await verify_wallet_request(request)  # x-version, Content-Type, Basic, x-req-signature
     caller = verified.merchant
     merchant_id = caller.merchant.id
-    response_type = "html" if direct else response_type_of(request.headers.get(RESPONSE_TYPE_HEADER))
+    answer_kind = "direct" if direct else response_type_of(request.headers.get(RESPONSE_TYPE_HEADER))
     key = idempotency_key(request)
     charge = parse_dialect(verified.body, now=clock.local_now(), cvn_required=cvn_required, direct=direct)
     sub_merchant_id = (request.headers.get(SUB_MERCHANT_HEADER) or "").strip() or None
@@ -97,7 +95,7 @@ async def dialect_charge(request: Request, *, scope: str, direct: bool, cvn_requ
     # A stored card is charged again under its own token; a new card is stored when asked.
     save_card = charge.store_token and card.stored_token is None
 
-    async def charge_in(session: AsyncSession) -> Response:
+    async def charge_in(session: AsyncSession) -> Response | PendingCall:
         try:
             outcome = await card_service.charge(
                 session,
@@ -110,15 +108,11 @@ async def dialect_charge(request: Request, *, scope: str, direct: bool, cvn_requ
             )
         except DuplicateOrder as error:
             raise DialectDuplicate(snake_field(error.field)) from None
-        if not direct:
-            return JSONResponse(charge_answer(outcome.link, response_type))
-        order = await card_service.get(session, outcome.transaction_id)
-        if order.status == CardOrderStatus.AUTHENTICATING.value:
-            # No one will pass the challenge of a direct charge: the attempt fails at once.
-            refused = CardDecision(CardResult.DECLINED, DIRECT_3DS_REFUSED)
-            order = await card_service.finish_challenge(session, order.id, order.attempts_made, refused)
-        attempt = await card_repository.attempt(session, order.id, order.attempts_made)
-        return JSONResponse(direct_answer(order, attempt, token=order.card_token or card.stored_token))
+        # Always an attempt held for the acquirer (the dialect always sends a card): once it has
+        # answered, the card service answers in the dialect (kasir.card.service.CardChargeAction).
+        assert isinstance(outcome, PendingCall)
+        outcome.call.details[DIALECT_ANSWER] = answer_details(answer_kind, card.stored_token)
+        return outcome
 
     return await run_once(
         request, database, key, merchant_id=merchant_id, scope=scope, body=verified.raw, handler=charge_in

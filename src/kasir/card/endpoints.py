@@ -40,12 +40,13 @@ from kasir.card.service import (
 )
 from kasir.card.states import CardOrderClosed, CardOrderStatus
 from kasir.config import get_settings
-from kasir.db import ReadSession, WriteSession, rollback_unit
+from kasir.db import ReadSession
 from kasir.errors import KasirError, NotFound, WireFormat, wire
 from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
 from kasir.kit.back_to_back import BackToBack
 from kasir.kit.clock import clock
 from kasir.kit.pages import html_page
+from kasir.processors.calls import CallInProgress, PendingCall
 from kasir.processors.protocols import CardResult
 from kasir.processors.registry import card_acquirer, page_of
 from kasir.ratelimit.service import source_address
@@ -104,9 +105,9 @@ async def charge(request: Request) -> Response:
     await card_service.check_callback_url(caller, charge_request)
     card_service.require_processor(charge_request)
 
-    async def charge_in(session: AsyncSession) -> Response:
+    async def charge_in(session: AsyncSession) -> Response | PendingCall:
         outcome = await card_service.charge(session, caller, charge_request, card)
-        return JSONResponse(charge_body(outcome))
+        return outcome if isinstance(outcome, PendingCall) else JSONResponse(charge_body(outcome))
 
     merchant_id = caller.merchant.id
     return await run_once(request, database, key, merchant_id=merchant_id, scope=_SCOPE, body=body, handler=charge_in)
@@ -181,7 +182,7 @@ async def payment_page(order_id: str, session: ReadSession) -> Response:
         )
     if order.status == CardOrderStatus.AUTHENTICATING.value:
         # Back to the challenge the acquirer is waiting on (asked again: idempotent by the attempt).
-        decision = await card_acquirer().status(order.id, order.attempts_made)
+        decision = await card_acquirer(order.payment_channel).status(order.id, order.attempts_made)
         if decision.result is CardResult.CHALLENGE and decision.redirect_url:
             return _see_other(_same_site(decision.redirect_url))
     if order.status != CardOrderStatus.PENDING.value:
@@ -190,13 +191,17 @@ async def payment_page(order_id: str, session: ReadSession) -> Response:
     return html_page(await pages.render_payment(session, order, csrf=csrf))
 
 
+class _StaleForm(Exception):
+    """The form's token is not this attempt's (another tab paid, or the form is not the page's)."""
+
+
 @router.post("/card/pages/{order_id}/pay", **_PAGE)  # type: ignore[arg-type]
-async def pay(order_id: str, request: Request, session: WriteSession) -> Response:
+async def pay(order_id: str, request: Request) -> Response:
+    """One attempt: held in one unit of work, asked of the acquirer with none open, recorded in a
+    second (kasir.processors.calls); the customer is sent on by what was recorded."""
+    database = request.app.state.database
     form = await _form(request)
-    order = await card_service.get(session, order_id)
     attempt_number = _attempt_number(form)
-    if not check_page_token(order.id, attempt_number, "pay", form.get("csrf", "")):
-        return await _refused(session, order, "This form is no longer valid", status=403)
     # Kept for the page after a refusal: never the card number, never the CVN.
     tenor, save_card = form.get("tenor", "0"), form.get("saveCard") == "true"
     values: dict[str, Any] = {
@@ -207,46 +212,59 @@ async def pay(order_id: str, request: Request, session: WriteSession) -> Respons
         "saveCard": save_card,
     }
     try:
-        card = card_from_fields(form, now=clock.local_now(), prefix="")
-        order, attempt, decision = await card_service.pay_on_page(
-            session, order.id, attempt_number, card, tenor, save_card
-        )
+        async with database.unit_of_work() as session:
+            order = await card_service.get(session, order_id)
+            if not check_page_token(order.id, attempt_number, "pay", form.get("csrf", "")):
+                raise _StaleForm()
+            card = card_from_fields(form, now=clock.local_now(), prefix="")
+            pending = await card_service.pay_on_page(session, order.id, attempt_number, card, tenor, save_card)
+            await pending.hold(session, None)
+        order, attempt, decision = (await pending.complete(database)).recorded
+    except _StaleForm:
+        return await _refused_now(database, order_id, "This form is no longer valid", status=403)
     except InvalidCard as error:
-        await rollback_unit(session)
-        order = await card_service.get(session, order_id)
         errors = {e.field: e.message for e in error.field_errors()}
-        html = await pages.render_payment(
-            session,
-            order,
-            csrf=form.get("csrf", ""),
-            message="Check the card details and try again.",
-            values=values,
-            errors=errors,
-        )
+        async with database.unit_of_work(read_only=True) as session:
+            order = await card_service.get(session, order_id)
+            html = await pages.render_payment(
+                session,
+                order,
+                csrf=form.get("csrf", ""),
+                message="Check the card details and try again.",
+                values=values,
+                errors=errors,
+            )
         return html_page(html, status_code=422)
-    except AttemptAlreadySubmitted:
-        await rollback_unit(session)
-        order = await card_service.get(session, order_id)
-        return await _refused(session, order, "This payment attempt was already submitted", status=409)
+    except (AttemptAlreadySubmitted, CallInProgress):
+        return await _refused_now(database, order_id, "This payment attempt was already submitted", status=409)
     except KasirError as error:
         if isinstance(error, NotFound):
             raise
-        await rollback_unit(session)
-        order = await card_service.get(session, order_id)
-        if order.status != CardOrderStatus.PENDING.value:
-            return _see_other(_page_path(order.id))
-        return await _refused(session, order, error.message, status=error.http_status)
+        async with database.unit_of_work(read_only=True) as session:
+            order = await card_service.get(session, order_id)
+            if order.status != CardOrderStatus.PENDING.value:
+                return _see_other(_page_path(order.id))
+        return await _refused_now(database, order_id, error.message, status=error.http_status)
     if order.status == CardOrderStatus.SUCCESS.value:
         return _see_other(return_redirect(order, "SUCCESS"))
     if order.status == CardOrderStatus.AUTHENTICATING.value:
-        return _see_other(_same_site(decision.redirect_url) if decision.redirect_url else _page_path(order.id))
+        redirect = decision.redirect_url if decision is not None else None
+        return _see_other(_same_site(redirect) if redirect else _page_path(order.id))
     if order.status == CardOrderStatus.EXPIRED.value:
         return _see_other(return_redirect(order, "EXPIRED"))
     # Declined with attempts left: the same page, values kept, the reason said.
     csrf = page_token(order.id, order.attempts_made + 1, "pay")
     left = 3 - order.attempts_failed
     message = f"Payment failed: {attempt.response_message}. Enter the card number and CVN again ({left} left)."
-    return html_page(await pages.render_payment(session, order, csrf=csrf, message=message, values=values))
+    async with database.unit_of_work(read_only=True) as session:
+        html = await pages.render_payment(session, order, csrf=csrf, message=message, values=values)
+    return html_page(html)
+
+
+async def _refused_now(database: Any, order_id: str, heading: str, *, status: int) -> HTMLResponse:
+    async with database.unit_of_work(read_only=True) as session:
+        order = await card_service.get(session, order_id)
+        return await _refused(session, order, heading, status=status)
 
 
 async def _refused(session: AsyncSession, order: Any, heading: str, *, status: int) -> HTMLResponse:
@@ -272,7 +290,7 @@ async def challenge_return(order_id: str, request: Request) -> Response:
     if attempt is None or attempt.number != attempt_number:
         return _see_other(_after_challenge(order))  # finished already (the acquirer's notification came first)
     params = {name: value for name, value in request.query_params.items() if name != "attempt"}
-    decision = await card_acquirer().complete_challenge(order.id, attempt.number, params)
+    decision = await card_acquirer(order.payment_channel).complete_challenge(order.id, attempt.number, params)
     try:
         async with database.unit_of_work() as session:
             order = await card_service.finish_challenge(session, order.id, attempt.number, decision)

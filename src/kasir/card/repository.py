@@ -101,6 +101,17 @@ class CardRepository:
         session.add(attempt)
         await session.flush()
 
+    async def remove_attempt(self, session: AsyncSession, order_id: str, number: int) -> None:
+        attempt = await self.attempt(session, order_id, number)
+        if attempt is not None:
+            await session.delete(attempt)
+            await session.flush()
+
+    async def remove_order(self, session: AsyncSession, order: CardOrder) -> None:
+        """An order no one has seen: its charge was taken back before it was answered."""
+        await session.delete(order)
+        await session.flush()
+
     async def attempts(self, session: AsyncSession, order_id: str) -> Sequence[CardAttempt]:
         result = await session.scalars(
             select(CardAttempt).where(CardAttempt.card_order_id == order_id).order_by(CardAttempt.number)

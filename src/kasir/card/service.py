@@ -36,6 +36,7 @@ from functools import lru_cache
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -45,6 +46,7 @@ from kasir.callbacks.service import callback_outbox
 from kasir.callbacks.signing import svc_signature, x_req_signature
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.card.cards import InvalidCardData, ParsedCard, acquirer_for, parse_card
+from kasir.card.dialect import DIALECT_ANSWER, DIRECT_3DS_REFUSED, dialect_body, refuses_challenge
 from kasir.card.models import CardAttempt, CardOrder
 from kasir.card.repository import card_repository
 from kasir.card.schemas import TENORS, CardValidationError, ChargeRequest, parse_charge_request
@@ -74,8 +76,10 @@ from kasir.kit.ids import new_id, new_sortable_id
 from kasir.kit.logs import annotate_request
 from kasir.merchants.basic_auth import BasicCaller, authenticate_basic_in
 from kasir.merchants.service import merchant_service
+from kasir.processors.calls import Call, PendingCall, register
 from kasir.processors.protocols import CardCharge, CardDecision, CardResult
 from kasir.processors.registry import card_acquirer, require
+from kasir.processors.repository import processor_call_repository
 
 log = logging.getLogger("kasir.card")
 
@@ -232,11 +236,11 @@ class CardService:
             from kasir.processors.registry import ProductUnavailable
 
             try:
-                require("wallet")
+                require("wallet", request.payment_channel)
             except ProductUnavailable:
                 raise ProductUnavailable("card") from None
         else:
-            require("card")
+            require("card", request.payment_channel)
 
     async def check_callback_url(self, caller: BasicCaller, request: ChargeRequest) -> None:
         """callbackUrl's check, before any unit of work: in production it resolves the host (DNS), and
@@ -302,8 +306,9 @@ class CardService:
         save_card: bool = False,
         dialect: str | None = None,
         sub_merchant_id: str | None = None,
-    ) -> ChargeOutcome:
-        """The charge of a request that passed `parse` and `check_callback_url`.
+    ) -> ChargeOutcome | PendingCall:
+        """The charge of a request that passed `parse` and `check_callback_url`: its answer, or (a CLOSE
+        charge) its attempt held for the acquirer, answered once asked (kasir.processors.calls).
 
         `save_card`: store the card on success (a token, `StoredCard`); `dialect`, `sub_merchant_id`:
         of a charge in the provider SDK's dialect (kasir.card.dialect).
@@ -321,8 +326,7 @@ class CardService:
         if card is None:
             return _pending(order_id, request)
         order = await self.get(session, order_id)
-        _attempt, decision = await self._attempt(session, order, card, request.tenor, save_card=save_card)
-        return ChargeOutcome.of(order, decision)
+        return await self._begin_attempt(session, order, card, request.tenor, save_card=save_card, new_order=True)
 
     async def _refuse_duplicate(self, session: AsyncSession, merchant_id: str, request: ChargeRequest) -> None:
         """orderId and externalId are unique per merchant across card orders and wallet transactions."""
@@ -375,71 +379,95 @@ class CardService:
 
     async def pay_on_page(
         self, session: AsyncSession, order_id: str, attempt_number: int, card: ParsedCard, tenor: str, save_card: bool
-    ) -> tuple[CardOrder, CardAttempt, CardDecision]:
+    ) -> PendingCall:
+        """An attempt with the card entered on the page: held, to be asked of the acquirer (kasir.processors.calls)."""
         order = await self.get(session, order_id, lock=True)
         if attempt_number != order.attempts_made + 1:
             raise AttemptAlreadySubmitted()
         if tenor not in TENORS:
             raise InvalidFieldFormat("tenor", "must be one of 0, 3, 6, 12")
-        attempt, decision = await self._attempt(session, order, card, tenor, save_card=save_card)
-        return order, attempt, decision
+        return await self._begin_attempt(session, order, card, tenor, save_card=save_card, new_order=False)
 
-    async def _attempt(
-        self, session: AsyncSession, order: CardOrder, card: ParsedCard, tenor: str, *, save_card: bool
-    ) -> tuple[CardAttempt, CardDecision]:
+    async def _begin_attempt(
+        self, session: AsyncSession, order: CardOrder, card: ParsedCard, tenor: str, *, save_card: bool, new_order: bool
+    ) -> PendingCall:
+        """The attempt, SUBMITTED: the acquirer is asked once this unit of work has committed."""
         now = clock.now()
         self._refuse_unless_open(order, now, CardOrderStatus.PENDING)
-        acquirer = card_acquirer()
+        card_acquirer(order.payment_channel)  # switched off: refused before anything is written
         order.attempts_made += 1
         acq = acquirer_for(order.payment_channel, card.brand)
         order.acq, order.tenor, order.save_card = acq, tenor, save_card
-        decision = await acquirer.charge(
-            CardCharge(
-                reference=order.id,
-                attempt=order.attempts_made,
-                amount=order.amount,
-                currency=order.currency,
-                channel=order.payment_channel,
-                acquirer_code=acq,
-                tenor=tenor,
-                card=card,
-                return_url=challenge_return_url(order.id, order.attempts_made),
-            )
-        )
-        now = clock.now()
+        order.updated_at = now
         attempt = CardAttempt(
             card_order_id=order.id,
             number=order.attempts_made,
-            status=CardAttemptStatus.FAILED.value,
+            status=CardAttemptStatus.SUBMITTED.value,
             masked_card=card.masked,
             card_brand=card.brand,
             card_exp_month=card.exp_month,
             card_exp_year=card.exp_year,
             tenor=tenor,
             acq=acq,
-            response_message=decision.message,
+            response_message="",
             created_at=now,
-            completed_at=now,
+            completed_at=None,
         )
+        await card_repository.add_attempt(session, attempt)
+        charge = CardCharge(
+            reference=order.id,
+            attempt=order.attempts_made,
+            amount=order.amount,
+            currency=order.currency,
+            channel=order.payment_channel,
+            acquirer_code=acq,
+            tenor=tenor,
+            card=card,
+            return_url=challenge_return_url(order.id, order.attempts_made),
+        )
+        details = {"attempt": order.attempts_made, "channel": order.payment_channel, "new_order": new_order}
+        return PendingCall(Call(CARD_CHARGE, "card", order.id, details, card=charge))
+
+    async def record_attempt(
+        self, session: AsyncSession, order_id: str, number: int, decision: CardDecision | None
+    ) -> tuple[CardOrder, CardAttempt, CardDecision | None]:
+        """The acquirer's decision on a SUBMITTED attempt (None: recorded already, read it back)."""
+        order = await self.get(session, order_id, lock=True)
+        attempt = await card_repository.attempt(session, order.id, number)
+        if attempt is None:
+            raise CardOrderNotFound("Payment not found")
+        if decision is None or attempt.status != CardAttemptStatus.SUBMITTED.value:
+            return order, attempt, decision
+        now = clock.now()
+        attempt.response_message, attempt.completed_at = decision.message, now
         if decision.result is CardResult.APPROVED:
             attempt.status = CardAttemptStatus.SUCCESS.value
-            await card_repository.add_attempt(session, attempt)
             await self._succeed(session, order, now)
         elif decision.result is CardResult.CHALLENGE:
             attempt.status, attempt.completed_at = CardAttemptStatus.CHALLENGE.value, None
-            await card_repository.add_attempt(session, attempt)
             transition(order, CardOrderStatus.AUTHENTICATING)
             order.response_message = CHALLENGE_REQUIRED
             order.updated_at = now
             await session.flush()
         else:
-            await card_repository.add_attempt(session, attempt)
+            attempt.status = CardAttemptStatus.FAILED.value
             await self._fail(session, order, decision.message, now)
         log.info(
             "card attempt",
             extra={"transaction_id": order.id, "attempt": attempt.number, "status": attempt.status},
         )
-        return attempt, decision
+        return order, attempt, decision
+
+    async def undo_attempt(self, session: AsyncSession, order_id: str, number: int, *, new_order: bool) -> None:
+        """The acquirer could not be asked (no decision was made): the attempt, and the order it came
+        with (a CLOSE charge), are taken back, as if the request had never come."""
+        order = await self.get(session, order_id, lock=True)
+        await card_repository.remove_attempt(session, order.id, number)
+        if new_order:
+            await card_repository.remove_order(session, order)
+        else:
+            order.attempts_made -= 1
+            await session.flush()
 
     async def challenge(self, session: AsyncSession, order_id: str) -> tuple[CardOrder, CardAttempt | None]:
         """The order and its attempt waiting behind a challenge (None when none waits)."""
@@ -506,6 +534,8 @@ class CardService:
             return False
         if order.expires_at > now:
             return False
+        if await processor_call_repository.in_flight(session, "card", order.id):
+            return False  # the acquirer is deciding an attempt: expired once that is recorded
         if order.status == CardOrderStatus.AUTHENTICATING.value:
             challenge = await card_repository.attempt(session, order.id, order.attempts_made)
             if challenge is not None and challenge.status == CardAttemptStatus.CHALLENGE.value:
@@ -540,6 +570,48 @@ class CardService:
 
 
 card_service = CardService()
+
+CARD_CHARGE = "card.charge"
+
+
+class CardChargeAction:
+    """An attempt's charge at the acquirer, asked outside any unit of work (kasir.processors.calls)."""
+
+    async def ask(self, call: Call) -> CardDecision:
+        assert call.card is not None
+        return await card_acquirer(call.details["channel"]).charge(call.card)
+
+    async def ask_again(self, call: Call) -> CardDecision:
+        return await card_acquirer(call.details["channel"]).status(call.reference, call.details["attempt"])
+
+    async def record(
+        self, session: AsyncSession, call: Call, answer: CardDecision, *, fresh: bool
+    ) -> tuple[CardOrder, CardAttempt, CardDecision | None]:
+        order, attempt, decision = await card_service.record_attempt(
+            session, call.reference, call.details["attempt"], answer if fresh else None
+        )
+        if fresh and refuses_challenge(call.details) and order.status == CardOrderStatus.AUTHENTICATING.value:
+            # A direct charge of the provider SDK's dialect: no one will pass the challenge, the attempt fails.
+            refused = CardDecision(CardResult.DECLINED, DIRECT_3DS_REFUSED)
+            order = await card_service.finish_challenge(session, order.id, attempt.number, refused)
+        return order, attempt, decision
+
+    async def undo(self, session: AsyncSession, call: Call, error: KasirError) -> None:
+        await card_service.undo_attempt(
+            session, call.reference, call.details["attempt"], new_order=call.details["new_order"]
+        )
+
+    async def respond(
+        self, session: AsyncSession, call: Call, recorded: tuple[CardOrder, CardAttempt, CardDecision | None]
+    ) -> Response:
+        order, attempt, decision = recorded
+        outcome = ChargeOutcome.of(order, decision)
+        if DIALECT_ANSWER in call.details:  # the provider SDK's dialect (kasir.card.dialect)
+            return JSONResponse(dialect_body(call.details[DIALECT_ANSWER], order, attempt, outcome.link))
+        return JSONResponse(charge_body(outcome))
+
+
+register(CARD_CHARGE, CardChargeAction())
 
 
 def _pending(order_id: str, request: ChargeRequest) -> ChargeOutcome:

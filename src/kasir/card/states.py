@@ -27,6 +27,7 @@ class CardOrderStatus(StrEnum):
 
 
 class CardAttemptStatus(StrEnum):
+    SUBMITTED = "SUBMITTED"  # the acquirer is being asked (kasir.processors.calls): no decision recorded yet
     CHALLENGE = "CHALLENGE"  # waiting for the acquirer's challenge (3-D Secure)
     SUCCESS = "SUCCESS"
     FAILED = "FAILED"
@@ -41,6 +42,7 @@ IS_TERMINAL: dict[CardOrderStatus, bool] = {
 }
 
 ATTEMPT_IS_TERMINAL: dict[CardAttemptStatus, bool] = {
+    CardAttemptStatus.SUBMITTED: False,
     CardAttemptStatus.CHALLENGE: False,
     CardAttemptStatus.SUCCESS: True,
     CardAttemptStatus.FAILED: True,

@@ -258,19 +258,18 @@ async def refund(
     request: Request,
     payment_id: str,
     viewer: Checked,
-    session: WriteSession,
     amount: Annotated[int, Form(ge=1)],
     reason: Annotated[str, Form(max_length=255)] = "",
 ) -> Response:
     await payment_actions.refund(
-        session, viewer.scope, payment_id, amount, reason or None, viewer.actor(client_ip(request))
+        request.app.state.database, viewer.scope, payment_id, amount, reason or None, viewer.actor(client_ip(request))
     )
     return _back(payment_id, "refunded")
 
 
 @router.post("/payments/{payment_id}/void")
-async def void(request: Request, payment_id: str, viewer: Checked, session: WriteSession) -> Response:
-    await payment_actions.void(session, viewer.scope, payment_id, viewer.actor(client_ip(request)))
+async def void(request: Request, payment_id: str, viewer: Checked) -> Response:
+    await payment_actions.void(request.app.state.database, viewer.scope, payment_id, viewer.actor(client_ip(request)))
     return _back(payment_id, "voided")
 
 

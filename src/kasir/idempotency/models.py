@@ -1,7 +1,8 @@
 """The idempotency keys of every route that takes `X-Idempotency-Key` (decisions.md §7, for all of them).
 
 A row is written by the first request with its key, in that request's own unit of work, and
-committed with the request's answer: a committed row always holds the answer to replay. The
+committed with the request's answer: a committed row holds the answer to replay, except while
+the request's processor is being asked (kasir.processors.calls), when its retries wait. The
 request is remembered only as a keyed hash of its raw body (bodies hold card data).
 """
 
@@ -27,7 +28,7 @@ class IdempotencyKey(Base):
     scope: Mapped[str] = mapped_column(String(64))  # method and route: "POST /card-v2/v1/charge"
     key: Mapped[str] = mapped_column(String(255))
     request_hash: Mapped[str] = mapped_column(String(64))
-    # Empty only inside the unit of work of the key's first request: never committed so.
+    # Empty inside the unit of work of the key's first request, and while its processor is asked.
     response_status: Mapped[int | None] = mapped_column(Integer)
     response_headers: Mapped[str | None] = mapped_column(Text)  # JSON object: the headers that belong to the answer
     response_body: Mapped[str | None] = mapped_column(Text)

@@ -52,6 +52,8 @@ _TAKE_OVER = Statement(
         response_body=None,
     )
 )
+# A key whose request could not finish (its processor did not answer): free for the retry.
+_RELEASE = Statement(delete(IdempotencyKey).where(*_NAMED, IdempotencyKey.response_status.is_(None)))
 _PURGE = Statement(
     delete(IdempotencyKey).where(IdempotencyKey.expires_at <= bindparam("now", type_=IdempotencyKey.expires_at.type))
 )
@@ -113,6 +115,9 @@ class IdempotencyRepository:
             response_headers=headers,
             response_body=body,
         )
+
+    async def release(self, session: AsyncSession, merchant_id: str, scope: str, key: str) -> None:
+        await _RELEASE.execute(session, merchant_id=merchant_id, scope=scope, key=key)
 
     async def purge(self, session: AsyncSession, now: datetime) -> int:
         return await _PURGE.execute(session, now=now)

@@ -11,7 +11,14 @@ One unit of work holds it all:
    stored with the key, and the unit commits: the answer and what it reports are durable together.
 
 A 5xx, a crash or a lost connection rolls the whole unit back, the key with it: the client's
-retry with the same key runs afresh at once (no takeover timer). A key found taken answers:
+retry with the same key runs afresh at once (no takeover timer).
+
+A request that must ask a processor (a card charge, a refund, a void) cannot hold its unit of
+work open meanwhile (kasir.db). Its handler answers a `Deferred` instead of a response: the
+unit commits the key *without* an answer, with what the request is about to ask, and the
+deferred finishes after it (kasir.processors.calls): asks, then records the answer and the
+key's answer in a second unit. Until then the key answers 409 REQUEST_IN_PROGRESS; a 5xx there
+(the processor did not answer) frees the key, as above. A key found taken answers:
 
     same body, answered            the stored answer, byte for byte, with `Idempotent-Replayed: true`
     another body                   422 IDEMPOTENCY_KEY_REUSED
@@ -33,8 +40,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
+from typing import Protocol, runtime_checkable
 
 from fastapi import Request
 from fastapi.responses import Response
@@ -59,7 +68,30 @@ _FINGERPRINT_PURPOSE = "kasir/card-idempotency"
 # Headers of an answer that are not the answer's own: made afresh for every response.
 _NOT_STORED = frozenset({b"content-length", b"x-request-id", b"date", b"server"})
 
-Handler = Callable[[AsyncSession], Awaitable[Response]]
+
+@dataclass(frozen=True, slots=True)
+class KeyRef:
+    """A claimed X-Idempotency-Key, by name."""
+
+    merchant_id: str
+    scope: str
+    key: str
+
+
+@runtime_checkable
+class Deferred(Protocol):
+    """A handler's answer that a processor must give first (kasir.processors.calls.PendingCall)."""
+
+    async def hold(self, session: AsyncSession, key: KeyRef | None) -> None:
+        """In the handler's unit of work: record what is about to be asked, and for which key."""
+        ...
+
+    async def finish(self, request: Request, database: Database) -> Response:
+        """After that unit committed: ask, record the answer, answer the key; the response."""
+        ...
+
+
+Handler = Callable[[AsyncSession], Awaitable[Response | Deferred]]
 
 
 class IdempotencyKeyReused(UnprocessableEntity):
@@ -116,7 +148,10 @@ async def run_once(
     request carries a key (`idempotency_key`; see the module docstring). `body` is the raw request body."""
     if key is None:
         async with database.unit_of_work() as session:
-            return await handler(session)
+            outcome = await handler(session)
+            if isinstance(outcome, Deferred):
+                await outcome.hold(session, None)
+        return outcome if isinstance(outcome, Response) else await outcome.finish(request, database)
     fingerprint = request_fingerprint(body)
     async with database.unit_of_work() as session:
         stored = await _claim(session, merchant_id, scope, key, fingerprint, body)
@@ -124,18 +159,31 @@ async def run_once(
             return _replay(stored)
         try:
             async with savepoint(session):
-                response = await handler(session)
+                outcome = await handler(session)
+                if isinstance(outcome, Deferred):
+                    await outcome.hold(session, KeyRef(merchant_id, scope, key))
         except KasirError as error:
-            if error.http_status >= 500:
+            if error.http_status >= 500 or not error.kept_with_key:
                 raise  # the whole unit rolls back: the key is free for the retry
             forget_request_field("transaction_id")  # that of an undone payment, if it got so far
-            response = render(request, error)
-        headers = {name.decode(): value.decode() for name, value in response.raw_headers if name not in _NOT_STORED}
-        answer = bytes(response.body).decode()
-        await idempotency_repository.answer(
-            session, merchant_id, scope, key, response.status_code, json.dumps(headers), answer
-        )
-    return response
+            outcome = render(request, error)
+        if isinstance(outcome, Response):
+            await keep_answer(session, KeyRef(merchant_id, scope, key), outcome)
+    return outcome if isinstance(outcome, Response) else await outcome.finish(request, database)
+
+
+async def keep_answer(session: AsyncSession, key: KeyRef, response: Response) -> None:
+    """Store `response` as the key's answer (replayed byte for byte to the key's later requests)."""
+    headers = {name.decode(): value.decode() for name, value in response.raw_headers if name not in _NOT_STORED}
+    answer = bytes(response.body).decode()
+    await idempotency_repository.answer(
+        session, key.merchant_id, key.scope, key.key, response.status_code, json.dumps(headers), answer
+    )
+
+
+async def release_key(session: AsyncSession, key: KeyRef) -> None:
+    """Free a key left without an answer (its request ended in a 5xx): the retry runs afresh."""
+    await idempotency_repository.release(session, key.merchant_id, key.scope, key.key)
 
 
 async def _claim(

@@ -37,11 +37,12 @@ async def readyz(request: Request) -> JSONResponse:
 
 
 def live_products() -> dict[str, str | None]:
-    """Each product's processor, or None where the product is switched off (no processor)."""
-    from kasir.processors.registry import PRODUCTS, ConfigurationError, processor_for
+    """Each product's processor (several: `NAME,NAME` when channels go to different ones), or None where the
+    product is switched off (no processor)."""
+    from kasir.processors.registry import PRODUCTS, ConfigurationError, processors_of
 
     try:
-        return {product: (p.name if (p := processor_for(product)) else None) for product in PRODUCTS}
+        return {product: ",".join(p.name for p in processors_of(product)) or None for product in PRODUCTS}
     except ConfigurationError:
         return dict.fromkeys(PRODUCTS)
 

@@ -48,7 +48,7 @@ from kasir.payments.repository import (
     payments_repository,
 )
 from kasir.processors.protocols import Event, Notification
-from kasir.processors.registry import simulator_serves
+from kasir.processors.registry import SIMULATOR, simulator_serves
 from kasir.processors.service import apply
 from kasir.wallet.service import wallet_service
 
@@ -434,30 +434,35 @@ class PaymentActions:
     """What the console, the admin API and the CLI may do to a payment: through the rooms' services, audited."""
 
     async def refund(
-        self, session: AsyncSession, scope: str | None, payment_id: str, amount: int, reason: str | None, actor: Actor
-    ) -> PaymentRow:
-        tx = await self._wallet(session, scope, payment_id)
-        before = {"status": tx.status, "refunded_amount": tx.refunded_amount}
+        self, database: Database, scope: str | None, payment_id: str, amount: int, reason: str | None, actor: Actor
+    ) -> None:
+        """Held in one unit of work, asked of the issuer with none open, recorded with its audit entry in a
+        second (kasir.processors.calls)."""
         if amount < 1:
             raise BadRequest("refund amount must be at least Rp 1", field="refund_amount")
-        await wallet_service.refund(session, tx, amount, reason)
-        await self._audit(
-            session,
-            actor,
-            "payment.refund",
-            tx.id,
-            tx.merchant_id,
-            before,
-            {"status": tx.status, "refunded_amount": tx.refunded_amount, "refund_amount": amount},
-        )
-        return await payments_service.get(session, scope, payment_id)
+        async with database.unit_of_work() as session:
+            tx = await self._wallet(session, scope, payment_id)
+            before = {"status": tx.status, "refunded_amount": tx.refunded_amount}
+            pending = await wallet_service.refund(session, tx, amount, reason)
+            await pending.hold(session, None)
 
-    async def void(self, session: AsyncSession, scope: str | None, payment_id: str, actor: Actor) -> PaymentRow:
-        tx = await self._wallet(session, scope, payment_id)
-        before = {"status": tx.status}
-        await wallet_service.void(session, tx)
-        await self._audit(session, actor, "payment.void", tx.id, tx.merchant_id, before, {"status": tx.status})
-        return await payments_service.get(session, scope, payment_id)
+        async def audited(session: AsyncSession, tx: Any) -> None:
+            after = {"status": tx.status, "refunded_amount": tx.refunded_amount, "refund_amount": amount}
+            await self._audit(session, actor, "payment.refund", tx.id, tx.merchant_id, before, after)
+
+        await pending.complete(database, also=audited)
+
+    async def void(self, database: Database, scope: str | None, payment_id: str, actor: Actor) -> None:
+        async with database.unit_of_work() as session:
+            tx = await self._wallet(session, scope, payment_id)
+            before = {"status": tx.status}
+            pending = await wallet_service.void(session, tx)
+            await pending.hold(session, None)
+
+        async def audited(session: AsyncSession, tx: Any) -> None:
+            await self._audit(session, actor, "payment.void", tx.id, tx.merchant_id, before, {"status": tx.status})
+
+        await pending.complete(database, also=audited)
 
     async def simulate(
         self, session: AsyncSession, scope: str | None, payment_id: str, outcome: str, actor: Actor
@@ -466,21 +471,25 @@ class PaymentActions:
         row = await payments_service.get(session, scope, payment_id)
         before = {"status": row.status}
         # As the simulator's pages do: through the processors' one way in (kasir.processors.service).
-        if row.product in ("wallet", "bnpl") and not simulator_serves("wallet" if row.product == "wallet" else "bnpl"):
+        if row.product in ("wallet", "bnpl") and not simulator_serves(
+            "wallet" if row.product == "wallet" else "bnpl", row.channel if row.product == "wallet" else None
+        ):
             raise ActionRefused("this payment's processor is not the simulator: it cannot be simulated")
         if row.product == "wallet":
             events = {"pay": Event.PAID, "fail": Event.FAILED, "expire": Event.EXPIRED}
             if outcome not in events:
                 raise BadRequest("outcome must be pay, fail or expire", field="outcome")
             message = "Simulated from the console" if outcome == "fail" else None
-            await apply(session, Notification("wallet", row.id, events[outcome], message=message), strict=True)
+            await apply(
+                session, Notification("wallet", row.id, events[outcome], message=message), by=SIMULATOR, strict=True
+            )
         elif row.product == "bnpl" and outcome in ("pay", "fail"):
             if outcome == "pay":
                 options = await bnpl_service.options(session, row.merchant_id, row.amount)
                 notification = Notification("bnpl", row.id, Event.APPROVED, tenure=options[0].tenure)
             else:
                 notification = Notification("bnpl", row.id, Event.REJECTED)
-            await apply(session, notification, strict=True)
+            await apply(session, notification, by=SIMULATOR, strict=True)
         else:
             raise ActionRefused("this payment cannot be simulated from the console (card: use its payment page)")
         after = await payments_service.get(session, scope, payment_id)

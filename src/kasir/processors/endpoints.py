@@ -40,7 +40,7 @@ async def notify(name: str, request: Request) -> JSONResponse:
     applied = []
     for notification in notifications:
         async with database.unit_of_work() as session:
-            state = await apply(session, notification)
+            state = await apply(session, notification, by=name)
         applied.append({"product": notification.product, "reference": notification.reference, "status": state})
         log.info(
             "processor notification",

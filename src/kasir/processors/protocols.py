@@ -3,9 +3,10 @@
 A product service (card, wallet, BNPL) owns its state machine, its callbacks and its wire format;
 a processor answers one question, "did the money move?". Kasir calls a processor:
 
-- outside any unit of work where it can (the pages' GETs, the 3-D Secure return); the card charge
-  and the wallet refund and void ask inside the unit that records the answer, so that an answer
-  and its record are one: a processor call must therefore be quick and bounded by its timeout;
+- outside any unit of work: a charge, refund or void is held (recorded as asked) in one unit,
+  asked with none open, and recorded in a second (kasir.processors.calls); a process that stops
+  in between leaves the call for the worker, which asks again (`status` for a card attempt; the
+  refund or void itself, idempotent) and records the answer;
 - with Kasir's own reference (the transaction id; a refund's own reference): every call is
   **idempotent by that reference**, so asking twice (a retry after a timeout, a page opened twice)
   never moves money twice;
@@ -16,8 +17,8 @@ What an exception means:
 
     ProcessorError                 (500, never raised as such)
     ├── ProcessorUnavailable       503 in the route's format: the processor did not answer (timeout,
-    │                              connection refused, 5xx). Nothing is recorded; the request may be
-    │                              retried with the same X-Idempotency-Key (the call is idempotent).
+    │                              connection refused, 5xx). What was held is taken back; the request
+    │                              may be retried with the same X-Idempotency-Key (the call is idempotent).
     ├── ProcessorRefused           409 in the route's format: the processor answered no (a refund it
     │                              will not make). Nothing is recorded.
     └── ForgedNotification         401 at /processors/{name}/notify: the notification's signature does

@@ -1,19 +1,25 @@
 """Which processor serves which product: KASIR_PROCESSORS, Python entry points, production's refusals.
 
-    KASIR_PROCESSORS=card=simulator,wallet=simulator,bnpl=simulator
+    KASIR_PROCESSORS=card=simulator,wallet=simulator,bnpl=simulator,wallet.OVO=http
 
-names a processor per product. Unset, staging uses the simulator for every product and
-production uses none. A processor is found by name in the entry-point group `kasir.processors`
-(an operator's connector ships as its own package); the simulator is built in. A product with
-no processor is switched off: its routes answer that the channel is not available
-(`ProductUnavailable`, in each route's wire format). Production never simulates: the simulator
-named there stops `kasir serve` (`check_configuration`) and is never used (`processor_for`).
+names a processor per product and, where one channel goes elsewhere, per product and channel
+(`PRODUCT.CHANNEL=NAME` wins over `PRODUCT=NAME` for that channel). Unset, staging uses the
+simulator for every product and production uses none. A processor is found by name in the
+entry-point group `kasir.processors` (an operator's connector ships as its own package); the
+simulator is built in.
+
+A product or channel with no processor is switched off: its routes answer that the channel is
+not available (`ProductUnavailable`, in each route's wire format). A processor's notifications
+apply only to the payments of the channels it serves (`serves`). Production never simulates:
+the simulator named there stops `kasir serve` (`check_configuration`) and is never used
+(`processor_for`).
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
+import re
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any
@@ -51,17 +57,41 @@ class ProductUnavailable(BadRequest):
             self.message = f"Feature Not Allowed: {field} {NOT_AVAILABLE}"
 
 
-def parse_processors(text: str) -> dict[Product, str]:
-    """`card=simulator,wallet=http` -> {"card": "simulator", "wallet": "http"} (ConfigurationError otherwise)."""
-    chosen: dict[Product, str] = {}
+Route = tuple[Product, str | None]  # (product, channel); None: the product's other channels
+
+
+def parse_processors(text: str) -> dict[Route, str]:
+    """`card=simulator,wallet.OVO=http` -> {("card", None): "simulator", ("wallet", "OVO"): "http"}
+    (ConfigurationError otherwise)."""
+    chosen: dict[Route, str] = {}
     for entry in filter(None, (part.strip() for part in text.split(","))):
-        product, sep, name = (piece.strip() for piece in entry.partition("="))
-        if not sep or not name or product not in PRODUCTS:
+        route, sep, name = (piece.strip() for piece in entry.partition("="))
+        product, dot, channel = (piece.strip() for piece in route.partition("."))
+        if not sep or not name or product not in PRODUCTS or (dot and not _CHANNEL_NAME.fullmatch(channel)):
             raise ConfigurationError(
-                f"KASIR_PROCESSORS: {entry!r} is not PRODUCT=NAME with PRODUCT one of {', '.join(PRODUCTS)}"
+                f"KASIR_PROCESSORS: {entry!r} is not PRODUCT=NAME or PRODUCT.CHANNEL=NAME "
+                f"with PRODUCT one of {', '.join(PRODUCTS)} and CHANNEL in capitals (OVO, BCACC)"
             )
-        chosen[product] = name  # type: ignore[index]
+        chosen[(product, channel or None)] = name  # type: ignore[index]
     return chosen
+
+
+_CHANNEL_NAME = re.compile(r"[A-Z0-9_]{1,16}")
+
+
+def known_channels(product: Product) -> tuple[str, ...]:
+    """The channels a product takes (card: KASIR_CARD_CHANNELS): a channel named in KASIR_PROCESSORS must be one."""
+    if product == "card":
+        from kasir.card.cards import card_channels
+
+        return tuple(card_channels())
+    if product == "wallet":
+        from kasir.wallet.schemas import CHANNELS
+
+        return CHANNELS
+    from kasir.bnpl.service import PAYMENT_CHANNEL
+
+    return (PAYMENT_CHANNEL,)
 
 
 def _factories() -> dict[str, Any]:
@@ -92,13 +122,28 @@ def _load(name: str, settings: Settings) -> Processor:
 
 @dataclass(frozen=True, slots=True)
 class Processors:
-    """The processors of a configuration, by product (a product without one is absent)."""
+    """The processors of a configuration: by product, and by (product, channel) where a channel goes elsewhere."""
 
     by_product: dict[Product, Processor]
+    by_channel: dict[tuple[Product, str], Processor]
     by_name: dict[str, Processor]
 
+    def for_channel(self, product: Product, channel: str | None) -> Processor | None:
+        """The processor of `product`'s `channel` (None: its product-wide one), or None when switched off."""
+        if channel is not None:
+            chosen = self.by_channel.get((product, channel))
+            if chosen is not None:
+                return chosen
+        return self.by_product.get(product)
+
+    def of_product(self, product: Product) -> list[Processor]:
+        """Every processor serving some channel of `product`."""
+        found = [self.by_product[product]] if product in self.by_product else []
+        found += [p for (prod, _), p in self.by_channel.items() if prod == product and p not in found]
+        return found
+
     def live_products(self) -> list[Product]:
-        return [product for product in PRODUCTS if product in self.by_product]
+        return [product for product in PRODUCTS if self.of_product(product)]
 
 
 def resolve(settings: Settings) -> Processors:
@@ -121,21 +166,31 @@ def _resolve(env: str, configured: str, settings: Settings) -> Processors:
 def _build(env: str, configured: str, settings: Settings) -> Processors:
     chosen = parse_processors(configured)
     if not configured.strip() and env != "production":
-        chosen = dict.fromkeys(PRODUCTS, SIMULATOR)
+        chosen = {(product, None): SIMULATOR for product in PRODUCTS}
     by_name: dict[str, Processor] = {}
     by_product: dict[Product, Processor] = {}
-    for product, name in chosen.items():
+    by_channel: dict[tuple[Product, str], Processor] = {}
+    for (product, channel), name in chosen.items():
+        route = f"{product}.{channel}" if channel else product
+        if channel is not None and channel not in known_channels(product):
+            raise ConfigurationError(
+                f"KASIR_PROCESSORS: {route}: {product} has no channel {channel} "
+                f"(its channels: {', '.join(known_channels(product))})"
+            )
         processor = by_name.get(name) or _load(name, settings)
         by_name[name] = processor
         if processor.simulates and env == "production":
             raise ConfigurationError(
-                f"KASIR_PROCESSORS names the simulator for {product}: production never simulates payments; "
+                f"KASIR_PROCESSORS names the simulator for {route}: production never simulates payments; "
                 "install and name a processor (README, Processors)"
             )
         if getattr(processor, product) is None:
             raise ConfigurationError(f"KASIR_PROCESSORS: processor {name!r} does not serve {product}")
-        by_product[product] = processor
-    return Processors(by_product, by_name)
+        if channel is None:
+            by_product[product] = processor
+        else:
+            by_channel[(product, channel)] = processor
+    return Processors(by_product, by_channel, by_name)
 
 
 def current() -> Processors:
@@ -151,50 +206,79 @@ def check_configuration(settings: Settings) -> str:
 
 
 def describe(processors: Processors) -> str:
-    live = [f"{product}={processors.by_product[product].name}" for product in processors.live_products()]
+    live = [
+        f"{product}={processors.by_product[product].name}" for product in PRODUCTS if product in processors.by_product
+    ]
+    live += [f"{product}.{channel}={p.name}" for (product, channel), p in processors.by_channel.items()]
     return "products live: " + (", ".join(live) if live else "none (no processor configured)")
 
 
-def processor_for(product: Product) -> Processor | None:
-    processor = current().by_product.get(product)
+def _allowed(processor: Processor | None) -> Processor | None:
     if processor is not None and processor.simulates and get_settings().is_production:
         return None  # never, whatever configured it
     return processor
 
 
-def card_acquirer() -> CardAcquirer:
-    processor = processor_for("card")
+def processor_for(product: Product, channel: str | None = None) -> Processor | None:
+    """The processor of `product`'s `channel` (None: the product-wide one), or None: switched off."""
+    return _allowed(current().for_channel(product, channel))
+
+
+def processors_of(product: Product) -> list[Processor]:
+    """Every processor serving a channel of `product` (empty: the product is switched off)."""
+    return [p for p in current().of_product(product) if _allowed(p) is not None]
+
+
+def serves(processor_name: str, product: Product, channel: str | None) -> bool:
+    """Whether `processor_name` is the processor of `product`'s `channel` (its notifications apply there)."""
+    if product == "bnpl" and channel is None:
+        channel = _bnpl_channel()
+    processor = processor_for(product, channel)
+    return processor is not None and processor.name == processor_name
+
+
+def card_acquirer(channel: str | None) -> CardAcquirer:
+    processor = processor_for("card", channel)
     if processor is None or processor.card is None:
         raise ProductUnavailable("card")
     return processor.card
 
 
-def wallet_issuer() -> WalletIssuer:
-    processor = processor_for("wallet")
+def wallet_issuer(channel: str | None) -> WalletIssuer:
+    processor = processor_for("wallet", channel)
     if processor is None or processor.wallet is None:
         raise ProductUnavailable("wallet")
     return processor.wallet
 
 
 def bnpl_lender() -> BnplLender:
-    processor = processor_for("bnpl")
+    processor = processor_for("bnpl", _bnpl_channel())
     if processor is None or processor.bnpl is None:
         raise ProductUnavailable("bnpl")
     return processor.bnpl
 
 
-def require(product: Product) -> None:
-    """Refuse (ProductUnavailable) when `product` has no processor."""
-    if processor_for(product) is None:
+def _bnpl_channel() -> str:
+    return known_channels("bnpl")[0]
+
+
+def require(product: Product, channel: str | None) -> None:
+    """Refuse (ProductUnavailable) when `product`'s `channel` has no processor."""
+    if product == "bnpl" and channel is None:
+        channel = _bnpl_channel()
+    if processor_for(product, channel) is None:
         raise ProductUnavailable(product)
 
 
-def simulator_serves(product: Product) -> bool:
-    processor = processor_for(product)
+def simulator_serves(product: Product, channel: str | None = None) -> bool:
+    """Whether the simulator serves `product`'s `channel` (None: any channel of the product)."""
+    if channel is None:
+        return any(p.simulates for p in processors_of(product))
+    processor = processor_for(product, channel)
     return processor is not None and processor.simulates
 
 
 def page_of(product: Product) -> None:
     """A customer page of a switched-off product is not served: 404."""
-    if processor_for(product) is None:
+    if not processors_of(product):
         raise NotFound("Not Found")

@@ -53,6 +53,7 @@ from kasir.kit.crypto import constant_time_equals
 from kasir.kit.qr import qr_png
 from kasir.merchants.basic_auth import BasicCaller, authenticate_basic_in
 from kasir.merchants.service import CredentialKind
+from kasir.processors.calls import PendingCall
 from kasir.processors.pages import hand_over
 from kasir.processors.registry import page_of, require, wallet_issuer
 from kasir.ratelimit.service import rate_limits, source_address
@@ -191,7 +192,7 @@ async def _create(request: Request, *, qr: bool) -> Response:
     payment = parse(CreatePaymentRequest, caller.body)
     merchant = caller.merchant.merchant
     await wallet_service.check_callback_url(merchant, payment.callback_url)  # DNS: before the unit of work
-    require("wallet")
+    require("wallet", payment.payment_channel)
 
     async def create(session: AsyncSession) -> Response:
         tx = await wallet_service.create_payment(session, merchant, payment, qr=qr)
@@ -225,9 +226,8 @@ async def refund(request: Request) -> Response:
     key = idempotency_key(request)
     refund_request = parse(RefundRequest, caller.body)
 
-    async def refund_in(session: AsyncSession) -> Response:
-        tx = await wallet_service.refund_payment(session, caller.merchant.merchant, refund_request)
-        return JSONResponse(await wallet_service.describe(session, tx))
+    async def refund_in(session: AsyncSession) -> PendingCall:
+        return await wallet_service.refund_payment(session, caller.merchant.merchant, refund_request)
 
     return await _run_once(request, key, caller, refund_in)
 
@@ -238,15 +238,17 @@ async def void(request: Request) -> Response:
     key = idempotency_key(request)
     void_request = parse(VoidRequest, caller.body)
 
-    async def void_in(session: AsyncSession) -> Response:
-        tx = await wallet_service.void_payment(session, caller.merchant.merchant, void_request)
-        return JSONResponse(await wallet_service.describe(session, tx))
+    async def void_in(session: AsyncSession) -> PendingCall:
+        return await wallet_service.void_payment(session, caller.merchant.merchant, void_request)
 
     return await _run_once(request, key, caller, void_in)
 
 
 async def _run_once(
-    request: Request, key: str | None, caller: WalletCaller, handler: Callable[[AsyncSession], Awaitable[Response]]
+    request: Request,
+    key: str | None,
+    caller: WalletCaller,
+    handler: Callable[[AsyncSession], Awaitable[Response | PendingCall]],
 ) -> Response:
     """The route's unit of work, once per X-Idempotency-Key (kasir.idempotency), scoped by its path."""
     scope = f"POST {request.url.path}"
@@ -281,4 +283,4 @@ async def checkout_page(transaction_id: str, request: Request) -> Response:
     page_of("wallet")
     async with database(request).unit_of_work(read_only=True) as session:
         payment = await wallet_service.checkout(session, transaction_id)
-    return hand_over(await wallet_issuer().create(payment))
+    return hand_over(await wallet_issuer(payment.channel).create(payment))

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any, TypeVar
 
+from fastapi.responses import JSONResponse, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.callbacks.models import CallbackKind
@@ -39,12 +40,13 @@ from kasir.callbacks.signing import svc_signature, x_req_signature
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import get_settings
 from kasir.db import Database, each_in_own_unit_of_work
-from kasir.errors import Conflict, InvalidFieldFormat, InvalidMandatoryField, NotFound
+from kasir.errors import Conflict, InvalidFieldFormat, InvalidMandatoryField, KasirError, NotFound
 from kasir.kit.clock import JAKARTA, clock, isoformat_millis
 from kasir.kit.ids import new_id, random_token
 from kasir.kit.logs import annotate_request
 from kasir.merchants.models import Merchant
 from kasir.merchants.service import merchant_service
+from kasir.processors.calls import Call, PendingCall, register
 from kasir.processors.protocols import WalletItem, WalletPayment
 from kasir.processors.registry import wallet_issuer
 from kasir.wallet.models import WalletRefund, WalletTransaction
@@ -270,13 +272,11 @@ class WalletService:
         """`find` without the lock: a plain row (nothing is changed)."""
         return _named(await wallet_repository.row(session, request.transaction_id), merchant, request)
 
-    async def refund_payment(
-        self, session: AsyncSession, merchant: Merchant, request: RefundRequest
-    ) -> WalletTransaction:
+    async def refund_payment(self, session: AsyncSession, merchant: Merchant, request: RefundRequest) -> PendingCall:
         tx = await self.find(session, merchant, request, lock=True)
         return await self.refund(session, tx, request.refund_amount, request.reason)
 
-    async def void_payment(self, session: AsyncSession, merchant: Merchant, request: VoidRequest) -> WalletTransaction:
+    async def void_payment(self, session: AsyncSession, merchant: Merchant, request: VoidRequest) -> PendingCall:
         tx = await self.find(session, merchant, request, lock=True)
         return await self.void(session, tx)
 
@@ -354,31 +354,49 @@ class WalletService:
 
     async def refund(
         self, session: AsyncSession, tx: WalletTransaction, amount: int, reason: str | None = None
-    ) -> WalletTransaction:
+    ) -> PendingCall:
+        """The refund, checked and held: the issuer is asked once this unit of work has committed
+        (kasir.processors.calls), and it is recorded (REFUNDED, the callback) in a second."""
         check_transition(tx, WalletStatus.REFUNDED)
         if amount > tx.refundable_amount:
             raise RefundExceedsRefundable(
                 f"Failed Request: refund_amount exceeds the refundable amount ({tx.refundable_amount})"
             )
-        refund_number = len(await self.refunds(session, tx)) + 1
-        await wallet_issuer().refund(tx.id, f"{tx.id}-R{refund_number}", amount)
+        wallet_issuer(tx.payment_channel)  # switched off: refused before anything is written
+        # Numbered by the refunds recorded: a retry of this one (nothing recorded) asks with the same reference.
+        refund_reference = f"{tx.id}-R{len(await self.refunds(session, tx)) + 1}"
+        details = {"channel": tx.payment_channel, "refund_reference": refund_reference, "amount": amount}
+        return PendingCall(Call(WALLET_REFUND, "wallet", tx.id, {**details, "reason": reason}))
+
+    async def record_refund(self, session: AsyncSession, call: Call, *, fresh: bool) -> WalletTransaction:
+        tx = await self.get(session, call.reference, lock=True)
+        if not fresh:
+            return tx
         transition(tx, WalletStatus.REFUNDED)
-        now = clock.now()
+        amount = int(call.details["amount"])
         tx.refunded_amount += amount
         await wallet_repository.add_refund(
-            session, WalletRefund(transaction_id=tx.id, amount=amount, reason=reason, refunded_at=now)
+            session,
+            WalletRefund(transaction_id=tx.id, amount=amount, reason=call.details["reason"], refunded_at=clock.now()),
         )
         await self._changed(session, tx)
         return tx
 
-    async def void(self, session: AsyncSession, tx: WalletTransaction) -> WalletTransaction:
+    async def void(self, session: AsyncSession, tx: WalletTransaction) -> PendingCall:
+        """The void, checked and held: asked of the issuer once this unit of work has committed."""
         check_transition(tx, WalletStatus.VOID)
         assert tx.paid_at is not None
         if tx.paid_at.astimezone(JAKARTA).date() != clock.local_now().date():
             raise VoidNotSameDay(
                 "Failed Request: a transaction can be voided only on the day it was paid (Asia/Jakarta)"
             )
-        await wallet_issuer().void(tx.id)
+        wallet_issuer(tx.payment_channel)
+        return PendingCall(Call(WALLET_VOID, "wallet", tx.id, {"channel": tx.payment_channel}))
+
+    async def record_void(self, session: AsyncSession, call: Call, *, fresh: bool) -> WalletTransaction:
+        tx = await self.get(session, call.reference, lock=True)
+        if not fresh:
+            return tx
         transition(tx, WalletStatus.VOID)
         tx.voided_at = clock.now()
         await self._changed(session, tx)
@@ -409,6 +427,47 @@ class WalletService:
 
 
 wallet_service = WalletService()
+
+WALLET_REFUND = "wallet.refund"
+WALLET_VOID = "wallet.void"
+
+
+class _WalletAction:
+    """A refund or void at the issuer, asked outside any unit of work (kasir.processors.calls).
+    Both are idempotent by their reference at the issuer: asked again after a crash, as they were."""
+
+    async def undo(self, session: AsyncSession, call: Call, error: KasirError) -> None:
+        return None  # nothing was recorded before the issuer was asked
+
+    async def respond(self, session: AsyncSession, call: Call, recorded: WalletTransaction) -> Response:
+        return JSONResponse(await wallet_service.describe(session, recorded))
+
+    async def ask_again(self, call: Call) -> None:
+        await self.ask(call)
+
+    async def ask(self, call: Call) -> None:
+        raise NotImplementedError
+
+
+class WalletRefundAction(_WalletAction):
+    async def ask(self, call: Call) -> None:
+        details = call.details
+        await wallet_issuer(details["channel"]).refund(call.reference, details["refund_reference"], details["amount"])
+
+    async def record(self, session: AsyncSession, call: Call, answer: None, *, fresh: bool) -> WalletTransaction:
+        return await wallet_service.record_refund(session, call, fresh=fresh)
+
+
+class WalletVoidAction(_WalletAction):
+    async def ask(self, call: Call) -> None:
+        await wallet_issuer(call.details["channel"]).void(call.reference)
+
+    async def record(self, session: AsyncSession, call: Call, answer: None, *, fresh: bool) -> WalletTransaction:
+        return await wallet_service.record_void(session, call, fresh=fresh)
+
+
+register(WALLET_REFUND, WalletRefundAction())
+register(WALLET_VOID, WalletVoidAction())
 
 
 def _named(tx: T | None, merchant: Merchant, ref: TransactionReference) -> T:

@@ -68,7 +68,9 @@ async def common(session: AsyncSession, order: CardOrder) -> dict[str, Any]:
         "amount_text": rupiah(order.amount),
         "items": items,
         "description": details.get("paymentDetails", {}).get("transactionDescription", ""),
-        "simulated": simulator_serves("card"),  # the staging banner: never on a real acquirer's page
+        "simulated": simulator_serves(
+            "card", order.payment_channel
+        ),  # the staging banner: never on a real acquirer's page
     }
 
 
@@ -90,7 +92,7 @@ async def render_payment(
 
     return _env.get_template("payment.html").render(
         **await common(session, order),
-        notice=card_acquirer().page_notice(),
+        notice=card_acquirer(order.payment_channel).page_notice(),
         action=f"/card/pages/{order.id}/pay",
         attempt=order.attempts_made + 1,
         attempt_label=order.attempts_failed + 1,

@@ -11,6 +11,7 @@ refuses to start with it and never uses it (kasir.processors.registry).
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
@@ -40,19 +41,36 @@ def otp_page_url(reference: str) -> str:
 
 
 class SimulatedAcquirer:
-    """Decides by the test card; a challenge waits at the OTP page."""
+    """Decides by the test card; a challenge waits at the OTP page.
+
+    Its decisions are remembered (the latest DECISIONS_KEPT, in the process) so that `status`
+    answers as an acquirer would for an attempt whose answer Kasir did not record (a crash
+    between asking and recording); one it does not remember is at the challenge.
+    """
+
+    DECISIONS_KEPT = 10_000
+
+    def __init__(self) -> None:
+        self._decided: OrderedDict[tuple[str, int], CardDecision] = OrderedDict()
 
     async def charge(self, charge: CardCharge) -> CardDecision:
         outcome = outcome_of(charge.card.number or charge.card.masked)
         result = RESULTS.get(outcome, CardResult.DECLINED)
         redirect = otp_page_url(charge.reference) if outcome is Outcome.CHALLENGE else None
-        return CardDecision(result, MESSAGES[outcome], redirect)
+        decision = CardDecision(result, MESSAGES[outcome], redirect)
+        self._decided[(charge.reference, charge.attempt)] = decision
+        while len(self._decided) > self.DECISIONS_KEPT:
+            self._decided.popitem(last=False)
+        return decision
 
     async def complete_challenge(self, reference: str, attempt: int, params: Mapping[str, str]) -> CardDecision:
         # The OTP page applies its result itself: a customer back without it is still at the challenge.
         return await self.status(reference, attempt)
 
     async def status(self, reference: str, attempt: int) -> CardDecision:
+        decided = self._decided.get((reference, attempt))
+        if decided is not None and decided.result is not CardResult.CHALLENGE:
+            return decided
         return CardDecision(CardResult.CHALLENGE, MESSAGES[Outcome.CHALLENGE], otp_page_url(reference))
 
     def page_notice(self) -> str | None:

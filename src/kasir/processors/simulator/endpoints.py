@@ -29,7 +29,7 @@ from kasir.errors import KasirError, NotFound, WireFormat, wire
 from kasir.idempotency.service import idempotency_key
 from kasir.kit.pages import check_form_token, html_page
 from kasir.processors.protocols import Event, Notification, Product
-from kasir.processors.registry import simulator_serves
+from kasir.processors.registry import SIMULATOR, simulator_serves
 from kasir.processors.service import apply
 from kasir.processors.simulator import pages
 from kasir.processors.simulator.cards import OTP_FAILED_MESSAGE, check_one_time_password, one_time_password
@@ -86,7 +86,7 @@ async def verify_otp(order_id: str, request: Request, session: WriteSession) -> 
         "card", order.id, event, attempt=attempt_number, message=None if passed else OTP_FAILED_MESSAGE
     )
     try:
-        await apply(session, notification, strict=True)
+        await apply(session, notification, by=SIMULATOR, strict=True)
     except AttemptAlreadySubmitted:
         await rollback_unit(session)
         order = await card_service.get(session, order_id)
@@ -111,7 +111,7 @@ _WALLET_PAGE: dict[str, Any] = {"openapi_extra": _PLAIN, "dependencies": [_simul
 
 async def _wallet_page_change(session: AsyncSession, notification: Notification) -> Response:
     try:
-        await apply(session, notification, strict=True)
+        await apply(session, notification, by=SIMULATOR, strict=True)
     except KasirError as error:
         if isinstance(error, NotFound):
             raise
@@ -178,7 +178,7 @@ async def dummy_payment(request: Request) -> Response:
             raise ChannelMismatch()
         event = _DUMMY_EVENTS[payment.simulate_status]
         notification = Notification("wallet", tx.id, event, message=payment.failure_reason)
-        await apply(session, notification, strict=True)
+        await apply(session, notification, by=SIMULATOR, strict=True)
         return JSONResponse(dummy_payment_result(tx))
 
     return await _run_once(request, key, caller, pay)
@@ -205,7 +205,7 @@ _BNPL_PAGE: dict[str, Any] = {"openapi_extra": _PLAIN, "dependencies": [_simulat
 
 async def _bnpl_page_change(session: AsyncSession, notification: Notification) -> Response:
     try:
-        await apply(session, notification, strict=True)
+        await apply(session, notification, by=SIMULATOR, strict=True)
     except KasirError as error:
         if isinstance(error, NotFound):
             raise
