@@ -457,3 +457,53 @@ async def test_sub_merchants_through_the_admin_api_and_the_cli(app: FastAPI, cli
     assert (await client.get(base, headers=ADMIN)).json() == {"merchant_id": merchant.id, "sub_merchants": []}
     refused = await post_dialect(client, merchant, DIRECT_V1, dialect_body(), sub_merchant_id="B-2")
     assert refused.json()["response_code"] == "04"
+
+
+async def test_the_worker_answers_a_stopped_dialect_charge_in_the_dialect(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    """Held and asked, never recorded (the process stopped): the worker's job records the acquirer's answer
+    and keeps the dialect's answer with the key, which a retry then gets."""
+    from datetime import timedelta
+
+    from kasir.card.dialect import DIALECT_ANSWER, answer_details, parse_dialect
+    from kasir.card.service import card_service
+    from kasir.idempotency.repository import NewKey, idempotency_repository
+    from kasir.idempotency.service import KeyRef, request_fingerprint
+    from kasir.kit.clock import clock
+    from kasir.merchants.basic_auth import authenticate_basic_in
+    from kasir.processors.calls import STALLED_AFTER, PendingCall, finish_stalled_calls
+    from kasir.processors.registry import card_acquirer
+
+    merchant = await make_merchant(app)
+    body = dialect_body(number=APPROVED)
+    raw = compact(body).encode()
+    headers = dialect_headers(merchant, body)
+    database = app.state.database
+    scope, key = f"POST {DIRECT_V1}", reference("KEY")
+    caller = await authenticate_basic_in(database, headers["Authorization"], address="127.0.0.1")
+    charge = parse_dialect(json.loads(raw), now=clock.local_now(), cvn_required=True, direct=True)
+    async with database.unit_of_work() as session:
+        now = clock.now()
+        claimed = NewKey(merchant.id, scope, key, request_fingerprint(raw), now, now + timedelta(hours=1))
+        assert await idempotency_repository.claim(session, claimed)
+        pending = await card_service.charge(
+            session, caller, charge.request, charge.card, save_card=True, dialect="v3", sub_merchant_id=None
+        )
+        assert isinstance(pending, PendingCall)
+        pending.call.details[DIALECT_ANSWER] = answer_details("direct", None)
+        await pending.hold(session, KeyRef(merchant.id, scope, key))
+    assert pending.call.card is not None
+    await card_acquirer(pending.call.details["channel"]).charge(pending.call.card)  # asked; the process "stopped"
+    clock.advance(STALLED_AFTER.total_seconds() + 1)
+    try:
+        await finish_stalled_calls(database)  # this job, or the app's own worker meanwhile
+    finally:
+        clock.reset()
+    replay = await client.post(DIRECT_V1, content=raw, headers={**headers, "X-Idempotency-Key": key})
+    assert replay.status_code == 200, replay.text
+    assert replay.headers["Idempotent-Replayed"] == "true"
+    answer = replay.json()
+    assert (answer["response_code"], answer["data"]["status"]) == ("00", "SUCCESS")
+    assert answer["data"]["transaction_data"]["order_id"] == body["order_id"]
+    assert re.fullmatch(r"CTK[A-Z0-9]{32}", answer["data"]["token"])
