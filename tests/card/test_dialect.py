@@ -101,6 +101,15 @@ async def test_charge_answers_an_auto_submitting_page_by_default_and_the_link_on
     refused = await post_dialect(client, merchant, CHARGE, body, response_type="json")
     assert refused.json() == {"response_code": "01", "response_message": "response-type must be html or url"}
 
+    # A declined card on the 3-D Secure charge: the link is the payment page, open for another attempt,
+    # though the dialect's body named no items and no addresses.
+    body = dialect_body(number=DECLINED, items=False)
+    del body["billing_address"]
+    link = (await post_dialect(client, merchant, CHARGE, body, response_type="url")).json()["data"]["link"]
+    page = await client.get(link.removeprefix(get_settings().public_url))
+    assert page.status_code == 200, page.text
+    assert 'name="cardNumber"' in page.text  # the form, for the next attempt
+
 
 async def test_a_3ds_card_goes_to_the_challenge_and_a_sub_merchants_callback_is_signed_with_its_id(
     app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
