@@ -491,7 +491,7 @@ async def test_the_worker_answers_a_stopped_dialect_charge_in_the_dialect(
     database = app.state.database
     scope, key = f"POST {DIRECT_V1}", reference("KEY")
     caller = await authenticate_basic_in(database, headers["Authorization"], address="127.0.0.1")
-    charge = parse_dialect(json.loads(raw), now=clock.local_now(), cvn_required=True, direct=True)
+    charge = parse_dialect(json.loads(raw), now=clock.local_now(), cvn_required=True)
     async with database.unit_of_work() as session:
         now = clock.now()
         claimed = NewKey(merchant.id, scope, key, request_fingerprint(raw), now, now + timedelta(hours=1))

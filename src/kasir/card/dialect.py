@@ -36,6 +36,7 @@ import html
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Annotated, Any
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticCustomError
@@ -55,6 +56,7 @@ from kasir.card.schemas import (
     Email,
     Phone,
     Qty,
+    Req,
     Str64,
     Str128,
     Str255,
@@ -68,7 +70,6 @@ from kasir.card.schemas import (
 )
 from kasir.card.states import CardOrderStatus
 from kasir.errors import BadRequest, DuplicateReference, FeatureNotAllowed, FieldError, from_pydantic_errors
-from kasir.kit import json_input
 from kasir.kit.fields import http_url
 from kasir.processors.protocols import CardDetails
 
@@ -163,12 +164,8 @@ class DialectAddress(DialectModel):
     phone: Phone | None = None
     address: Str256
     city: Str64
-    postal_code: Annotated[str, _text(10), AfterValidator(lambda v: v if v.strip() else _required())]
+    postal_code: Annotated[str, _text(10), Req]
     country: Country
-
-
-def _required() -> str:
-    raise PydanticCustomError("required", "is required")
 
 
 class DialectCard(DialectModel):
@@ -222,10 +219,9 @@ class DialectCharge:
     stored_token: str | None
     stored_cvn: str
     store_token: bool
-    direct: bool
 
 
-def parse_dialect(body: dict[str, Any], *, now: datetime, cvn_required: bool, direct: bool) -> DialectCharge:
+def parse_dialect(body: dict[str, Any], *, now: datetime, cvn_required: bool) -> DialectCharge:
     """The request in `body` (a JSON object), or DialectValidationError naming every bad field."""
     try:
         request = DialectChargeRequest.model_validate(body)
@@ -245,16 +241,7 @@ def parse_dialect(body: dict[str, Any], *, now: datetime, cvn_required: bool, di
         stored_token=details.token,
         stored_cvn=(details.card_cvn or "").strip(),
         store_token=request.store_token,
-        direct=direct,
     )
-
-
-def parse_body(raw: bytes) -> dict[str, Any]:
-    """The JSON object of a raw body (the wallet verification has parsed it already; this is for tests)."""
-    data = json_input.loads(raw)
-    if not isinstance(data, dict):
-        raise DialectValidationError([FieldError("body", "must be a JSON object")])
-    return data
 
 
 _CARD_FIELDS = ("card_holder_name", "card_number", "card_expired_month", "card_expired_year")
@@ -281,7 +268,7 @@ def _cross_field_errors(request: DialectChargeRequest, cvn_required: bool) -> li
     if card.token is not None:
         if not card.token.strip():
             errors.append(FieldError("card_details.token", "is required"))
-        if any(getattr(card, name) for name in ("card_number",)):
+        if card.card_number:
             errors.append(FieldError("card_details", "must name either a token or a card number, not both"))
     else:
         for name in _CARD_FIELDS:
@@ -423,8 +410,6 @@ def charge_answer(link: str, response_type: str) -> dict[str, Any]:
 
 def auto_submit_page(link: str) -> str:
     """A page that sends the customer on to `link` as soon as it loads (a form GET with its query)."""
-    from urllib.parse import parse_qsl, urlsplit, urlunsplit
-
     parts = urlsplit(link)
     action = urlunsplit(parts._replace(query="", fragment=""))
     fields = "".join(

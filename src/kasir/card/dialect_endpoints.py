@@ -74,7 +74,7 @@ async def dialect_charge(request: Request, *, scope: str, direct: bool, cvn_requ
     merchant_id = caller.merchant.id
     answer_kind = "direct" if direct else response_type_of(request.headers.get(RESPONSE_TYPE_HEADER))
     key = idempotency_key(request)
-    charge = parse_dialect(verified.body, now=clock.local_now(), cvn_required=cvn_required, direct=direct)
+    charge = parse_dialect(verified.body, now=clock.local_now(), cvn_required=cvn_required)
     sub_merchant_id = (request.headers.get(SUB_MERCHANT_HEADER) or "").strip() or None
     card = charge.card
     database = request.app.state.database
