@@ -128,7 +128,15 @@ async def list_sub_merchants(merchant_id: str, session: ReadSession) -> SubMerch
     return SubMerchantList(merchant_id=merchant_id, sub_merchants=[_sub_view(s) for s in found])
 
 
-@router.post("/{merchant_id}/sub-merchants", status_code=201, summary="Add a sub-merchant id")
+_TAKEN = {
+    409: {
+        "description": "Conflict: the merchant has this sub-merchant id already",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PlainErrorBody"}}},
+    }
+}
+
+
+@router.post("/{merchant_id}/sub-merchants", status_code=201, summary="Add a sub-merchant id", responses=_TAKEN)
 async def add_sub_merchant(
     merchant_id: str, body: SubMerchantCreate, request: Request, session: WriteSession
 ) -> SubMerchantView:
