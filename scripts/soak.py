@@ -500,6 +500,7 @@ async def read_database(database: Database, merchant_id: str) -> dict[str, Any]:
 
     from kasir.callbacks.models import Callback
     from kasir.card.models import CardAttempt, CardOrder
+    from kasir.processors.models import ProcessorCall
 
     async with database.unit_of_work(read_only=True) as session:
         orders = (
@@ -515,6 +516,7 @@ async def read_database(database: Database, merchant_id: str) -> dict[str, Any]:
                 .group_by(CardAttempt.card_order_id)
             )
         ).all()
+        calls_in_flight = (await session.execute(select(func.count()).select_from(ProcessorCall))).scalar_one()
         callbacks = (
             await session.execute(
                 select(
@@ -530,6 +532,9 @@ async def read_database(database: Database, merchant_id: str) -> dict[str, Any]:
     return {
         "orders": [(row.id, row.external_id) for row in orders],
         "attempts": {row[0]: row[1] for row in attempts},
+        # Asked of the acquirer by a server that was killed before it recorded the answer: the worker
+        # finishes these (kasir.processors.calls), their callbacks with them.
+        "calls_in_flight": calls_in_flight,
         "callbacks": [
             {
                 "id": row.id,
@@ -548,7 +553,8 @@ async def wait_for_drain(database: Database, merchant_id: str, timeout: float) -
     started = time.monotonic()
     while True:
         state = await read_database(database, merchant_id)
-        if all(c["status"] in ("delivered", "failed") for c in state["callbacks"]):
+        settled = all(c["status"] in ("delivered", "failed") for c in state["callbacks"])
+        if settled and not state["calls_in_flight"]:
             return time.monotonic() - started, True
         if time.monotonic() - started > timeout:
             return time.monotonic() - started, False

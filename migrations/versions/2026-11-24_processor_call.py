@@ -1,4 +1,5 @@
-"""processor calls in flight: asked outside any unit of work, finished by the worker after a crash
+"""processor calls in flight (asked outside any unit of work, finished by the worker after a crash);
+a card attempt keeps its challenge's URL
 
 Revision ID: 0016
 Revises: 0011
@@ -34,8 +35,12 @@ def upgrade() -> None:
         sa.UniqueConstraint("product", "reference", name=op.f("uq_processor_call_product_reference")),
     )
     op.create_index("ix_processor_call_started_at", "processor_call", ["started_at"])
+    with op.batch_alter_table("card_attempt") as table:
+        table.add_column(sa.Column("challenge_url", sa.String(2048), nullable=True))
 
 
 def downgrade() -> None:
+    with op.batch_alter_table("card_attempt") as table:
+        table.drop_column("challenge_url")
     op.drop_index("ix_processor_call_started_at", table_name="processor_call")
     op.drop_table("processor_call")

@@ -481,7 +481,7 @@ async def test_the_worker_answers_a_stopped_dialect_charge_in_the_dialect(
     from kasir.idempotency.service import KeyRef, request_fingerprint
     from kasir.kit.clock import clock
     from kasir.merchants.basic_auth import authenticate_basic_in
-    from kasir.processors.calls import STALLED_AFTER, PendingCall, finish_stalled_calls
+    from kasir.processors.calls import PendingCall, finish_stalled_calls, stalled_after
     from kasir.processors.registry import card_acquirer
 
     merchant = await make_merchant(app)
@@ -504,7 +504,7 @@ async def test_the_worker_answers_a_stopped_dialect_charge_in_the_dialect(
         await pending.hold(session, KeyRef(merchant.id, scope, key))
     assert pending.call.card is not None
     await card_acquirer(pending.call.details["channel"]).charge(pending.call.card)  # asked; the process "stopped"
-    clock.advance(STALLED_AFTER.total_seconds() + 1)
+    clock.advance(stalled_after().total_seconds() + 1)
     try:
         await finish_stalled_calls(database)  # this job, or the app's own worker meanwhile
     finally:

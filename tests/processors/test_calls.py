@@ -26,7 +26,7 @@ from kasir.card.states import CardAttemptStatus
 from kasir.idempotency.repository import NewKey, idempotency_repository
 from kasir.idempotency.service import KeyRef, request_fingerprint
 from kasir.kit.clock import clock
-from kasir.processors.calls import STALLED_AFTER, PendingCall, finish_stalled_calls
+from kasir.processors.calls import PendingCall, finish_stalled_calls, stalled_after
 from kasir.processors.models import ProcessorCall
 from kasir.processors.protocols import CardCharge, CardDecision, ProcessorUnavailable
 from kasir.processors.simulator import SimulatedAcquirer, SimulatedIssuer
@@ -159,7 +159,7 @@ async def test_the_worker_finishes_a_charge_a_stopped_process_left_at_the_acquir
     attempt's status, records it (SUCCESS, its callback) and gives the key its answer. The order's
     expiredTime passes meanwhile: it is not expired while the acquirer's answer is unrecorded."""
     merchant = await make_merchant(app)
-    body = charge_body(number=APPROVED, expired_time=jakarta_in(30))
+    body = charge_body(number=APPROVED, expired_time=jakarta_in(5))
     database = app.state.database
     raw = compact(body).encode()
     caller = await card_service.authenticate(database, auth(merchant), address="127.0.0.1")
@@ -172,7 +172,7 @@ async def test_the_worker_finishes_a_charge_a_stopped_process_left_at_the_acquir
     assert pending.call.card is not None
     await _simulator_acquirer().charge(pending.call.card)  # asked; then the process "stopped"
     assert await finish_stalled_calls(database) == 0  # not stalled yet: the request may still record it
-    clock.advance(STALLED_AFTER.total_seconds() + 1)
+    clock.advance(stalled_after().total_seconds() + 1)
     try:
         async with database.unit_of_work() as session:
             assert await card_service.expire(session, pending.call.reference) is False

@@ -47,7 +47,6 @@ from kasir.kit.back_to_back import BackToBack
 from kasir.kit.clock import clock
 from kasir.kit.pages import html_page
 from kasir.processors.calls import CallInProgress, PendingCall
-from kasir.processors.protocols import CardResult
 from kasir.processors.registry import card_acquirer, page_of
 from kasir.ratelimit.service import source_address
 from kasir.snap.openapi import snap_route
@@ -181,10 +180,10 @@ async def payment_page(order_id: str, session: ReadSession) -> Response:
             )
         )
     if order.status == CardOrderStatus.AUTHENTICATING.value:
-        # Back to the challenge the acquirer is waiting on (asked again: idempotent by the attempt).
-        decision = await card_acquirer(order.payment_channel).status(order.id, order.attempts_made)
-        if decision.result is CardResult.CHALLENGE and decision.redirect_url:
-            return _see_other(_same_site(decision.redirect_url))
+        # Back to the challenge the acquirer is waiting on (its URL, as the acquirer gave it).
+        _order, waiting = await card_service.challenge(session, order.id)
+        if waiting is not None and waiting.challenge_url:
+            return _see_other(_same_site(waiting.challenge_url))
     if order.status != CardOrderStatus.PENDING.value:
         return html_page(await pages.render_closed(session, order, return_url=return_redirect(order, order.status)))
     csrf = page_token(order.id, order.attempts_made + 1, "pay")
@@ -219,7 +218,7 @@ async def pay(order_id: str, request: Request) -> Response:
             card = card_from_fields(form, now=clock.local_now(), prefix="")
             pending = await card_service.pay_on_page(session, order.id, attempt_number, card, tenor, save_card)
             await pending.hold(session, None)
-        order, attempt, decision = (await pending.complete(database)).recorded
+        order, attempt, _decision = (await pending.complete(database)).recorded
     except _StaleForm:
         return await _refused_now(database, order_id, "This form is no longer valid", status=403)
     except InvalidCard as error:
@@ -248,7 +247,7 @@ async def pay(order_id: str, request: Request) -> Response:
     if order.status == CardOrderStatus.SUCCESS.value:
         return _see_other(return_redirect(order, "SUCCESS"))
     if order.status == CardOrderStatus.AUTHENTICATING.value:
-        redirect = decision.redirect_url if decision is not None else None
+        redirect = attempt.challenge_url
         return _see_other(_same_site(redirect) if redirect else _page_path(order.id))
     if order.status == CardOrderStatus.EXPIRED.value:
         return _see_other(return_redirect(order, "EXPIRED"))

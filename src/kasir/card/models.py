@@ -72,6 +72,8 @@ class CardAttempt(Base):
     tenor: Mapped[str] = mapped_column(String(2))
     acq: Mapped[str] = mapped_column(String(16))
     response_message: Mapped[str] = mapped_column(String(200))
+    # Where the acquirer's challenge waits for the customer (a CHALLENGE attempt): the page sends them back there.
+    challenge_url: Mapped[str | None] = mapped_column(String(2048))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 

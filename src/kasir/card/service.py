@@ -170,11 +170,11 @@ class ChargeOutcome:
     link: str
 
     @classmethod
-    def of(cls, order: CardOrder, decision: CardDecision | None = None) -> ChargeOutcome:
+    def of(cls, order: CardOrder, challenge_url: str | None = None) -> ChargeOutcome:
         """`link`: the challenge's page while the card is behind 3-D Secure, else the payment page."""
         link = page_url(order.id)
-        if order.status == CardOrderStatus.AUTHENTICATING.value and decision and decision.redirect_url:
-            link = decision.redirect_url
+        if order.status == CardOrderStatus.AUTHENTICATING.value and challenge_url:
+            link = challenge_url
         return cls(order.id, order.external_id, payment_status(order), link)
 
 
@@ -445,6 +445,7 @@ class CardService:
             await self._succeed(session, order, now)
         elif decision.result is CardResult.CHALLENGE:
             attempt.status, attempt.completed_at = CardAttemptStatus.CHALLENGE.value, None
+            attempt.challenge_url = decision.redirect_url
             transition(order, CardOrderStatus.AUTHENTICATING)
             order.response_message = CHALLENGE_REQUIRED
             order.updated_at = now
@@ -604,8 +605,8 @@ class CardChargeAction:
     async def respond(
         self, session: AsyncSession, call: Call, recorded: tuple[CardOrder, CardAttempt, CardDecision | None]
     ) -> Response:
-        order, attempt, decision = recorded
-        outcome = ChargeOutcome.of(order, decision)
+        order, attempt, _decision = recorded
+        outcome = ChargeOutcome.of(order, attempt.challenge_url)
         if DIALECT_ANSWER in call.details:  # the provider SDK's dialect (kasir.card.dialect)
             return JSONResponse(dialect_body(call.details[DIALECT_ANSWER], order, attempt, outcome.link))
         return JSONResponse(charge_body(outcome))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Depends, Request
 
 from kasir.admin import require_admin
@@ -128,7 +130,7 @@ async def list_sub_merchants(merchant_id: str, session: ReadSession) -> SubMerch
     return SubMerchantList(merchant_id=merchant_id, sub_merchants=[_sub_view(s) for s in found])
 
 
-_TAKEN = {
+_TAKEN: dict[int | str, dict[str, Any]] = {
     409: {
         "description": "Conflict: the merchant has this sub-merchant id already",
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PlainErrorBody"}}},

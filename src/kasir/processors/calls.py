@@ -19,7 +19,8 @@ takes step 1 back instead (`Action.undo`): the request answers the error, a 4xx 
 key, a 5xx freeing it.
 
 A process that stops between 1 and 3 leaves the row. `finish_stalled_calls`, one of the worker's
-jobs, picks up calls older than STALLED_AFTER and asks again without what was never stored (the
+jobs, picks up calls older than twice the slowest processor's timeout and a margin
+(`stalled_after`) and asks again without what was never stored (the
 acquirer's status of the attempt; a refund or void asked again, idempotent by its reference),
 then records as step 3 does, the key's answer with it.
 """
@@ -46,8 +47,19 @@ from kasir.processors.repository import processor_call_repository
 
 log = logging.getLogger("kasir.processors")
 
-# Well past any processor's timeout: a call this old was left by a process that stopped.
-STALLED_AFTER = timedelta(minutes=1)
+# A processor that names no `timeout_seconds` is given this long to answer.
+UNNAMED_TIMEOUT_SECONDS = 30.0
+# Beyond twice the slowest processor's timeout, this much more: a call older than that was left
+# by a process that stopped (asking too soon could record "no answer" while the first ask succeeds).
+STALL_MARGIN = timedelta(seconds=10)
+
+
+def stalled_after() -> timedelta:
+    """How old an unrecorded call is before the worker finishes it: after any request asking it gave up."""
+    from kasir.processors.registry import current
+
+    timeouts = [float(getattr(p, "timeout_seconds", UNNAMED_TIMEOUT_SECONDS)) for p in current().by_name.values()]
+    return timedelta(seconds=2 * max(timeouts, default=0.0)) + STALL_MARGIN
 
 
 class CallInProgress(Conflict):
@@ -172,7 +184,7 @@ class PendingCall:
 
 async def _record(database: Database, action: Action, call: Call, answer: Any, also: Also | None = None) -> Finished:
     async with database.unit_of_work() as session:
-        # Whoever deletes the row records; the other (a request that outlasted STALLED_AFTER, or
+        # Whoever deletes the row records; the other (a request that outlasted `stalled_after`, or
         # the worker) reads back what was recorded.
         fresh = await processor_call_repository.forget(session, call.product, call.reference)
         recorded = await action.record(session, call, answer, fresh=fresh)
@@ -209,7 +221,7 @@ async def _undo(
 async def finish_stalled_calls(database: Database) -> int:
     """Finish the calls a stopped process left in flight; how many were finished."""
     async with database.unit_of_work(read_only=True) as session:
-        stalled = await processor_call_repository.stalled(session, clock.now() - STALLED_AFTER)
+        stalled = await processor_call_repository.stalled(session, clock.now() - stalled_after())
     finished = 0
     for values in stalled:
         key = None

@@ -10,8 +10,9 @@ a processor answers one question, "did the money move?". Kasir calls a processor
 - with Kasir's own reference (the transaction id; a refund's own reference): every call is
   **idempotent by that reference**, so asking twice (a retry after a timeout, a page opened twice)
   never moves money twice;
-- with a timeout the processor enforces itself (`timeout_seconds`, a few seconds): past it, it
-  raises `ProcessorUnavailable`.
+- with a timeout the processor enforces itself and names as its `timeout_seconds` attribute (a
+  few seconds; 30 assumed when it names none): past it, it raises `ProcessorUnavailable`. The
+  worker asks again about a call left unrecorded only after twice that (kasir.processors.calls).
 
 What an exception means:
 
@@ -139,7 +140,8 @@ class CardAcquirer(Protocol):
         ...
 
     async def status(self, reference: str, attempt: int) -> CardDecision:
-        """Where the attempt stands (a CHALLENGE's redirect_url, to send the customer back to it)."""
+        """The decision on an attempt whose answer Kasir did not record (it stopped between asking and
+        recording): what `charge` answered, or NO_ANSWER for an attempt the acquirer never received."""
         ...
 
     def page_notice(self) -> str | None:

@@ -209,6 +209,7 @@ class HttpProcessor:
 
     def __init__(self, base_url: str, secret: str, timeout: float = 5.0) -> None:
         self.secret = secret
+        self.timeout_seconds = timeout  # Kasir's worker asks again about an unrecorded call after twice this
         upstream = Upstream(base_url, secret, timeout)
         self.card = HttpAcquirer(upstream)
         self.wallet = HttpIssuer(upstream)

@@ -45,7 +45,9 @@ class SimulatedAcquirer:
 
     Its decisions are remembered (the latest DECISIONS_KEPT, in the process) so that `status`
     answers as an acquirer would for an attempt whose answer Kasir did not record (a crash
-    between asking and recording); one it does not remember is at the challenge.
+    between asking and recording). One it does not remember (asked in a process that stopped,
+    or never asked) has no answer: a failed attempt, the customer may try again; staging
+    charges no real card either way.
     """
 
     DECISIONS_KEPT = 10_000
@@ -65,13 +67,13 @@ class SimulatedAcquirer:
 
     async def complete_challenge(self, reference: str, attempt: int, params: Mapping[str, str]) -> CardDecision:
         # The OTP page applies its result itself: a customer back without it is still at the challenge.
-        return await self.status(reference, attempt)
+        return CardDecision(CardResult.CHALLENGE, MESSAGES[Outcome.CHALLENGE], otp_page_url(reference))
 
     async def status(self, reference: str, attempt: int) -> CardDecision:
         decided = self._decided.get((reference, attempt))
-        if decided is not None and decided.result is not CardResult.CHALLENGE:
+        if decided is not None:
             return decided
-        return CardDecision(CardResult.CHALLENGE, MESSAGES[Outcome.CHALLENGE], otp_page_url(reference))
+        return CardDecision(CardResult.NO_ANSWER, MESSAGES[Outcome.ISSUER_UNAVAILABLE])
 
     def page_notice(self) -> str | None:
         return pages.test_cards_notice()
@@ -105,6 +107,7 @@ class SimulatedLender:
 class Simulator:
     name = NAME
     simulates = True
+    timeout_seconds = 0.0  # it answers in the process, at once
 
     def __init__(self) -> None:
         self.card = SimulatedAcquirer()
