@@ -226,6 +226,8 @@ class Demo:
             client_secret=self.credentials.client_secret,
             callback_url=callback_url,
             merchant_id=self.credentials.merchant_id,
+            hash_key=self.credentials.hash_key,  # svc-signature too
+            partner_reference_no=checkout.partner_reference_no,
         )
         status = await self.client.bnpl_status(reference_no=checkout.reference_no)
         if event.latest_transaction_status != "00" or status.status != "00":

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -132,6 +133,10 @@ async def test_schemathesis_finds_nothing(fuzz_server: tuple[ServedKasir, FuzzMe
     document = httpx.get(f"{server.base_url}/openapi.json", timeout=30).json()
     operations = {f"{method.upper()} {path}" for path, item in document["paths"].items() for method in item}
     answered = {key.rsplit(" ", 1)[0] for key in answers}
+    per_operation: Counter[str] = Counter()
+    for key, count in answers.items():
+        per_operation[key.rsplit(" ", 1)[0]] += count
+    print("requests per operation:", per_operation.most_common())  # shown with -s
     assert operations <= answered, f"never called: {sorted(operations - answered)}"
     assert not [key for key in answers if key.endswith(tuple(f" 5{n:02}" for n in range(100)))], answers
     # Every request was signed right: none of the signed routes said 401 (the fuzz got past authentication).

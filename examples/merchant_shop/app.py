@@ -115,6 +115,7 @@ def create_app(*, kasir_url: str, shop_url: str, credentials: Credentials, db_pa
                 client_secret=credentials.client_secret,
                 callback_url=f"{shop_url}/callbacks/bnpl",
                 merchant_id=credentials.merchant_id,
+                hash_key=credentials.hash_key,  # its svc-signature as well
             )
         except SignatureError as exc:
             raise HTTPException(401, "bad signature") from exc

@@ -15,6 +15,7 @@ from fastapi import APIRouter, FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from kasir import __version__
+from kasir.callbacks.schemas import webhook_payloads
 from kasir.callbacks.worker import DeliveryWorker
 from kasir.config import Settings, configure, get_settings
 from kasir.console.admin import router as console_users_router
@@ -26,7 +27,8 @@ from kasir.merchants.sealing import check_secret_key
 from kasir.merchants.service import secret_box
 from kasir.middleware import RequestContextMiddleware
 from kasir.models import ROOMS
-from kasir.openapi import complete_error_responses
+from kasir.openapi import complete_document
+from kasir.ops.docs import add_docs
 from kasir.ops.endpoints import bench_router
 from kasir.ops.endpoints import router as ops_router
 from kasir.snap.openapi import extra_components
@@ -109,13 +111,14 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
             await database.dispose()
 
     app = FastAPI(
-        title="Kasir",
+        title="Kasir API",
         version=__version__,
         description="Payment platform: SNAP access tokens, wallet, BNPL and card payments, signed callbacks.",
         lifespan=lifespan,
         # Off in production unless asked (KASIR_PUBLIC_DOCS): see the settings.
-        docs_url="/docs" if settings.serves_docs else None,
-        redoc_url="/redoc" if settings.serves_docs else None,
+        # /docs and /redoc load their scripts from the installed package, not a CDN (kasir.ops.docs).
+        docs_url=None,
+        redoc_url=None,
         openapi_url="/openapi.json" if settings.serves_docs else None,
     )
     app.state.settings = settings
@@ -126,6 +129,8 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
     )
     install_error_handlers(app)
     add_routes(app, ops_router)
+    if settings.serves_docs:
+        add_docs(app, "/openapi.json")
     if settings.bench_mode:
         add_routes(app, bench_router)
     add_routes(app, token_router)
@@ -141,7 +146,7 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
         if app.openapi_schema is None:
             schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
             schema.setdefault("components", {}).setdefault("schemas", {}).update(extra_components())
-            complete_error_responses(schema)
+            complete_document(schema, webhook_payloads())
             app.openapi_schema = schema
         return app.openapi_schema
 

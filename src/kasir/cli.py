@@ -201,7 +201,7 @@ def demo_merchant(
     with os.fdopen(fd, "w") as handle:
         json.dump(credentials_json(credentials), handle, indent=2)
     script = directory / "get-token.sh"
-    script.write_text(_token_example(settings.public_url, credentials.client_id, private_path) + "\n")
+    script.write_text("#!/bin/sh\n" + _token_example(settings.public_url, credentials.client_id, private_path) + "\n")
     script.chmod(0o755)
     console.print(
         f"\n[bold]Demo merchant[/bold] {credentials.merchant_id} ({DEMO_MERCHANT_NAME})\n"
@@ -218,8 +218,8 @@ def demo_merchant(
 def _token_example(base_url: str, client_id: str, private_key: Path) -> str:
     key = shlex.quote(str(private_key))
     return (
-        "TS=$(date +%Y-%m-%dT%H:%M:%S%:z)\n"
-        f"SIG=$(printf '%s|%s' '{client_id}' \"$TS\" | openssl dgst -sha256 -sign {key} | base64 -w0)\n"
+        "TS=$(date -u +%Y-%m-%dT%H:%M:%S+00:00)\n"  # POSIX date (GNU's %:z is not on macOS)
+        f"SIG=$(printf '%s|%s' '{client_id}' \"$TS\" | openssl dgst -sha256 -sign {key} | openssl base64 -A)\n"
         f"curl -sS -X POST {base_url}/auth/merchants/v1.0/access-token/b2b \\\n"
         "  -H 'Content-Type: application/json' -H \"X-TIMESTAMP: $TS\" \\\n"
         f"  -H 'X-CLIENT-KEY: {client_id}' -H \"X-SIGNATURE: $SIG\" \\\n"

@@ -103,6 +103,11 @@ INVALID = [
     ("amount.value", "100000", "01", "amount.value"),
     ("amount.value", 100000, "01", "amount.value"),
     ("amount.value", "1" * 17 + ".00", "01", "amount.value"),
+    # Issue 26: 16,2 is DECIMAL(16,2): 16 digits in all, so at most 14 before the point.
+    ("itemDetails[0].amount.value", "1" * 15 + ".00", "01", "itemDetails[0].amount.value"),
+    ("itemDetails[0].amount.value", "1" * 16 + ".00", "01", "itemDetails[0].amount.value"),
+    ("itemDetails[0].amount.value", "01.00", "01", "itemDetails[0].amount.value"),
+    ("itemDetails[0].amount.value", "1.00\n", "01", "itemDetails[0].amount.value"),
     ("amount.value", _DELETE, "02", "amount.value"),
     ("amount.currency", "USD", "01", "amount.currency"),
     ("amount.currency", _DELETE, "02", "amount.currency"),
@@ -194,3 +199,35 @@ async def test_more_than_100_items_are_refused(app: FastAPI, client: httpx.Async
     response = await post_signed(client, merchant, CALC, body)
     assert response.status_code == 400, response.text
     assert response.json() == {"responseCode": "4009001", "responseMessage": "Invalid Field Format itemDetails"}
+
+
+@pytest.mark.parametrize("value", ["99999999999999.99", "10000000000000.00", "0.01"])
+async def test_amounts_of_up_to_16_digits_with_2_decimals_are_accepted(
+    app: FastAPI, client: httpx.AsyncClient, value: str
+) -> None:
+    # Issue 26: the largest DECIMAL(16,2) value (14 digits before the point) is taken, and answered as sent.
+    merchant = await make_merchant(app)
+    body = calculation_body(value, [calculation_item(amount=value, qty=1)])
+    response = await post_signed(client, merchant, CALC, body)
+    assert response.status_code == 200, response.text
+    assert {p["totalTransactionAmount"]["value"] for p in response.json()["payments"]} == {value}
+
+
+def test_the_amount_rule_is_the_schemas_pattern() -> None:
+    import re
+
+    from kasir.bnpl.schemas import PaymentCalculationRequest, QrCheckoutRequest
+    from kasir.kit.money import parse_snap_amount
+
+    for model in (PaymentCalculationRequest, QrCheckoutRequest):
+        value = model.model_json_schema()["$defs"]["BnplMoney"]["properties"]["value"]
+        assert "16 digits in all, 2 of them decimals" in value["description"]
+        pattern = value["pattern"]
+        for sample in ("0.00", "0.01", "10000.00", "9" * 14 + ".99", "1" * 15 + ".00", "01.00", "1.0", "1", "-1.00"):
+            try:
+                parse_snap_amount(sample)
+                accepted = True
+            except ValueError:
+                accepted = False
+            assert (re.fullmatch(pattern, sample) is not None) == accepted, sample
+            assert accepted == (sample in ("0.00", "0.01", "10000.00", "9" * 14 + ".99")), sample

@@ -163,7 +163,7 @@ INVALID = [
     ("customerDetails.email", "not-an-email", "01"),
     ("customerDetails.email", "a" * 60 + "@x.id", "01"),
     ("customerDetails.email", _DELETE, "02"),
-    ("customerDetails.phone", "0812-3456", "01"),
+    ("customerDetails.phone", "0812/3456/78", "01"),  # issue 26: spaces - . ( ) only
     ("customerDetails.phone", "1" * 17, "01"),
     ("customerDetails.phone", _DELETE, "02"),
     ("sellers", "x", "01"),

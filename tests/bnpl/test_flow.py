@@ -20,7 +20,7 @@ from tests.support.builders import make_merchant
 from tests.support.forms import page_forms, post_form, submit
 from tests.support.receiver import CallbackReceiver, ReceivedRequest
 from tests.support.server import ServedKasir
-from tests.support.signing import notify_signature
+from tests.support.signing import callback_signature, notify_signature, x_req_signature
 
 CHECKOUT = "/v1.0/bnpl/qr-checkout"
 STATUS = "/v1.0/bnpl/status"
@@ -52,7 +52,13 @@ def check_notification(request: ReceivedRequest, merchant: builders.TestMerchant
     parse_aware(timestamp)
     expected = notify_signature(merchant.credentials.client_secret, callback_url, request.body, timestamp)
     assert request.headers["x-signature"] == expected
-    return dict(request.json())
+    # Issue 26: svc-signature too, the wallet's formula with referenceNo as the transaction id and
+    # partnerReferenceNo as both external id and order id.
+    payload = dict(request.json())
+    partner_ref = payload["originalPartnerReferenceNo"]
+    x_req = x_req_signature(merchant.credentials.hash_key, partner_ref, partner_ref)
+    assert request.headers["svc-signature"] == callback_signature(payload["originalReferenceNo"], x_req)
+    return payload
 
 
 async def test_checkout_approve_on_page_notifies_and_inquiry_follows(
@@ -124,7 +130,7 @@ async def test_reject_on_page_notifies_06(app: FastAPI, client: httpx.AsyncClien
     [notification] = await receiver.wait_for(1, path="/bnpl/reject")
     payload = check_notification(notification, merchant, callback_url)
     assert payload["latestTransactionStatus"] == "06"
-    assert payload["tenure"] is None
+    assert payload["tenure"] == 0  # issue 26: a number, never null; 0 while no tenure is chosen
     assert "paidTime" not in payload
     status = await inquire(client, merchant, {"originalReferenceNo": data["referenceNo"]})
     assert status.json()["latestTransactionStatus"] == "06"

@@ -89,7 +89,7 @@ def test_mask_keeps_first_six_and_last_four() -> None:
 def test_parse_masks_and_hides() -> None:
     """The number and CVN are held for the acquirer's call only: in no field but their own, never in repr."""
     card = parse_card(
-        number="4811 1111 1111 1114", exp_month="9", exp_year="27", cvn="123", holder_name=" siti  rahayu ", now=NOW
+        number="4811 1111 1111 1114", exp_month="09", exp_year="27", cvn="123", holder_name=" siti  rahayu ", now=NOW
     )
     assert (card.masked, card.brand, card.exp_month, card.exp_year) == ("481111******1114", "VISA", "09", "2027")
     assert card.holder_name == "SITI RAHAYU"
@@ -112,6 +112,12 @@ def test_parse_masks_and_hides() -> None:
         ("48111111111111141111", "12", "2030", "123", ["cardNumber"]),
         ("4811111111111113", "12", "2030", "12345", ["cardNumber", "cardCvn"]),
         ("4811111111111114", "", "", "", ["cardExpiredMonth", "cardExpiredYear", "cardCvn"]),
+        # Issue 26: the month is exactly two digits, 01 to 12.
+        ("4811111111111114", "9", "2030", "123", ["cardExpiredMonth"]),
+        ("4811111111111114", " 09", "2030", "123", ["cardExpiredMonth"]),
+        ("4811111111111114", "009", "2030", "123", ["cardExpiredMonth"]),
+        ("4811111111111114", "00", "2030", "123", ["cardExpiredMonth"]),
+        ("4811111111111114", "01", "2030", "123", []),
     ],
 )
 def test_parse_refusals(number: str, month: str, year: str, cvn: str, fields: list[str]) -> None:

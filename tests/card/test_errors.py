@@ -101,6 +101,39 @@ async def test_other_merchants_may_use_the_same_order_id(client: httpx.AsyncClie
     assert (await post_charge(client, two, body)).status_code == 200
 
 
+# --- 400 VALIDATION_ERROR: Content-Type ------------------------------------------------------
+
+
+@pytest.mark.parametrize("content_type", [None, "", "text/plain", "application/x-www-form-urlencoded", "json"])
+async def test_charge_requires_json_content_type(
+    merchant: builders.TestMerchant, client: httpx.AsyncClient, content_type: str | None
+) -> None:
+    # Issue 26: interface.md endpoint 6 requires Content-Type application/json, as the other routes do.
+    from tests.card.helpers import CHARGE, auth
+    from tests.support.signing import compact
+
+    headers = {"Authorization": auth(merchant)}
+    if content_type is not None:
+        headers["Content-Type"] = content_type
+    body = charge_body()
+    response = await client.post(CHARGE, content=compact(body).encode(), headers=headers)
+    [error] = card_error(response, 400, "VALIDATION_ERROR")
+    assert error["field"] == "Content-Type"
+    # Nothing was created: the same body with the right type is accepted afterwards.
+    assert (await post_charge(client, merchant, body)).status_code == 200
+
+
+async def test_charge_takes_json_content_type_with_parameters(
+    merchant: builders.TestMerchant, client: httpx.AsyncClient
+) -> None:
+    from tests.card.helpers import CHARGE, auth
+    from tests.support.signing import compact
+
+    headers = {"Authorization": auth(merchant), "Content-Type": "Application/JSON; charset=utf-8"}
+    response = await client.post(CHARGE, content=compact(charge_body()).encode(), headers=headers)
+    assert response.status_code == 200, response.text
+
+
 # --- 422 INVALID_CARD --------------------------------------------------------------------
 
 CARD_CASES: list[tuple[dict[str, Any], list[str]]] = [

@@ -306,9 +306,12 @@ async def test_expired_time_closes_the_order_without_any_request(
     payload = check_callback(by_id[data["transactionId"]], merchant, body)
     assert payload["transaction_status"] == "EXPIRED"
     assert payload["response_message"] == "Payment link expired"
-    assert (
-        check_callback(by_id[challenged["transactionId"]], merchant, challenged_body)["transaction_status"] == "EXPIRED"
-    )
+    # Issue 26: an order never attempted names no acquirer (not a guess from the channel): "".
+    assert payload["acq"] == ""
+    assert payload["selected_channels"] == [{"channel": "CARD", "acq": ""}]
+    challenged_payload = check_callback(by_id[challenged["transactionId"]], merchant, challenged_body)
+    assert challenged_payload["transaction_status"] == "EXPIRED"
+    assert challenged_payload["acq"] == "BCA"  # the attempt's acquirer (a VISA card on the CARD channel)
     assert await expire_due_card_orders(app.state.database) == 0
     page = await client.get(local(data["link"]))
     assert 'data-status="EXPIRED"' in page.text
@@ -328,3 +331,4 @@ async def test_expiry_by_short_expired_time(
     payload = check_callback(callback, merchant, body)
     assert payload["transaction_status"] == "EXPIRED"
     assert payload["expired_time"] == body["paymentDetails"]["expiredTime"]
+    assert (payload["acq"], payload["paid_date"], payload["card_token"]) == ("", "", "")  # issue 26

@@ -14,6 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic_core import PydanticCustomError
 
+from kasir.card.cards import InvalidCardData
 from kasir.card.schemas import (
     CardValidationError,
     ChargeRequest,
@@ -94,10 +95,21 @@ CASES: list[tuple[str, Any, list[str]]] = [
     ("paymentOptions", {"tenor": 3}, ["paymentOptions.tenor"]),
     ("paymentOptions", {"useRewards": "yes"}, ["paymentOptions.useRewards"]),
     ("paymentOptions", {"campaign_code": "c" * 65}, ["paymentOptions.campaign_code"]),
+]
+
+# Issue 26: every rule of the card data is 422 INVALID_CARD (these were 400 before), every failing card field listed.
+CARD_CASES: list[tuple[str, Any, list[str]]] = [
     ("cardDetails", ..., ["cardDetails"]),
+    ("cardDetails", "4811111111111114", ["cardDetails"]),
     ("cardDetails.cardCvn", ..., ["cardDetails.cardCvn"]),
     ("cardDetails.cardNumber", "", ["cardDetails.cardNumber"]),
     ("cardDetails.cardNumber", 4811111111111114, ["cardDetails.cardNumber"]),
+    ("cardDetails.cardNumber", "4" * 40, ["cardDetails.cardNumber"]),
+    ("cardDetails.cardExpiredMonth", "9", ["cardDetails.cardExpiredMonth"]),
+    ("cardDetails.cardExpiredMonth", 12, ["cardDetails.cardExpiredMonth"]),
+    ("cardDetails.cardExpiredYear", "20301", ["cardDetails.cardExpiredYear"]),
+    ("cardDetails.cardCvn", "12345", ["cardDetails.cardCvn"]),
+    ("cardDetails.cardHolderName", "S" * 65, ["cardDetails.cardHolderName"]),
 ]
 
 
@@ -108,6 +120,44 @@ async def test_each_rule_names_its_field(
     body = with_change(charge_body(), path, value)
     response = await post_charge(client, merchant, body)
     assert sorted(fields(response)) == sorted(expected)
+
+
+@pytest.mark.parametrize(("path", "value", "expected"), CARD_CASES, ids=[f"{c[0]}={c[1]!r}"[:60] for c in CARD_CASES])
+async def test_each_card_rule_is_422_invalid_card(
+    merchant: builders.TestMerchant, client: httpx.AsyncClient, path: str, value: Any, expected: list[str]
+) -> None:
+    response = await post_charge(client, merchant, with_change(charge_body(), path, value))
+    assert response.status_code == 422, response.text
+    body = response.json()
+    assert (body["statusCode"], body["statusMessage"]) == ("422", "INVALID_CARD")
+    assert [e["field"] for e in body["errors"]] == expected
+    assert all(isinstance(e["message"], str) and e["message"] for e in body["errors"])
+
+
+async def test_every_failing_card_field_is_listed_whatever_rule_it_breaks(
+    merchant: builders.TestMerchant, client: httpx.AsyncClient
+) -> None:
+    # A type error, a missing field and content errors at once: one 422 naming each card field.
+    body = charge_body()
+    body["cardDetails"] = {"cardNumber": 4811111111111114, "cardExpiredMonth": "9", "cardExpiredYear": "2099",
+                           "cardCvn": "12"}
+    response = await post_charge(client, merchant, body)
+    assert response.status_code == 422, response.text
+    assert sorted(e["field"] for e in response.json()["errors"]) == [
+        "cardDetails.cardCvn",
+        "cardDetails.cardExpiredMonth",
+        "cardDetails.cardHolderName",
+        "cardDetails.cardNumber",
+    ]
+
+
+async def test_other_fields_failing_too_answer_400_without_the_card(
+    merchant: builders.TestMerchant, client: httpx.AsyncClient
+) -> None:
+    # Every other field stays 400 VALIDATION_ERROR; the card is looked at once the request is valid.
+    body = with_change(charge_body(), "cardDetails.cardCvn", "1")
+    body["currency"] = "USD"
+    assert fields(await post_charge(client, merchant, body)) == ["currency"]
 
 
 async def test_every_violation_is_listed_at_once(merchant: builders.TestMerchant, client: httpx.AsyncClient) -> None:
@@ -326,6 +376,8 @@ def _outcome(parse: Any, body: bytes) -> Any:
         request: ChargeRequest = parse(body, now)
     except CardValidationError as refused:
         return ("refused", [(e.field, e.message) for e in refused.errors])
+    except InvalidCardData as refused:
+        return ("card refused", [(e.field, e.message) for e in refused.errors])
     return ("parsed", request.model_dump())
 
 
@@ -352,6 +404,6 @@ def test_the_one_pass_path_reports_the_rules_across_fields() -> None:
         raw = json.dumps(body).encode()
         ChargeRequest.model_validate_json(raw)  # the fields alone are valid: this is the one-pass path
         for parse in (parse_charge_request, parse_charge_request_slowly):
-            with pytest.raises(CardValidationError) as refused:
+            with pytest.raises((CardValidationError, InvalidCardData)) as refused:
                 parse(raw, now)
             assert [e.field for e in refused.value.errors] == [field]

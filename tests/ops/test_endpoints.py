@@ -91,7 +91,8 @@ async def test_openapi_documents_token_headers_and_errors(client):
     assert {"X-TIMESTAMP", "X-CLIENT-KEY", "X-SIGNATURE"} <= header_names
     assert {"400", "401", "200"} <= set(operation["responses"])
     assert "X-TIMESTAMP" in operation["responses"]["200"]["headers"]
-    body_schema = operation["requestBody"]["content"]["application/json"]["schema"]
+    body_ref = operation["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    body_schema = document["components"]["schemas"][body_ref.rsplit("/", 1)[1]]
     assert "grantType" in body_schema["properties"]
     assert "/api/v1.0/access-token/b2b" in document["paths"]
 

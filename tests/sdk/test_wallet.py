@@ -90,6 +90,8 @@ async def test_create_pay_refund_inquiry_with_verified_callbacks(app, served, re
         assert created.payment_url
         assert created.payment_url.startswith(f"{served.base_url}/ewallet/pages/")
         assert created.qr_string is None
+        assert created.raw["paid_time"] == ""  # issue 26: the wire says "" before payment, never null
+        assert created.paid_time is None  # and the SDK keeps saying None
 
         paid = await client.wallet_dummy_payment(
             {**ref(created), "payment_method": "wallet", "payment_channel": "DANA"}

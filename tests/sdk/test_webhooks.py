@@ -60,6 +60,26 @@ async def test_real_bnpl_notification_verifies_and_tampering_is_refused(app, rec
             request.body, request.headers, client_secret=secret, callback_url=url, merchant_id="SOMEONE-ELSE"
         )
 
+    # Issue 26: svc-signature as well (this row was recorded without one, as before the change: the
+    # dispatcher computes it from the body when it claims the row), checked by the SDK with hash_key=.
+    hash_key = merchant.credentials.hash_key
+    expected = server_svc_signature("R-1", server_x_req_signature(hash_key, "P-1", "P-1"))
+    assert request.headers["svc-signature"] == expected
+    keys = {"client_secret": secret, "callback_url": url}
+    event = verify_bnpl_notification(request.body, request.headers, hash_key=hash_key, **keys)
+    assert event.original_reference_no == "R-1"
+    assert verify_bnpl_notification(
+        request.body, request.headers, hash_key=hash_key, partner_reference_no="P-1", **keys
+    ).original_partner_reference_no == "P-1"
+    with pytest.raises(SignatureError, match="svc-signature does not match"):
+        verify_bnpl_notification(request.body, request.headers, hash_key="wrong", **keys)
+    with pytest.raises(SignatureError, match="svc-signature does not match"):
+        verify_bnpl_notification(request.body, request.headers, hash_key=hash_key, partner_reference_no="P-2", **keys)
+    without = {k: v for k, v in request.headers.items() if k.lower() != "svc-signature"}
+    with pytest.raises(SignatureError, match="svc-signature header is missing"):
+        verify_bnpl_notification(request.body, without, hash_key=hash_key, **keys)
+    assert verify_bnpl_notification(request.body, without, **keys).tenure == 3  # without hash_key: as before
+
 
 async def test_real_wallet_callback_verifies_and_tampering_is_refused(app, receiver):
     merchant = await make_merchant(app)
@@ -116,3 +136,17 @@ def test_signed_fakes_verify():
         ).latest_transaction_status
         == "06"
     )
+
+
+def test_signed_fake_bnpl_notification_carries_svc_signature_with_a_hash_key():
+    payload = {"originalPartnerReferenceNo": "P-9", "originalReferenceNo": "R-9", "latestTransactionStatus": "00"}
+    keys = {"client_secret": "s", "callback_url": "https://m/cb"}
+    body, headers = sign_bnpl_notification(payload, merchant_id="M", hash_key="k", **keys)
+    # The formula, computed here apart from both the SDK and the server: sha256(R + sha256(k + P + P)).
+    import hashlib
+
+    inner = hashlib.sha256(b"kP-9P-9").hexdigest()
+    assert headers["svc-signature"] == hashlib.sha256(("R-9" + inner).encode()).hexdigest()
+    assert verify_bnpl_notification(body, headers, hash_key="k", **keys).latest_transaction_status == "00"
+    _, unsigned = sign_bnpl_notification(payload, merchant_id="M", **keys)
+    assert "svc-signature" not in unsigned

@@ -1,7 +1,7 @@
 """Schemathesis hooks for tests/test_api_fuzz.py, loaded by `schemathesis run` (SCHEMATHESIS_HOOKS).
 
-- `before_load_schema` removes the credential headers from the document: they are the signer's
-  (SIGNED_HEADERS). A fuzzed signature or timestamp is refused before anything else is read, so the
+- `before_load_schema` removes the credential headers and the operations' `security` from the document: they
+  are the signer's (SIGNED_HEADERS). A fuzzed signature or timestamp is refused before anything else is read, so the
   fuzz would never pass authentication; the refusals themselves are fuzzed in tests/test_parser_fuzz.py.
 - `before_load_schema` also gives the merchant-facing bodies one valid example each (the test helpers' bodies),
   as the document has none yet (issue 26): Schemathesis sends it and builds cases around it, so the fuzz
@@ -41,6 +41,10 @@ def before_load_schema(context: schemathesis.HookContext, raw_schema: dict[str, 
         owned = next((names for prefix, names in SIGNED_HEADERS.items() if path.startswith(prefix)), ())
         lowered = {name.lower() for name in owned}
         for operation in operations.values():
+            if isinstance(operation, dict):
+                # The credentials of the security schemes are the signer's too: it adds them to every request,
+                # so the fuzzer's own "request without credentials" cases would always be signed.
+                operation.pop("security", None)
             if isinstance(operation, dict) and "parameters" in operation:
                 operation["parameters"] = [
                     p for p in operation["parameters"] if not (p["in"] == "header" and p["name"].lower() in lowered)

@@ -258,3 +258,37 @@ async def test_ec_key_is_refused_at_registration(app):
     with pytest.raises(BadRequest, match="not an RSA key"):
         async with app.state.database.unit_of_work() as session:
             await merchant_service.create(session, name="ec-merchant", public_key=ec_pem)
+
+
+def _refusals(merchant) -> dict[str, tuple[dict[str, str], bytes, int]]:
+    timestamp = snap_timestamp()
+    wrong = token_signature(merchant.private_key, merchant.client_id, snap_timestamp(-1))
+    return {
+        "missing X-SIGNATURE": (token_headers(merchant, X_SIGNATURE=None), GRANT.encode(), 400),
+        "wrong Content-Type": (token_headers(merchant, Content_Type="text/plain"), GRANT.encode(), 400),
+        "stale X-TIMESTAMP": (token_headers(merchant, timestamp=snap_timestamp(-400)), GRANT.encode(), 401),
+        "wrong signature": (token_headers(merchant, timestamp=timestamp, X_SIGNATURE=wrong), GRANT.encode(), 401),
+        "bad grant": (token_headers(merchant), b'{"grantType": "password"}', 400),
+        "not JSON": (token_headers(merchant), b"{", 400),
+    }
+
+
+@pytest.mark.parametrize("path", [PAYMENT_PATH, DISBURSEMENT_PATH])
+async def test_refusals_carry_x_timestamp_and_x_client_key(app, client, path):
+    # Issue 26: a token error answer carries X-TIMESTAMP (server time) and X-CLIENT-KEY (the request's)
+    # as a success does.
+    merchant = await make_merchant(app)
+    for name, (headers, body, status) in _refusals(merchant).items():
+        response = await client.post(path, headers=headers, content=body)
+        assert response.status_code == status, (name, response.text)
+        assert response.json()["responseCode"].startswith(f"{status}73"), name
+        assert response.headers["X-CLIENT-KEY"] == merchant.client_id, name
+        assert abs((clock.now() - parse_aware(response.headers["X-TIMESTAMP"])).total_seconds()) < 60, name
+
+
+async def test_refusal_without_a_client_key_carries_x_timestamp_only(app, client):
+    merchant = await make_merchant(app)
+    response = await client.post(PAYMENT_PATH, headers=token_headers(merchant, X_CLIENT_KEY=None), content=GRANT)
+    assert response.json() == {"responseCode": "4007302", "responseMessage": "Invalid Mandatory Field X-CLIENT-KEY"}
+    assert "X-CLIENT-KEY" not in response.headers
+    parse_aware(response.headers["X-TIMESTAMP"])

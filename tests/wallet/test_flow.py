@@ -121,10 +121,13 @@ async def test_create_pay_callback_inquiry(
         "name": "Sepatu Lari",
         "amount": 40_000,
         "qty": 2,
-        "description": None,
+        "description": "",  # issue 26: a string field without a value is "", never null
     }
     assert payload["billing_address"]["city"] == "Jakarta"
-    assert payload["shipping_address"] is None
+    # issue 26: an address the request did not give is an object with every field, each "".
+    assert payload["shipping_address"] == dict.fromkeys(
+        ("phone", "address", "city", "postal_code", "country", "full_name"), ""
+    )
     assert payload["additional_data"] == "note 1"
     assert payload["wallet_details"] == {"id": "081234567890", "id_type": "HP"}
     assert payload["issuer"]
@@ -139,7 +142,7 @@ async def test_create_pay_callback_inquiry(
     else:
         for absent in ("acquirer_issuer_relation", "retrieval_reference_no", "payer_number"):
             assert absent not in payload
-        assert payload["terminal_id"] is None
+        assert payload["terminal_id"] == ""
 
     status = await inquire(client, merchant, tx)
     assert status["transaction_status"] == "PAID"

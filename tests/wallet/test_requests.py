@@ -77,7 +77,9 @@ async def test_headers_are_checked_on_every_route(app: FastAPI, client: httpx.As
     # another merchant's credentials with this merchant's signature
     other_auth = basic_auth(other.id, other.credentials.secret)
     assert_problem(await send({**good, "Authorization": other_auth}), 401, "04", "x-req-signature")
-    assert_problem(await send({k: v for k, v in good.items() if k != "x-req-signature"}), 400, "01", "x-req-signature")
+    # issue 26: a missing x-req-signature answers as a wrong one (04, README), no longer 01.
+    assert_problem(await send({k: v for k, v in good.items() if k != "x-req-signature"}), 401, "04", "x-req-signature")
+    assert_problem(await send({**good, "x-req-signature": " "}), 401, "04", "x-req-signature")
     assert_problem(await send({**good, "x-req-signature": "0" * 64}), 401, "04", "x-req-signature")
     upper = good["x-req-signature"].upper()
     assert_problem(await send({**good, "x-req-signature": upper}), 401, "04")
@@ -152,7 +154,7 @@ FIELD_CASES: list[tuple[str, Any, str]] = [
     ("item_details.0.item_id", _DROP, "item_details[0].item_id is required"),
     ("item_details", [], "item_details must list 1 to 100 items"),
     ("customer_details.email", "siti-at-example", "customer_details.email must be an email address"),
-    ("customer_details.phone", "call me", "customer_details.phone must be 6 to 15 digits"),
+    ("customer_details.phone", "call me", "customer_details.phone must be a phone number"),
     ("customer_details", _DROP, "customer_details is required"),
     ("wallet_details.id_type", "KTP", "wallet_details.id_type must be HP or EMAIL"),
     ("wallet_details", _DROP, "wallet_details is required"),
@@ -300,6 +302,7 @@ async def test_openapi_documents_the_wallet_routes(app: FastAPI, client: httpx.A
     schema = (await client.get("/openapi.json")).json()
     for path in ("create-payment", "create-qr", "inquiry", "refund", "void", "dummy-payment"):
         operation = schema["paths"][f"/ewallet/v2/{path}"]["post"]
-        assert {p["name"] for p in operation["parameters"]} >= {"Authorization", "x-req-signature", "x-version"}
+        assert {p["name"] for p in operation["parameters"]} >= {"x-req-signature", "x-version"}
+        assert operation["security"] == [{"merchantBasic": []}]  # Authorization: Basic, as a security scheme
         assert "requestBody" in operation
     assert "WalletItem" in schema["components"]["schemas"]

@@ -125,7 +125,7 @@ async def test_expiry_without_any_request(app: FastAPI, client: httpx.AsyncClien
     payload = check_callback(request, merchant, tx)
     assert payload["transaction_status"] == "EXPIRED"
     assert payload["response_code"] == "00"
-    assert payload["payment_details"]["paid_time"] is None
+    assert payload["payment_details"]["paid_time"] == ""  # issue 26: never null
     assert "issuer" not in payload
     assert "acquirer_issuer_relation" not in payload
     assert (await inquire(client, merchant, tx))["transaction_status"] == "EXPIRED"
@@ -152,7 +152,7 @@ async def test_ovo_failure(app: FastAPI, client: httpx.AsyncClient, receiver: Ca
     failed = await dummy_payment(client, merchant, tx, simulate_status="FAILED", failure_reason="OVO balance too low")
     assert failed.status_code == 200, failed.text
     assert failed.json()["transaction_status"] == "failed"
-    assert failed.json()["paid_time"] is None
+    assert failed.json()["paid_time"] == ""
     [request] = await receiver.wait_for(1, path="/ovo")
     payload = check_callback(request, merchant, tx)
     assert payload["transaction_status"] == "failed"

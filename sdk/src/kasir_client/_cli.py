@@ -152,6 +152,7 @@ def verify_callback(args: argparse.Namespace) -> int:
                 callback_url=args.callback_url,
                 merchant_id=credentials.merchant_id,
                 tolerance=None if args.tolerance <= 0 else args.tolerance,
+                hash_key=data["hash_key"],
             )
     except KasirError as exc:
         print(f"INVALID: {exc}", file=sys.stderr)

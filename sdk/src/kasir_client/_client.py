@@ -407,7 +407,7 @@ class _Core:
             payment_channel=text("payment_channel", payload.get("payment_channel")),
             amount=rupiah("amount"),
             refunded_amount=rupiah("refunded_amount"),
-            paid_time=text("paid_time"),
+            paid_time=text("paid_time") or None,  # Kasir sends "" before payment (never null): None here, as before
             expired_time=text("expired_time"),
             payment_url=text("payment_url"),
             qr_string=text("qr_string"),

@@ -16,7 +16,9 @@ fulfil the order: `client.confirm_wallet_payment(event, amount=order.amount)` as
 inquiry, authenticated with your own credentials) and raises ConfirmationError unless the
 transaction really is PAID, for that order and that amount. `client.confirm_bnpl_payment` does
 the same for BNPL (whose notification is signed with HMAC over the body, and is checked here
-against a timestamp tolerance, 300 s by default).
+against a timestamp tolerance, 300 s by default). A BNPL notification also carries `svc-signature`,
+computed as the wallet's with referenceNo as the transaction id and partnerReferenceNo as both
+external id and order id; pass `hash_key=` and `verify_bnpl_notification` checks it too.
 
 Every verified event carries `callback_id` (X-Kasir-Callback-Id, the same on every delivery of
 one callback) and `attempt` (X-Kasir-Attempt): deduplicate with the id.
@@ -187,12 +189,18 @@ def verify_bnpl_notification(
     merchant_id: str | None = None,
     tolerance: float | None = BNPL_TOLERANCE,
     now: datetime | None = None,
+    hash_key: str | None = None,
+    partner_reference_no: str | None = None,
 ) -> BnplNotification:
     """Check the SNAP notify X-SIGNATURE (HMAC-SHA512 over callbackUrl:v1:sha256(minify(body)):X-TIMESTAMP).
 
     `tolerance`: seconds the signed X-TIMESTAMP may be before or after `now` (default 300), so a
     notification captured once cannot be replayed later; None turns the check off. Kasir signs
     every delivery afresh, so a retry carries a new timestamp.
+
+    `hash_key`: also check `svc-signature`, sha256(referenceNo + sha256(hash_key + partnerReferenceNo
+    + partnerReferenceNo)); with `partner_reference_no` of YOUR order it is checked against that
+    (and the notification must name it) instead of the id the body claims.
     """
     raw = body.encode() if isinstance(body, str) else body
     ts = _header(headers, "X-TIMESTAMP")
@@ -206,6 +214,8 @@ def verify_bnpl_notification(
     if merchant_id is not None and _header(headers, "X-PARTNER-ID") != merchant_id:
         raise SignatureError("X-PARTNER-ID is not this merchant")
     data = _decode(raw)
+    if hash_key is not None:
+        _check_bnpl_svc(data, _header(headers, SVC_SIGNATURE), hash_key, partner_reference_no)
     amount = data.get("amount") if isinstance(data.get("amount"), dict) else {}
     assert isinstance(amount, dict)
     tenure = data.get("tenure")
@@ -216,12 +226,28 @@ def verify_bnpl_notification(
         latest_transaction_status=str(data.get("latestTransactionStatus", "")),
         transaction_status_desc=str(data.get("transactionStatusDesc", "")),
         amount=_amount(amount.get("value")),
-        tenure=int(tenure) if isinstance(tenure, (int, str)) and str(tenure).isdigit() else None,
+        # Kasir sends 0 while no tenure is chosen (never null): None here, as before.
+        tenure=int(tenure) if isinstance(tenure, (int, str)) and str(tenure).isdigit() and int(tenure) else None,
         raw=data,
         callback_id=callback_id,
         attempt=attempt,
         timestamp=ts,
     )
+
+
+def _bnpl_svc(hash_key: str, reference_no: str, partner_reference_no: str) -> str:
+    return svc_signature(reference_no, x_req_signature(hash_key, partner_reference_no, partner_reference_no))
+
+
+def _check_bnpl_svc(data: dict[str, Any], signature: str | None, hash_key: str, partner_ref: str | None) -> None:
+    if not signature:
+        raise SignatureError("svc-signature header is missing")
+    claimed = str(data.get("originalPartnerReferenceNo", ""))
+    expected = _bnpl_svc(hash_key, str(data.get("originalReferenceNo", "")), partner_ref or claimed)
+    if not hmac.compare_digest(expected.encode(), signature.strip().encode()):
+        raise SignatureError("svc-signature does not match this order")
+    if partner_ref is not None and claimed != partner_ref:
+        raise SignatureError("the notification names another order")
 
 
 def _check_timestamp(ts: str, tolerance: float, now: datetime | None) -> None:
@@ -267,14 +293,21 @@ def sign_bnpl_notification(
     callback_url: str,
     merchant_id: str,
     at: datetime | None = None,
+    hash_key: str | None = None,
 ) -> tuple[bytes, dict[str, str]]:
-    """A fake BNPL notification for your own tests: (body, headers), signed at `at` (default now)."""
+    """A fake BNPL notification for your own tests: (body, headers), signed at `at` (default now);
+    with `hash_key`, `svc-signature` too, as Kasir sends it."""
     body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
     ts = timestamp(at)
-    return body, {
+    headers = {
         "Content-Type": "application/json",
         "X-TIMESTAMP": ts,
         "X-PARTNER-ID": merchant_id,
         "X-VERSION": "v1",
         "X-SIGNATURE": notify_signature(client_secret, callback_url, body, ts),
     }
+    if hash_key is not None:
+        headers[SVC_SIGNATURE] = _bnpl_svc(
+            hash_key, str(payload.get("originalReferenceNo", "")), str(payload.get("originalPartnerReferenceNo", ""))
+        )
+    return body, headers

@@ -17,7 +17,14 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from kasir.bnpl.schemas import BnplStatusInquiryRequest, PaymentCalculationRequest, QrCheckoutRequest
+from kasir.bnpl.schemas import (
+    BnplCalculationResponse,
+    BnplCheckoutResponse,
+    BnplStatusInquiryRequest,
+    BnplStatusResponse,
+    PaymentCalculationRequest,
+    QrCheckoutRequest,
+)
 from kasir.bnpl.security import (
     SNAP_HEADERS,
     claim_external_id,
@@ -51,7 +58,7 @@ _CHECKOUT_SCOPE = "POST /v1.0/bnpl/qr-checkout"
 
 
 def _snap_post(
-    name: str, service_code: str, model: type[Any], summary: str, *, keyed: bool = False
+    name: str, service_code: str, model: type[Any], answer: type[Any], summary: str, *, keyed: bool = False
 ) -> Callable[[Any], Any]:
     parameters = snap_header_params("Content-Type", *SNAP_HEADERS)
     if keyed:  # creates a payment: X-Idempotency-Key (kasir.idempotency)
@@ -67,7 +74,10 @@ def _snap_post(
                 methods=["POST"],
                 summary=f"{summary} ({version})",
                 openapi_extra=extra,
-                responses=snap_errors(400, 401, 404, 409, *((422,) if keyed else ()), 429, 500, 503),
+                responses={
+                    200: {"model": answer, "description": "Successful"},
+                    **snap_errors(400, 401, 404, 409, *((422,) if keyed else ()), 429, 500, 503),
+                },
                 include_in_schema=True,
             )
         return handler
@@ -75,7 +85,13 @@ def _snap_post(
     return register
 
 
-@_snap_post("payment-calculation", SERVICE_PAYMENT_CALCULATION, PaymentCalculationRequest, "BNPL payment calculation")
+@_snap_post(
+    "payment-calculation",
+    SERVICE_PAYMENT_CALCULATION,
+    PaymentCalculationRequest,
+    BnplCalculationResponse,
+    "BNPL payment calculation",
+)
 async def payment_calculation(request: Request) -> JSONResponse:
     async with verified_snap_request(request) as (session, caller):
         calculation = parse_request(PaymentCalculationRequest, caller.body)
@@ -89,7 +105,7 @@ async def payment_calculation(request: Request) -> JSONResponse:
     )
 
 
-@_snap_post("qr-checkout", SERVICE_QR_CHECKOUT, QrCheckoutRequest, "BNPL QR checkout", keyed=True)
+@_snap_post("qr-checkout", SERVICE_QR_CHECKOUT, QrCheckoutRequest, BnplCheckoutResponse, "BNPL QR checkout", keyed=True)
 async def qr_checkout(request: Request) -> Response:
     database = request.app.state.database
     caller = await verified_caller(request)
@@ -109,7 +125,7 @@ async def qr_checkout(request: Request) -> Response:
                           handler=checkout_in)  # fmt: skip
 
 
-@_snap_post("status", SERVICE_STATUS_INQUIRY, BnplStatusInquiryRequest, "BNPL status inquiry")
+@_snap_post("status", SERVICE_STATUS_INQUIRY, BnplStatusInquiryRequest, BnplStatusResponse, "BNPL status inquiry")
 async def status_inquiry(request: Request) -> JSONResponse:
     async with verified_snap_request(request) as (session, caller):
         inquiry = parse_request(BnplStatusInquiryRequest, caller.body)
@@ -120,7 +136,7 @@ async def status_inquiry(request: Request) -> JSONResponse:
         "originalPartnerReferenceNo": tx.partner_reference_no,
         "originalReferenceNo": tx.id,
         **transaction_body(tx),
-        "tenure": tx.tenure,
+        "tenure": tx.tenure or 0,  # a number, never null (issue 26): 0 while no tenure is chosen
     }
     if tx.paid_at is not None:
         body["paidTime"] = isoformat_seconds(tx.paid_at)
@@ -132,7 +148,7 @@ async def status_inquiry(request: Request) -> JSONResponse:
 _PLAIN = wire(WireFormat.PLAIN)
 
 
-@router.get("/bnpl/qr/{reference_no}.png", summary="BNPL QR image (qrUrl)", openapi_extra=_PLAIN)
+@router.get("/bnpl/qr/{reference_no}.png", openapi_extra=_PLAIN, include_in_schema=False)
 async def qr_image(reference_no: str, session: ReadSession) -> Response:
     tx = await bnpl_service.get(session, reference_no)
     return Response(qr_png(page_url(tx), border=2), media_type="image/png")
@@ -142,6 +158,7 @@ async def qr_image(reference_no: str, session: ReadSession) -> Response:
     "/bnpl/pages/{reference_no}",
     summary="BNPL approval (qrContent): the lender's approval page",
     openapi_extra=_PLAIN,
+    include_in_schema=False,
     response_class=HTMLResponse,
 )
 async def approval_page(reference_no: str, request: Request) -> Response:

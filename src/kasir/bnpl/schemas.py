@@ -9,12 +9,24 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BeforeValidator, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
 from kasir.bnpl.categories import FEE_ITEM_IDS, allowed_categories
-from kasir.kit.fields import country_code, email, http_url, phone, required
-from kasir.kit.money import parse_snap_amount
+from kasir.kit.fields import (
+    COUNTRY,
+    EMAIL,
+    REQUIRED,
+    URL,
+    Documented,
+    PhoneNumber,
+    country_code,
+    email,
+    http_url,
+    required,
+)
+from kasir.kit.money import SNAP_AMOUNT_PATTERN, SNAP_AMOUNT_RULE, parse_snap_amount
 from kasir.snap.schemas import SnapModel
 
 QTY_MAX = 99_999_999  # interface.md: qty length 8
@@ -27,7 +39,7 @@ def _amount(value: str) -> str:
     try:
         parse_snap_amount(value)
     except ValueError as exc:
-        raise PydanticCustomError("amount", "must be a string of up to 16 digits with 2 decimals") from exc
+        raise PydanticCustomError("amount", str(exc)) from exc
     return value
 
 
@@ -73,25 +85,40 @@ def _text(max_length: int) -> Any:
 
 
 Req = AfterValidator(required)
-Str3 = Annotated[str, _text(3), Req]
-Str8 = Annotated[str, _text(8), Req]
-Str16 = Annotated[str, _text(16), Req]
-Str32 = Annotated[str, _text(32), Req]
-Str64 = Annotated[str, _text(64), Req]
-Str128 = Annotated[str, _text(128), Req]
-Str256 = Annotated[str, _text(256), Req]
+# Each rule is also stated in the field's OpenAPI schema (kasir.kit.fields.Documented).
+QTY = Documented(type="integer", minimum=1, maximum=QTY_MAX)
+CATEGORY = Documented(description="A 4-character code of the BNPL category table (KASIR_BNPL_CATEGORIES)")
+Str3 = Annotated[str, _text(3), Req, REQUIRED]
+Str8 = Annotated[str, _text(8), Req, REQUIRED]
+Str16 = Annotated[str, _text(16), Req, REQUIRED]
+Str32 = Annotated[str, _text(32), Req, REQUIRED]
+Str64 = Annotated[str, _text(64), Req, REQUIRED]
+Str128 = Annotated[str, _text(128), Req, REQUIRED]
+Str256 = Annotated[str, _text(256), Req, REQUIRED]
 Opt16 = Annotated[str, _text(16)]
 Opt32 = Annotated[str, _text(32)]
-AmountValue = Annotated[str, _text(19), Req, AfterValidator(_amount)]
-Currency = Annotated[str, _text(3), Req, AfterValidator(_idr)]
-Url256 = Annotated[str, _text(256), Req, AfterValidator(http_url)]
-OptUrl256 = Annotated[str, _text(256), AfterValidator(http_url)]
-Email64 = Annotated[str, _text(64), Req, AfterValidator(email)]
-OptEmail64 = Annotated[str, _text(64), AfterValidator(email)]
-Phone16 = Annotated[str, _text(16), Req, AfterValidator(phone)]
-ItemId = Annotated[str, _text(64), Req, AfterValidator(_item_id)]
-StrictQty = Annotated[int, BeforeValidator(_strict_qty), AfterValidator(_qty_range)]
-LenientQty = Annotated[int, BeforeValidator(_lenient_qty), AfterValidator(_qty_range)]
+# 14 digits, the point, 2 decimals; the rule documented as the schema's pattern (checked by _amount).
+AmountValue = Annotated[
+    str,
+    _text(17),
+    Req,
+    AfterValidator(_amount),
+    Field(
+        description=f"A string of {SNAP_AMOUNT_RULE}",
+        json_schema_extra={"pattern": SNAP_AMOUNT_PATTERN, "examples": ["150000.00"]},
+    ),
+]
+Currency = Annotated[str, _text(3), Req, AfterValidator(_idr), Documented(enum=["IDR"])]
+Url256 = Annotated[str, _text(256), Req, AfterValidator(http_url), URL]
+OptUrl256 = Annotated[str, _text(256), AfterValidator(http_url), URL]
+Email64 = Annotated[str, _text(64), Req, AfterValidator(email), EMAIL]
+OptEmail64 = Annotated[str, _text(64), AfterValidator(email), EMAIL]
+Phone16 = Annotated[str, _text(16), Req, PhoneNumber()]  # interface.md: phone 16
+ItemId = Annotated[str, _text(64), Req, AfterValidator(_item_id), REQUIRED]
+StrictQty = Annotated[int, BeforeValidator(_strict_qty), AfterValidator(_qty_range), QTY]
+LenientQty = Annotated[
+    int, BeforeValidator(_lenient_qty), AfterValidator(_qty_range), QTY, Documented(description="A number (or digits)")
+]
 
 
 class BnplMoney(SnapModel):
@@ -112,7 +139,7 @@ class BnplCalculationItem(SnapModel):
     amount: BnplMoney
     url: Url256
     image_url: OptUrl256 | None = None
-    category: Annotated[str, _text(256), Req, AfterValidator(_category)]
+    category: Annotated[str, _text(256), Req, AfterValidator(_category), CATEGORY]
     qty: LenientQty
     parent_type: Literal["SELLER"]
     parent_id: Str64
@@ -135,7 +162,7 @@ class BnplCheckoutItem(SnapModel):
     item_id: ItemId
     name: Str128
     amount: BnplMoney
-    category: Annotated[str, _text(4), Req, AfterValidator(_category)]
+    category: Annotated[str, _text(4), Req, AfterValidator(_category), CATEGORY]
     qty: StrictQty
 
 
@@ -153,7 +180,7 @@ class BnplSellerAddress(SnapModel):
     city: Str32
     postal_code: Str8
     phone: Phone16
-    country_code: Annotated[str, _text(16), Req, AfterValidator(country_code)]
+    country_code: Annotated[str, _text(16), Req, AfterValidator(country_code), COUNTRY]
 
 
 class BnplSeller(SnapModel):
@@ -171,7 +198,7 @@ class QrCheckoutRequest(SnapModel):
     item_details: Annotated[list[BnplCheckoutItem], Field(min_length=1, max_length=ITEMS_MAX)]
     customer_details: BnplCustomerDetails
     sellers: Annotated[list[BnplSeller], Field(max_length=ITEMS_MAX)] | None = None
-    callback_url: Annotated[str, _text(2048), Req, AfterValidator(http_url)]
+    callback_url: Annotated[str, _text(2048), Req, AfterValidator(http_url), URL]
     additional_info: dict[str, Any] | None = None
 
 
@@ -179,6 +206,124 @@ class QrCheckoutRequest(SnapModel):
 
 
 class BnplStatusInquiryRequest(SnapModel):
+    """Names the transaction by originalReferenceNo, originalPartnerReferenceNo, or both (then they must agree)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [
+                {"required": [name], "properties": {name: {"type": "string", "minLength": 1}}}
+                for name in ("originalReferenceNo", "originalPartnerReferenceNo")
+            ]
+        }
+    )
     original_partner_reference_no: Annotated[str, _text(64)] | None = None
     original_reference_no: Annotated[str, _text(64)] | None = None
     additional_info: dict[str, Any] | None = None
+
+
+# --- answers (200 bodies), documented for the OpenAPI document and generated clients ------------------
+# The service builds them (kasir.bnpl.service.option_body / transaction_body); field names are the wire's.
+
+_SNAP_TIME = "ISO 8601 with offset, like 2026-11-23T10:15:00+07:00"
+_STATUSES = {
+    "00": "Success", "01": "Initiated", "02": "Paying", "03": "Pending", "04": "Refunded", "05": "Canceled",
+    "06": "Failed", "07": "Not found",
+}  # fmt: skip
+
+
+class BnplAmount(BaseModel):
+    """A SNAP amount: a string with two decimals, and its currency."""
+
+    value: str = Field(pattern=r"^[0-9]{1,14}\.[0-9]{2}$", examples=["150000.00"])
+    currency: str = Field(examples=["IDR"])
+
+
+class BnplInstallmentOption(BaseModel):
+    id: str = Field(examples=["3_months"])
+    tenure: int = Field(examples=[3])
+    tenureTimeUnit: str = Field(examples=["MONTH"])  # noqa: N815 (wire names)
+    paymentType: str  # noqa: N815
+    rate: int
+    amount: BnplAmount
+    installmentAmount: BnplAmount  # noqa: N815
+    monthlyInstallment: BnplAmount  # noqa: N815
+    totalInterest: BnplAmount  # noqa: N815
+    provision: BnplAmount
+    totalTransactionAmount: BnplAmount  # noqa: N815
+
+
+class BnplCalculationResponse(BaseModel):
+    """Payment calculation (service 90): one option per tenure the merchant offers."""
+
+    responseCode: str = Field(examples=["2009000"])  # noqa: N815
+    responseMessage: str = Field(examples=["Successful"])  # noqa: N815
+    payments: list[BnplInstallmentOption]
+
+
+class BnplAnswerPaymentDetails(BaseModel):
+    amount: BnplAmount
+    totalAmount: BnplAmount  # noqa: N815
+
+
+_CHECKOUT_EXAMPLE: dict[str, Any] = {
+    "responseCode": "2009200",
+    "responseMessage": "Successful",
+    "partnerReferenceNo": "INV-1001",
+    "referenceNo": "BN2611230001ABCD",
+    "paymentChannel": "KASIR_BNPL",
+    "paymentDetails": {
+        "amount": {"value": "150000.00", "currency": "IDR"},
+        "totalAmount": {"value": "150000.00", "currency": "IDR"},
+    },
+    "qrContent": "https://kasir.example/bnpl/pages/BN2611230001ABCD",
+    "qrUrl": "https://kasir.example/bnpl/qr/BN2611230001ABCD.png",
+    "latestTransactionStatus": "01",
+    "transactionStatusDesc": "Initiated",
+    "createdAt": "2026-11-23T10:15:00+07:00",
+    "validityPeriod": "2026-11-23T10:45:00+07:00",
+}
+
+
+class BnplCheckoutResponse(BaseModel):
+    """QR checkout (service 91): the transaction, and where the customer approves it."""
+
+    model_config = ConfigDict(json_schema_extra={"examples": [_CHECKOUT_EXAMPLE]})
+
+    responseCode: str = Field(examples=["2009200"])  # noqa: N815
+    responseMessage: str = Field(examples=["Successful"])  # noqa: N815
+    partnerReferenceNo: str  # noqa: N815
+    referenceNo: str  # noqa: N815
+    paymentChannel: str = Field(examples=["KASIR_BNPL"])  # noqa: N815
+    paymentDetails: BnplAnswerPaymentDetails  # noqa: N815
+    qrContent: str = Field(description="The customer's approval page")  # noqa: N815
+    qrUrl: str = Field(description="PNG of qrContent as a QR code")  # noqa: N815
+    latestTransactionStatus: str = Field(  # noqa: N815
+        json_schema_extra={"enum": list(_STATUSES)},
+        description="; ".join(f"{code} {name}" for code, name in _STATUSES.items()),
+    )
+    transactionStatusDesc: str  # noqa: N815
+    createdAt: str = Field(description=_SNAP_TIME)  # noqa: N815
+    validityPeriod: str = Field(description=_SNAP_TIME)  # noqa: N815
+
+
+class BnplStatusResponse(BnplCheckoutResponse):
+    """Status inquiry (service 92): the checkout's fields, the original references, the tenure."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    **_CHECKOUT_EXAMPLE,
+                    "responseCode": "2009300",
+                    "originalPartnerReferenceNo": "INV-1001",
+                    "originalReferenceNo": "BN2611230001ABCD",
+                    "tenure": 3,
+                }
+            ]
+        }
+    )
+
+    originalPartnerReferenceNo: str  # noqa: N815
+    originalReferenceNo: str  # noqa: N815
+    tenure: int = Field(description="Months, as chosen on the approval page")
+    paidTime: str | SkipJsonSchema[None] = Field(None, description=_SNAP_TIME + "; once paid")  # noqa: N815

@@ -41,6 +41,7 @@ from kasir.bnpl.security import SnapCaller
 from kasir.bnpl.states import DESCRIPTIONS, NOTIFIED, BnplStatus, TransactionNotInitiated, transition
 from kasir.callbacks.models import CallbackKind
 from kasir.callbacks.service import callback_outbox
+from kasir.callbacks.signing import bnpl_svc_signature
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import get_settings
 from kasir.db import Database, each_in_own_unit_of_work
@@ -55,6 +56,7 @@ from kasir.kit.clock import clock, isoformat_seconds
 from kasir.kit.ids import new_id
 from kasir.kit.logs import annotate_request
 from kasir.kit.money import format_snap_amount
+from kasir.merchants.service import merchant_service
 from kasir.processors.protocols import BnplApplication
 from kasir.snap.headers import parse_json_body
 
@@ -288,6 +290,7 @@ class BnplService:
         tx.updated_at = clock.now()
         await session.flush()
         if BnplStatus(tx.status) in NOTIFIED:
+            merchant = await merchant_service.get(session, tx.merchant_id)
             await callback_outbox.record(
                 session,
                 kind=CallbackKind.BNPL,
@@ -296,7 +299,9 @@ class BnplService:
                 event=tx.status,
                 url=tx.callback_url,
                 payload=await self.notification_payload(session, tx),
-                svc_signature=None,
+                svc_signature=bnpl_svc_signature(
+                    merchant_service.secrets(merchant).hash_key, tx.id, tx.partner_reference_no
+                ),
             )
 
     async def notification_payload(self, session: AsyncSession, tx: BnplTransaction) -> dict[str, Any]:
@@ -307,7 +312,7 @@ class BnplService:
             "latestTransactionStatus": tx.status,
             "transactionStatusDesc": tx.status_desc,
             "amount": money(tx.amount),
-            "tenure": tx.tenure,
+            "tenure": tx.tenure or 0,  # a number, never null (issue 26): 0 while no tenure is chosen
         }
         additional_info: dict[str, Any] = {"paymentChannel": PAYMENT_CHANNEL}
         if tx.paid_at is not None:

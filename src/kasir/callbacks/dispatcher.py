@@ -25,7 +25,7 @@ from kasir.callbacks import metrics
 from kasir.callbacks.models import CallbackKind, CallbackStatus
 from kasir.callbacks.policies import POLICIES
 from kasir.callbacks.repository import callback_repository
-from kasir.callbacks.signing import signature_header, snap_notify_headers, with_query_signature
+from kasir.callbacks.signing import bnpl_svc_signature, snap_notify_headers, svc_signature_header, with_query_signature
 from kasir.callbacks.ssrf import UnsafeCallbackUrl, resolve_checked
 from kasir.config import Settings
 from kasir.db import Database
@@ -73,11 +73,16 @@ async def claim_due(database: Database, worker: str, limit: int, lease_seconds: 
         rows = await callback_repository.claimable(session, now, limit)
         if not rows:
             return []
-        secrets: dict[str, str] = {}
+        secrets: dict[str, tuple[str, str]] = {}  # BNPL merchants: (client_secret, hash_key)
         for row in rows:
-            if row.kind == CallbackKind.BNPL.value and row.merchant_id not in secrets:
-                merchant = await merchant_service.get(session, row.merchant_id)
-                secrets[row.merchant_id] = merchant_service.secrets(merchant).client_secret
+            signature = row.svc_signature
+            if row.kind == CallbackKind.BNPL.value:
+                if row.merchant_id not in secrets:
+                    merchant = await merchant_service.get(session, row.merchant_id)
+                    merchant_secrets = merchant_service.secrets(merchant)
+                    secrets[row.merchant_id] = (merchant_secrets.client_secret, merchant_secrets.hash_key)
+                if signature is None:  # recorded before BNPL notifications carried svc-signature
+                    signature = _bnpl_signature_of(row.payload, secrets[row.merchant_id][1])
             row.status = CallbackStatus.DELIVERING.value
             row.lease_owner = worker
             row.lease_expires_at = now + timedelta(seconds=lease_seconds)
@@ -91,14 +96,22 @@ async def claim_due(database: Database, worker: str, limit: int, lease_seconds: 
                     transaction_ref=row.transaction_ref,
                     url=row.url,
                     payload=row.payload.encode(),
-                    svc_signature=row.svc_signature,
+                    svc_signature=signature,
                     attempt_number=row.attempts_made + 1,
                     max_attempts=row.max_attempts,
                     created_at_unix=row.created_at.timestamp(),
-                    client_secret=secrets.get(row.merchant_id),
+                    client_secret=secrets[row.merchant_id][0] if row.merchant_id in secrets else None,
                 )
             )
     return claimed
+
+
+def _bnpl_signature_of(payload: str, hash_key: str) -> str | None:
+    try:
+        body = json.loads(payload)
+        return bnpl_svc_signature(hash_key, body["originalReferenceNo"], body["originalPartnerReferenceNo"])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def request_for(callback: ClaimedCallback) -> tuple[str, dict[str, str]]:
@@ -121,8 +134,9 @@ def request_for(callback: ClaimedCallback) -> tuple[str, dict[str, str]]:
                 timestamp=isoformat_seconds(clock.now()),
             )
         )
-    elif callback.svc_signature is not None:
-        headers[signature_header()] = callback.svc_signature
+    # interface.md Events: every callback carries svc-signature (BNPL's beside its SNAP headers, issue 26).
+    if callback.svc_signature is not None:
+        headers[svc_signature_header()] = callback.svc_signature
         if callback.kind is CallbackKind.WALLET:  # decisions.md §3.5: also as a query parameter
             url = with_query_signature(url, callback.svc_signature)
     return url, headers

@@ -4,7 +4,8 @@ import json
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from kasir.callbacks.models import Callback, CallbackAttempt
 
@@ -77,3 +78,181 @@ class CallbackView(BaseModel):
 
 class CallbackList(BaseModel):
     callbacks: list[CallbackView]
+
+
+# --- the callbacks' payloads, as the OpenAPI document's `webhooks` (kasir.openapi) ---------------------------
+# Built by the rooms' services (wallet.service.callback_payload, card.service.callback_payload,
+# bnpl.service.notification_payload); documented here as the merchant receives them. A string with no value
+# is "", never null; a field marked optional is absent from some callbacks.
+
+
+class WalletNotificationPaymentDetails(BaseModel):
+    amount: int
+    total_amount: int
+    transaction_description: str
+    transaction_time: str
+    expired_time: str
+    paid_time: str = Field(description='"" until paid')
+
+
+class WalletNotificationCustomer(BaseModel):
+    phone: str
+    email: str
+    full_name: str
+
+
+class WalletNotificationItem(BaseModel):
+    item_id: str
+    name: str
+    amount: int
+    qty: int
+    description: str = Field(description='"" when the item had none')
+
+
+class WalletNotificationAddress(BaseModel):
+    full_name: str
+    phone: str
+    address: str
+    city: str
+    postal_code: str
+    country: str
+
+
+class WalletNotificationWallet(BaseModel):
+    id: str
+    id_type: str = Field(json_schema_extra={"enum": ["HP", "EMAIL"]})
+
+
+class WalletNotificationHistory(BaseModel):
+    refund_time: str | SkipJsonSchema[None] = None
+    refund_amount: int | SkipJsonSchema[None] = None
+    void_time: str | SkipJsonSchema[None] = None
+    void_amount: int | SkipJsonSchema[None] = None
+
+
+class WalletNotification(BaseModel):
+    """The wallet callback: sent on PAID, EXPIRED, failed (OVO), REFUNDED and VOID."""
+
+    transaction_id: str
+    external_id: str
+    order_id: str
+    merchant_id: str
+    reference_id: str
+    currency: str
+    payment_method: str
+    payment_channel: str
+    payment_system: str
+    transaction_status: str = Field(json_schema_extra={"enum": ["PAID", "EXPIRED", "failed", "REFUNDED", "VOID"]})
+    payment_details: WalletNotificationPaymentDetails
+    customer_details: WalletNotificationCustomer
+    item_details: list[WalletNotificationItem]
+    billing_address: WalletNotificationAddress
+    shipping_address: WalletNotificationAddress
+    response_code: str = Field(description="`00`, or `03` for a failed payment")
+    response_message: str
+    additional_data: str = Field(description='"" when the payment had none')
+    wallet_details: WalletNotificationWallet
+    terminal_id: str
+    payer_name: str = Field(description='"" until paid')
+    issuer: str | SkipJsonSchema[None] = Field(None, description="PAID only: who paid")
+    acquirer_issuer_relation: str | SkipJsonSchema[None] = Field(
+        None, description="PAID QRIS only", json_schema_extra={"enum": ["on_us", "off_us"]}
+    )
+    retrieval_reference_no: str | SkipJsonSchema[None] = Field(None, description="PAID QRIS only")
+    payer_number: str | SkipJsonSchema[None] = Field(None, description='QRIS only; "" until paid')
+    refund_history: list[WalletNotificationHistory] | SkipJsonSchema[None] = Field(None, description="REFUNDED only")
+    void_history: list[WalletNotificationHistory] | SkipJsonSchema[None] = Field(None, description="VOID only")
+
+
+class PaymentPageChannel(BaseModel):
+    channel: str
+    acq: str
+
+
+class PaymentPageItem(BaseModel):
+    item_id: str
+    name: str
+    amount: int
+    qty: int
+
+
+class PaymentPageCustomer(BaseModel):
+    full_name: str
+    email: str
+    phone: str
+    address: str
+    is_email_show: bool
+    is_phone_show: bool
+
+
+class PaymentPageAddress(BaseModel):
+    full_name: str
+    phone: str
+    address: str
+    city: str
+    postal_code: str
+    country: str
+
+
+class PaymentPageNotification(BaseModel):
+    """The payment-page (card) callback: sent on SUCCESS, FAILED and EXPIRED."""
+
+    transaction_id: str
+    order_id: str
+    external_id: str
+    currency: str
+    transaction_status: str = Field(json_schema_extra={"enum": ["SUCCESS", "FAILED", "EXPIRED"]})
+    response_message: str
+    payment_method: str = Field(examples=["CARD"])
+    payment_channel: str = Field(examples=["CARD"])
+    acq: str = Field(description='The acquirer; "" for an order never attempted')
+    paid_date: str = Field(description='UTC ISO 8601; "" until paid')
+    amount: int
+    selected_channels: list[PaymentPageChannel]
+    is_customer_paying_fee: bool
+    item_details: list[PaymentPageItem]
+    save_card: bool
+    card_token: str = Field(description='"" when no card was saved')
+    customer_details: PaymentPageCustomer
+    shipping_address: PaymentPageAddress
+    billing_address: PaymentPageAddress
+    callback_url: str
+    success_redirect_url: str
+    failed_redirect_url: str
+    expired_time: str
+
+
+class BnplNotificationAmount(BaseModel):
+    value: str
+    currency: str
+
+
+class BnplNotificationInfo(BaseModel):
+    paymentChannel: str  # noqa: N815 (wire names)
+    installment: dict[str, Any] | SkipJsonSchema[None] = Field(
+        None, description="The chosen installment option, as in the payment calculation's `payments`"
+    )
+
+
+class BnplNotification(BaseModel):
+    """The BNPL notification: sent on 00 Success, 05 Canceled and 06 Failed."""
+
+    originalPartnerReferenceNo: str  # noqa: N815
+    originalReferenceNo: str  # noqa: N815
+    latestTransactionStatus: str = Field(json_schema_extra={"enum": ["00", "05", "06"]})  # noqa: N815
+    transactionStatusDesc: str  # noqa: N815
+    amount: BnplNotificationAmount
+    tenure: int
+    paidTime: str | SkipJsonSchema[None] = Field(None, description="Once paid")  # noqa: N815
+    additionalInfo: BnplNotificationInfo  # noqa: N815
+
+
+class PaymentPageAnswer(BaseModel):
+    """What the merchant answers a payment-page callback: 200, application/json, a string `message`."""
+
+    message: str = Field(examples=["OK"])
+
+
+def webhook_payloads() -> list[type[BaseModel]]:
+    """The models of the OpenAPI document's `webhooks` (kasir.openapi)."""
+    return [WalletNotification, PaymentPageNotification, BnplNotification, PaymentPageAnswer]

@@ -8,15 +8,14 @@ from kasir.config import get_settings
 from kasir.kit.crypto import sha256_hex
 from kasir.snap.signatures import notify_signature
 
-SVC_SIGNATURE = "svc-signature"  # the header's name with the default brand (KASIR_CALLBACK_SIGNATURE_BRAND)
+# interface.md: the callback signature header, `svc-signature` with the brand word neutral. Its name
+# is built here only (svc_signature_header): the header and the wallet's query parameter both use it.
+SVC_SIGNATURE = "svc-signature"
 
 
-def signature_header() -> str:
-    """The callback signature header's name: `<KASIR_CALLBACK_SIGNATURE_BRAND>-signature` (`svc-signature`).
-
-    The one place its name is made: every callback that carries the signature, and the wallet
-    callback's query parameter of the same name, ask here.
-    """
+def svc_signature_header() -> str:
+    """The name of the callback signature header (and of the wallet callback's query parameter):
+    `<KASIR_CALLBACK_SIGNATURE_BRAND>-signature`, `svc-signature` by default."""
     return f"{get_settings().callback_signature_brand}-signature"
 
 
@@ -32,9 +31,15 @@ def svc_signature(transaction_id: str, x_req_sig: str, sub_merchant_id: str | No
     return sha256_hex(transaction_id + x_req_sig + (sub_merchant_id or ""))
 
 
+def bnpl_svc_signature(hash_key: str, reference_no: str, partner_reference_no: str) -> str:
+    """Issue 26: a BNPL notification's `svc-signature`, the wallet's (§3.5) with referenceNo as the
+    transaction id and partnerReferenceNo as both external id and order id."""
+    return svc_signature(reference_no, x_req_signature(hash_key, partner_reference_no, partner_reference_no))
+
+
 def with_query_signature(url: str, signature: str) -> str:
     """Wallet callbacks repeat the signature as `svc-signature=` on the URL, keeping its query."""
-    name = signature_header()
+    name = svc_signature_header()
     parts = urlsplit(url)
     query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != name]
     query.append((name, signature))

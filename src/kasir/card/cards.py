@@ -117,12 +117,12 @@ def parse_card(
     elif not luhn_valid(digits):
         errors.append(FieldError(prefix + "cardNumber", "is not a valid card number (check digit)"))
 
-    month = exp_month.strip()
+    month = exp_month  # issue 26: exactly two digits, 01 to 12
     year = exp_year.strip()
-    month_ok = bool(re.match(r"^(0?[1-9]|1[0-2])$", month))
+    month_ok = bool(re.fullmatch(r"(0[1-9]|1[0-2])", month))
     year_ok = bool(re.match(r"^([0-9]{2}|[0-9]{4})$", year))
     if not month_ok:
-        errors.append(FieldError(prefix + "cardExpiredMonth", "must be a month, 01 to 12"))
+        errors.append(FieldError(prefix + "cardExpiredMonth", "must be a month as two digits, 01 to 12"))
     if not year_ok:
         errors.append(FieldError(prefix + "cardExpiredYear", "must be a year as YY or YYYY"))
     full_year = (2000 + int(year) if len(year) == 2 else int(year)) if year_ok else 0

@@ -26,7 +26,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.card import pages
 from kasir.card.dialect_endpoints import dialect_charge, dialect_router, speaks_dialect
-from kasir.card.schemas import CardErrorBody, ChargeRequest, ChargeResponse
+from kasir.card.schemas import CardErrorBody, CardValidationError, ChargeRequest, ChargeResponse
 from kasir.card.service import (
     EXPIRED_BY_TIME,
     AttemptAlreadySubmitted,
@@ -41,7 +41,7 @@ from kasir.card.service import (
 from kasir.card.states import CardOrderClosed, CardOrderStatus
 from kasir.config import get_settings
 from kasir.db import ReadSession
-from kasir.errors import KasirError, NotFound, WireFormat, wire
+from kasir.errors import FieldError, KasirError, NotFound, WireFormat, wire
 from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
 from kasir.kit.back_to_back import BackToBack
 from kasir.kit.clock import clock
@@ -94,6 +94,7 @@ def _error_responses() -> dict[int | str, dict[str, Any]]:
 async def charge(request: Request) -> Response:
     if speaks_dialect(request, await request.body()):  # the provider SDK's snake_case charge
         return await dialect_charge(request, scope=_SCOPE, direct=False, cvn_required=True)
+    _require_json(request)
     database = request.app.state.database
     caller = await card_service.authenticate(
         database, request.headers.get("authorization"), address=source_address(request)
@@ -114,6 +115,15 @@ async def charge(request: Request) -> Response:
 
 # The provider SDK's direct charges (its charge is the route above).
 router.include_router(dialect_router)
+
+
+def _require_json(request: Request) -> None:
+    """interface.md endpoint 6: Content-Type application/json is required (issue 26), as on the other routes."""
+    content_type = request.headers.get("content-type")
+    if content_type is None or not content_type.strip():
+        raise CardValidationError([FieldError("Content-Type", "is required (application/json)")])
+    if content_type.split(";", 1)[0].strip().lower() != "application/json":
+        raise CardValidationError([FieldError("Content-Type", "must be application/json")])
 
 
 # --- the hosted payment page ----------------------------------------------------------------
@@ -215,7 +225,7 @@ async def pay(order_id: str, request: Request) -> Response:
             order = await card_service.get(session, order_id)
             if not check_page_token(order.id, attempt_number, "pay", form.get("csrf", "")):
                 raise _StaleForm()
-            card = card_from_fields(form, now=clock.local_now(), prefix="")
+            card = card_from_fields(_page_card_fields(form), now=clock.local_now(), prefix="")
             pending = await card_service.pay_on_page(session, order.id, attempt_number, card, tenor, save_card)
             await pending.hold(session, None)
         order, attempt, _decision = (await pending.complete(database)).recorded
@@ -264,6 +274,14 @@ async def _refused_now(database: Any, order_id: str, heading: str, *, status: in
     async with database.unit_of_work(read_only=True) as session:
         order = await card_service.get(session, order_id)
         return await _refused(session, order, heading, status=status)
+
+
+def _page_card_fields(form: dict[str, str]) -> dict[str, str]:
+    """The page's own form takes a month typed as one digit (`9`); the API wants two (`09`)."""
+    month = form.get("cardExpiredMonth", "").strip()
+    if len(month) == 1 and month.isascii() and month.isdigit():
+        return {**form, "cardExpiredMonth": "0" + month}
+    return {**form, "cardExpiredMonth": month}
 
 
 async def _refused(session: AsyncSession, order: Any, heading: str, *, status: int) -> HTMLResponse:

@@ -3,10 +3,13 @@
 `parse_charge_request(body, now)` answers a `ChargeRequest` or raises one `CardValidationError`
 (400 VALIDATION_ERROR) listing every violated field at once as dotted camelCase paths: the
 field rules of the model and the rules across fields (amount = items total, channel for
-the payment method, card details in CLOSE mode, expiredTime in the future). Card data is
-only checked for presence here; its content (Luhn, expiry, CVN) is `cards.parse_card`'s
-(422 INVALID_CARD). Models hide their input in errors: a message never repeats a card
-number.
+the payment method, expiredTime in the future).
+
+Issue 26: every rule of the card data (`cardDetails` and its fields: type, presence in CLOSE
+mode, length, digits, Luhn, month, year, CVN, holder name) is 422 INVALID_CARD instead, listing
+every failing card field (`cards.InvalidCardData`); a request with any other failing field is
+400 and lists those. The card's content rules are `cards.parse_card`'s alone. Models hide their
+input in errors: a message never repeats a card number.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from __future__ import annotations
 import ipaddress
 import re
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, NoReturn
 
 from pydantic import (
     AfterValidator,
@@ -28,11 +31,22 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 from pydantic_core import PydanticCustomError
 
-from kasir.card.cards import card_channels
+from kasir.card.cards import InvalidCardData, card_channels, parse_card
 from kasir.errors import BadRequest, FieldError, from_pydantic_errors
 from kasir.kit import json_input
-from kasir.kit.clock import parse_aware
-from kasir.kit.fields import country_code, email, http_url, phone, required
+from kasir.kit.clock import JAKARTA, parse_aware
+from kasir.kit.fields import (
+    COUNTRY,
+    EMAIL,
+    PHONE_MAX,
+    REQUIRED,
+    URL,
+    PhoneNumber,
+    country_code,
+    email,
+    http_url,
+    required,
+)
 
 QTY_MAX = 999  # interface.md Limits
 AMOUNT_MAX = 10**15  # whole rupiah; far beyond any card limit, inside BigInteger
@@ -99,20 +113,28 @@ def _text(max_length: int) -> Any:
 
 
 Req = AfterValidator(required)
-Str16 = Annotated[str, _text(16), Req]
-Str64 = Annotated[str, _text(64), Req]
-Str128 = Annotated[str, _text(128), Req]
-Str255 = Annotated[str, _text(255), Req]
-Str256 = Annotated[str, _text(256), Req]
-Email = Annotated[str, _text(64), Req, AfterValidator(email)]
-Phone = Annotated[str, _text(16), Req, AfterValidator(phone)]
-Country = Annotated[str, _text(3), Req, AfterValidator(country_code)]
-Url = Annotated[str, _text(2048), Req, AfterValidator(http_url)]
+# Each rule is also stated in the field's OpenAPI schema (kasir.kit.fields.Documented).
+Str16 = Annotated[str, _text(16), Req, REQUIRED]
+Str64 = Annotated[str, _text(64), Req, REQUIRED]
+Str128 = Annotated[str, _text(128), Req, REQUIRED]
+Str255 = Annotated[str, _text(255), Req, REQUIRED]
+Str256 = Annotated[str, _text(256), Req, REQUIRED]
+Email = Annotated[str, _text(64), Req, AfterValidator(email), EMAIL]
+# The interface gives the card phones no length: 16 digits and their separators fit in 32.
+Phone = Annotated[str, _text(PHONE_MAX), Req, PhoneNumber()]
+Country = Annotated[str, _text(3), Req, AfterValidator(country_code), COUNTRY]
+Url = Annotated[str, _text(2048), Req, AfterValidator(http_url), URL]
 Amount = Annotated[int, BeforeValidator(_strict_int), Field(gt=0, le=AMOUNT_MAX)]
 UnitPrice = Annotated[int, BeforeValidator(_strict_int), Field(ge=0, le=AMOUNT_MAX)]
 Qty = Annotated[int, BeforeValidator(_strict_int), Field(ge=1, le=QTY_MAX)]
 StrictBool = Annotated[bool, BeforeValidator(_strict_bool)]
-CardText = Annotated[str, _text(32)]
+# Card fields are strings; their rules (length, digits, Luhn, expiry, CVN, holder) are cards.parse_card's,
+# all answered 422 INVALID_CARD (issue 26). The schema documents them; the server checks them there.
+CardText = str
+
+
+def _card_rule(description: str, **schema: Any) -> Any:
+    return Field(None, description=description, json_schema_extra=schema)
 
 
 class CardModel(BaseModel):
@@ -154,11 +176,19 @@ class CardAddress(CardModel):
 
 
 class CardDetails(CardModel):
-    card_number: CardText | None = None
-    card_expired_month: Annotated[str, _text(2)] | None = None
-    card_expired_year: Annotated[str, _text(4)] | None = None
-    card_cvn: Annotated[str, _text(4)] | None = None
-    card_holder_name: Annotated[str, _text(64)] | None = None
+    """Required in CLOSE mode (paymentMethod card); any rule broken is 422 INVALID_CARD, every card field listed."""
+
+    card_number: CardText | None = _card_rule(
+        "13 to 19 digits after removing spaces, with a valid Luhn check digit", pattern="^[0-9 ]+$"
+    )
+    card_expired_month: CardText | None = _card_rule("Two digits, 01 to 12", pattern="^(0[1-9]|1[0-2])$")
+    card_expired_year: CardText | None = _card_rule(
+        "YY or YYYY; with the month, not in the past", pattern="^([0-9]{2}|[0-9]{4})$"
+    )
+    card_cvn: CardText | None = _card_rule("3 or 4 digits", pattern="^[0-9]{3,4}$")
+    card_holder_name: CardText | None = _card_rule(
+        "Letters, spaces, . ' -; at most 64 characters (upper-cased)", maxLength=64, pattern="^[A-Za-z][A-Za-z .'-]*$"
+    )
 
 
 class CardPaymentOptions(CardModel):
@@ -232,7 +262,8 @@ def parse_charge_request(body: bytes, now: datetime) -> ChargeRequest:
         return parse_charge_request_slowly(body, now)
     errors = _cross_field_errors_of(request, now)
     if errors:
-        raise CardValidationError(errors)
+        card = request.card_details.model_dump(by_alias=True) if request.card_details is not None else None
+        _refuse(errors, card, now)
     return request
 
 
@@ -257,9 +288,50 @@ def parse_charge_request_slowly(body: bytes, now: datetime) -> ChargeRequest:
             cross_field = [e for e in cross_field if e.field not in flagged]
         errors.extend(cross_field)
     if errors:
-        raise CardValidationError(errors)
+        _refuse(errors, data.get("cardDetails") if isinstance(data, dict) else None, now)
     assert request is not None
     return request
+
+
+def is_card_field(field: str) -> bool:
+    return field == "cardDetails" or field.startswith("cardDetails.")
+
+
+def _refuse(errors: list[FieldError], card: Any, now: datetime) -> NoReturn:
+    """400 with the failing fields other than the card's, if any; else 422 with every failing card field.
+
+    The card's own errors (type, presence) come first; the content rules of `parse_card` add the
+    card fields that are present and still fail (each field named once).
+    """
+    others = [e for e in errors if not is_card_field(e.field)]
+    if others:
+        raise CardValidationError(others)
+    card_errors = list(errors)
+    if isinstance(card, dict):
+        flagged = {e.field for e in errors}
+        card_errors += [e for e in card_content_errors(card, now) if e.field not in flagged]
+    raise InvalidCardData(card_errors)
+
+
+def card_content_errors(card: dict[str, Any], now: datetime) -> list[FieldError]:
+    """`parse_card`'s errors of the card fields in `card` (wire names) that are strings."""
+    values = {name: card.get(name) for name in CARD_FIELDS}
+    try:
+        parse_card(
+            number=_text_of(values["cardNumber"]),
+            exp_month=_text_of(values["cardExpiredMonth"]),
+            exp_year=_text_of(values["cardExpiredYear"]),
+            cvn=_text_of(values["cardCvn"]),
+            holder_name=_text_of(values["cardHolderName"]),
+            now=now.astimezone(JAKARTA),
+        )
+    except InvalidCardData as exc:
+        return [e for e in exc.errors if isinstance(values[e.field.removeprefix("cardDetails.")], str)]
+    return []
+
+
+def _text_of(value: Any) -> str:
+    return value if isinstance(value, str) else ""
 
 
 def _cross_field_errors_of(request: ChargeRequest, now: datetime) -> list[FieldError]:
@@ -356,6 +428,23 @@ class ChargeData(BaseModel):
 
 class ChargeResponse(BaseModel):
     """HTTP 200: statusCode "00", statusMessage "SUCCESS" (decisions.md §4)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "statusCode": "00",
+                    "statusMessage": "SUCCESS",
+                    "data": {
+                        "transactionId": "CARD2611230001ABCD",
+                        "externalId": "EXT-1001",
+                        "paymentStatus": "PENDING",
+                        "link": "https://kasir.example/card/pages/CARD2611230001ABCD",
+                    },
+                }
+            ]
+        }
+    )
 
     statusCode: str  # noqa: N815
     statusMessage: str  # noqa: N815

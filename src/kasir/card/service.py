@@ -45,7 +45,7 @@ from kasir.callbacks.models import CallbackKind
 from kasir.callbacks.service import callback_outbox
 from kasir.callbacks.signing import svc_signature, x_req_signature
 from kasir.callbacks.ssrf import check_callback_url
-from kasir.card.cards import InvalidCardData, ParsedCard, acquirer_for, parse_card
+from kasir.card.cards import InvalidCardData, ParsedCard, acquirer_for, card_channels, parse_card
 from kasir.card.dialect import DIALECT_ANSWER, DIRECT_3DS_REFUSED, dialect_body, refuses_challenge
 from kasir.card.models import CardAttempt, CardOrder
 from kasir.card.repository import card_repository
@@ -221,9 +221,12 @@ class CardService:
         return await authenticate_basic_in(database, authorization, address=address)
 
     def parse(self, body: bytes) -> tuple[ChargeRequest, ParsedCard | None]:
-        """400 for the request's fields, then 422 for the card's content (CLOSE mode, method card)."""
+        """400 for the request's fields; else 422 for any rule of the card's (issue 26)."""
         now = clock.now()
-        request = parse_charge_request(body, now)
+        try:
+            request = parse_charge_request(body, now)
+        except InvalidCardData as exc:
+            raise InvalidCard(errors=exc.errors) from None
         card = None
         if request.payment_method == "card" and request.payment_mode == "CLOSE":
             assert request.card_details is not None
@@ -681,14 +684,19 @@ def _utc_iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+def _text(value: Any) -> str:
+    """A string field of a callback: "" when it has no value (issue 26: never null)."""
+    return "" if value is None else str(value)
+
+
 def _address(address: dict[str, Any]) -> dict[str, Any]:
     return {
-        "full_name": address.get("fullName"),
-        "phone": address.get("phone"),
-        "address": address.get("address"),
-        "city": address.get("city"),
-        "postal_code": address.get("postalCode"),
-        "country": address.get("country"),
+        "full_name": _text(address.get("fullName")),
+        "phone": _text(address.get("phone")),
+        "address": _text(address.get("address")),
+        "city": _text(address.get("city")),
+        "postal_code": _text(address.get("postalCode")),
+        "country": _text(address.get("country")),
     }
 
 
@@ -697,7 +705,9 @@ def callback_payload(order: CardOrder, transaction_status: str) -> dict[str, Any
     details: dict[str, Any] = json.loads(order.details)
     customer = details.get("customerDetails", {})
     billing = details.get("billingAddress", {})
-    acq = order.acq or acquirer_for(order.payment_channel, None)
+    # The acquirer that processed an attempt; "" when none was tried (issue 26: not a guess).
+    acq = order.acq or ""
+    channel_acq = card_channels().get(order.payment_channel)
     return {
         "transaction_id": order.id,
         "order_id": order.order_id,
@@ -708,27 +718,28 @@ def callback_payload(order: CardOrder, transaction_status: str) -> dict[str, Any
         "payment_method": "CARD",
         "payment_channel": "CARD",
         "acq": acq,
-        "paid_date": _utc_iso(order.paid_at) if order.paid_at is not None else None,
+        "paid_date": _utc_iso(order.paid_at) if order.paid_at is not None else "",
         "amount": order.amount,
-        "selected_channels": [{"channel": order.payment_channel, "acq": acq}],
+        # The channel's own acquirer where it has one (BCACC: BCA), else the one that processed an attempt.
+        "selected_channels": [{"channel": order.payment_channel, "acq": channel_acq or acq}],
         "is_customer_paying_fee": bool(details.get("paymentDetails", {}).get("isCustomerPayingFee", False)),
         "item_details": [
             {"item_id": item["itemId"], "name": item["name"], "amount": item["amount"], "qty": item["qty"]}
             for item in details.get("itemDetails", [])
         ],
         "save_card": order.save_card,
-        "card_token": order.card_token,
+        "card_token": order.card_token or "",
         "customer_details": {
-            "full_name": customer.get("fullName"),
-            "email": customer.get("email"),
-            "phone": customer.get("phone"),
-            "address": billing.get("address"),
+            "full_name": _text(customer.get("fullName")),
+            "email": _text(customer.get("email")),
+            "phone": _text(customer.get("phone")),
+            "address": _text(billing.get("address")),
             "is_email_show": True,
             "is_phone_show": True,
         },
         "shipping_address": _address(details.get("shippingAddress", {})),
         "billing_address": _address(billing),
-        "callback_url": order.callback_url,
+        "callback_url": order.callback_url or "",
         "success_redirect_url": return_redirect(order, "SUCCESS"),
         "failed_redirect_url": return_redirect(order, "EXPIRED"),
         "expired_time": isoformat_seconds(order.expires_at, JAKARTA),

@@ -7,11 +7,25 @@ wire formats can say which field and why (kasir.errors.from_pydantic_errors).
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import Any
 
-from pydantic_core import PydanticCustomError
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
-_PHONE = re.compile(r"^\+?[0-9]{6,15}$")
+# Issue 26: after removing spaces, `-`, `.` and parentheses, an optional `+` and 6 to 16 digits. Written
+# as one expression over the value as sent (each repetition starts with a digit: no backtracking), so
+# that the OpenAPI document carries the very rule the server applies.
+PHONE_PATTERN = r"^[ .()-]*(\+[ .()-]*)?([0-9][ .()-]*){6,16}$"
+PHONE_RULE = (
+    "A phone number: after removing spaces, '-', '.' and parentheses, an optional '+' and 6 to 16 digits "
+    "(0812-3456-7890, +62 812 3456 7890). Stored and echoed exactly as sent."
+)
+_PHONE = re.compile(PHONE_PATTERN)
+# Where the interface gives a phone no length (card, wallet): 16 digits and their separators.
+PHONE_MAX = 32
 _URL = re.compile(r"^https?://[^\s/?#]+[^\s]*$")
 
 # ISO 3166-1 alpha-2 and alpha-3 codes.
@@ -51,9 +65,28 @@ def email(value: str) -> str:
 
 
 def phone(value: str) -> str:
-    if not _PHONE.match(value):
-        raise PydanticCustomError("phone", "must be 6 to 15 digits, optionally after +")
+    if not _PHONE.fullmatch(value):
+        raise PydanticCustomError(
+            "phone", "must be a phone number: an optional + and 6 to 16 digits, with spaces, - . ( ) allowed"
+        )
     return value
+
+
+@dataclass(frozen=True, slots=True)
+class PhoneNumber:
+    """The one phone rule of every product's schemas (`Annotated[str, ..., PhoneNumber()]`): `phone`
+    after the field's own type and length, and the rule as `pattern` and `description` in the OpenAPI
+    schema. The value is never rewritten."""
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        return core_schema.no_info_after_validator_function(phone, handler(source))
+
+    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        json_schema = handler(schema)
+        json_schema["pattern"] = PHONE_PATTERN
+        maximum = json_schema.get("maxLength")
+        json_schema["description"] = PHONE_RULE + (f" At most {maximum} characters." if maximum else "")
+        return json_schema
 
 
 def country_code(value: str) -> str:
@@ -66,3 +99,32 @@ def http_url(value: str) -> str:
     if not _URL.match(value):
         raise PydanticCustomError("url", "must be an absolute http(s) URL")
     return value
+
+
+class Documented:
+    """JSON Schema keywords for a field's OpenAPI schema, stating a rule its validators check.
+
+    `Annotated[str, AfterValidator(email), Documented(pattern=EMAIL_PATTERN)]`: the validators stay the
+    rule; this only tells the document (and the clients and fuzzers that read it) what they accept.
+    """
+
+    __slots__ = ("keywords",)
+
+    def __init__(self, **keywords: Any) -> None:
+        self.keywords = tuple(keywords.items())
+
+    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        json_schema = handler(schema)
+        json_schema.update(dict(self.keywords))
+        return json_schema
+
+
+# The rules above as JSON Schema (the same regular expressions; a blank string is refused by `required`).
+NOT_BLANK = r"\S"
+EMAIL_PATTERN = _EMAIL.pattern
+URL_PATTERN = _URL.pattern
+REQUIRED = Documented(minLength=1, pattern=NOT_BLANK)
+EMAIL = Documented(pattern=EMAIL_PATTERN, description="An email address, like name@example.id")
+URL = Documented(pattern=URL_PATTERN, description="An absolute http(s) URL")
+# Not the codes as an enum: a generated client would carry a class of 500 members, and a fuzzer a case for each.
+COUNTRY = Documented(pattern="^[A-Z]{2,3}$", description="An ISO 3166-1 alpha-2 or alpha-3 code, like ID or IDN")

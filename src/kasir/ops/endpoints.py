@@ -8,11 +8,12 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from kasir.db import SchemaBehind, check_schema, ping
+from kasir.ops.schemas import Health, Readiness
 
 router = APIRouter(tags=["operations"])
 
 
-@router.get("/healthz", summary="Liveness: the process answers")
+@router.get("/healthz", summary="Liveness: the process answers", response_model=Health)
 async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
@@ -20,7 +21,10 @@ async def healthz() -> dict[str, str]:
 @router.get(
     "/readyz",
     summary="Readiness: the database is reachable and migrated",
-    responses={503: {"description": "Not ready, with the reason"}},
+    responses={
+        200: {"model": Readiness, "description": "Ready"},
+        503: {"model": Readiness, "description": "Not ready, with the reason"},
+    },
 )
 async def readyz(request: Request) -> JSONResponse:
     database = request.app.state.database

@@ -32,7 +32,7 @@ from kasir.audit.service import Actor, audit
 from kasir.bnpl.service import bnpl_service
 from kasir.callbacks.models import Callback, CallbackAttempt, CallbackKind
 from kasir.callbacks.service import callback_outbox
-from kasir.callbacks.signing import signature_header
+from kasir.callbacks.signing import svc_signature_header
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import get_settings
 from kasir.console.format import jakarta_time, rupiah
@@ -168,7 +168,7 @@ class CallbackWithAttempts:
         """The headers Kasir will send with it (what `sent` shows once an attempt went out)."""
         headers = {"Content-Type": "application/json", "X-Kasir-Callback-Id": str(self.callback.id)}
         if self.callback.svc_signature:
-            headers[signature_header()] = self.callback.svc_signature
+            headers[svc_signature_header()] = self.callback.svc_signature
         if self.callback.kind == CallbackKind.BNPL.value:
             headers.update({"X-PARTNER-ID": self.callback.merchant_id, "X-VERSION": "v1", "X-SIGNATURE": "(HMAC)"})
         return headers

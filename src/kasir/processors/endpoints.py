@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 from kasir.config import get_settings
 from kasir.errors import NotFound, WireFormat, wire
 from kasir.processors.registry import current
+from kasir.processors.schemas import ProcessorNotificationAnswer
 from kasir.processors.service import apply
 from kasir.processors.simulator.endpoints import router as simulator_router
 
@@ -29,6 +30,7 @@ router = APIRouter(tags=["processors"])
     "/processors/{name}/notify",
     summary="A processor's notification (signed by the processor)",
     openapi_extra=wire(WireFormat.PLAIN),
+    responses={200: {"model": ProcessorNotificationAnswer, "description": "The notifications applied"}},
 )
 async def notify(name: str, request: Request) -> JSONResponse:
     processor = current().by_name.get(name)

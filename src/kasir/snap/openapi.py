@@ -17,8 +17,29 @@ def snap_route(service_code: str, request_model: type[BaseModel] | None = None) 
         schema = request_model.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
         for name, definition in schema.pop("$defs", {}).items():
             _EXTRA_COMPONENTS[name] = definition
-        extra["requestBody"] = {"required": True, "content": {"application/json": {"schema": schema}}}
+        name = REQUEST_NAMES.get(request_model.__name__, request_model.__name__)
+        schema["title"] = name
+        if name in REQUEST_RULES:
+            rules = "Rules across fields (answered 400 when broken): " + REQUEST_RULES[name]
+            schema["description"] = f"{schema['description']}\n\n{rules}" if schema.get("description") else rules
+        _EXTRA_COMPONENTS[name] = schema
+        ref = {"$ref": f"#/components/schemas/{name}"}
+        extra["requestBody"] = {"required": True, "content": {"application/json": {"schema": ref}}}
     return extra
+
+
+# The request bodies' names in the document (what a generated client calls its classes), by model.
+REQUEST_NAMES = {
+    "ChargeRequest": "CardChargeRequest",
+    "CreatePaymentRequest": "WalletPaymentRequest",
+    "InquiryRequest": "WalletInquiryRequest",
+    "RefundRequest": "WalletRefundRequest",
+    "VoidRequest": "WalletVoidRequest",
+    "DummyPaymentRequest": "WalletDummyPaymentRequest",
+    "PaymentCalculationRequest": "BnplCalculationRequest",
+    "QrCheckoutRequest": "BnplCheckoutRequest",
+    "BnplStatusInquiryRequest": "BnplStatusRequest",
+}
 
 
 # Nested models of raw-body routes, added to the document's components by app.py.
@@ -60,3 +81,15 @@ def snap_header_params(*names: str) -> list[dict[str, Any]]:
         {"name": name, "in": "header", "required": True, "schema": _HEADER_SCHEMAS.get(name, {"type": "string"})}
         for name in names
     ]
+
+# What the fields' own schemas cannot say: the rules across fields, checked by the services.
+_ITEMS_SUM = "the items' amount × qty add up to the payment's amount"
+REQUEST_RULES = {
+    "CardChargeRequest": f"{_ITEMS_SUM} (itemDetails, paymentDetails.amount); cardDetails is required when "
+    "paymentMode is CLOSE; paymentChannel suits paymentMethod; paymentDetails.expiredTime is in the future.",
+    "WalletPaymentRequest": f"{_ITEMS_SUM} (item_details, payment_details.amount); payment_details.expired_time is "
+    "1 minute to 24 hours from now; wallet_details is required on create-payment (optional on create-qr); "
+    "create-qr takes the QRIS channel only (amount at most 13 digits), create-payment every other channel.",
+    "BnplCalculationRequest": f"{_ITEMS_SUM} (itemDetails, amount.value).",
+    "BnplCheckoutRequest": f"{_ITEMS_SUM} (itemDetails, paymentDetails.amount.value).",
+}

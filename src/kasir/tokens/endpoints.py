@@ -8,7 +8,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from kasir.config import get_settings
-from kasir.errors import Unauthorized
+from kasir.errors import KasirError, Unauthorized
 from kasir.kit.clock import clock, isoformat_seconds
 from kasir.ratelimit.service import rate_limits, source_address
 from kasir.snap.codes import SERVICE_TOKEN, SUCCESS_MESSAGE, success_code
@@ -43,6 +43,23 @@ _TOKEN_ROUTE: dict[str, Any] = {
 
 
 async def _issue(request: Request, product: Product) -> JSONResponse:
+    """The token; a refusal carries X-TIMESTAMP and X-CLIENT-KEY (when sent) as a success does (issue 26)."""
+    try:
+        return await _issue_token(request, product)
+    except KasirError as error:
+        error.headers = {**_answer_headers(request.headers.get("x-client-key")), **error.headers}
+        raise
+
+
+def _answer_headers(client_key: str | None) -> dict[str, str]:
+    """interface.md endpoint 1: response headers X-TIMESTAMP (server time) and X-CLIENT-KEY (the request's)."""
+    headers = {"X-TIMESTAMP": isoformat_seconds(clock.now())}
+    if client_key is not None and client_key.strip():
+        headers["X-CLIENT-KEY"] = client_key.strip()
+    return headers
+
+
+async def _issue_token(request: Request, product: Product) -> JSONResponse:
     database, address = request.app.state.database, source_address(request)
     await rate_limits.token_request(database, address)  # before anything is read
     headers = request.headers
@@ -62,7 +79,7 @@ async def _issue(request: Request, product: Product) -> JSONResponse:
     body: dict[str, Any] = {**_SUCCESS, "accessToken": token.value, "tokenType": "Bearer", "expiresIn": _EXPIRES_IN}
     if additional_info is not None:
         body["additionalInfo"] = additional_info
-    return JSONResponse(body, headers={"X-TIMESTAMP": isoformat_seconds(clock.now()), "X-CLIENT-KEY": client_key})
+    return JSONResponse(body, headers=_answer_headers(client_key))
 
 
 @router.post("/auth/merchants/v1.0/access-token/b2b", summary="Access token (payment product)", **_TOKEN_ROUTE)

@@ -8,7 +8,7 @@ Every API route checks, in order (each failure in the wallet format, decisions.m
     x-version missing / not v3                        01  400
     Content-Type not application/json                 01  400
     Authorization not valid Basic credentials         04  401
-    x-req-signature missing                           01  400
+    x-req-signature missing                           04  401 (as a wrong one, issue 26)
     body not a JSON object, external_id / order_id
       missing (they are signed)                       01  400
     x-req-signature ≠ sha256(hash_key + external_id + order_id)   04  401
@@ -65,6 +65,7 @@ from kasir.wallet.schemas import (
     RefundRequest,
     VoidRequest,
     WalletErrorBody,
+    WalletTransactionResponse,
 )
 from kasir.wallet.service import wallet_service
 
@@ -110,7 +111,8 @@ async def verify_wallet_request(request: Request) -> WalletCaller:
     caller = await authenticate_basic_in(database(request), headers.get("authorization"), address=address)
     signature = headers.get("x-req-signature")
     if signature is None or not signature.strip():
-        raise InvalidMandatoryField("x-req-signature")
+        # The same code as a wrong signature (README), not counted as a failed proof of identity.
+        raise Unauthorized("x-req-signature is missing", field="x-req-signature")
     raw = await request.body()
     body = parse_json_body(raw)
     if not isinstance(body, dict):
@@ -155,6 +157,7 @@ _KEYED_HEADERS = [
      "description": "Makes retries safe: the first complete answer is replayed (Idempotent-Replayed: true)"},
 ]  # fmt: skip
 _ERRORS: dict[int | str, dict[str, Any]] = {
+    200: {"model": WalletTransactionResponse, "description": "`00` Success: the transaction"},
     400: {"model": WalletErrorBody, "description": "`01` Request Parameter Error: names the field and the rule"},
     401: {"model": WalletErrorBody, "description": "`04` Unauthorized Merchant"},
     404: {"model": WalletErrorBody, "description": "`02` Data Not Found"},
@@ -263,7 +266,7 @@ async def _run_once(
 _PLAIN = wire(WireFormat.PLAIN)
 
 
-@router.get("/ewallet/qr/{transaction_id}.png", summary="QRIS image (qr_url)", openapi_extra=_PLAIN)
+@router.get("/ewallet/qr/{transaction_id}.png", openapi_extra=_PLAIN, include_in_schema=False)
 async def qr_image(transaction_id: str, session: ReadSession) -> Response:
     tx = await wallet_service.get(session, transaction_id)
     if tx.qr_string is None:
@@ -275,6 +278,7 @@ async def qr_image(transaction_id: str, session: ReadSession) -> Response:
     "/ewallet/pages/{transaction_id}",
     summary="Wallet checkout (payment_url): the issuer's checkout",
     openapi_extra=_PLAIN,
+    include_in_schema=False,
     response_class=HTMLResponse,
 )
 async def checkout_page(transaction_id: str, request: Request) -> Response:

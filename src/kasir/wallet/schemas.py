@@ -12,12 +12,33 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, GetCoreSchemaHandler, GetJsonSchemaHandler
-from pydantic.json_schema import JsonSchemaValue
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+)
+from pydantic.json_schema import JsonSchemaValue, SkipJsonSchema
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 from kasir.kit.clock import parse_aware
-from kasir.kit.fields import country_code, email, http_url, phone, required
+from kasir.kit.fields import (
+    COUNTRY,
+    EMAIL,
+    PHONE_MAX,
+    REQUIRED,
+    URL,
+    Documented,
+    PhoneNumber,
+    country_code,
+    email,
+    http_url,
+    required,
+)
+from kasir.wallet.states import WalletStatus
 
 CHANNELS = ("OVO", "DANA", "SHOPEEPAY", "LINKAJA", "VIRGO", "QRIS")
 QR_CHANNEL = "QRIS"  # the dynamic-QR-only channel: create-qr only
@@ -140,22 +161,30 @@ Str = BeforeValidator(_string)
 Req = AfterValidator(required)
 
 
-ExternalId = Annotated[str, Str, _text(64), Req]
-OrderId = Annotated[str, Str, _text(100), Req, AfterValidator(_order_id)]
-TransactionId = Annotated[str, Str, _text(64), Req]
-PaymentMethod = Annotated[str, Str, Req, AfterValidator(_wallet_method)]
-Channel = Annotated[str, Str, Req, AfterValidator(_channel)]
-Currency = Annotated[str, Str, Req, AfterValidator(_idr)]
-Rupiah = Annotated[int, BeforeValidator(_rupiah)]
-Qty = Annotated[int, BeforeValidator(_qty)]
-Email = Annotated[str, Str, _text(64), Req, AfterValidator(email)]
-Phone = Annotated[str, Str, _text(16), Req, AfterValidator(phone)]
-Country = Annotated[str, Str, _text(3), Req, AfterValidator(country_code)]
-Url = Annotated[str, Str, _text(2048), Req, AfterValidator(http_url)]
-Timestamp = Annotated[datetime, BeforeValidator(_timestamp)]
-Text64 = Annotated[str, Str, _text(64), Req]
-Text128 = Annotated[str, Str, _text(128), Req]
-Text255 = Annotated[str, Str, _text(255), Req]
+# Each rule is also stated in the field's OpenAPI schema (Documented): a body valid by the document passes them.
+ExternalId = Annotated[str, Str, _text(64), Req, REQUIRED]
+OrderId = Annotated[str, Str, _text(100), Req, AfterValidator(_order_id), Documented(pattern=_ORDER_ID.pattern)]
+TransactionId = Annotated[str, Str, _text(64), Req, REQUIRED]
+PaymentMethod = Annotated[str, Str, Req, AfterValidator(_wallet_method), Documented(enum=["wallet"])]
+Channel = Annotated[str, Str, Req, AfterValidator(_channel), Documented(enum=list(CHANNELS))]
+Currency = Annotated[str, Str, Req, AfterValidator(_idr), Documented(enum=["IDR"])]
+Rupiah = Annotated[
+    int, BeforeValidator(_rupiah), Documented(type="integer", minimum=1, maximum=AMOUNT_MAX, description="Whole rupiah")
+]
+Qty = Annotated[int, BeforeValidator(_qty), Documented(type="integer", minimum=1, maximum=QTY_MAX)]
+Email = Annotated[str, Str, _text(64), Req, AfterValidator(email), EMAIL]
+# decisions.md §5 gives the wallet phones no length: 16 digits and their separators fit in 32.
+Phone = Annotated[str, Str, _text(PHONE_MAX), Req, PhoneNumber()]
+Country = Annotated[str, Str, _text(3), Req, AfterValidator(country_code), COUNTRY]
+Url = Annotated[str, Str, _text(2048), Req, AfterValidator(http_url), URL]
+Timestamp = Annotated[
+    datetime,
+    BeforeValidator(_timestamp),
+    Documented(type="string", format="date-time", description="ISO 8601 with an offset: 2026-11-23T10:15:00+07:00"),
+]
+Text64 = Annotated[str, Str, _text(64), Req, REQUIRED]
+Text128 = Annotated[str, Str, _text(128), Req, REQUIRED]
+Text255 = Annotated[str, Str, _text(255), Req, REQUIRED]
 OptText255 = Annotated[str, Str, _text(255)]
 OptText1024 = Annotated[str, Str, _text(1024)]
 
@@ -185,13 +214,13 @@ class WalletAddress(WalletModel):
     phone: Phone
     address: Text255
     city: Text64
-    postal_code: Annotated[str, Str, _text(10), Req]
+    postal_code: Annotated[str, Str, _text(10), Req, REQUIRED]
     country: Country
 
 
 class WalletDetails(WalletModel):
     id: Text64
-    id_type: Annotated[str, Str, Req, AfterValidator(_id_type)]
+    id_type: Annotated[str, Str, Req, AfterValidator(_id_type), Documented(enum=["HP", "EMAIL"])]
 
 
 class CreatePaymentRequest(WalletModel):
@@ -208,7 +237,7 @@ class CreatePaymentRequest(WalletModel):
     payment_channel: Channel
     payment_details: WalletPaymentDetails
     customer_details: WalletCustomerDetails
-    item_details: Annotated[list[WalletItem], AfterValidator(_items)]
+    item_details: Annotated[list[WalletItem], AfterValidator(_items), Documented(minItems=1, maxItems=ITEMS_MAX)]
     wallet_details: WalletDetails | None = None
     billing_address: WalletAddress | None = None
     shipping_address: WalletAddress | None = None
@@ -243,7 +272,9 @@ class DummyPaymentRequest(TransactionReference):
 
     payment_method: PaymentMethod
     payment_channel: Channel
-    simulate_status: Annotated[str, Str, Req, AfterValidator(_simulated)] = "PAID"
+    simulate_status: Annotated[str, Str, Req, AfterValidator(_simulated), Documented(enum=list(SIMULATED_STATUSES))] = (
+        "PAID"
+    )
     failure_reason: OptText255 | None = None
 
 
@@ -252,3 +283,93 @@ class WalletErrorBody(BaseModel):
 
     response_code: str
     response_message: str
+
+
+# --- answers (the 200 bodies of create-payment, create-qr, inquiry, refund, void, dummy payment) ----------
+# Documented for the OpenAPI document and the clients generated from it; the service builds the bodies
+# (kasir.wallet.service.transaction_body). A field that may be absent is optional here, never null.
+
+_WALLET_TIME = "ISO 8601 with offset and milliseconds, like 2026-11-23T10:15:00.000+07:00"
+
+
+class WalletAnswerPaymentDetails(BaseModel):
+    amount: int = Field(description="Whole rupiah")
+    total_amount: int
+    transaction_description: str
+    transaction_time: str = Field(description=_WALLET_TIME)
+    expired_time: str = Field(description=_WALLET_TIME)
+    paid_time: str = Field(description=_WALLET_TIME + "; empty before payment")
+
+
+class WalletRefundEntry(BaseModel):
+    refund_time: str
+    refund_amount: int
+
+
+class WalletVoidEntry(BaseModel):
+    void_time: str
+    void_amount: int
+
+
+class WalletTransactionResponse(BaseModel):
+    """The wallet transaction as every successful wallet API call answers it (`response_code` `00`)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "response_code": "00",
+                    "response_message": "Success",
+                    "transaction_id": "EW2611230001ABCD",
+                    "external_id": "ext-1001",
+                    "order_id": "ORDER-1001",
+                    "merchant_id": "M123456",
+                    "reference_id": "R2611230001",
+                    "currency": "IDR",
+                    "payment_method": "wallet",
+                    "payment_channel": "OVO",
+                    "payment_system": "CLOSED",
+                    "transaction_status": "PENDING",
+                    "amount": 150000,
+                    "refunded_amount": 0,
+                    "transaction_time": "2026-11-23T10:15:00.000+07:00",
+                    "expired_time": "2026-11-23T10:45:00.000+07:00",
+                    "paid_time": "",
+                    "payment_details": {
+                        "amount": 150000,
+                        "total_amount": 150000,
+                        "transaction_description": "Order 1001",
+                        "transaction_time": "2026-11-23T10:15:00.000+07:00",
+                        "expired_time": "2026-11-23T10:45:00.000+07:00",
+                        "paid_time": "",
+                    },
+                    "payment_url": "https://kasir.example/ewallet/pages/EW2611230001ABCD",
+                }
+            ]
+        }
+    )
+
+    response_code: str = Field(examples=["00"])
+    response_message: str = Field(examples=["Success"])
+    transaction_id: str
+    external_id: str
+    order_id: str
+    merchant_id: str
+    reference_id: str
+    currency: str = Field(examples=["IDR"])
+    payment_method: str = Field(examples=["wallet"])
+    payment_channel: str = Field(json_schema_extra={"enum": list(CHANNELS)})
+    payment_system: str
+    transaction_status: str = Field(json_schema_extra={"enum": [status.value for status in WalletStatus]})
+    amount: int = Field(description="Whole rupiah")
+    refunded_amount: int
+    transaction_time: str = Field(description=_WALLET_TIME)
+    expired_time: str = Field(description=_WALLET_TIME)
+    paid_time: str = Field(description=_WALLET_TIME + "; empty before payment")
+    payment_details: WalletAnswerPaymentDetails
+    payment_url: str = Field(description="The customer's checkout page")
+    qr_string: str | SkipJsonSchema[None] = Field(None, description="QRIS payload (create-qr and QRIS only)")
+    qr_url: str | SkipJsonSchema[None] = Field(None, description="PNG of the QR code (QRIS only)")
+    failure_reason: str | SkipJsonSchema[None] = Field(None, description="Only when transaction_status is failed")
+    refund_history: list[WalletRefundEntry] | SkipJsonSchema[None] = Field(None, description="After a refund")
+    void_history: list[WalletVoidEntry] | SkipJsonSchema[None] = Field(None, description="After a void")

@@ -499,8 +499,18 @@ def qr_url(tx: Transaction) -> str:
     return f"{get_settings().public_url}/ewallet/qr/{tx.id}.png"
 
 
-def timestamp(moment: datetime | None) -> str | None:
-    return isoformat_millis(moment) if moment is not None else None
+def timestamp(moment: datetime | None) -> str:
+    """ISO 8601 with milliseconds and offset; "" for a time that has not happened (issue 26: never null)."""
+    return isoformat_millis(moment) if moment is not None else ""
+
+
+ADDRESS_FIELDS = ("phone", "address", "city", "postal_code", "country", "full_name")
+
+
+def address(value: Any) -> dict[str, str]:
+    """interface.md: billing_address and shipping_address are objects with every listed field, "" when unknown."""
+    given = value if isinstance(value, dict) else {}
+    return {name: str(given.get(name) or "") for name in ADDRESS_FIELDS}
 
 
 def payment_system(tx: Transaction) -> str:
@@ -572,27 +582,27 @@ def callback_payload(tx: Transaction, refunds: Sequence[RefundRow]) -> dict[str,
                 "name": item["name"],
                 "amount": item["amount"],
                 "qty": item["qty"],
-                "description": item.get("description"),
+                "description": item.get("description") or "",
             }
             for item in details["item_details"]
         ],
-        "billing_address": details.get("billing_address"),
-        "shipping_address": details.get("shipping_address"),
+        "billing_address": address(details.get("billing_address")),
+        "shipping_address": address(details.get("shipping_address")),
         "response_code": response_code,
         "response_message": response_message,
-        "additional_data": details.get("additional_data"),
+        "additional_data": details.get("additional_data") or "",
         "wallet_details": {"id": wallet["id"], "id_type": wallet["id_type"]},
-        "terminal_id": tx.terminal_id,
-        "payer_name": customer["full_name"] if tx.paid_at is not None else None,
+        "terminal_id": tx.terminal_id or "",
+        "payer_name": customer["full_name"] if tx.paid_at is not None else "",
     }
     # Fields the interface shows only in some callbacks are absent from the others.
     if paid:
-        payload["issuer"] = tx.issuer
+        payload["issuer"] = tx.issuer or ""
         if qris:
             payload["acquirer_issuer_relation"] = "on_us" if tx.issuer == QR_ON_US_ISSUER else "off_us"
-            payload["retrieval_reference_no"] = tx.retrieval_reference_no
+            payload["retrieval_reference_no"] = tx.retrieval_reference_no or ""
     if qris:
-        payload["payer_number"] = wallet["id"] if tx.paid_at is not None else None
+        payload["payer_number"] = wallet["id"] if tx.paid_at is not None else ""
     if status is WalletStatus.REFUNDED:
         payload["refund_history"] = refund_history(refunds)
     if status is WalletStatus.VOID:
@@ -618,7 +628,7 @@ def transaction_body(tx: Transaction, refunds: Sequence[RefundRow]) -> dict[str,
         body["qr_string"] = tx.qr_string
         body["qr_url"] = qr_url(tx)
     if tx.status == WalletStatus.FAILED.value:
-        body["failure_reason"] = tx.failure_reason
+        body["failure_reason"] = tx.failure_reason or DEFAULT_FAILURE_REASON
     if refunds:
         body["refund_history"] = refund_history(refunds)
     if tx.status == WalletStatus.VOID.value:

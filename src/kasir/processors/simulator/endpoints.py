@@ -106,7 +106,9 @@ async def verify_otp(order_id: str, request: Request, session: WriteSession) -> 
 
 # --- wallet: the checkout page's forms and the dummy payment --------------------------------
 
-_WALLET_PAGE: dict[str, Any] = {"openapi_extra": _PLAIN, "dependencies": [_simulator_for("wallet")]}
+_WALLET_PAGE: dict[str, Any] = {
+    "openapi_extra": _PLAIN, "include_in_schema": False, "dependencies": [_simulator_for("wallet")],
+}  # fmt: skip
 
 
 async def _wallet_page_change(session: AsyncSession, notification: Notification) -> Response:
@@ -200,7 +202,9 @@ def dummy_payment_result(tx: Any) -> dict[str, Any]:
 
 # --- BNPL: the approval page's forms ----------------------------------------------------------
 
-_BNPL_PAGE: dict[str, Any] = {"openapi_extra": _PLAIN, "dependencies": [_simulator_for("bnpl")]}
+_BNPL_PAGE: dict[str, Any] = {
+    "openapi_extra": _PLAIN, "include_in_schema": False, "dependencies": [_simulator_for("bnpl")],
+}  # fmt: skip
 
 
 async def _bnpl_page_change(session: AsyncSession, notification: Notification) -> Response:

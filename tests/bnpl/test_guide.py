@@ -1,4 +1,4 @@
-"""The README's BNPL signing script signs requests Kasir accepts (both variants)."""
+"""The BNPL guide's signing functions (docs/merchant/bnpl.md) sign requests Kasir accepts (both variants)."""
 
 from __future__ import annotations
 
@@ -14,15 +14,15 @@ from tests.bnpl.helpers import access_token, calculation_body, checkout_body
 from tests.support.builders import make_merchant, snap_timestamp
 from tests.support.signing import compact
 
-README = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+GUIDE = (Path(__file__).resolve().parents[2] / "docs" / "merchant" / "bnpl.md").read_text()
 
 
 def readme_script() -> dict[str, Any]:
-    section = README.split("## BNPL", 1)[1].split("\n## ", 1)[0]
+    section = GUIDE.split("## Signing functions to reuse", 1)[1].split("\n## ", 1)[0]
     match = re.search(r"```python\n(.*?)```", section, re.S)
     assert match is not None
     namespace: dict[str, Any] = {"__name__": "readme"}
-    exec(compile(match.group(1), "README.md", "exec"), namespace)  # noqa: S102 (our own README)
+    exec(compile(match.group(1), "bnpl.md", "exec"), namespace)  # noqa: S102 (our own guide)
     return namespace
 
 

@@ -1,0 +1,328 @@
+"""The OpenAPI document as a merchant's code generator uses it (issue 26 item 1).
+
+- It validates as OpenAPI 3.1 (openapi-spec-validator), names every operation and every body, declares its
+  credentials, its response headers and the three callbacks as webhooks.
+- A client generated from it by openapi-python-client (offline, in a temporary directory), imported as a new
+  user would, makes a wallet payment, a BNPL checkout and a card charge against `kasir serve` and parses the
+  answers into its typed objects.
+- /docs and /redoc load nothing from another host: Chromium, with every request off 127.0.0.1 refused, shows
+  the operations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import importlib
+import json
+import re
+import subprocess
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from openapi_spec_validator import validate
+
+from kasir.openapi import OPERATION_IDS
+from tests.bnpl.helpers import checkout_body, external_id
+from tests.card.helpers import charge_body
+from tests.conftest import TEST_ADMIN_TOKEN
+from tests.support.builders import public_pem, rsa_key, snap_timestamp, unique_name
+from tests.support.server import ServedKasir
+from tests.support.signing import snap_symmetric, token_signature, x_req_signature
+from tests.wallet.helpers import create_body
+
+_OPERATION_ID = re.compile(r"^[a-z][A-Za-z0-9]{2,40}$")
+
+
+@pytest.fixture
+async def document(client: httpx.AsyncClient) -> dict[str, Any]:
+    response = await client.get("/openapi.json")
+    assert response.status_code == 200
+    return dict(response.json())
+
+
+def _operations(document: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+    return [(method, path, op) for path, item in document["paths"].items() for method, op in item.items()]
+
+
+async def test_the_document_validates_as_openapi_3_1(document: dict[str, Any]) -> None:
+    assert document["openapi"].startswith("3.1")
+    validate(document)  # raises on any error
+
+
+async def test_every_operation_has_its_short_stable_id(document: dict[str, Any]) -> None:
+    ids = {(method, path): op.get("operationId") for method, path, op in _operations(document)}
+    assert ids == {key: OPERATION_IDS[key] for key in ids}, "a route without its id in kasir.openapi.OPERATION_IDS"
+    assert all(_OPERATION_ID.match(operation_id) for operation_id in ids.values())
+    assert len(set(ids.values())) == len(ids)
+
+
+async def test_pages_and_images_are_not_operations_and_metrics_is_text(document: dict[str, Any]) -> None:
+    paths = set(document["paths"])
+    assert not [path for path in paths if "/pages/" in path or path.endswith(".png") or path.startswith("/console")]
+    assert set(document["paths"]["/metrics"]["get"]["responses"]["200"]["content"]) == {"text/plain"}
+    assert "HTTPValidationError" not in json.dumps(document)  # Kasir answers 400 in the route's format, never 422
+
+
+async def test_every_answer_has_a_named_schema_with_examples(document: dict[str, Any]) -> None:
+    schemas = document["components"]["schemas"]
+    for method, path, operation in _operations(document):
+        body = operation.get("requestBody")
+        if body is not None:
+            ref = body["content"]["application/json"]["schema"].get("$ref", "")
+            assert ref.startswith("#/components/schemas/"), (method, path)
+        for status, response in operation["responses"].items():
+            content = response.get("content", {})
+            assert content, (method, path, status)
+            if "application/json" in content and path != "/healthz":
+                ref = content["application/json"]["schema"].get("$ref", "")
+                assert ref.startswith("#/components/schemas/"), (method, path, status)
+            assert "X-Request-ID" in response["headers"], (method, path, status)
+    names = {"CardChargeRequest", "WalletPaymentRequest", "BnplCheckoutRequest", "WalletTransactionResponse",
+             "BnplCheckoutResponse", "BnplStatusResponse", "BnplCalculationResponse", "ChargeResponse"}  # fmt: skip
+    assert names <= set(schemas)
+    for name in ("SnapErrorBody", "WalletErrorBody", "CardErrorBody", "PlainErrorBody", "WalletTransactionResponse"):
+        assert schemas[name]["examples"], name
+    assert schemas["SnapErrorBody"]["examples"][0]["responseCode"]
+    assert schemas["WalletErrorBody"]["examples"][0]["response_code"]
+    assert schemas["CardErrorBody"]["examples"][0]["statusMessage"]
+
+
+async def test_credentials_are_security_schemes_and_signatures_are_header_parameters(document: dict[str, Any]) -> None:
+    schemes = document["components"]["securitySchemes"]
+    assert schemes["merchantBasic"] == {**schemes["merchantBasic"], "type": "http", "scheme": "basic"}
+    assert schemes["snapAccessToken"]["scheme"] == "bearer"
+    paths = document["paths"]
+    assert paths["/ewallet/v2/create-payment"]["post"]["security"] == [{"merchantBasic": []}]
+    assert paths["/card-v2/v1/charge"]["post"]["security"] == [{"merchantBasic": []}]
+    assert paths["/v1.0/bnpl/qr-checkout"]["post"]["security"] == [{"snapAccessToken": []}, {}]
+    assert paths["/admin/merchants"]["get"]["security"] == [{"adminToken": []}]
+
+    def headers(path: str) -> set[str]:
+        return {p["name"] for p in paths[path]["post"]["parameters"] if p["in"] == "header"}
+
+    assert {"X-TIMESTAMP", "X-CLIENT-KEY", "X-SIGNATURE"} <= headers("/auth/merchants/v1.0/access-token/b2b")
+    assert {"X-TIMESTAMP", "X-SIGNATURE", "X-PARTNER-ID", "X-EXTERNAL-ID", "CHANNEL-ID"} <= headers(
+        "/v1.0/bnpl/qr-checkout"
+    )
+    assert "x-req-signature" in headers("/ewallet/v2/create-payment")
+    parameters = [p["name"] for _, _, op in _operations(document) for p in op.get("parameters", [])]
+    assert "Authorization" not in parameters
+
+
+async def test_response_headers_are_documented(document: dict[str, Any]) -> None:
+    paths = document["paths"]
+    charge = paths["/card-v2/v1/charge"]["post"]["responses"]
+    assert "Idempotent-Replayed" in charge["200"]["headers"]
+    assert "Retry-After" in charge["429"]["headers"]
+    assert "Retry-After" in charge["503"]["headers"]
+    token = paths["/auth/merchants/v1.0/access-token/b2b"]["post"]["responses"]
+    for status in ("200", "400", "401"):
+        assert {"X-TIMESTAMP", "X-CLIENT-KEY"} <= set(token[status]["headers"]), status
+    for method, path, operation in _operations(document):
+        if path.startswith("/admin/"):
+            assert {"401", "429"} <= set(operation["responses"]), (method, path)
+
+
+async def test_the_callbacks_are_webhooks(document: dict[str, Any]) -> None:
+    webhooks = document["webhooks"]
+    assert set(webhooks) == {"walletNotification", "paymentPageNotification", "bnplNotification"}
+    wallet = webhooks["walletNotification"]["post"]
+    signatures = {(p["name"], p["in"]) for p in wallet["parameters"]}
+    assert {("svc-signature", "header"), ("svc-signature", "query")} <= signatures
+    bnpl = {p["name"] for p in webhooks["bnplNotification"]["post"]["parameters"]}
+    assert {"X-TIMESTAMP", "X-PARTNER-ID", "X-SIGNATURE", "svc-signature"} <= bnpl
+    page = webhooks["paymentPageNotification"]["post"]
+    assert "message" in page["description"]
+    schemas = document["components"]["schemas"]
+    for hook in webhooks.values():
+        ref = hook["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        assert ref.rsplit("/", 1)[1] in schemas
+    assert "card_token" in schemas["PaymentPageNotification"]["required"]
+
+
+async def test_docs_pages_load_their_assets_from_kasir(client: httpx.AsyncClient) -> None:
+    for page in ("/docs", "/redoc"):
+        html = (await client.get(page)).text
+        assert "/docs/assets/" in html
+        assert not re.findall(r"""(?:src|href)=["']?(?:https?:)?//""", html), html  # no other host
+    script = await client.get("/docs/assets/swagger-ui-bundle.js")
+    assert script.status_code == 200
+    assert len(script.content) > 100_000
+    assert (await client.get("/docs/assets/redoc.standalone.js")).status_code == 200
+
+
+# --- a generated client against a running server ----------------------------------------------------------
+
+
+def _generate_client(document: dict[str, Any], directory: Path) -> Any:
+    spec = directory / "openapi.json"
+    spec.write_text(json.dumps(document))
+    config = directory / "config.yaml"
+    config.write_text("post_hooks: []\n")  # no formatter run: nothing outside the venv
+    generator = Path(sys.executable).parent / "openapi-python-client"
+    run = subprocess.run(
+        [str(generator), "generate", "--path", str(spec), "--meta", "none", "--config", str(config)],
+        cwd=directory, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Warning" not in run.stdout + run.stderr, run.stdout + run.stderr
+    assert (directory / "kasir_api_client").is_dir()  # not the SDK's name (kasir_client)
+    sys.path.insert(0, str(directory))
+    try:
+        return importlib.import_module("kasir_api_client")
+    finally:
+        sys.path.remove(str(directory))
+
+
+def _import(package: Any, name: str) -> Any:
+    return importlib.import_module(f"{package.__name__}.{name}")
+
+
+def _merchant_journey(base_url: str, package: Any) -> dict[str, Any]:
+    with ExitStack() as clients:
+        return _journey(base_url, package, clients)
+
+
+def _journey(base_url: str, package: Any, clients: ExitStack) -> dict[str, Any]:
+    """What a new user writes with the generated client: everything typed, every answer parsed."""
+    client_module = _import(package, "client")
+    models = _import(package, "models")
+    admin_api = _import(package, "api.admin.create_merchant")
+    token_api = _import(package, "api.access_token.create_access_token")
+    wallet_api = _import(package, "api.wallet.create_wallet_payment")
+    inquiry_api = _import(package, "api.wallet.get_wallet_transaction")
+    bnpl_api = _import(package, "api.bnpl.create_bnpl_checkout")
+    status_api = _import(package, "api.bnpl.get_bnpl_status")
+    card_api = _import(package, "api.card.charge_card")
+    seen: dict[str, Any] = {}
+
+    admin = clients.enter_context(client_module.AuthenticatedClient(base_url=base_url, token=TEST_ADMIN_TOKEN))
+    key = rsa_key(0)
+    new = models.MerchantCreate(name=unique_name("gen"), public_key=public_pem(key))
+    created = admin_api.sync(client=admin, body=new)
+    assert isinstance(created, models.MerchantCreated), created
+    basic = base64.b64encode(f"{created.merchant_id}:{created.secret}".encode()).decode()
+    merchant = clients.enter_context(client_module.AuthenticatedClient(base_url=base_url, token=basic, prefix="Basic"))
+
+    # Wallet: create-payment, then its inquiry.
+    body = models.WalletPaymentRequest.from_dict(create_body())
+    signature = x_req_signature(created.hash_key, body.external_id, body.order_id)
+    version = models.CreateWalletPaymentXVersion.V3
+    payment = wallet_api.sync_detailed(client=merchant, body=body, x_req_signature=signature, x_version=version)
+    assert payment.status_code == 200, payment.content
+    assert isinstance(payment.parsed, models.WalletTransactionResponse)
+    assert payment.parsed.transaction_status == "PENDING"
+    assert isinstance(payment.parsed.payment_details, models.WalletAnswerPaymentDetails)
+    seen["wallet"] = payment.parsed
+    inquiry = models.WalletInquiryRequest(
+        transaction_id=payment.parsed.transaction_id, external_id=body.external_id, order_id=body.order_id
+    )
+    answer = inquiry_api.sync(
+        client=merchant, body=inquiry, x_req_signature=signature, x_version=models.GetWalletTransactionXVersion.V3
+    )
+    assert isinstance(answer, models.WalletTransactionResponse), answer
+    assert answer.transaction_id == payment.parsed.transaction_id
+
+    # BNPL: an access token, then the QR checkout and its status, signed with it (the symmetric variant).
+    timestamp = snap_timestamp()
+    token = token_api.sync(
+        client=clients.enter_context(client_module.Client(base_url=base_url)),
+        body=models.AccessTokenRequest(grant_type=models.AccessTokenRequestGranttype.CLIENT_CREDENTIALS),
+        x_timestamp=timestamp,
+        x_client_key=created.client_id,
+        x_signature=token_signature(key, created.client_id, timestamp),
+    )
+    assert isinstance(token, models.AccessTokenResponse), token
+    snap = clients.enter_context(client_module.AuthenticatedClient(base_url=base_url, token=token.access_token))
+
+    def signed(path: str, request: Any) -> dict[str, str]:
+        stamp = snap_timestamp()
+        text = json.dumps(request.to_dict())
+        return {
+            "x_timestamp": stamp,
+            "x_signature": snap_symmetric(created.client_secret, "POST", path, token.access_token, text, stamp),
+            "x_partner_id": created.merchant_id,
+            "x_external_id": external_id(),
+            "channel_id": "95221",
+        }
+
+    checkout = models.BnplCheckoutRequest.from_dict(checkout_body())
+    content_type = models.CreateBnplCheckoutContentType.APPLICATIONJSON
+    made = bnpl_api.sync(
+        client=snap, body=checkout, content_type=content_type, **signed("/v1.0/bnpl/qr-checkout", checkout)
+    )
+    assert isinstance(made, models.BnplCheckoutResponse), made
+    assert made.latest_transaction_status == models.BnplCheckoutResponseLatesttransactionstatus.VALUE_1  # "01"
+    assert isinstance(made.payment_details.amount, models.BnplAmount)
+    seen["bnpl"] = made
+    # The inquiry names the transaction by originalReferenceNo or by originalPartnerReferenceNo: two typed forms.
+    status_request = models.BnplStatusRequestType0.from_dict({"originalReferenceNo": made.reference_no})
+    status = status_api.sync_detailed(
+        client=snap,
+        body=status_request,
+        content_type=models.GetBnplStatusContentType.APPLICATIONJSON,
+        **signed("/v1.0/bnpl/status", status_request),
+    )
+    assert status.status_code == 200, status.content
+    seen["bnpl_status"] = status
+
+    # Card: a charge.
+    charge = card_api.sync(client=merchant, body=models.CardChargeRequest.from_dict(charge_body()))
+    assert isinstance(charge, models.ChargeResponse), charge
+    assert isinstance(charge.data, models.ChargeData)
+    seen["card"] = charge
+    return seen
+
+
+@pytest.mark.slow
+async def test_a_generated_client_pays_with_every_product(
+    served: ServedKasir, tmp_path: Path, document: dict[str, Any]
+) -> None:
+    package = await asyncio.to_thread(_generate_client, document, tmp_path)
+    try:
+        seen = await asyncio.to_thread(_merchant_journey, served.base_url, package)
+    finally:
+        for name in [name for name in sys.modules if name.split(".")[0] == "kasir_api_client"]:
+            del sys.modules[name]
+    assert seen["wallet"].payment_url.startswith(served.base_url)
+    assert seen["bnpl"].qr_content.startswith(served.base_url)
+    assert seen["card"].status_code == "00"
+
+
+# --- the interactive docs in a real browser, cut off from every other host -----------------------------------
+
+
+@pytest.mark.browser
+@pytest.mark.slow
+async def test_docs_render_the_operations_with_no_other_host(
+    served: ServedKasir, chromium: Any, artifacts: Path
+) -> None:
+    context = await chromium.new_context()
+    elsewhere: list[str] = []
+
+    async def only_loopback(route: Any) -> None:
+        url = route.request.url
+        if url.startswith(served.base_url + "/") or url.startswith("data:"):
+            await route.continue_()
+        else:
+            elsewhere.append(url)
+            await route.abort()
+
+    await context.route("**/*", only_loopback)
+    try:
+        page = await context.new_page()
+        await page.goto(f"{served.base_url}/docs")
+        await page.wait_for_selector("#operations-card-chargeCard", timeout=30_000)
+        assert await page.locator(".opblock").count() >= len(OPERATION_IDS) - 5
+        await page.screenshot(path=str(artifacts / "openapi-docs.png"))
+        await page.goto(f"{served.base_url}/redoc")
+        await page.wait_for_selector('[data-section-id$="operation/chargeCard"]', timeout=30_000, state="attached")
+        await page.screenshot(path=str(artifacts / "openapi-redoc.png"))
+    finally:
+        await context.close()
+    assert elsewhere == []
