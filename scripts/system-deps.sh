@@ -2,7 +2,8 @@
 # Installs the Debian packages Kasir's tests (or, with `bench`, its benchmarks) need when missing:
 # the PostgreSQL server (the suites start a throwaway cluster on 127.0.0.1); chromium for the payment-page
 # browser tests (Playwright drives /usr/bin/chromium: `playwright install` is never run); nginx for the deployment
-# test (tests/test_deployment.py runs deploy/nginx/kasir.conf; the package's own service is not used); wrk for
+# test (tests/test_deployment.py runs deploy/nginx/kasir.conf; the package's own service is not used); nodejs for
+# the provider SDK's card dialect script (tests/card/sdk_dialect.mjs: Node's own fetch, no npm package); wrk for
 # `make bench`.
 # `make soak` needs only the PostgreSQL server.
 set -euo pipefail
@@ -12,6 +13,7 @@ compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql
 if [ "${1:-}" != "soak" ]; then
     [ -x /usr/bin/chromium ] || missing+=(chromium)
     [ -x /usr/sbin/nginx ] || missing+=(nginx)
+    command -v node >/dev/null || missing+=(nodejs)
 fi
 if [ "${1:-}" = "bench" ]; then
     command -v wrk >/dev/null || missing+=(wrk)

@@ -429,3 +429,85 @@ async def test_kasir_worker_metrics_port_and_host(settings_env: dict[str, str], 
         await asyncio.to_thread(process.wait, 30)
     assert "# TYPE kasir_callbacks_sent_total counter" in text
     assert "# TYPE kasir_callback_attempt_seconds histogram" in text
+
+
+async def test_the_callback_signature_brand_names_the_header(settings: Settings, app: FastAPI, receiver: Any) -> None:
+    """KASIR_CALLBACK_SIGNATURE_BRAND=mcp: a callback is sent with `mcp-signature` (and the wallet's query
+    parameter of that name), which the SDK's verifier reads when told the brand.
+
+    The attempt is sent here by the dispatcher (real HTTP to the receiver): a worker of another process
+    sharing the test database (the `served` Kasir) could otherwise take the callback, with its own brand.
+    """
+    from dataclasses import replace
+
+    from kasir_client import SignatureError, verify_payment_page_callback
+    from sqlalchemy import select
+
+    from kasir.callbacks.dispatcher import ClaimedCallback, send_attempt
+    from kasir.callbacks.models import Callback, CallbackKind
+    from kasir.callbacks.signing import with_query_signature
+    from tests.card.dialect_helpers import DIRECT_V1, dialect_body, post_dialect
+    from tests.support.builders import make_merchant
+
+    assert Settings(callback_signature_brand="mcp").callback_signature_brand == "mcp"
+    with pytest.raises(ValueError, match="callback_signature_brand"):
+        Settings(callback_signature_brand="no spaces-")
+    merchant = await make_merchant(app)
+    body = dialect_body(callback_url=receiver.url("/branded"))
+    transport = httpx.ASGITransport(app=app)
+    async with httpx.AsyncClient(transport=transport, base_url="http://kasir.test") as client:
+        answer = (await post_dialect(client, merchant, DIRECT_V1, body)).json()
+    assert answer["data"]["status"] == "SUCCESS", answer
+    async with app.state.database.unit_of_work(read_only=True) as session:
+        row = await session.scalar(
+            select(Callback).where(Callback.transaction_ref == answer["data"]["transaction_data"]["transaction_id"])
+        )
+        assert row is not None
+    claimed = ClaimedCallback(
+        id=row.id,
+        fence=0,
+        kind=CallbackKind(row.kind),
+        merchant_id=row.merchant_id,
+        transaction_ref=row.transaction_ref,
+        url=receiver.url("/branded-here"),
+        payload=row.payload.encode(),
+        svc_signature=row.svc_signature,
+        attempt_number=1,
+        max_attempts=1,
+        created_at_unix=row.created_at.timestamp(),
+        client_secret=None,
+    )
+    branded = settings.model_copy(update={"callback_signature_brand": "mcp"})
+    configure(branded)
+    try:
+        assert with_query_signature("https://shop.example/cb?a=1", "abc") == (
+            "https://shop.example/cb?a=1&mcp-signature=abc"
+        )
+        async with httpx.AsyncClient() as http:
+            result = await send_attempt(http, claimed, branded)
+        wallet = await wallet_query_signature(replace(claimed, kind=CallbackKind.WALLET))
+    finally:
+        configure(settings)
+    assert result.accepted, result
+    assert wallet == ("mcp-signature", row.svc_signature)
+    [callback] = await receiver.wait_for(1, path="/branded-here")
+    assert "mcp-signature" in callback.headers
+    assert "svc-signature" not in callback.headers
+    order = (body["external_id"], body["order_id"])
+    hash_key = merchant.credentials.hash_key
+    event = verify_payment_page_callback(callback.body, callback.headers, hash_key=hash_key, order=order, brand="mcp")
+    assert event.transaction_status == "SUCCESS"
+    with pytest.raises(SignatureError, match="svc-signature is missing"):
+        verify_payment_page_callback(callback.body, callback.headers, hash_key=hash_key, order=order)
+
+
+async def wallet_query_signature(claimed: Any) -> tuple[str, str]:
+    """The wallet callback's query parameter, as the dispatcher names it now."""
+    from urllib.parse import parse_qsl, urlsplit
+
+    from kasir.callbacks.dispatcher import request_for
+
+    url, headers = request_for(claimed)
+    [(name, value)] = [(k, v) for k, v in parse_qsl(urlsplit(url).query) if k.endswith("-signature")]
+    assert headers[name] == value
+    return name, value

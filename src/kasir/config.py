@@ -56,6 +56,12 @@ class Settings(BaseSettings):
         1.0, gt=0, description="How often an idle worker looks for due callbacks (commits wake it at once)."
     )
     callback_concurrency: int = Field(32, ge=1, description="Callback attempts in flight per worker.")
+    callback_signature_brand: str = Field(
+        "svc",
+        pattern=r"^[A-Za-z0-9]{1,32}$",
+        description="Brand word of the callback signature header `<brand>-signature` (and the wallet callback's "
+        "query parameter): set it to the provider's own word so a merchant's code reads its real header name.",
+    )
     callback_allowed_networks: Annotated[list[IPNetwork], NoDecode] = Field(
         default_factory=list,
         description="Production: private networks (comma-separated CIDR, inside 10/8, 172.16/12, 192.168/16, "

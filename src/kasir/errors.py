@@ -233,7 +233,20 @@ class GatewayTimeout(KasirError):
 # --- rendering ---------------------------------------------------------------------
 
 
+# A request whose body decides its wire format (the card charge in the provider SDK's snake_case
+# dialect, kasir.card.dialect) names it here; it wins over the route's.
+_SPOKEN = "kasir.wire_format"
+
+
+def speak(request: Request, format: WireFormat) -> None:
+    """Render this request's errors in `format`, whatever its route's format."""
+    request.scope[_SPOKEN] = format
+
+
 def _route_wire(request: Request) -> tuple[WireFormat, str | None]:
+    spoken = request.scope.get(_SPOKEN)
+    if spoken is not None:
+        return spoken, None
     route = request.scope.get("route")
     extra = getattr(route, "openapi_extra", None) or {}
     if "x-kasir-wire-format" in extra:

@@ -22,6 +22,7 @@ from typing import Any
 import schemathesis
 
 from tests.bnpl.helpers import calculation_body, checkout_body
+from tests.card.dialect_helpers import dialect_body
 from tests.card.helpers import charge_body
 from tests.support.fuzz_signer import SEED_MARK, SIGNED_HEADERS, FuzzMerchant, KasirSigner
 from tests.wallet.helpers import create_body
@@ -57,6 +58,8 @@ def _seed_examples() -> dict[str, dict[str, Any]]:
     qr = create_body(channel="QRIS", external_id=f"{mark}-E", order_id=f"{mark}-O")
     checkout = checkout_body(partner_reference_no=f"{mark}-P")
     seeds = {"/card-v2/v1/charge": card, "/ewallet/v2/create-payment": wallet_body, "/ewallet/v2/create-qr": qr}
+    dialect = dialect_body(external_id=f"{mark}-E", order_id=f"{mark}-O")
+    seeds["/card-v2/v1/charge-direct"] = seeds["/card-v2/v2/charge-direct"] = dialect
     for version in ("v1.0", "v1.1"):
         seeds[f"/{version}/bnpl/payment-calculation"] = calculation_body()
         seeds[f"/{version}/bnpl/qr-checkout"] = checkout

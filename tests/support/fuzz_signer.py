@@ -115,6 +115,12 @@ class KasirSigner(AuthBase):
             )
         elif path.startswith("/card-v2/"):
             headers["Authorization"] = basic_auth(merchant.merchant_id, merchant.secret)
+            if path.endswith("/charge-direct"):  # the provider SDK's dialect signs like the wallet API
+                fields = _json_object(text)
+                headers["x-version"] = "v3"
+                headers["x-req-signature"] = x_req_signature(
+                    merchant.hash_key, _as_text(fields.get("external_id")), _as_text(fields.get("order_id"))
+                )
         _fresh_if_valid(request, "X-Idempotency-Key", lambda v: 0 < len(v) <= 255)
         return request
 

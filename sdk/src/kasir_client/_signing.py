@@ -80,9 +80,10 @@ def x_req_signature(hash_key: str, external_id: str, order_id: str) -> str:
     return hashlib.sha256(f"{hash_key}{external_id}{order_id}".encode()).hexdigest()
 
 
-def svc_signature(transaction_id: str, x_req_sig: str) -> str:
-    """§3.5: hex SHA-256 of transaction_id + x_req_signature."""
-    return hashlib.sha256(f"{transaction_id}{x_req_sig}".encode()).hexdigest()
+def svc_signature(transaction_id: str, x_req_sig: str, sub_merchant_id: str | None = None) -> str:
+    """§3.5: hex SHA-256 of transaction_id + x_req_signature; of a card payment that named a sub-merchant
+    (the provider SDK's `sub-merchant-id`), of transaction_id + x_req_signature + sub_merchant_id."""
+    return hashlib.sha256(f"{transaction_id}{x_req_sig}{sub_merchant_id or ''}".encode()).hexdigest()
 
 
 def notify_signature(client_secret: str, callback_url: str, body: bytes, ts: str) -> str:

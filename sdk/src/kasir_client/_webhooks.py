@@ -38,6 +38,14 @@ from kasir_client._models import BnplNotification, PaymentPageCallback, WalletCa
 from kasir_client._signing import notify_signature, svc_signature, timestamp, x_req_signature
 
 SVC_SIGNATURE = "svc-signature"
+DEFAULT_BRAND = "svc"  # Kasir's KASIR_CALLBACK_SIGNATURE_BRAND: the header is `<brand>-signature`
+
+
+def signature_header(brand: str = DEFAULT_BRAND) -> str:
+    """The name of the callback signature header (and wallet query parameter) a Kasir with this brand sends."""
+    return f"{brand}-signature"
+
+
 CALLBACK_ID = "X-Kasir-Callback-Id"
 ATTEMPT = "X-Kasir-Attempt"
 BNPL_TOLERANCE = 300.0  # seconds an X-TIMESTAMP may be away from now (stripe's default)
@@ -72,23 +80,32 @@ def _amount(value: Any) -> Decimal | None:
     return Decimal(str(value))
 
 
-def _check_svc(data: dict[str, Any], signature: str | None, hash_key: str, order: tuple[str, str] | None) -> None:
+def _check_svc(
+    data: dict[str, Any],
+    signature: str | None,
+    hash_key: str,
+    order: tuple[str, str] | None,
+    *,
+    name: str = SVC_SIGNATURE,
+    sub_merchant_id: str | None = None,
+) -> None:
     if not signature:
-        raise SignatureError("svc-signature is missing (header and query parameter)")
+        raise SignatureError(f"{name} is missing (header and query parameter)")
     external_id, order_id = order if order else (str(data.get("external_id", "")), str(data.get("order_id", "")))
-    expected = svc_signature(str(data.get("transaction_id", "")), x_req_signature(hash_key, external_id, order_id))
+    x_req = x_req_signature(hash_key, external_id, order_id)
+    expected = svc_signature(str(data.get("transaction_id", "")), x_req, sub_merchant_id)
     if not hmac.compare_digest(expected.encode(), signature.strip().encode()):
-        raise SignatureError("svc-signature does not match this order")
+        raise SignatureError(f"{name} does not match this order")
     if order is not None and (data.get("external_id"), data.get("order_id")) != order:
         raise SignatureError("the callback names another order")
 
 
-def _svc_from(headers: Mapping[str, str], query: Mapping[str, str] | None) -> str | None:
+def _svc_from(headers: Mapping[str, str], query: Mapping[str, str] | None, name: str = SVC_SIGNATURE) -> str | None:
     """The header, else the query parameter; when both are present they must agree."""
-    header = _header(headers, SVC_SIGNATURE)
-    parameter = query.get(SVC_SIGNATURE) if query is not None else None
+    header = _header(headers, name)
+    parameter = query.get(name) if query is not None else None
     if header and parameter is not None and not hmac.compare_digest(header.encode(), str(parameter).encode()):
-        raise SignatureError("svc-signature query parameter differs from the header")
+        raise SignatureError(f"{name} query parameter differs from the header")
     return header or (str(parameter) if parameter is not None else None)
 
 
@@ -99,14 +116,17 @@ def verify_wallet_callback(
     hash_key: str,
     query: Mapping[str, str] | None = None,
     order: tuple[str, str] | None = None,
+    brand: str = DEFAULT_BRAND,
 ) -> WalletCallback:
     """Check `svc-signature` (header, or the query parameter of the callback URL) and parse the event.
 
     `order=(external_id, order_id)` of your own order: the signature is checked against it
-    (and the callback must name it) instead of against the ids the body claims.
+    (and the callback must name it) instead of against the ids the body claims. `brand`: the
+    Kasir's KASIR_CALLBACK_SIGNATURE_BRAND when it is not `svc` (the header `<brand>-signature`).
     """
     data = _decode(body)
-    _check_svc(data, _svc_from(headers, query), hash_key, order)
+    name = signature_header(brand)
+    _check_svc(data, _svc_from(headers, query, name), hash_key, order, name=name)
     details = data.get("payment_details") if isinstance(data.get("payment_details"), dict) else {}
     assert isinstance(details, dict)
     callback_id, attempt = _delivery(headers)
@@ -132,14 +152,19 @@ def verify_payment_page_callback(
     hash_key: str,
     query: Mapping[str, str] | None = None,
     order: tuple[str, str] | None = None,
+    brand: str = DEFAULT_BRAND,
+    sub_merchant_id: str | None = None,
 ) -> PaymentPageCallback:
     """Check the payment-page (card) callback's `svc-signature` and parse the event.
 
     Answer it with HTTP 200, `Content-Type: application/json` and a body like
     `{"message": "ok"}`, or Kasir sends it again (interface.md: retried 3 times).
+    `brand`: the Kasir's KASIR_CALLBACK_SIGNATURE_BRAND when it is not `svc`. `sub_merchant_id`:
+    of a payment made with the provider SDK's `sub-merchant-id` (the signature then covers it).
     """
     data = _decode(body)
-    _check_svc(data, _svc_from(headers, query), hash_key, order)
+    name = signature_header(brand)
+    _check_svc(data, _svc_from(headers, query, name), hash_key, order, name=name, sub_merchant_id=sub_merchant_id)
     callback_id, attempt = _delivery(headers)
     return PaymentPageCallback(
         transaction_id=str(data.get("transaction_id", "")),
@@ -237,7 +262,9 @@ def _check_timestamp(ts: str, tolerance: float, now: datetime | None) -> None:
         raise SignatureError(f"X-TIMESTAMP {ts} is {skew:.0f} s away from now (tolerance {tolerance:g} s)")
 
 
-def sign_wallet_callback(payload: dict[str, Any], *, hash_key: str) -> tuple[bytes, dict[str, str]]:
+def sign_wallet_callback(
+    payload: dict[str, Any], *, hash_key: str, brand: str = DEFAULT_BRAND, sub_merchant_id: str | None = None
+) -> tuple[bytes, dict[str, str]]:
     """A fake wallet callback for your own tests: (body, headers).
 
     Kasir also repeats the signature as the query parameter `svc-signature` of the callback URL:
@@ -247,13 +274,16 @@ def sign_wallet_callback(payload: dict[str, Any], *, hash_key: str) -> tuple[byt
     sig = svc_signature(
         str(payload.get("transaction_id", "")),
         x_req_signature(hash_key, str(payload.get("external_id", "")), str(payload.get("order_id", ""))),
+        sub_merchant_id,
     )
-    return body, {"Content-Type": "application/json", SVC_SIGNATURE: sig}
+    return body, {"Content-Type": "application/json", signature_header(brand): sig}
 
 
-def sign_payment_page_callback(payload: dict[str, Any], *, hash_key: str) -> tuple[bytes, dict[str, str]]:
+def sign_payment_page_callback(
+    payload: dict[str, Any], *, hash_key: str, brand: str = DEFAULT_BRAND, sub_merchant_id: str | None = None
+) -> tuple[bytes, dict[str, str]]:
     """A fake payment-page (card) callback for your own tests: (body, headers). Header only, no query."""
-    return sign_wallet_callback(payload, hash_key=hash_key)
+    return sign_wallet_callback(payload, hash_key=hash_key, brand=brand, sub_merchant_id=sub_merchant_id)
 
 
 def sign_bnpl_notification(

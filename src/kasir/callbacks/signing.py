@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from kasir.config import get_settings
 from kasir.kit.crypto import sha256_hex
 from kasir.snap.signatures import notify_signature
 
@@ -13,8 +14,9 @@ SVC_SIGNATURE = "svc-signature"
 
 
 def svc_signature_header() -> str:
-    """The name of the callback signature header (and of the wallet callback's query parameter)."""
-    return SVC_SIGNATURE
+    """The name of the callback signature header (and of the wallet callback's query parameter):
+    `<KASIR_CALLBACK_SIGNATURE_BRAND>-signature`, `svc-signature` by default."""
+    return f"{get_settings().callback_signature_brand}-signature"
 
 
 def x_req_signature(hash_key: str, external_id: str, order_id: str) -> str:
@@ -22,9 +24,11 @@ def x_req_signature(hash_key: str, external_id: str, order_id: str) -> str:
     return sha256_hex(hash_key + external_id + order_id)
 
 
-def svc_signature(transaction_id: str, x_req_sig: str) -> str:
-    """§3.5: lowercase hex SHA-256 of transaction_id + x_req_signature."""
-    return sha256_hex(transaction_id + x_req_sig)
+def svc_signature(transaction_id: str, x_req_sig: str, sub_merchant_id: str | None = None) -> str:
+    """§3.5: lowercase hex SHA-256 of transaction_id + x_req_signature; of a payment that named a
+    sub-merchant (the card dialect's `sub-merchant-id`), of transaction_id + x_req_signature +
+    sub_merchant_id, as the provider's callback documentation signs it."""
+    return sha256_hex(transaction_id + x_req_sig + (sub_merchant_id or ""))
 
 
 def bnpl_svc_signature(hash_key: str, reference_no: str, partner_reference_no: str) -> str:

@@ -25,6 +25,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.card import pages
+from kasir.card.dialect_endpoints import dialect_charge, dialect_router, speaks_dialect
 from kasir.card.schemas import CardErrorBody, CardValidationError, ChargeRequest, ChargeResponse
 from kasir.card.service import (
     EXPIRED_BY_TIME,
@@ -91,6 +92,8 @@ def _error_responses() -> dict[int | str, dict[str, Any]]:
     responses=_error_responses(),
 )
 async def charge(request: Request) -> Response:
+    if speaks_dialect(request, await request.body()):  # the provider SDK's snake_case charge
+        return await dialect_charge(request, scope=_SCOPE, direct=False, cvn_required=True)
     _require_json(request)
     database = request.app.state.database
     caller = await card_service.authenticate(
@@ -108,6 +111,10 @@ async def charge(request: Request) -> Response:
 
     merchant_id = caller.merchant.id
     return await run_once(request, database, key, merchant_id=merchant_id, scope=_SCOPE, body=body, handler=charge_in)
+
+
+# The provider SDK's direct charges (its charge is the route above).
+router.include_router(dialect_router)
 
 
 def _require_json(request: Request) -> None:

@@ -48,6 +48,11 @@ class CardOrder(Base):
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
     paid_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    # The provider SDK's snake_case dialect (kasir.card.dialect): its x-version ("v3") when the charge
+    # came in that dialect (its callbacks then also show payment_mode, tenor and sub_merchant_id),
+    # else NULL; and the sub-merchant the request named (`sub-merchant-id`), signed into its callbacks.
+    dialect: Mapped[str | None] = mapped_column(String(8))
+    sub_merchant_id: Mapped[str | None] = mapped_column(String(64))
 
 
 class CardAttempt(Base):
@@ -71,3 +76,22 @@ class CardAttempt(Base):
     challenge_url: Mapped[str | None] = mapped_column(String(2048))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+
+
+class StoredCard(Base):
+    """A card a merchant may charge again by its token (the dialect's `store_token`, the page's saveCard).
+
+    Never the number or the CVN: the masked number, brand and expiry, as on an attempt.
+    A token belongs to one merchant; another merchant's charge with it is refused.
+    """
+
+    __tablename__ = "card_stored"
+
+    token: Mapped[str] = mapped_column(String(64), primary_key=True)
+    merchant_id: Mapped[str] = mapped_column(String(32), ForeignKey("merchant.id"), index=True)
+    card_order_id: Mapped[str] = mapped_column(String(32))  # the payment that stored it
+    masked_card: Mapped[str] = mapped_column(String(19))
+    card_brand: Mapped[str] = mapped_column(String(16))
+    card_exp_month: Mapped[str] = mapped_column(String(2))
+    card_exp_year: Mapped[str] = mapped_column(String(4))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import bindparam, select, union_all
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from kasir.card.models import CardAttempt, CardOrder
+from kasir.card.models import CardAttempt, CardOrder, StoredCard
 from kasir.card.states import CardOrderStatus
 from kasir.db import Statement, binds
 from kasir.wallet.models import WalletTransaction
@@ -121,6 +121,31 @@ class CardRepository:
     async def attempt(self, session: AsyncSession, order_id: str, number: int) -> CardAttempt | None:
         return await session.scalar(
             select(CardAttempt).where(CardAttempt.card_order_id == order_id, CardAttempt.number == number)
+        )
+
+    # --- stored cards (kasir.card.dialect) -----------------------------------------------
+
+    async def store_card(self, session: AsyncSession, order: CardOrder, attempt: CardAttempt, now: datetime) -> None:
+        """The order's card under its `card_token`: what the attempt kept of it (never the number, the CVN)."""
+        assert order.card_token is not None
+        session.add(
+            StoredCard(
+                token=order.card_token,
+                merchant_id=order.merchant_id,
+                card_order_id=order.id,
+                masked_card=attempt.masked_card,
+                card_brand=attempt.card_brand,
+                card_exp_month=attempt.card_exp_month,
+                card_exp_year=attempt.card_exp_year,
+                created_at=now,
+            )
+        )
+        await session.flush()
+
+    async def stored_card(self, session: AsyncSession, merchant_id: str, token: str) -> StoredCard | None:
+        """The merchant's card stored under `token`; None for an unknown token or another merchant's."""
+        return await session.scalar(
+            select(StoredCard).where(StoredCard.token == token, StoredCard.merchant_id == merchant_id)
         )
 
 

@@ -46,6 +46,7 @@ from kasir.callbacks.service import callback_outbox
 from kasir.callbacks.signing import svc_signature, x_req_signature
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.card.cards import InvalidCardData, ParsedCard, acquirer_for, card_channels, parse_card
+from kasir.card.dialect import DIALECT_ANSWER, DIRECT_3DS_REFUSED, dialect_body, refuses_challenge
 from kasir.card.models import CardAttempt, CardOrder
 from kasir.card.repository import card_repository
 from kasir.card.schemas import TENORS, CardValidationError, ChargeRequest, parse_charge_request
@@ -255,8 +256,18 @@ class CardService:
         elif request.callback_url:
             await check_callback_url(request.callback_url, production=get_settings().is_production, field="callbackUrl")
 
-    def new_order(self, caller: BasicCaller, request: ChargeRequest) -> dict[str, Any]:
-        """The row of a card order for `request` (paymentMethod card), not yet written."""
+    def new_order(
+        self,
+        caller: BasicCaller,
+        request: ChargeRequest,
+        *,
+        dialect: str | None = None,
+        sub_merchant_id: str | None = None,
+    ) -> dict[str, Any]:
+        """The row of a card order for `request` (paymentMethod card), not yet written.
+
+        `dialect` and `sub_merchant_id`: of a charge in the provider SDK's dialect (kasir.card.dialect).
+        """
         merchant = caller.merchant
         now = clock.now()
         expires_at = parse_aware(request.payment_details.expired_time) if request.payment_details.expired_time else None
@@ -285,18 +296,32 @@ class CardService:
             "expires_at": (expires_at or now + VALIDITY).astimezone(UTC),
             "updated_at": now,
             "paid_at": None,
+            "dialect": dialect,
+            "sub_merchant_id": sub_merchant_id,
         }
 
     async def charge(
-        self, session: AsyncSession, caller: BasicCaller, request: ChargeRequest, card: ParsedCard | None
+        self,
+        session: AsyncSession,
+        caller: BasicCaller,
+        request: ChargeRequest,
+        card: ParsedCard | None,
+        *,
+        save_card: bool = False,
+        dialect: str | None = None,
+        sub_merchant_id: str | None = None,
     ) -> ChargeOutcome | PendingCall:
         """The charge of a request that passed `parse` and `check_callback_url`: its answer, or (a CLOSE
-        charge) its attempt held for the acquirer, answered once asked (kasir.processors.calls)."""
+        charge) its attempt held for the acquirer, answered once asked (kasir.processors.calls).
+
+        `save_card`: store the card on success (a token, `StoredCard`); `dialect`, `sub_merchant_id`:
+        of a charge in the provider SDK's dialect (kasir.card.dialect).
+        """
         merchant = caller.merchant
         if request.payment_method == "ewallet":
             await self._refuse_duplicate(session, merchant.id, request)
             return await self._charge_wallet(session, caller, request)
-        values = self.new_order(caller, request)
+        values = self.new_order(caller, request, dialect=dialect, sub_merchant_id=sub_merchant_id)
         if not await card_repository.add_order(session, values):
             await self._refuse_duplicate(session, merchant.id, request)
             raise DuplicateOrder("orderId")
@@ -306,7 +331,7 @@ class CardService:
         if card is None:
             return _pending(order_id, request)
         order = await self.get(session, order_id)
-        return await self._begin_attempt(session, order, card, request.tenor, save_card=False, new_order=True)
+        return await self._begin_attempt(session, order, card, request.tenor, save_card=save_card, new_order=True)
 
     async def _refuse_duplicate(self, session: AsyncSession, merchant_id: str, request: ChargeRequest) -> None:
         """orderId and externalId are unique per merchant across card orders and wallet transactions."""
@@ -491,6 +516,9 @@ class CardService:
         order.response_message = APPROVED
         if order.save_card:
             order.card_token = new_id("CTK", 32)  # opaque: derived from nothing about the card
+            attempt = await card_repository.attempt(session, order.id, order.attempts_made)
+            if attempt is not None:  # the card a later charge may name by the token (kasir.card.dialect)
+                await card_repository.store_card(session, order, attempt, now)
         await self._changed(session, order, "SUCCESS", now)
 
     async def _fail(self, session: AsyncSession, order: CardOrder, message: str, now: datetime) -> None:
@@ -541,7 +569,9 @@ class CardService:
             event=event,
             url=order.callback_url,
             payload=callback_payload(order, event),
-            svc_signature=svc_signature(order.id, x_req_signature(hash_key, order.external_id, order.order_id)),
+            svc_signature=svc_signature(
+                order.id, x_req_signature(hash_key, order.external_id, order.order_id), order.sub_merchant_id
+            ),
         )
 
 
@@ -563,9 +593,14 @@ class CardChargeAction:
     async def record(
         self, session: AsyncSession, call: Call, answer: CardDecision, *, fresh: bool
     ) -> tuple[CardOrder, CardAttempt, CardDecision | None]:
-        return await card_service.record_attempt(
+        order, attempt, decision = await card_service.record_attempt(
             session, call.reference, call.details["attempt"], answer if fresh else None
         )
+        if fresh and refuses_challenge(call.details) and order.status == CardOrderStatus.AUTHENTICATING.value:
+            # A direct charge of the provider SDK's dialect: no one will pass the challenge, the attempt fails.
+            refused = CardDecision(CardResult.DECLINED, DIRECT_3DS_REFUSED)
+            order = await card_service.finish_challenge(session, order.id, attempt.number, refused)
+        return order, attempt, decision
 
     async def undo(self, session: AsyncSession, call: Call, error: KasirError) -> None:
         await card_service.undo_attempt(
@@ -576,7 +611,10 @@ class CardChargeAction:
         self, session: AsyncSession, call: Call, recorded: tuple[CardOrder, CardAttempt, CardDecision | None]
     ) -> Response:
         order, attempt, _decision = recorded
-        return JSONResponse(charge_body(ChargeOutcome.of(order, attempt.challenge_url)))
+        outcome = ChargeOutcome.of(order, attempt.challenge_url)
+        if DIALECT_ANSWER in call.details:  # the provider SDK's dialect (kasir.card.dialect)
+            return JSONResponse(dialect_body(call.details[DIALECT_ANSWER], order, attempt, outcome.link))
+        return JSONResponse(charge_body(outcome))
 
 
 register(CARD_CHARGE, CardChargeAction())
@@ -707,6 +745,16 @@ def callback_payload(order: CardOrder, transaction_status: str) -> dict[str, Any
         "success_redirect_url": return_redirect(order, "SUCCESS"),
         "failed_redirect_url": return_redirect(order, "EXPIRED"),
         "expired_time": isoformat_seconds(order.expires_at, JAKARTA),
+    } | (dialect_callback_fields(order) if order.dialect else {})
+
+
+def dialect_callback_fields(order: CardOrder) -> dict[str, Any]:
+    """What a payment in the provider SDK's dialect adds to its callbacks: the instalments, the sub-merchant."""
+    tenor = int(order.tenor or "0")
+    return {
+        "payment_mode": "INSTALLMENT" if tenor else "CLOSE",
+        "tenor": tenor,
+        "sub_merchant_id": order.sub_merchant_id,
     }
 
 

@@ -68,6 +68,7 @@ _FINGERPRINT_PURPOSE = "kasir/card-idempotency"
 # Headers of an answer that are not the answer's own: made afresh for every response.
 _NOT_STORED = frozenset({b"content-length", b"x-request-id", b"date", b"server"})
 
+
 @dataclass(frozen=True, slots=True)
 class KeyRef:
     """A claimed X-Idempotency-Key, by name."""

@@ -267,6 +267,54 @@ def enable(merchant_id: str) -> None:
     console.print(f"merchant {merchant_id} enabled", highlight=False)
 
 
+# --- kasir merchant sub-merchant ...: the ids the card dialect's `sub-merchant-id` may name -----
+
+sub_merchant_app = typer.Typer(help="A merchant's sub-merchant ids (the card dialect's sub-merchant-id).")
+merchant_app.add_typer(sub_merchant_app, name="sub-merchant")
+
+
+@sub_merchant_app.command("add")
+def add_sub_merchant(
+    merchant_id: str,
+    sub_merchant_id: str,
+    name: Annotated[str | None, typer.Option("--name", help="A label for operators")] = None,
+) -> None:
+    """Allow `sub-merchant-id: SUB_MERCHANT_ID` on the merchant's card charges."""
+
+    async def work(session: AsyncSession) -> None:
+        await merchant_service.add_sub_merchant(session, merchant_id, sub_merchant_id, name, actor=Actor.cli())
+
+    run_in_session(work)
+    console.print(f"sub-merchant {sub_merchant_id} added to {merchant_id}", highlight=False)
+
+
+@sub_merchant_app.command("list")
+def list_sub_merchants(merchant_id: str, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
+    """The merchant's sub-merchant ids."""
+
+    async def work(session: AsyncSession) -> list[dict[str, str | None]]:
+        found = await merchant_service.sub_merchants(session, merchant_id)
+        return [{"sub_merchant_id": s.sub_merchant_id, "name": s.name} for s in found]
+
+    rows = run_in_session(work)
+    if as_json:
+        console.print_json(json.dumps(rows))
+        return
+    for row in rows:
+        console.print(f"{row['sub_merchant_id']}\t{row['name'] or '-'}", highlight=False)
+
+
+@sub_merchant_app.command("remove")
+def remove_sub_merchant(merchant_id: str, sub_merchant_id: str) -> None:
+    """Refuse `sub-merchant-id: SUB_MERCHANT_ID` on the merchant's charges from now on."""
+
+    async def work(session: AsyncSession) -> None:
+        await merchant_service.remove_sub_merchant(session, merchant_id, sub_merchant_id, actor=Actor.cli())
+
+    run_in_session(work)
+    console.print(f"sub-merchant {sub_merchant_id} removed from {merchant_id}", highlight=False)
+
+
 # --- kasir secrets: KASIR_SECRET_KEY rotation (kasir.merchants.sealing) ----------------------
 
 secrets_app = typer.Typer(help="The merchant secrets KASIR_SECRET_KEY seals.", no_args_is_help=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Depends, Request
 
 from kasir.admin import require_admin
@@ -9,7 +11,7 @@ from kasir.audit.service import Actor
 from kasir.db import ReadSession, WriteSession
 from kasir.errors import BadRequest
 from kasir.kit.crypto import public_key_fingerprint
-from kasir.merchants.models import Merchant
+from kasir.merchants.models import Merchant, SubMerchant
 from kasir.merchants.schemas import (
     MerchantCallbackUrl,
     MerchantCreate,
@@ -19,6 +21,9 @@ from kasir.merchants.schemas import (
     MerchantRotate,
     MerchantRotated,
     MerchantView,
+    SubMerchantCreate,
+    SubMerchantList,
+    SubMerchantView,
 )
 from kasir.merchants.service import CredentialKind, merchant_service
 
@@ -108,3 +113,41 @@ async def disable(merchant_id: str, request: Request, session: WriteSession) -> 
 @router.post("/{merchant_id}/enable", summary="Enable a disabled merchant")
 async def enable(merchant_id: str, request: Request, session: WriteSession) -> MerchantView:
     return _view(await merchant_service.set_disabled(session, merchant_id, False, actor=actor(request)))
+
+
+# --- sub-merchants: the ids the card dialect's `sub-merchant-id` may name ----------------------
+
+
+def _sub_view(sub_merchant: SubMerchant) -> SubMerchantView:
+    return SubMerchantView(
+        sub_merchant_id=sub_merchant.sub_merchant_id, name=sub_merchant.name, created_at=sub_merchant.created_at
+    )
+
+
+@router.get("/{merchant_id}/sub-merchants", summary="The merchant's sub-merchant ids")
+async def list_sub_merchants(merchant_id: str, session: ReadSession) -> SubMerchantList:
+    found = await merchant_service.sub_merchants(session, merchant_id)
+    return SubMerchantList(merchant_id=merchant_id, sub_merchants=[_sub_view(s) for s in found])
+
+
+_TAKEN: dict[int | str, dict[str, Any]] = {
+    409: {
+        "description": "Conflict: the merchant has this sub-merchant id already",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PlainErrorBody"}}},
+    }
+}
+
+
+@router.post("/{merchant_id}/sub-merchants", status_code=201, summary="Add a sub-merchant id", responses=_TAKEN)
+async def add_sub_merchant(
+    merchant_id: str, body: SubMerchantCreate, request: Request, session: WriteSession
+) -> SubMerchantView:
+    added = await merchant_service.add_sub_merchant(
+        session, merchant_id, body.sub_merchant_id, body.name, actor=actor(request)
+    )
+    return _sub_view(added)
+
+
+@router.delete("/{merchant_id}/sub-merchants/{sub_merchant_id}", status_code=204, summary="Remove a sub-merchant id")
+async def remove_sub_merchant(merchant_id: str, sub_merchant_id: str, request: Request, session: WriteSession) -> None:
+    await merchant_service.remove_sub_merchant(session, merchant_id, sub_merchant_id, actor=actor(request))

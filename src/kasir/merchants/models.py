@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from kasir.db import Base, UTCDateTime
@@ -44,3 +44,16 @@ class MerchantCredentialGrace(Base):
     value: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+class SubMerchant(Base):
+    """A sub-merchant id a merchant may name in `sub-merchant-id` (the card dialect, kasir.card.dialect)."""
+
+    __tablename__ = "sub_merchant"
+    __table_args__ = (UniqueConstraint("merchant_id", "sub_merchant_id"),)
+
+    id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True)
+    merchant_id: Mapped[str] = mapped_column(String(32), ForeignKey("merchant.id"))
+    sub_merchant_id: Mapped[str] = mapped_column(String(64))
+    name: Mapped[str | None] = mapped_column(String(100))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime())

@@ -7,7 +7,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Table, select, true, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from kasir.merchants.models import Merchant, MerchantCredentialGrace
+from kasir.merchants.models import Merchant, MerchantCredentialGrace, SubMerchant
 
 
 class MerchantRepository:
@@ -54,6 +54,29 @@ class MerchantRepository:
             .order_by(MerchantCredentialGrace.id)
         )
         return result.all()
+
+    # --- sub-merchants (the card dialect's `sub-merchant-id`) ------------------------------
+
+    async def sub_merchants(self, session: AsyncSession, merchant_id: str) -> Sequence[SubMerchant]:
+        result = await session.scalars(
+            select(SubMerchant).where(SubMerchant.merchant_id == merchant_id).order_by(SubMerchant.sub_merchant_id)
+        )
+        return result.all()
+
+    async def sub_merchant(self, session: AsyncSession, merchant_id: str, sub_merchant_id: str) -> SubMerchant | None:
+        return await session.scalar(
+            select(SubMerchant).where(
+                SubMerchant.merchant_id == merchant_id, SubMerchant.sub_merchant_id == sub_merchant_id
+            )
+        )
+
+    async def add_sub_merchant(self, session: AsyncSession, sub_merchant: SubMerchant) -> None:
+        session.add(sub_merchant)
+        await session.flush()
+
+    async def remove_sub_merchant(self, session: AsyncSession, sub_merchant: SubMerchant) -> None:
+        await session.delete(sub_merchant)
+        await session.flush()
 
     # --- the values KASIR_SECRET_KEY seals (kasir.merchants.sealing) ---------------------
 
@@ -123,5 +146,6 @@ SEALED: dict[str, SealedTable] = {
         MerchantCredentialGrace.__table__, ("value",), MerchantCredentialGrace.__table__.c.kind != "public_key"
     ),
 }
+
 
 merchant_repository = MerchantRepository()

@@ -56,3 +56,19 @@ class MerchantCreated(MerchantView):
 
 class MerchantList(BaseModel):
     merchants: list[MerchantView]
+
+
+class SubMerchantCreate(BaseModel):
+    sub_merchant_id: str = Field(min_length=1, max_length=64, description="letters, digits, - _ .")
+    name: str | None = Field(None, max_length=100)
+
+
+class SubMerchantView(BaseModel):
+    sub_merchant_id: str
+    name: str | None
+    created_at: datetime
+
+
+class SubMerchantList(BaseModel):
+    merchant_id: str
+    sub_merchants: list[SubMerchantView]

@@ -17,6 +17,7 @@ Errors: MerchantError (400), MerchantNotFound (404), MerchantNameTaken (409).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -42,7 +43,7 @@ from kasir.kit.crypto import (
 )
 from kasir.kit.ids import new_id, new_secret
 from kasir.kit.ttl_cache import TtlCache
-from kasir.merchants.models import Merchant, MerchantCredentialGrace
+from kasir.merchants.models import Merchant, MerchantCredentialGrace, SubMerchant
 from kasir.merchants.repository import merchant_repository
 
 
@@ -480,6 +481,73 @@ class MerchantService:
             secret=box.open(merchant.secret_encrypted),
             hash_key=box.open(merchant.hash_key_encrypted),
         )
+
+    # --- sub-merchants: the ids a merchant may name in the card dialect's `sub-merchant-id` --------
+
+    async def sub_merchants(self, session: AsyncSession, merchant_id: str) -> Sequence[SubMerchant]:
+        await self.get(session, merchant_id)
+        return await merchant_repository.sub_merchants(session, merchant_id)
+
+    async def add_sub_merchant(
+        self,
+        session: AsyncSession,
+        merchant_id: str,
+        sub_merchant_id: str,
+        name: str | None = None,
+        *,
+        actor: Actor | None = None,
+    ) -> SubMerchant:
+        merchant = await self.get(session, merchant_id)
+        if not SUB_MERCHANT_ID.fullmatch(sub_merchant_id):
+            raise InvalidFieldFormat("sub_merchant_id", "must be 1 to 64 letters, digits, - _ .")
+        if await merchant_repository.sub_merchant(session, merchant.id, sub_merchant_id) is not None:
+            raise SubMerchantTaken(f"sub-merchant {sub_merchant_id} already exists for {merchant.id}")
+        sub_merchant = SubMerchant(
+            merchant_id=merchant.id, sub_merchant_id=sub_merchant_id, name=name or None, created_at=clock.now()
+        )
+        await merchant_repository.add_sub_merchant(session, sub_merchant)
+        if actor is not None:
+            await audit.record(
+                session,
+                actor,
+                "merchant.sub_merchant.add",
+                target_type="merchant",
+                target_id=merchant.id,
+                merchant_id=merchant.id,
+                before=None,
+                after={"sub_merchant_id": sub_merchant_id, "name": name},
+            )
+        return sub_merchant
+
+    async def remove_sub_merchant(
+        self, session: AsyncSession, merchant_id: str, sub_merchant_id: str, *, actor: Actor | None = None
+    ) -> None:
+        merchant = await self.get(session, merchant_id)
+        sub_merchant = await merchant_repository.sub_merchant(session, merchant.id, sub_merchant_id)
+        if sub_merchant is None:
+            raise MerchantNotFound(f"sub-merchant {sub_merchant_id} of {merchant.id} not found")
+        await merchant_repository.remove_sub_merchant(session, sub_merchant)
+        if actor is not None:
+            await audit.record(
+                session,
+                actor,
+                "merchant.sub_merchant.remove",
+                target_type="merchant",
+                target_id=merchant.id,
+                merchant_id=merchant.id,
+                before={"sub_merchant_id": sub_merchant_id},
+                after=None,
+            )
+
+    async def has_sub_merchant(self, session: AsyncSession, merchant_id: str, sub_merchant_id: str) -> bool:
+        return await merchant_repository.sub_merchant(session, merchant_id, sub_merchant_id) is not None
+
+
+SUB_MERCHANT_ID = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+class SubMerchantTaken(Conflict):
+    pass
 
 
 merchant_service = MerchantService()

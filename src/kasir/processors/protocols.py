@@ -90,6 +90,9 @@ class CardDetails:
     holder_name: str
     masked: str  # first 6, last 4
     brand: str
+    # A card stored by an earlier charge, named by its token (kasir.card.dialect): `number` and
+    # perhaps `cvn` are then empty, and `masked` names the card the acquirer charged before.
+    stored_token: str | None = None
 
     def __repr__(self) -> str:
         return f"CardDetails({self.masked}, {self.brand}, {self.exp_month}/{self.exp_year})"

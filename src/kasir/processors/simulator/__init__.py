@@ -56,7 +56,7 @@ class SimulatedAcquirer:
         self._decided: OrderedDict[tuple[str, int], CardDecision] = OrderedDict()
 
     async def charge(self, charge: CardCharge) -> CardDecision:
-        outcome = outcome_of(charge.card.number)
+        outcome = outcome_of(charge.card.number or charge.card.masked)
         result = RESULTS.get(outcome, CardResult.DECLINED)
         redirect = otp_page_url(charge.reference) if outcome is Outcome.CHALLENGE else None
         decision = CardDecision(result, MESSAGES[outcome], redirect)

@@ -1,0 +1,196 @@
+"""Routes of the provider SDK's snake_case card dialect (kasir.card.dialect).
+
+    POST /card-v2/v1/charge           shared with the camelCase charge: a body with `external_id` or
+                                      `payment_details`, or the header `x-version: v3`, is the dialect's
+    POST /card-v2/v1/charge-direct    the outcome at once; no 3-D Secure
+    POST /card-v2/v2/charge-direct    the same, `card_details.card_cvn` optional
+
+Every check and answer is the wallet API's (`verify_wallet_request`, then the wallet error
+format), and the charge is the camelCase charge's: the card service in one unit of work through
+the idempotency room, an X-Idempotency-Key honoured when sent. A stored card and a sub-merchant
+are looked up before that unit, in a read-only one, like the merchant's credentials.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from pydantic import BaseModel
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from kasir.card.dialect import (
+    DIALECT_ANSWER,
+    DIALECT_VERSION,
+    DialectChargeRequest,
+    DialectDuplicate,
+    UnknownStoredCard,
+    UnknownSubMerchant,
+    answer_details,
+    parse_dialect,
+    response_type_of,
+    snake_field,
+    stored_card,
+)
+from kasir.card.repository import card_repository
+from kasir.card.service import DuplicateOrder, card_service
+from kasir.errors import WireFormat, speak, wire
+from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
+from kasir.kit.clock import clock
+from kasir.merchants.service import merchant_service
+from kasir.processors.calls import PendingCall
+from kasir.snap.openapi import snap_route
+from kasir.wallet.endpoints import verify_wallet_request
+from kasir.wallet.schemas import WalletErrorBody
+
+dialect_router = APIRouter(tags=["card (provider SDK dialect)"])
+
+DIRECT_V1 = "/card-v2/v1/charge-direct"
+DIRECT_V2 = "/card-v2/v2/charge-direct"
+SUB_MERCHANT_HEADER = "sub-merchant-id"
+RESPONSE_TYPE_HEADER = "response-type"
+_SNAKE_KEYS = (b'"external_id"', b'"payment_details"')
+
+
+def speaks_dialect(request: Request, body: bytes) -> bool:
+    """Whether a request to the charge's path is the SDK's: its body's keys, or `x-version: v3`."""
+    if request.headers.get("x-version", "").strip() == DIALECT_VERSION:
+        return True
+    if not any(key in body for key in _SNAKE_KEYS):
+        return False  # the camelCase charge's path: no parsing here
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return False
+    return isinstance(data, dict) and ("external_id" in data or "payment_details" in data)
+
+
+async def dialect_charge(request: Request, *, scope: str, direct: bool, cvn_required: bool) -> Response:
+    speak(request, WireFormat.WALLET)  # every error of this request in the wallet format
+    verified = await verify_wallet_request(request)  # x-version, Content-Type, Basic, x-req-signature
+    caller = verified.merchant
+    merchant_id = caller.merchant.id
+    answer_kind = "direct" if direct else response_type_of(request.headers.get(RESPONSE_TYPE_HEADER))
+    key = idempotency_key(request)
+    charge = parse_dialect(verified.body, now=clock.local_now(), cvn_required=cvn_required)
+    sub_merchant_id = (request.headers.get(SUB_MERCHANT_HEADER) or "").strip() or None
+    card = charge.card
+    database = request.app.state.database
+    if sub_merchant_id is not None or charge.stored_token is not None:
+        async with database.unit_of_work(read_only=True) as session:
+            if sub_merchant_id is not None and not await merchant_service.has_sub_merchant(
+                session, merchant_id, sub_merchant_id
+            ):
+                raise UnknownSubMerchant()
+            if charge.stored_token is not None:
+                stored = await card_repository.stored_card(session, merchant_id, charge.stored_token)
+                if stored is None:
+                    raise UnknownStoredCard()
+                card = stored_card(stored, charge.stored_cvn, now=clock.local_now())
+    assert card is not None
+    await card_service.check_callback_url(caller, charge.request)
+    card_service.require_processor(charge.request)
+    # A stored card is charged again under its own token; a new card is stored when asked.
+    save_card = charge.store_token and card.stored_token is None
+
+    async def charge_in(session: AsyncSession) -> Response | PendingCall:
+        try:
+            outcome = await card_service.charge(
+                session,
+                caller,
+                charge.request,
+                card,
+                save_card=save_card,
+                dialect=DIALECT_VERSION,
+                sub_merchant_id=sub_merchant_id,
+            )
+        except DuplicateOrder as error:
+            raise DialectDuplicate(snake_field(error.field)) from None
+        # Always an attempt held for the acquirer (the dialect always sends a card): once it has
+        # answered, the card service answers in the dialect (kasir.card.service.CardChargeAction).
+        assert isinstance(outcome, PendingCall)
+        outcome.call.details[DIALECT_ANSWER] = answer_details(answer_kind, card.stored_token)
+        return outcome
+
+    return await run_once(
+        request, database, key, merchant_id=merchant_id, scope=scope, body=verified.raw, handler=charge_in
+    )
+
+
+# --- the direct charges ----------------------------------------------------------------------
+
+
+class TransactionData(BaseModel):
+    external_id: str
+    receipt_no: str
+    order_id: str
+    transaction_id: str
+    approval_code: str | None = None
+
+
+class DirectData(BaseModel):
+    token: str | None
+    status: str
+    transaction_code: str
+    transaction_description: str
+    transaction_data: TransactionData
+
+
+class DirectResponse(BaseModel):
+    response_code: str
+    response_message: str
+    data: DirectData
+
+
+def _openapi() -> dict[str, Any]:
+    headers = ("Authorization", "x-req-signature", "x-version")
+    return {
+        **wire(WireFormat.WALLET),
+        # The body is read raw (x-req-signature first); its schema is documented from the model.
+        "requestBody": snap_route("00", DialectChargeRequest)["requestBody"],
+        "parameters": [
+            *({"name": name, "in": "header", "required": True, "schema": {"type": "string"}} for name in headers),
+            {"name": SUB_MERCHANT_HEADER, "in": "header", "required": False, "schema": {"type": "string"}},
+            {"name": KEY_HEADER, "in": "header", "required": False, "schema": {"type": "string", "maxLength": 255}},
+        ],
+    }
+
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": WalletErrorBody, "description": "`01`: names the field and the reason"},
+    401: {"model": WalletErrorBody, "description": "`04`: credentials, x-req-signature or a disabled merchant"},
+    403: {"model": WalletErrorBody, "description": "`04`: sub-merchant-id is not one of the merchant's"},
+    409: {
+        "model": WalletErrorBody,
+        "description": "`03`: external_id or order_id already used (with Retry-After: a request with the same "
+        "X-Idempotency-Key is still running)",
+    },
+    422: {"model": WalletErrorBody, "description": "`01`: X-Idempotency-Key reused with another body"},
+    429: {"model": WalletErrorBody, "description": "`04`: too many failed authentications; retry after Retry-After"},
+    503: {"model": WalletErrorBody, "description": "`98`: unavailable; retry after Retry-After"},
+    500: {"model": WalletErrorBody, "description": "`98` System Error"},
+}
+
+
+@dialect_router.post(
+    DIRECT_V1,
+    summary="Card charge, direct (provider SDK dialect)",
+    openapi_extra=_openapi(),
+    response_model=DirectResponse,
+    responses=_ERRORS,
+)
+async def charge_direct(request: Request) -> Response:
+    return await dialect_charge(request, scope=f"POST {DIRECT_V1}", direct=True, cvn_required=True)
+
+
+@dialect_router.post(
+    DIRECT_V2,
+    summary="Card charge, direct, CVN optional (provider SDK dialect)",
+    openapi_extra=_openapi(),
+    response_model=DirectResponse,
+    responses=_ERRORS,
+)
+async def charge_direct_v2(request: Request) -> Response:
+    return await dialect_charge(request, scope=f"POST {DIRECT_V2}", direct=True, cvn_required=False)

@@ -1,0 +1,23 @@
+"""Migration 0012 creates exactly the tables and columns of the card dialect's models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from fastapi import FastAPI
+
+from kasir.db import Base
+from kasir.models import import_all_models
+
+_TABLES = ("card_stored", "sub_merchant", "card_order")
+
+
+async def test_migration_matches_the_models(app: FastAPI) -> None:
+    import_all_models()
+    async with app.state.database.engine.connect() as connection:
+        diffs: list[Any] = await connection.run_sync(
+            lambda sync: compare_metadata(MigrationContext.configure(sync, opts={"compare_type": False}), Base.metadata)
+        )
+    assert [d for d in diffs if any(table in repr(d) for table in _TABLES)] == []
