@@ -20,7 +20,7 @@ A domain raises what went wrong; the route it happened on decides how it is said
     ├── ServiceUnavailable        503                            wallet 98   card SERVICE_UNAVAILABLE
     └── GatewayTimeout            504  SNAP xx00 Timeout
 
-Wire formats (decisions.md §4):
+Wire formats (docs/decisions.md §4):
 
 - SNAP: `{"responseCode": HTTP + service code + case, "responseMessage": ...}`
 - wallet: `{"response_code": "01", "response_message": ...}`
@@ -210,7 +210,7 @@ class UnprocessableEntity(KasirError):
 
 
 class TooManyRequests(KasirError):
-    """decisions.md §4: SNAP 429xx00. The card and wallet formats show no 429: the card says
+    """docs/decisions.md §4: SNAP 429xx00. The card and wallet formats show no 429: the card says
     TOO_MANY_REQUESTS like its other statuses, the wallet the code of the cause (kasir.ratelimit)."""
 
     http_status = 429

@@ -1,4 +1,4 @@
-"""decisions.md §1: staging enables the dummy payment and every simulator page; production answers 404."""
+"""docs/decisions.md §1: staging enables the dummy payment and every simulator page; production answers 404."""
 
 from __future__ import annotations
 

@@ -43,7 +43,7 @@ def page_path(data: dict[str, Any]) -> str:
 
 
 def check_notification(request: ReceivedRequest, merchant: builders.TestMerchant, callback_url: str) -> dict[str, Any]:
-    """The SNAP notify headers of decisions.md §3.6, verified with the independent formula."""
+    """The SNAP notify headers of docs/decisions.md §3.6, verified with the independent formula."""
     assert request.method == "POST"
     assert request.headers["content-type"].startswith("application/json")
     assert request.headers["x-partner-id"] == merchant.id

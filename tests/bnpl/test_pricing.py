@@ -1,4 +1,4 @@
-"""decisions.md §6 installment formula: properties (hypothesis) and worked examples."""
+"""docs/decisions.md §6 installment formula: properties (hypothesis) and worked examples."""
 
 from __future__ import annotations
 

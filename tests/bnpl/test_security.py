@@ -1,4 +1,4 @@
-"""SNAP request security of the BNPL routes (decisions.md §3.2), signed in the test."""
+"""SNAP request security of the BNPL routes (docs/decisions.md §3.2), signed in the test."""
 
 from __future__ import annotations
 

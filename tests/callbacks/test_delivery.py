@@ -1,4 +1,4 @@
-"""Delivery policies, schedule, order and rollback (decisions.md §8), against a real receiver."""
+"""Delivery policies, schedule, order and rollback (docs/decisions.md §8), against a real receiver."""
 
 from __future__ import annotations
 

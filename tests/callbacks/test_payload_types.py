@@ -1,7 +1,7 @@
 """Issue 26: every callback kind's payload against the interface's tables, and no null anywhere.
 
 The tables below are interface.md's "Wallet callback payload" and "Payment-page callback payload"
-and decisions.md §6's BNPL notification body, typed here by hand (not read from the service): a
+and docs/decisions.md §6's BNPL notification body, typed here by hand (not read from the service): a
 string field with no value is "", numbers and booleans are never null, an object the interface
 lists carries every field it lists, and a list is [] rather than null. The answers of the routes
 that led to each callback are walked for null too.

@@ -1,4 +1,4 @@
-"""Production refuses non-https and non-public callback targets (decisions.md §8)."""
+"""Production refuses non-https and non-public callback targets (docs/decisions.md §8)."""
 
 from __future__ import annotations
 

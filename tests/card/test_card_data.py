@@ -1,4 +1,4 @@
-"""decisions.md §7: the full card number and the CVN never reach the database, a log line or a callback."""
+"""docs/decisions.md §7: the full card number and the CVN never reach the database, a log line or a callback."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`paymentMethod` ewallet (decisions.md §7): the charge creates a wallet transaction; wallet callbacks follow."""
+"""`paymentMethod` ewallet (docs/decisions.md §7): the charge creates a wallet transaction; wallet callbacks follow."""
 
 from __future__ import annotations
 

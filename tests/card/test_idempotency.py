@@ -1,4 +1,4 @@
-"""X-Idempotency-Key (decisions.md §7): replay, reuse with another body, in progress, and a 20-way race."""
+"""X-Idempotency-Key (docs/decisions.md §7): replay, reuse with another body, in progress, and a 20-way race."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Basic auth of the wallet and card endpoints (decisions.md §3.4), including its per-process cache."""
+"""Basic auth of the wallet and card endpoints (docs/decisions.md §3.4), including its per-process cache."""
 
 from __future__ import annotations
 

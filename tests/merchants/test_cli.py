@@ -1,4 +1,4 @@
-"""`kasir keygen` and `kasir merchant ...` (decisions.md §2)."""
+"""`kasir keygen` and `kasir merchant ...` (docs/decisions.md §2)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Credentials for Schemathesis's requests: a `requests` auth that signs the bytes actually sent.
 
-Each route family is signed as a merchant signs it (decisions.md §3), with the formulas of
+Each route family is signed as a merchant signs it (docs/decisions.md §3), with the formulas of
 tests/support/signing.py: SNAP symmetric with an access token (BNPL), Basic + x-req-signature
 (wallet), Basic (card charge), SHA256withRSA over client_id|X-TIMESTAMP (access token), the admin
 token (/admin). It runs on the prepared request, after serialization, so what is signed is exactly

@@ -1,4 +1,4 @@
-"""The formulas of decisions.md §3, written out independently of Kasir's own helpers.
+"""The formulas of docs/decisions.md §3, written out independently of Kasir's own helpers.
 
 Tests sign and check with these, so a wrong formula in the service cannot agree with itself.
 """

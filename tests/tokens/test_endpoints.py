@@ -1,4 +1,4 @@
-"""interface.md endpoints 1 and 2; decisions.md §3.1 and §4 (service code 73)."""
+"""interface.md endpoints 1 and 2; docs/decisions.md §3.1 and §4 (service code 73)."""
 
 from __future__ import annotations
 

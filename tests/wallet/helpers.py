@@ -142,7 +142,7 @@ async def void(client: httpx.AsyncClient, merchant: TestMerchant, tx: dict[str, 
 
 
 def check_callback(request: ReceivedRequest, merchant: TestMerchant, tx: dict[str, Any]) -> dict[str, Any]:
-    """decisions.md §3.5, computed here: header and query parameter svc-signature."""
+    """docs/decisions.md §3.5, computed here: header and query parameter svc-signature."""
     expected = callback_signature(
         tx["transaction_id"], x_req_signature(merchant.credentials.hash_key, tx["external_id"], tx["order_id"])
     )

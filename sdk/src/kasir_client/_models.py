@@ -84,7 +84,7 @@ class BnplTransaction:
 
 @dataclass(frozen=True)
 class WalletResult:
-    """The answer of a wallet call (decisions.md §5), snake_case fields as on the wire.
+    """The answer of a wallet call (docs/decisions.md §5), snake_case fields as on the wire.
 
     create-payment, create-qr, inquiry, refund and void answer the whole transaction;
     the dummy payment answers interface.md's short result (external_id, order_id,

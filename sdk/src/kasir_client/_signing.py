@@ -1,4 +1,4 @@
-"""Kasir's signature formulas (decisions.md §3), for requests and for callbacks."""
+"""Kasir's signature formulas (docs/decisions.md §3), for requests and for callbacks."""
 
 from __future__ import annotations
 

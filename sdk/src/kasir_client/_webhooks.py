@@ -4,7 +4,7 @@
                                    order=(order.external_id, order.order_id))
     if event.transaction_status == "PAID": ...
 
-The wallet and payment-page signature (`svc-signature`, decisions.md §3.5) is
+The wallet and payment-page signature (`svc-signature`, docs/decisions.md §3.5) is
 sha256(transaction_id + sha256(hash_key + external_id + order_id)): it covers which transaction
 and which order, not the status or the amount. Check it against YOUR order: pass
 `order=(external_id, order_id)` from your own database so a callback about another order

@@ -1,4 +1,4 @@
-"""The BNPL category table (interface.md leaves it open; decisions.md §6: shipped, configurable).
+"""The BNPL category table (interface.md leaves it open; docs/decisions.md §6: shipped, configurable).
 
 Codes are 4 characters. Set `KASIR_BNPL_CATEGORIES` (kasir.config) to a comma-separated list of
 codes to replace the shipped table (for example `ELEC,FASH,FEES`).

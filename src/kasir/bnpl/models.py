@@ -12,7 +12,7 @@ from kasir.db import Base, UTCDateTime
 
 
 class BnplTransaction(Base):
-    """One QR checkout (decisions.md §6); `id` is the referenceNo handed to the merchant."""
+    """One QR checkout (docs/decisions.md §6); `id` is the referenceNo handed to the merchant."""
 
     __tablename__ = "bnpl_transaction"
     __table_args__ = (
@@ -57,7 +57,7 @@ def amount_of(cents: int) -> Decimal:
 
 
 class BnplExternalId(Base):
-    """decisions.md §3.2: X-EXTERNAL-ID is unique per merchant per calendar day (Asia/Jakarta)."""
+    """docs/decisions.md §3.2: X-EXTERNAL-ID is unique per merchant per calendar day (Asia/Jakarta)."""
 
     __tablename__ = "bnpl_external_id"
     __table_args__ = (UniqueConstraint("merchant_id", "day", "external_id"),)

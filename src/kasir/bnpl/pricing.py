@@ -1,4 +1,4 @@
-"""Installment options (decisions.md §6), Decimal end to end.
+"""Installment options (docs/decisions.md §6), Decimal end to end.
 
 For the items' total T and a plan (tenure months, flat monthly `rate` %, `provision` %):
 

@@ -1,4 +1,4 @@
-"""SNAP transaction security for BNPL requests (decisions.md §3.2).
+"""SNAP transaction security for BNPL requests (docs/decisions.md §3.2).
 
 `verify_snap_request(request, session)` reads the raw body (it is signed byte for byte) and
 checks, in order, each failure with its own SNAP case (the route adds its service code):
@@ -75,7 +75,7 @@ class SnapCaller:
 
 
 def signed_path(request: Request) -> str:
-    """PATH as decisions.md §3.2 defines it: relative to the host, with its query string."""
+    """PATH as docs/decisions.md §3.2 defines it: relative to the host, with its query string."""
     raw = request.scope.get("raw_path")
     path = raw.decode("latin-1") if isinstance(raw, bytes | bytearray) and raw else request.url.path
     query = request.scope.get("query_string", b"")
@@ -132,7 +132,7 @@ async def _in_grace(session: AsyncSession, merchant_id: str, kind: CredentialKin
 
 
 async def claim_external_id(session: AsyncSession, caller: SnapCaller) -> None:
-    """X-EXTERNAL-ID is unique per merchant per calendar day (decisions.md §3.2), in the request's unit of work."""
+    """X-EXTERNAL-ID is unique per merchant per calendar day (docs/decisions.md §3.2), in the request's unit of work."""
     day = clock.local_now().date()
     # merchant_id is the X-PARTNER-ID: the merchant was found by it (or the token was minted for it).
     if not await bnpl_repository.claim_external_id(session, caller.merchant_id, day, caller.external_id, clock.now()):

@@ -10,7 +10,7 @@
         └── TransactionNotInitiated     409xx00 (states.py: only 01 may change)
 
 Every change into 00, 05, 06 records one notification (callback outbox, kind BNPL) in the
-same unit of work; the delivery engine signs it (decisions.md §3.6) and sends it after commit.
+same unit of work; the delivery engine signs it (docs/decisions.md §3.6) and sends it after commit.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ from kasir.snap.headers import parse_json_body
 VALIDITY = timedelta(hours=24)  # interface.md: default validity 24 hours
 PAYMENT_CHANNEL = "KASIR_BNPL"
 CURRENCY = "IDR"
-EXPIRED_DESC = "Expired"  # decisions.md §6
+EXPIRED_DESC = "Expired"  # docs/decisions.md §6
 REJECTED_DESC = "Rejected by customer"
 
 Model = TypeVar("Model", bound=BaseModel)
@@ -307,7 +307,7 @@ class BnplService:
             )
 
     async def notification_payload(self, session: AsyncSession, tx: BnplTransaction) -> dict[str, Any]:
-        """decisions.md §6: the body of a BNPL notification."""
+        """docs/decisions.md §6: the body of a BNPL notification."""
         payload: dict[str, Any] = {
             "originalPartnerReferenceNo": tx.partner_reference_no,
             "originalReferenceNo": tx.id,

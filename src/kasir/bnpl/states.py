@@ -1,4 +1,4 @@
-"""BNPL transaction states as data (decisions.md §6: SNAP status codes).
+"""BNPL transaction states as data (docs/decisions.md §6: SNAP status codes).
 
 01 Initiated ──approve──▶ 00 Success
              ──reject───▶ 06 Failed
@@ -52,7 +52,7 @@ TRANSITIONS: dict[BnplStatus, frozenset[BnplStatus]] = {
     BnplStatus.INITIATED: frozenset({BnplStatus.SUCCESS, BnplStatus.FAILED, BnplStatus.CANCELED}),
 }
 
-# Each change into one of these sends one notification (decisions.md §6).
+# Each change into one of these sends one notification (docs/decisions.md §6).
 NOTIFIED: frozenset[BnplStatus] = frozenset({BnplStatus.SUCCESS, BnplStatus.CANCELED, BnplStatus.FAILED})
 
 

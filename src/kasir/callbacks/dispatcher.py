@@ -134,7 +134,7 @@ def request_for(callback: ClaimedCallback) -> tuple[str, dict[str, str]]:
     # interface.md Events: every callback carries svc-signature (BNPL's beside its SNAP headers, issue 26).
     if callback.svc_signature is not None:
         headers[svc_signature_header()] = callback.svc_signature
-        if callback.kind is CallbackKind.WALLET:  # decisions.md §3.5: also as a query parameter
+        if callback.kind is CallbackKind.WALLET:  # docs/decisions.md §3.5: also as a query parameter
             url = with_query_signature(url, callback.svc_signature)
     return url, headers
 

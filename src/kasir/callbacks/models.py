@@ -35,7 +35,7 @@ class Callback(Base):
     event: Mapped[str] = mapped_column(String(32))  # what happened: PAID, FAILED, 00, ...
     url: Mapped[str] = mapped_column(String(2048))
     payload: Mapped[str] = mapped_column(Text)  # the exact JSON body sent
-    svc_signature: Mapped[str | None] = mapped_column(String(128))  # decisions.md §3.5; BNPL too (issue 26)
+    svc_signature: Mapped[str | None] = mapped_column(String(128))  # docs/decisions.md §3.5; BNPL too (issue 26)
     status: Mapped[str] = mapped_column(String(16), default=CallbackStatus.PENDING)
     attempts_made: Mapped[int] = mapped_column(Integer, default=0)
     max_attempts: Mapped[int] = mapped_column(Integer)

@@ -1,4 +1,4 @@
-"""Who accepts what, and how often we try (interface.md Events; decisions.md §8)."""
+"""Who accepts what, and how often we try (interface.md Events; docs/decisions.md §8)."""
 
 from __future__ import annotations
 
@@ -41,5 +41,5 @@ class DeliveryPolicy:
 POLICIES: dict[CallbackKind, DeliveryPolicy] = {
     CallbackKind.WALLET: DeliveryPolicy(retries=2, accepts=http_200),  # interface.md: retried 2 times
     CallbackKind.PAYMENT_PAGE: DeliveryPolicy(retries=3, accepts=http_200_json_message),  # retried 3 times
-    CallbackKind.BNPL: DeliveryPolicy(retries=3, accepts=http_200),  # decisions.md §8
+    CallbackKind.BNPL: DeliveryPolicy(retries=3, accepts=http_200),  # docs/decisions.md §8
 }

@@ -1,4 +1,4 @@
-"""Signature headers of callbacks (decisions.md §3.5 and §3.6), computed at send time."""
+"""Signature headers of callbacks (docs/decisions.md §3.5 and §3.6), computed at send time."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SSRF guard for callback URLs in production (decisions.md §8).
+"""SSRF guard for callback URLs in production (docs/decisions.md §8).
 
 A callback URL must be https and every address its host resolves to must be public
 (kasir.kit.addresses.is_public_address). A host written as an IPv4 number in any spelling

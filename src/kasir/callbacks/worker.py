@@ -72,7 +72,7 @@ class DeliveryWorker:
         self._stopping = False
         self._inflight: set[asyncio.Task[None]] = set()
         # Attempts go straight through the transport (kasir.kit.http_client.post): no redirect is followed
-        # (decisions.md §8), no proxy from the environment is used (it would bypass the SSRF check of the
+        # (docs/decisions.md §8), no proxy from the environment is used (it would bypass the SSRF check of the
         # resolved address), no cookie is kept. Idle connections are kept per merchant origin; not httpx's
         # default pool, whose CPU per attempt grows with the attempts in flight (kasir.kit.http_client).
         self._http = KeepAliveTransport(max_idle_per_origin=self.concurrency)

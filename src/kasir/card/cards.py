@@ -16,7 +16,7 @@ from kasir.config import get_settings
 from kasir.errors import FieldError
 from kasir.processors.protocols import CardDetails
 
-# --- acquirers (decisions.md §7) ------------------------------------------------------
+# --- acquirers (docs/decisions.md §7) ------------------------------------------------------
 
 # Channel -> acquirer; `CARD` is "any acquirer": the brand picks one (_BRAND_ACQUIRER).
 DEFAULT_CHANNELS: dict[str, str | None] = {"CARD": None, "BCACC": "BCA", "CIMBCC": "CIMB", "BRICC": "BRI"}

@@ -1,6 +1,6 @@
 """Card tables: orders (the charge) and their attempts.
 
-No column ever holds a full card number or a CVN (decisions.md §7): an attempt keeps the
+No column ever holds a full card number or a CVN (docs/decisions.md §7): an attempt keeps the
 masked number (first 6, last 4), the brand and the expiry.
 """
 
@@ -29,7 +29,7 @@ class CardOrder(Base):
     external_id: Mapped[str] = mapped_column(String(64))
     order_id: Mapped[str] = mapped_column(String(64))
     currency: Mapped[str] = mapped_column(String(3))
-    amount: Mapped[int] = mapped_column(BigInteger)  # whole rupiah (decisions.md §7)
+    amount: Mapped[int] = mapped_column(BigInteger)  # whole rupiah (docs/decisions.md §7)
     payment_method: Mapped[str] = mapped_column(String(16))
     payment_channel: Mapped[str] = mapped_column(String(16))
     payment_mode: Mapped[str] = mapped_column(String(8))

@@ -35,7 +35,7 @@ def _reference_queries(table: Any, values: dict[str, Any] | None = None) -> tupl
 
 # The charge's statements are compiled once (kasir.db.Statement): every charge runs them.
 
-# orderId and externalId are unique per merchant across card orders and wallet transactions (decisions.md §7).
+# orderId and externalId are unique per merchant across card orders and wallet transactions (docs/decisions.md §7).
 _USED_REFERENCE = Statement(union_all(*_reference_queries(CardOrder), *_reference_queries(WalletTransaction)).limit(1))
 
 

@@ -51,7 +51,7 @@ from kasir.kit.fields import (
 QTY_MAX = 999  # interface.md Limits
 AMOUNT_MAX = 10**15  # whole rupiah; far beyond any card limit, inside BigInteger
 TENORS = ("0", "3", "6", "12")
-# decisions.md §5 without QRIS: a dynamic QR is not a page the customer is sent to.
+# docs/decisions.md §5 without QRIS: a dynamic QR is not a page the customer is sent to.
 WALLET_CHANNELS = ("OVO", "DANA", "SHOPEEPAY", "LINKAJA", "VIRGO")
 
 
@@ -427,7 +427,7 @@ class ChargeData(BaseModel):
 
 
 class ChargeResponse(BaseModel):
-    """HTTP 200: statusCode "00", statusMessage "SUCCESS" (decisions.md §4)."""
+    """HTTP 200: statusCode "00", statusMessage "SUCCESS" (docs/decisions.md §4)."""
 
     model_config = ConfigDict(
         json_schema_extra={

@@ -20,7 +20,7 @@ declined, no answer, or a challenge (3-D Secure) whose completion comes back thr
 `finish_challenge`. Each failed attempt records a payment-page callback FAILED, success
 records SUCCESS, and the third failure or the order's expiry records the final EXPIRED, each
 in the unit of work of the change (callbacks/service.py sends it after commit, signed per
-decisions.md §3.5). The acquirer is asked inside the charge's unit of work, so that its answer
+docs/decisions.md §3.5). The acquirer is asked inside the charge's unit of work, so that its answer
 and the record of it are one; its call is bounded by its own timeout (kasir.processors.protocols).
 """
 
@@ -85,7 +85,7 @@ from kasir.processors.repository import processor_call_repository
 log = logging.getLogger("kasir.card")
 
 CURRENCY = "IDR"
-VALIDITY = timedelta(hours=24)  # decisions.md §7: expiredTime defaults to 24 h
+VALIDITY = timedelta(hours=24)  # docs/decisions.md §7: expiredTime defaults to 24 h
 EXPIRED_BY_TIME = "Payment link expired"
 EXPIRED_BY_ATTEMPTS = f"Payment failed {MAX_FAILED_ATTEMPTS} times; the payment link is closed"
 APPROVED = "Approved"
@@ -180,7 +180,7 @@ class ChargeOutcome:
 
 
 def charge_body(outcome: ChargeOutcome) -> dict[str, Any]:
-    """HTTP 200 of the charge (decisions.md §4)."""
+    """HTTP 200 of the charge (docs/decisions.md §4)."""
     return {
         "statusCode": "00",
         "statusMessage": "SUCCESS",
@@ -340,7 +340,7 @@ class CardService:
             raise DuplicateOrder("orderId" if used[0] == request.order_id else "externalId")
 
     async def _charge_wallet(self, session: AsyncSession, caller: BasicCaller, request: ChargeRequest) -> ChargeOutcome:
-        """decisions.md §7: `paymentMethod` ewallet creates a wallet transaction (wallet callbacks follow)."""
+        """docs/decisions.md §7: `paymentMethod` ewallet creates a wallet transaction (wallet callbacks follow)."""
         from kasir.wallet.schemas import CreatePaymentRequest
         from kasir.wallet.service import DuplicateExternalId, payment_url, wallet_service
 
@@ -637,7 +637,7 @@ def _address_body(address: Any) -> dict[str, Any]:
 
 
 def wallet_request_body(request: ChargeRequest) -> dict[str, Any]:
-    """The card request as a wallet create-payment body (decisions.md §5 field names)."""
+    """The card request as a wallet create-payment body (docs/decisions.md §5 field names)."""
     details = request.payment_details
     body: dict[str, Any] = {
         "external_id": request.external_id,

@@ -1,4 +1,4 @@
-"""Card order and attempt states as data (decisions.md §7).
+"""Card order and attempt states as data (docs/decisions.md §7).
 
     PENDING ──card approved──────────────▶ SUCCESS
        │    ──card needs 3-D Secure──────▶ AUTHENTICATING ──challenge passed──▶ SUCCESS
@@ -17,7 +17,7 @@ from typing import Protocol
 from kasir.errors import InvalidStateTransition
 from kasir.payments import metrics as payment_metrics
 
-MAX_FAILED_ATTEMPTS = 3  # interface.md: EXPIRED "when all attempts failed"; decisions.md §7: 3
+MAX_FAILED_ATTEMPTS = 3  # interface.md: EXPIRED "when all attempts failed"; docs/decisions.md §7: 3
 
 
 class CardOrderStatus(StrEnum):

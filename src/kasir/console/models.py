@@ -1,4 +1,4 @@
-"""Console users and their sessions. Separate from merchants' API credentials (decisions.md §2)."""
+"""Console users and their sessions. Separate from merchants' API credentials (docs/decisions.md §2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The idempotency keys of every route that takes `X-Idempotency-Key` (decisions.md §7, for all of them).
+"""The idempotency keys of every route that takes `X-Idempotency-Key` (docs/decisions.md §7, for all of them).
 
 A row is written by the first request with its key, in that request's own unit of work, and
 committed with the request's answer: a committed row holds the answer to replay, except while

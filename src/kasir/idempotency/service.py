@@ -1,4 +1,4 @@
-"""X-Idempotency-Key for every merchant POST that creates or moves money (decisions.md §7, for all of them).
+"""X-Idempotency-Key for every merchant POST that creates or moves money (docs/decisions.md §7, for all of them).
 
     endpoint: authenticate, key = idempotency_key(request), parse, check what needs the network (DNS), then
         return await run_once(request, database, key, merchant_id=..., scope=..., body=raw, handler=...)
@@ -59,8 +59,8 @@ from kasir.kit.logs import forget_request_field
 
 KEY_HEADER = "X-Idempotency-Key"
 REPLAYED_HEADER = "Idempotent-Replayed"
-KEY_MAX = 255  # decisions.md §7
-TTL = timedelta(hours=24)  # decisions.md §7
+KEY_MAX = 255  # docs/decisions.md §7
+TTL = timedelta(hours=24)  # docs/decisions.md §7
 RETRY_AFTER_SECONDS = 1
 # The key of the request fingerprint. Named for the card charge, whose keys came first: the keys
 # moved from its table keep their fingerprints.

@@ -10,7 +10,7 @@ import time
 from datetime import UTC, datetime, timedelta, timezone, tzinfo
 from zoneinfo import ZoneInfo
 
-# decisions.md §1: timestamps the service writes are Asia/Jakarta (+07:00).
+# docs/decisions.md §1: timestamps the service writes are Asia/Jakarta (+07:00).
 JAKARTA = ZoneInfo("Asia/Jakarta")
 
 

@@ -1,7 +1,7 @@
 """Cryptographic primitives, named for what the interface uses them for.
 
 Nothing here knows about merchants or wire formats; `snap/` and the product rooms
-compose these into the signatures of decisions.md §3.
+compose these into the signatures of docs/decisions.md §3.
 """
 
 from __future__ import annotations

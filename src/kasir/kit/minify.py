@@ -1,4 +1,4 @@
-"""JSON minify exactly as decisions.md §3.2 defines it.
+"""JSON minify exactly as docs/decisions.md §3.2 defines it.
 
 `minify(body)` removes whitespace outside JSON strings and changes nothing else: no key
 reordering, no re-escaping, no number normalisation. The result is what SNAP signs.

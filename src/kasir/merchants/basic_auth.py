@@ -1,4 +1,4 @@
-"""`Authorization: Basic` of the wallet and card endpoints (decisions.md §3.4).
+"""`Authorization: Basic` of the wallet and card endpoints (docs/decisions.md §3.4).
 
     Basic base64(merchant_id:secret)            two-part form
     Basic base64(merchant_id:secret:hash_key)   three-part form: the hash key must match too
@@ -70,7 +70,7 @@ def _detached_copy(merchant: Merchant) -> Merchant:
 
 
 async def authenticate_basic_in(database: Database, header: str | None, *, address: str) -> BasicCaller:
-    """The merchant whose Basic credentials these are (decisions.md §3.4), or Unauthorized; a
+    """The merchant whose Basic credentials these are (docs/decisions.md §3.4), or Unauthorized; a
     request from `address` (the source address) while it is locked out: AuthenticationLocked (429).
 
     The database is read only if the merchant is not cached, once for all the requests that

@@ -1,4 +1,4 @@
-"""Admin API of merchants (Bearer KASIR_ADMIN_TOKEN): decisions.md §2's other way to create one."""
+"""Admin API of merchants (Bearer KASIR_ADMIN_TOKEN): docs/decisions.md §2's other way to create one."""
 
 from __future__ import annotations
 

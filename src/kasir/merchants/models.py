@@ -9,7 +9,7 @@ from kasir.db import Base, UTCDateTime
 
 
 class Merchant(Base):
-    """A merchant and its credentials (decisions.md §2). Secrets are stored encrypted."""
+    """A merchant and its credentials (docs/decisions.md §2). Secrets are stored encrypted."""
 
     __tablename__ = "merchant"
 

@@ -84,7 +84,7 @@ class MerchantCredentials:
 
 
 class CredentialKind(StrEnum):
-    """What `rotate` replaces: each credential of decisions.md §2 on its own."""
+    """What `rotate` replaces: each credential of docs/decisions.md §2 on its own."""
 
     CLIENT_SECRET = "client_secret"  # noqa: S105 (the name of a credential, not its value)
     SECRET = "secret"  # noqa: S105

@@ -182,7 +182,7 @@ def _build(env: str, configured: str, settings: Settings) -> Processors:
         if processor.simulates and env == "production":
             raise ConfigurationError(
                 f"KASIR_PROCESSORS names the simulator for {route}: production never simulates payments; "
-                "install and name a processor (README, Processors)"
+                "install and name a processor (docs/operator/processors.md)"
             )
         if getattr(processor, product) is None:
             raise ConfigurationError(f"KASIR_PROCESSORS: processor {name!r} does not serve {product}")

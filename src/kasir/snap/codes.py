@@ -1,4 +1,4 @@
-"""SNAP service codes (decisions.md §4). A responseCode is HTTP status + service code + case."""
+"""SNAP service codes (docs/decisions.md §4). A responseCode is HTTP status + service code + case."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The strings SNAP signs (decisions.md §3.1, §3.2, §3.6), and their checks."""
+"""The strings SNAP signs (docs/decisions.md §3.1, §3.2, §3.6), and their checks."""
 
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
-"""Wallet routes (decisions.md §5): create-payment, create-qr, inquiry, refund, void, the QR image
+"""Wallet routes (docs/decisions.md §5): create-payment, create-qr, inquiry, refund, void, the QR image
 and the checkout (payment_url). The dummy payment and the checkout page's Pay and Fail are the
 simulator's (kasir.processors.simulator); a deployment without a wallet issuer answers `03`
 (kasir.processors.registry.ProductUnavailable).
 
-Every API route checks, in order (each failure in the wallet format, decisions.md §4):
+Every API route checks, in order (each failure in the wallet format, docs/decisions.md §4):
 
     x-version missing / not v3                        01  400
     Content-Type not application/json                 01  400

@@ -1,4 +1,4 @@
-"""Wallet tables: transactions and their refunds (decisions.md §5). Money is integer rupiah (§7)."""
+"""Wallet tables: transactions and their refunds (docs/decisions.md §5). Money is integer rupiah (§7)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ class WalletTransaction(Base):
     __table_args__ = (
         UniqueConstraint("merchant_id", "external_id"),
         Index("ix_wallet_transaction_due", "status", "expires_at"),
-        # A card charge looks up the merchant's orderId here (decisions.md §7: unique across both).
+        # A card charge looks up the merchant's orderId here (docs/decisions.md §7: unique across both).
         Index("ix_wallet_transaction_merchant_order", "merchant_id", "order_id"),
     )
 

@@ -1,8 +1,8 @@
-"""Wallet request bodies (decisions.md §5), snake_case on the wire.
+"""Wallet request bodies (docs/decisions.md §5), snake_case on the wire.
 
 Every field's type, length and rule is checked; a failure is `01` whose message names the
 field and the rule (`order_id may contain only letters, digits and -`). Amounts are whole
-rupiah (decisions.md §7): JSON integers only, never a float or a string.
+rupiah (docs/decisions.md §7): JSON integers only, never a float or a string.
 """
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def _idr(value: str) -> str:
 
 
 def _rupiah(value: Any) -> Any:
-    # decisions.md §7: whole rupiah. 150000.0 or "150000" are refused rather than guessed at.
+    # docs/decisions.md §7: whole rupiah. 150000.0 or "150000" are refused rather than guessed at.
     if isinstance(value, bool) or not isinstance(value, int):
         raise PydanticCustomError("rupiah", "must be a whole number of rupiah (a JSON integer, like 150000)")
     if not 1 <= value <= AMOUNT_MAX:
@@ -173,7 +173,7 @@ Rupiah = Annotated[
 ]
 Qty = Annotated[int, BeforeValidator(_qty), Documented(type="integer", minimum=1, maximum=QTY_MAX)]
 Email = Annotated[str, Str, _text(64), Req, AfterValidator(email), EMAIL]
-# decisions.md §5 gives the wallet phones no length: 16 digits and their separators fit in 32.
+# docs/decisions.md §5 gives the wallet phones no length: 16 digits and their separators fit in 32.
 Phone = Annotated[str, Str, _text(PHONE_MAX), Req, PhoneNumber()]
 Country = Annotated[str, Str, _text(3), Req, AfterValidator(country_code), COUNTRY]
 Url = Annotated[str, Str, _text(2048), Req, AfterValidator(http_url), URL]
@@ -268,7 +268,7 @@ class VoidRequest(TransactionReference):
 
 
 class DummyPaymentRequest(TransactionReference):
-    """interface.md: Dummy payment request, plus decisions.md §5's `simulate_status`."""
+    """interface.md: Dummy payment request, plus docs/decisions.md §5's `simulate_status`."""
 
     payment_method: PaymentMethod
     payment_channel: Channel
@@ -279,7 +279,7 @@ class DummyPaymentRequest(TransactionReference):
 
 
 class WalletErrorBody(BaseModel):
-    """Every wallet failure (decisions.md §4)."""
+    """Every wallet failure (docs/decisions.md §4)."""
 
     response_code: str
     response_message: str

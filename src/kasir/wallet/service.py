@@ -21,7 +21,7 @@
 
 Every move into PAID, EXPIRED, failed, REFUNDED (each refund) and VOID records one wallet
 callback (outbox kind WALLET) in the same unit of work; the dispatcher sends it after commit
-with header and query parameter `svc-signature` (decisions.md §3.5).
+with header and query parameter `svc-signature` (docs/decisions.md §3.5).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ from kasir.wallet.states import (
 
 CURRENCY = "IDR"
 PAYMENT_METHOD = "WALLET"  # interface.md: the callback's payment_method
-DEFAULT_EXPIRY = timedelta(minutes=15)  # decisions.md §5
+DEFAULT_EXPIRY = timedelta(minutes=15)  # docs/decisions.md §5
 MIN_EXPIRY = timedelta(minutes=1)
 MAX_EXPIRY = timedelta(hours=24)
 QR_AMOUNT_MAX = 9_999_999_999_999  # EMVCo field 54 holds at most 13 characters
@@ -176,7 +176,7 @@ class WalletService:
     ) -> TransactionRow:
         """A PENDING transaction: checkout page (`qr=False`) or dynamic QRIS (`qr=True`).
 
-        Also the entry of the card charge's `paymentMethod: ewallet` (decisions.md §7).
+        Also the entry of the card charge's `paymentMethod: ewallet` (docs/decisions.md §7).
         """
         channel = request.payment_channel
         if qr and channel != QR_CHANNEL:

@@ -1,4 +1,4 @@
-"""Wallet transaction states as data (decisions.md §5).
+"""Wallet transaction states as data (docs/decisions.md §5).
 
     PENDING ──pay────▶ PAID ──refund──▶ REFUNDED ──refund (while some remains)──▶ REFUNDED
             ──expiry─▶ EXPIRED    └─void (same Jakarta day)──▶ VOID
@@ -43,7 +43,7 @@ TRANSITIONS: dict[WalletStatus, frozenset[WalletStatus]] = {
     WalletStatus.REFUNDED: frozenset({WalletStatus.REFUNDED}),
 }
 
-# Each move into one of these records one wallet callback (decisions.md §5).
+# Each move into one of these records one wallet callback (docs/decisions.md §5).
 NOTIFIED: frozenset[WalletStatus] = frozenset(
     {WalletStatus.PAID, WalletStatus.EXPIRED, WalletStatus.FAILED, WalletStatus.REFUNDED, WalletStatus.VOID}
 )

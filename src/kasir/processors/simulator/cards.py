@@ -1,7 +1,7 @@
 """The staging test cards and the 3-D Secure one-time password: the simulator acquirer's knowledge.
 
 A card is approved, declined or challenged by its number (the table below, printed on the
-hosted payment page and in the README); any other valid number is declined, since staging
+hosted payment page and in docs/merchant/card.md); any other valid number is declined, since staging
 charges no real card. A challenged attempt is passed with the one-time password the OTP page
 shows: derived from the order and the attempt with the service's key, so it is never stored.
 """
@@ -19,7 +19,7 @@ from kasir.processors.protocols import CardResult
 
 
 class Outcome(StrEnum):
-    """What the staging issuer does with a card (decisions.md §7)."""
+    """What the staging issuer does with a card (docs/decisions.md §7)."""
 
     APPROVED = "approved"  # frictionless success
     CHALLENGE = "challenge"  # success behind the 3-D Secure one-time-password page

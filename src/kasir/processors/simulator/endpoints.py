@@ -169,7 +169,7 @@ _DUMMY_EVENTS = {"PAID": Event.PAID, "FAILED": Event.FAILED, "EXPIRED": Event.EX
     dependencies=[_simulator_for("wallet")],
 )
 async def dummy_payment(request: Request) -> Response:
-    """interface.md endpoint 3, with decisions.md §5's simulate_status (PAID, FAILED, EXPIRED)."""
+    """interface.md endpoint 3, with docs/decisions.md §5's simulate_status (PAID, FAILED, EXPIRED)."""
     caller = await verify_wallet_request(request)
     key = idempotency_key(request)
     payment = parse(DummyPaymentRequest, caller.body)
