@@ -200,7 +200,7 @@ def _documented(path: str, text: str) -> bool:
     if path.startswith("/v1.1/") and _documented(path.replace("/v1.1/", "/v1.0/", 1), text):
         return f"/v1.1/{path.split('/', 2)[2]}" in text or "/v1.1/bnpl/..." in text
     pattern = re.sub(r"\\\{[^}]*\\\}", r"\\{[^}]+\\}", re.escape(path))
-    return re.search(f"`(?:GET |POST )?{pattern}[`/ ,]", text) is not None
+    return re.search(f"`(?:GET |POST |DELETE |PUT |PATCH )?{pattern}[`/ ,]", text) is not None
 
 
 async def test_every_route_of_the_api_is_documented(app) -> None:
