@@ -152,8 +152,9 @@ async def test_a_second_refund_while_one_is_at_the_issuer_is_refused_and_not_kep
     assert refunded == 50_000
 
 
+@pytest.mark.parametrize("asked", [True, False], ids=["asked-then-stopped", "stopped-before-asking"])
 async def test_the_worker_finishes_a_charge_a_stopped_process_left_at_the_acquirer(
-    app: FastAPI, client: httpx.AsyncClient
+    app: FastAPI, client: httpx.AsyncClient, asked: bool
 ) -> None:
     """Held and asked, never recorded (the process stopped): the worker's job asks the acquirer for the
     attempt's status, records it (SUCCESS, its callback) and gives the key its answer. The order's
@@ -170,7 +171,10 @@ async def test_the_worker_finishes_a_charge_a_stopped_process_left_at_the_acquir
         await _claim(session, merchant.id, "stopped", raw)
         await pending.hold(session, KeyRef(merchant.id, "POST /card-v2/v1/charge", "stopped"))
     assert pending.call.card is not None
-    await _simulator_acquirer().charge(pending.call.card)  # asked; then the process "stopped"
+    if asked:
+        await _simulator_acquirer().charge(pending.call.card)  # asked; then the process "stopped"
+    # Else the process stopped before asking. Either way the simulator of the worker's process need not
+    # remember: it answers `status` by the card Kasir recorded (kasir.processors.calls.recorded_card).
     assert await finish_stalled_calls(database) == 0  # not stalled yet: the request may still record it
     clock.advance(stalled_after().total_seconds() + 1)
     try:

@@ -77,7 +77,7 @@ from kasir.kit.logs import annotate_request
 from kasir.merchants.basic_auth import BasicCaller, authenticate_basic_in
 from kasir.merchants.service import merchant_service
 from kasir.payments import metrics as payment_metrics
-from kasir.processors.calls import Call, PendingCall, register
+from kasir.processors.calls import Call, PendingCall, recorded_card, register
 from kasir.processors.protocols import CardCharge, CardDecision, CardResult
 from kasir.processors.registry import card_acquirer, require
 from kasir.processors.repository import processor_call_repository
@@ -430,7 +430,12 @@ class CardService:
             card=card,
             return_url=challenge_return_url(order.id, order.attempts_made),
         )
-        details = {"attempt": order.attempts_made, "channel": order.payment_channel, "new_order": new_order}
+        details = {
+            "attempt": order.attempts_made,
+            "channel": order.payment_channel,
+            "new_order": new_order,
+            "masked": card.masked,  # not card data: the attempt keeps it too
+        }
         return PendingCall(Call(CARD_CHARGE, "card", order.id, details, card=charge))
 
     async def record_attempt(
@@ -588,7 +593,11 @@ class CardChargeAction:
         return await card_acquirer(call.details["channel"]).charge(call.card)
 
     async def ask_again(self, call: Call) -> CardDecision:
-        return await card_acquirer(call.details["channel"]).status(call.reference, call.details["attempt"])
+        token = recorded_card.set(call.details.get("masked"))
+        try:
+            return await card_acquirer(call.details["channel"]).status(call.reference, call.details["attempt"])
+        finally:
+            recorded_card.reset(token)
 
     async def record(
         self, session: AsyncSession, call: Call, answer: CardDecision, *, fresh: bool

@@ -30,6 +30,7 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any, Protocol
@@ -46,6 +47,11 @@ from kasir.processors.protocols import CardCharge, ProcessorUnavailable, Product
 from kasir.processors.repository import processor_call_repository
 
 log = logging.getLogger("kasir.processors")
+
+# What Kasir recorded of the card of an attempt asked again (`ask_again`): the masked number, first 6 and
+# last 4. For a processor that keeps no record of its own across processes (the staging simulator decides
+# by the card); a real acquirer answers from its own records.
+recorded_card: ContextVar[str | None] = ContextVar("recorded_card", default=None)
 
 # A processor that names no `timeout_seconds` is given this long to answer.
 UNNAMED_TIMEOUT_SECONDS = 30.0

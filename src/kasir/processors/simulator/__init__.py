@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from kasir.config import Settings, get_settings
+from kasir.processors.calls import recorded_card
 from kasir.processors.protocols import (
     BnplApplication,
     CardCharge,
@@ -40,14 +41,20 @@ def otp_page_url(reference: str) -> str:
     return f"{get_settings().public_url}/card/pages/{reference}/3ds"
 
 
+def _decision(outcome: Outcome, reference: str) -> CardDecision:
+    result = RESULTS.get(outcome, CardResult.DECLINED)
+    redirect = otp_page_url(reference) if outcome is Outcome.CHALLENGE else None
+    return CardDecision(result, MESSAGES[outcome], redirect)
+
+
 class SimulatedAcquirer:
     """Decides by the test card; a challenge waits at the OTP page.
 
-    Its decisions are remembered (the latest DECISIONS_KEPT, in the process) so that `status`
-    answers as an acquirer would for an attempt whose answer Kasir did not record (a crash
-    between asking and recording). One it does not remember (asked in a process that stopped,
-    or never asked) has no answer: a failed attempt, the customer may try again; staging
-    charges no real card either way.
+    `status` answers as an acquirer would for an attempt whose answer Kasir did not record (a
+    crash between asking and recording): its decision, remembered in the process (the latest
+    DECISIONS_KEPT), or else decided by the card Kasir recorded (`recorded_card`: a test card is
+    known by its masked number), since the process that decided may be gone. Without either, no
+    answer: a failed attempt, the customer may try again.
     """
 
     DECISIONS_KEPT = 10_000
@@ -56,10 +63,7 @@ class SimulatedAcquirer:
         self._decided: OrderedDict[tuple[str, int], CardDecision] = OrderedDict()
 
     async def charge(self, charge: CardCharge) -> CardDecision:
-        outcome = outcome_of(charge.card.number or charge.card.masked)
-        result = RESULTS.get(outcome, CardResult.DECLINED)
-        redirect = otp_page_url(charge.reference) if outcome is Outcome.CHALLENGE else None
-        decision = CardDecision(result, MESSAGES[outcome], redirect)
+        decision = _decision(outcome_of(charge.card.number or charge.card.masked), charge.reference)
         self._decided[(charge.reference, charge.attempt)] = decision
         while len(self._decided) > self.DECISIONS_KEPT:
             self._decided.popitem(last=False)
@@ -73,6 +77,9 @@ class SimulatedAcquirer:
         decided = self._decided.get((reference, attempt))
         if decided is not None:
             return decided
+        masked = recorded_card.get()
+        if masked:
+            return _decision(outcome_of(masked), reference)
         return CardDecision(CardResult.NO_ANSWER, MESSAGES[Outcome.ISSUER_UNAVAILABLE])
 
     def page_notice(self) -> str | None:
