@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -72,7 +73,9 @@ def _unb64url(text: str) -> bytes:
 
 
 def mint_access_token(merchant_id: str, product: Product) -> AccessToken:
-    expires = int(clock.now().timestamp()) + ACCESS_TOKEN_TTL_SECONDS
+    # Whole seconds, rounded up: a token answered with `expiresIn` 900 is good for at least 900 seconds
+    # (truncating left a token minted late in a second 899 and a fraction).
+    expires = math.ceil(clock.now().timestamp()) + ACCESS_TOKEN_TTL_SECONDS
     nonce = _b64url(os.urandom(12))  # what secrets.token_urlsafe(12) gives, one call nearer
     payload = f"{_PRODUCT_CODES[product]}.{merchant_id}.{expires}.{nonce}".encode()
     value = f"{_b64url(payload)}.{_sign(payload)}"
