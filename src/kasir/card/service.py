@@ -592,6 +592,9 @@ class CardChargeAction:
         assert call.card is not None
         return await card_acquirer(call.details["channel"]).charge(call.card)
 
+    async def lock(self, session: AsyncSession, call: Call) -> None:
+        await card_service.get(session, call.reference, lock=True)
+
     async def ask_again(self, call: Call) -> CardDecision:
         token = recorded_card.set(call.details.get("masked"))
         try:

@@ -104,6 +104,13 @@ class Action(Protocol):
         """Ask again after a crash, with only what was stored (`call.card` is None)."""
         ...
 
+    async def lock(self, session: AsyncSession, call: Call) -> None:
+        """Take the payment's row lock. Step 3 takes it before it deletes the call's row, in the order
+        step 1 took them (the handler locked the payment, then wrote the call): a refund's hold waiting
+        on the row being deleted while the recording unit waits on the payment it locked is a deadlock.
+        """
+        ...
+
     async def record(self, session: AsyncSession, call: Call, answer: Any, *, fresh: bool) -> Any:
         """Record the processor's answer (with its callback); what the caller gets back. `fresh` False:
         another unit of work recorded it already (the worker, or the request that outlasted it): only
@@ -192,6 +199,7 @@ async def _record(database: Database, action: Action, call: Call, answer: Any, a
     async with database.unit_of_work() as session:
         # Whoever deletes the row records; the other (a request that outlasted `stalled_after`, or
         # the worker) reads back what was recorded.
+        await action.lock(session, call)
         fresh = await processor_call_repository.forget(session, call.product, call.reference)
         recorded = await action.record(session, call, answer, fresh=fresh)
         if also is not None and fresh:
@@ -210,6 +218,7 @@ async def _undo(
     refusal: Callable[[KasirError], Response] | None,
 ) -> None:
     async with database.unit_of_work() as session:
+        await action.lock(session, call)
         if not await processor_call_repository.forget(session, call.product, call.reference):
             return  # the worker finished it meanwhile
         await action.undo(session, call, error)

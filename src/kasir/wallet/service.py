@@ -438,6 +438,9 @@ class _WalletAction:
     """A refund or void at the issuer, asked outside any unit of work (kasir.processors.calls).
     Both are idempotent by their reference at the issuer: asked again after a crash, as they were."""
 
+    async def lock(self, session: AsyncSession, call: Call) -> None:
+        await wallet_service.get(session, call.reference, lock=True)
+
     async def undo(self, session: AsyncSession, call: Call, error: KasirError) -> None:
         return None  # nothing was recorded before the issuer was asked
 
