@@ -302,6 +302,8 @@ def main() -> int:
         if BENCH_DB == "postgres":
             cluster = PostgresCluster(durable=True)  # fsync on: payments per second, every one durable
             env["KASIR_DATABASE_URL"] = cluster.start()
+            if os.environ.get("BENCH_PG_UNIX"):
+                env["KASIR_DATABASE_URL"] += f"?host={cluster.root}"
             env["KASIR_DB_POOL_SIZE"] = "20"
         subprocess.run([str(BIN / "kasir"), "db", "upgrade"], env=env, check=True, capture_output=True)
         receiver_port = free_port()

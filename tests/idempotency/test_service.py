@@ -5,13 +5,16 @@ from __future__ import annotations
 import asyncio
 import time
 from datetime import timedelta
+from typing import Any
 
 import pytest
-from fastapi import FastAPI
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
 from sqlalchemy import select
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.config import Settings
-from kasir.errors import RequestInProgress
+from kasir.errors import RequestInProgress, UnprocessableEntity
 from kasir.idempotency import service
 from kasir.idempotency.models import IdempotencyKey
 from kasir.idempotency.repository import idempotency_repository
@@ -75,6 +78,75 @@ async def test_an_expired_key_is_a_new_key_and_the_purge_removes_it(app: FastAPI
     assert left is None
     clock.advance(timedelta(seconds=10).total_seconds())
     assert await service.purge_expired_keys(database) == 0  # at most once a minute
+
+
+class _TooMuch(UnprocessableEntity):
+    """A refusal kept with its key, as a handler raises it after writing."""
+
+
+def _request() -> Request:
+    return Request({"type": "http", "method": "POST", "path": "/test", "headers": [], "query_string": b""})
+
+
+async def _key_exists(app: FastAPI, merchant_id: str, key: str) -> bool:
+    async with app.state.database.unit_of_work(read_only=True) as session:
+        return await idempotency_repository.find(session, merchant_id, SCOPE, key) is not None
+
+
+async def test_a_refusal_after_writes_undoes_them_and_is_the_keys_answer(app: FastAPI) -> None:
+    """The handler's unit rolls back whole (what it wrote goes); a second unit keeps the refusal with the
+    key, and the key's retry replays it without running the handler again."""
+    database = app.state.database
+    merchant = await make_merchant(app)
+    calls = 0
+
+    async def handler(session: AsyncSession) -> Response:
+        nonlocal calls
+        calls += 1
+        assert await service._claim(session, merchant.id, SCOPE, "written-by-the-handler", "h", b"{}") is None
+        raise _TooMuch("refund_amount exceeds what was paid", field="refund_amount")
+
+    async def once() -> Response:
+        return await service.run_once(
+            _request(), database, "refused", merchant_id=merchant.id, scope=SCOPE, body=b"{}", handler=handler
+        )
+
+    first = await once()
+    assert first.status_code == 422
+    assert not await _key_exists(app, merchant.id, "written-by-the-handler")
+    again = await once()
+    assert (again.status_code, again.headers[service.REPLAYED_HEADER]) == (422, "true")
+    assert bytes(again.body) == bytes(first.body)
+    assert calls == 1
+
+
+async def test_a_refusal_yields_to_an_answer_stored_in_between(app: FastAPI, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Between the handler's rolled-back unit and the one that keeps its refusal, a retry of the same
+    request may take the key and answer it: that answer is the key's, and this request replays it."""
+    database = app.state.database
+    merchant = await make_merchant(app)
+    fingerprint = service.request_fingerprint(b"{}")
+
+    async def handler(session: AsyncSession) -> Response:
+        raise _TooMuch("refused", field="refund_amount")
+
+    async def a_retry_answers_the_key() -> None:
+        async with database.unit_of_work() as session:
+            assert await service._claim(session, merchant.id, SCOPE, "raced", fingerprint, b"{}") is None
+            await idempotency_repository.answer(session, merchant.id, SCOPE, "raced", 200, "{}", '{"paid":true}')
+
+    keep_refusal = service._keep_refusal
+
+    async def retry_first(*args: Any) -> Response:
+        await a_retry_answers_the_key()
+        return await keep_refusal(*args)
+
+    monkeypatch.setattr(service, "_keep_refusal", retry_first)
+    answer = await service.run_once(
+        _request(), database, "raced", merchant_id=merchant.id, scope=SCOPE, body=b"{}", handler=handler
+    )
+    assert (answer.status_code, bytes(answer.body)) == (200, b'{"paid":true}')
+    assert answer.headers[service.REPLAYED_HEADER] == "true"
 
 
 def test_the_worker_runs_the_purge() -> None:

@@ -4,7 +4,6 @@
       .unit_of_work(read_only=False)   a session committed at the end, rolled back on exception
       .listen(channel, on_wake)        wake-ups from commits that notified the channel
       .keeps_counters                  rate-limit counters in the database (PostgreSQL) or in memory
-    savepoint(session)                 undo a block's writes on exception, keep the unit's
     on_commit(session, action)         run an action after the unit commits
     notify_after_commit(session, ch)   wake the channel's listeners after the unit commits
     lock_wait_at_most(session, s)      wait at most s for a row another unit holds (LockTimeout)
@@ -32,7 +31,6 @@ from kasir.db.database import (
     ping,
     read_session,
     rollback_unit,
-    savepoint,
     upgrade_schema,
     write_session,
 )
@@ -62,7 +60,6 @@ __all__ = [
     "ping",
     "read_session",
     "rollback_unit",
-    "savepoint",
     "upgrade_schema",
     "write_session",
 ]

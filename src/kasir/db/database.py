@@ -1,4 +1,4 @@
-"""The one Database: units of work, savepoints, after-commit notification, schema version.
+"""The one Database: units of work, after-commit notification, schema version.
 
 Services never commit. The request (or worker task) boundary opens a unit of work, which
 commits on success and rolls back on any exception; actions registered with `on_commit()`
@@ -88,12 +88,6 @@ def _is_sqlite(session: AsyncSession) -> bool:
     bind = session.sync_session.bind  # the sync session's own attribute: no proxy call
     assert bind is not None, "sessions are made bound to the engine"
     return bind.dialect.name == "sqlite"
-
-
-def savepoint(session: AsyncSession) -> AbstractAsyncContextManager[None]:
-    """A savepoint inside the unit of work: an exception undoes what the block wrote (ORM changes
-    included) and goes on; what the unit wrote before the block stands."""
-    return sqlite.Savepoint(session) if _is_sqlite(session) else postgres.Savepoint(session)
 
 
 async def rollback_unit(session: AsyncSession) -> None:

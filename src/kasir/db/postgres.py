@@ -140,44 +140,9 @@ async def _run(session: AsyncSession, sql: str) -> None:
     if adapter is None:
         await session.execute(text(sql))
         return
-    connection = await session.connection()
-    await run_on_adapter(adapter, connection.dialect, sql, ())
-
-
-class Savepoint:
-    """A savepoint inside the unit's transaction: an exception undoes what the block wrote and goes on.
-
-    Plain SAVEPOINT / RELEASE / ROLLBACK TO on the connection rather than the ORM's nested
-    transaction, whose bookkeeping costs more than the statements: the ORM's pending changes are
-    flushed on the way in and out, and after a rollback its objects are let go (what they hold
-    may no longer be in the database).
-    """
-
-    __slots__ = ("_name", "_session")
-
-    def __init__(self, session: AsyncSession) -> None:
-        self._session = session
-
-    async def __aenter__(self) -> None:
-        info = self._session.sync_session.info
-        depth = info["kasir_savepoints"] = info.get("kasir_savepoints", 0) + 1
-        self._name = f"kasir_nested_{depth}"
-        await _run(self._session, f"SAVEPOINT {self._name}")  # flushes the ORM first
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
-        session = self._session
-        session.sync_session.info["kasir_savepoints"] -= 1
-        if exc_type is None:
-            await _run(session, f"RELEASE SAVEPOINT {self._name}")  # flushes what the block left pending
-            return
-        session.sync_session.expunge_all()
-        try:
-            await _run(session, f"ROLLBACK TO SAVEPOINT {self._name}")
-            await _run(session, f"RELEASE SAVEPOINT {self._name}")
-        except Exception:
-            # The session itself is past saving (a failed flush): the block's exception goes on, and
-            # the unit of work, which cannot commit now, rolls back whole.
-            log.warning("savepoint %s could not be rolled back", self._name, exc_info=True)
+    bind = session.sync_session.bind
+    assert bind is not None, "sessions are made bound to the engine"
+    await run_on_adapter(adapter, bind.dialect, sql, ())
 
 
 async def notify_after_commit(session: AsyncSession, channel: str) -> None:
@@ -203,13 +168,23 @@ def is_lock_timeout(error: BaseException) -> bool:
 async def asyncpg_adapter(session: AsyncSession) -> Any:
     """SQLAlchemy's asyncpg connection adapter of the session's transaction (flushing the ORM first), or
     None when the adapter is not the one this module knows."""
-    if not session.sync_session._is_clean():
+    sync_session = session.sync_session
+    if not sync_session._is_clean():
         await session.flush()
+    # One look-up per transaction: `session.connection()` crosses into SQLAlchemy's greenlet and its
+    # transaction bookkeeping each time, which costs more than a statement's own work here. The
+    # connection is the transaction's until it ends; a new transaction (after a rollback) looks again.
+    transaction = sync_session._transaction
+    cached = sync_session.info.get("kasir_adapter")
+    if cached is not None and cached[0] is transaction and transaction is not None and transaction.is_active:
+        return cached[1]
     connection = await session.connection()
     adapter: Any = connection.sync_connection.connection.dbapi_connection  # type: ignore[union-attr]
     adapter_type: Any = type(adapter)
     dialect_type: Any = type(connection.dialect)
-    return adapter if asyncpg_path_supported(adapter_type, dialect_type) else None
+    adapter = adapter if asyncpg_path_supported(adapter_type, dialect_type) else None
+    sync_session.info["kasir_adapter"] = (sync_session._transaction, adapter)
+    return adapter
 
 
 ADAPTER_PARTS = ("_execute_mutex", "_transaction", "_start_transaction", "_prepare", "_handle_exception")

@@ -170,49 +170,6 @@ class SqliteStrategy:
 # --- what kasir.db asks of a SQLite session ------------------------------------------
 
 
-class Savepoint:
-    """A savepoint inside the unit's own: an exception undoes what the block wrote, and goes on.
-
-    A class rather than an @asynccontextmanager: every keyed request enters one.
-    """
-
-    __slots__ = ("_name", "_raw", "_session")
-
-    def __init__(self, session: AsyncSession) -> None:
-        self._session = session
-
-    async def __aenter__(self) -> None:
-        session = self._session
-        seat: _Seat = session.sync_session.info["group_seat"]
-        if session.sync_session.in_transaction():
-            # The ORM's own savepoint is closed here (flushing), so one it opens inside the block
-            # nests inside this one, and undoing this one never undoes what came before the block.
-            await session.commit()
-        raw = self._raw = seat.sqlite or await seat.sqlite_connection()
-        seat.nested += 1
-        self._name = f"kasir_nested_{seat.nested}"
-        raw.execute(f"SAVEPOINT {self._name}")
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
-        session, raw, name = self._session, self._raw, self._name
-        if exc_type is None:
-            try:
-                if session.sync_session.in_transaction():
-                    await session.commit()
-            except BaseException:
-                await self._undo()
-                raise
-            raw.execute(f"RELEASE {name}")
-            return
-        await self._undo()
-
-    async def _undo(self) -> None:
-        if self._session.sync_session.in_transaction():
-            await self._session.rollback()
-        self._raw.execute(f"ROLLBACK TO {self._name}")
-        self._raw.execute(f"RELEASE {self._name}")
-
-
 async def rollback_unit(session: AsyncSession) -> None:
     await session.rollback()
     seat: _Seat | None = session.sync_session.info.get("group_seat")

@@ -6,9 +6,15 @@
 One unit of work holds it all:
 
 1. the key is claimed with one INSERT ... ON CONFLICT DO NOTHING, the unit's first statement;
-2. the handler runs in a savepoint of that unit;
-3. its answer, a 2xx or a refusal (4xx, the handler's writes undone with its savepoint), is
-   stored with the key, and the unit commits: the answer and what it reports are durable together.
+2. the handler runs in that unit;
+3. its answer is stored with the key, and the unit commits: the answer and what it reports are
+   durable together.
+
+A refusal (a 4xx the handler raises) is kept with the key too, without what the handler wrote:
+the unit rolls back whole, and a second unit claims the key again and stores the refusal. A
+savepoint around the handler would keep the first unit, but it costs every request two more
+statements (on PostgreSQL two round trips) for what only a refusal needs. Should a retry of the
+same request have taken the key in between, its answer is the key's and this request replays it.
 
 A 5xx, a crash or a lost connection rolls the whole unit back, the key with it: the client's
 retry with the same key runs afresh at once (no takeover timer).
@@ -50,7 +56,7 @@ from fastapi.responses import Response
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.config import get_settings
-from kasir.db import Database, LockTimeout, lock_wait_at_most, savepoint
+from kasir.db import Database, LockTimeout, lock_wait_at_most
 from kasir.errors import InvalidFieldFormat, KasirError, RequestInProgress, UnprocessableEntity, render
 from kasir.idempotency.repository import NewKey, StoredKey, idempotency_repository
 from kasir.kit.clock import clock
@@ -153,23 +159,47 @@ async def run_once(
                 await outcome.hold(session, None)
         return outcome if isinstance(outcome, Response) else await outcome.finish(request, database)
     fingerprint = request_fingerprint(body)
-    async with database.unit_of_work() as session:
-        stored = await _claim(session, merchant_id, scope, key, fingerprint, body)
-        if stored is not None:
-            return _replay(stored)
-        try:
-            async with savepoint(session):
+    claimed = KeyRef(merchant_id, scope, key)
+    try:
+        async with database.unit_of_work() as session:
+            stored = await _claim(session, merchant_id, scope, key, fingerprint, body)
+            if stored is not None:
+                return _replay(stored)
+            try:
                 outcome = await handler(session)
                 if isinstance(outcome, Deferred):
-                    await outcome.hold(session, KeyRef(merchant_id, scope, key))
-        except KasirError as error:
-            if error.http_status >= 500 or not error.kept_with_key:
-                raise  # the whole unit rolls back: the key is free for the retry
-            forget_request_field("transaction_id")  # that of an undone payment, if it got so far
-            outcome = render(request, error)
-        if isinstance(outcome, Response):
-            await keep_answer(session, KeyRef(merchant_id, scope, key), outcome)
+                    await outcome.hold(session, claimed)
+            except KasirError as error:
+                if error.http_status >= 500 or not error.kept_with_key:
+                    raise  # the whole unit rolls back: the key is free for the retry
+                raise _Refused(error) from error  # the unit rolls back: the handler's writes go
+            if isinstance(outcome, Response):
+                await keep_answer(session, claimed, outcome)
+    except _Refused as refused:
+        return await _keep_refusal(request, database, claimed, fingerprint, body, refused.error)
     return outcome if isinstance(outcome, Response) else await outcome.finish(request, database)
+
+
+class _Refused(Exception):
+    """A handler's refusal to keep with its key, carried out of the unit of work it rolls back."""
+
+    def __init__(self, error: KasirError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+async def _keep_refusal(
+    request: Request, database: Database, key: KeyRef, fingerprint: str, body: bytes, error: KasirError
+) -> Response:
+    """Store `error`'s answer with the key in a unit of its own (the handler's was rolled back)."""
+    forget_request_field("transaction_id")  # that of an undone payment, if it got so far
+    response = render(request, error)
+    async with database.unit_of_work() as session:
+        stored = await _claim(session, key.merchant_id, key.scope, key.key, fingerprint, body)
+        if stored is not None:
+            return _replay(stored)  # a retry of this request took the key in between: its answer stands
+        await keep_answer(session, key, response)
+    return response
 
 
 async def keep_answer(session: AsyncSession, key: KeyRef, response: Response) -> None:
