@@ -3,8 +3,8 @@
 A payment here is a BNPL approval on the staging page: it changes the transaction to `00` and
 records the notification in the same commit. Two phases per delivery mode:
 
-- latency: approvals one at a time, paced (BENCH_CALLBACK_RATE per second), so each callback meets an
-  idle worker; latency = receipt at the receiver − the callback's `created_at` (written in the
+- latency: BENCH_CALLBACKS_PACED approvals started at BENCH_CALLBACK_RATE per second (open loop: each
+  at its time, answered or not; `paced_per_second` is the rate reached); latency = receipt at the receiver − the callback's `created_at` (written in the
   payment's transaction, just before its commit).
 - throughput: the rest approved as fast as BENCH_CALLBACK_CONCURRENCY clients can; deliveries/s =
   callbacks / (last receipt − first record).
@@ -114,14 +114,23 @@ async def _approve(http: httpx.AsyncClient, reference_no: str) -> None:
         return
 
 
-async def _drive(ctx: Any, references: list[str]) -> None:
-    async with httpx.AsyncClient(base_url=ctx.base_url, timeout=30, trust_env=False) as http:
-        paced, rest = references[:PACED], references[PACED:]
-        for reference_no in paced:
-            started = time.monotonic()
+async def _drive(ctx: Any, references: list[str]) -> float:
+    """The paced approvals, then the burst; the approvals per second the paced phase reached."""
+    paced, rest = references[:PACED], references[PACED:]
+    limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
+    async with httpx.AsyncClient(base_url=ctx.base_url, timeout=30, trust_env=False, limits=limits) as http:
+        # Open loop: approval n starts at n / RATE whether or not the ones before have answered, as
+        # customers arrive (a closed loop would slow its arrivals down to the server's pace).
+        started = time.monotonic()
+
+        async def at_its_time(n: int, reference_no: str) -> None:
+            await asyncio.sleep(max(0.0, started + n / RATE - time.monotonic()))
             await _approve(http, reference_no)
-            await asyncio.sleep(max(0.0, 1 / RATE - (time.monotonic() - started)))
+
+        await asyncio.gather(*(at_its_time(n, reference_no) for n, reference_no in enumerate(paced)))
+        reached = len(paced) / (time.monotonic() - started) if paced else 0.0
     await _drive_burst(ctx, rest)
+    return reached
 
 
 def _recorded(ctx: Any, references: set[str]) -> dict[int, tuple[str, float]]:
@@ -140,7 +149,7 @@ def _recorded(ctx: Any, references: set[str]) -> dict[int, tuple[str, float]]:
 
 def measure(ctx: Any, receipts_path: Path, tag: str) -> dict[str, Any]:
     references = asyncio.run(_checkouts(ctx, COUNT, tag))
-    asyncio.run(_drive(ctx, references))
+    arrivals = asyncio.run(_drive(ctx, references))
     wanted = set(references)
     deadline = time.monotonic() + 120
     while True:
@@ -158,6 +167,7 @@ def measure(ctx: Any, receipts_path: Path, tag: str) -> dict[str, Any]:
     return {
         "count": len(recorded),
         "per_second": round(len(burst) / span, 1) if span > 0 else 0.0,
+        "paced_per_second": round(arrivals, 1),
         "p50_ms": round(statistics.median(paced), 1),
         "p99_ms": round(percentile(paced, 99), 1),
         "burst_p50_ms": round(statistics.median((receipts[c] - t) * 1000 for c, t in burst), 1),

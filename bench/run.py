@@ -440,9 +440,9 @@ def write_report(report: dict[str, Any]) -> None:
         lines += [
             "## Callbacks",
             "",
-            "| mode | callbacks | deliveries/s | commit→receipt p50 ms | p99 ms | worker CPU µs/delivery "
-            "| PostgreSQL CPU µs/delivery | load |",
-            "|---|---:|---:|---:|---:|---:|---:|---:|",
+            "| mode | callbacks | deliveries/s | paced payments/s | commit→receipt p50 ms | p99 ms "
+            "| worker CPU µs/delivery | PostgreSQL CPU µs/delivery | load |",
+            "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
         ]
         for mode, c in report["callbacks"].items():
             p50 = "-" if c["p50_ms"] is None else f"{c['p50_ms']:.1f}"
@@ -450,8 +450,10 @@ def write_report(report: dict[str, Any]) -> None:
             worker = "-" if c.get("worker_cpu_us") is None else f"{c['worker_cpu_us']:.0f}"
             postgres = "-" if c.get("postgres_cpu_us") is None else f"{c['postgres_cpu_us']:.0f}"
             load = "-" if c.get("load_average") is None else f"{c['load_average']:.2f}"
+            paced = "-" if c.get("paced_per_second") is None else f"{c['paced_per_second']:.0f}"
             lines.append(
-                f"| {mode} | {c['count']} | {c['per_second']:.0f} | {p50} | {p99} | {worker} | {postgres} | {load} |"
+                f"| {mode} | {c['count']} | {c['per_second']:.0f} | {paced} | {p50} | {p99} | {worker} "
+                f"| {postgres} | {load} |"
             )
         lines.append("")
     (out / f"{stem}{suffix}.md").write_text("\n".join(lines))
