@@ -3,9 +3,10 @@
 A payment here is a BNPL approval on the staging page: it changes the transaction to `00` and
 records the notification in the same commit. Two phases per delivery mode:
 
-- latency: BENCH_CALLBACKS_PACED approvals started at BENCH_CALLBACK_RATE per second (open loop: each
-  at its time, answered or not; `paced_per_second` is the rate reached); latency = receipt at the receiver − the callback's `created_at` (written in the
-  payment's transaction, just before its commit).
+- latency: BENCH_CALLBACKS_PACED approvals started at BENCH_CALLBACK_RATE per second (open loop:
+  each at its time, answered or not; `paced_per_second` is the rate reached); latency = receipt at
+  the receiver − the callback's `created_at` (written in the payment's transaction, just before its
+  commit).
 - throughput: the rest approved as fast as BENCH_CALLBACK_CONCURRENCY clients can; deliveries/s =
   callbacks / (last receipt − first record).
 
@@ -14,12 +15,15 @@ BENCH_CALLBACK_WORKERS separate `kasir worker` processes. Last, the delivery cap
 backlog of BENCH_BACKLOG callbacks recorded while no worker runs, drained by the separate workers
 (deliveries/s of the drain: callbacks / (last receipt − first receipt), so the workers' start-up is not
 counted; `from_start_per_second` counts from the workers' start). BENCH_ONLY=backlog runs the drain alone.
+In each mode, wallet payments arriving at BENCH_PAYMENT_RATE a second (dummy payments sent by wrk, each
+connection paced): commit→receipt of their callbacks at that rate. BENCH_ONLY=payment-rate runs them alone.
 """
 
 from __future__ import annotations
 
 import asyncio
 import html
+import json
 import os
 import re
 import statistics
@@ -39,6 +43,11 @@ RATE = float(os.environ.get("BENCH_CALLBACK_RATE", "40"))
 CONCURRENCY = int(os.environ.get("BENCH_CALLBACK_CONCURRENCY", "32"))
 WORKERS = int(os.environ.get("BENCH_CALLBACK_WORKERS", "2"))
 BACKLOG = int(os.environ.get("BENCH_BACKLOG", "3000"))
+# Wallet payments arriving at this rate for this many (whole) seconds: at most 1,000 in all, the admin
+# API's one page of callbacks.
+PAYMENT_RATE = float(os.environ.get("BENCH_PAYMENT_RATE", "500"))
+PAYMENT_SECONDS = int(os.environ.get("BENCH_PAYMENT_SECONDS", "2"))
+PAYMENT_CONNECTIONS = 25
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -230,6 +239,87 @@ def drain(ctx: Any, receipts_path: Path, log: Path) -> dict[str, Any]:
     }
 
 
+async def _wallet_transactions(ctx: Any, count: int, tag: str) -> list[dict[str, str]]:
+    from kasir_client import AsyncClient
+
+    from bench.scenarios import wallet_body
+
+    semaphore = asyncio.Semaphore(16)
+    async with AsyncClient(ctx.base_url, ctx.credentials) as client:
+
+        async def one(n: int) -> dict[str, str]:
+            external_id, order_id = f"RATE-{tag}-{n}", f"RATE-ORDER-{tag}-{n}"
+            async with semaphore:
+                created = await client.wallet_create_payment(wallet_body(external_id, order_id, ctx.callback_url))
+            return {"transaction_id": created.transaction_id, "external_id": external_id, "order_id": order_id}
+
+        return list(await asyncio.gather(*(one(n) for n in range(count))))
+
+
+def at_a_rate(ctx: Any, receipts_path: Path, tag: str) -> dict[str, Any]:
+    """Wallet dummy payments sent by wrk at PAYMENT_RATE a second (each connection paced, an open loop
+    as long as an answer takes less than the pace): commit→receipt of their callbacks."""
+    from bench.scenarios import write_requests_file
+
+    count = min(1000, int(PAYMENT_RATE * PAYMENT_SECONDS))
+    transactions = asyncio.run(_wallet_transactions(ctx, count, tag))
+    signer, requests = ctx.signer, []
+    for reference in transactions:
+        payload = {**reference, "payment_method": "wallet", "payment_channel": "DANA"}
+        request = signer._wallet_request("/ewallet/v2/dummy-payment", payload)
+        requests.append(ctx.raw(request.method, request.path, request.headers, request.body))
+    requests_file, result_file = ctx.workdir / f"rate-{tag}.requests", ctx.workdir / f"rate-{tag}.json"
+    write_requests_file(requests_file, requests)
+    threads = 2
+    delay_ms = round(PAYMENT_CONNECTIONS * 1000 / PAYMENT_RATE)
+    env = {
+        **os.environ,
+        "REQUESTS_FILE": str(requests_file),
+        "RESULT_FILE": str(result_file),
+        "THREADS": str(threads),
+        "DELAY_MS": str(delay_ms),
+    }
+    script = Path(__file__).parent / "lua" / "replay.lua"
+    wrk = subprocess.run(
+        ["wrk", "-t", str(threads), "-c", str(PAYMENT_CONNECTIONS), "-d", f"{PAYMENT_SECONDS}s", "-s", str(script)]
+        + [ctx.base_url],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if wrk.returncode != 0 or not result_file.exists():
+        raise RuntimeError(f"wrk failed for the paced payments: {wrk.stdout[-500:]} {wrk.stderr[-500:]}")
+    sent = json.loads(result_file.read_text())
+    # Past the end of its file wrk starts again: a payment sent twice is refused (paid already).
+    sent_again = max(0, sent["requests"] - count)
+    if sent["non_2xx"] > sent_again:
+        raise RuntimeError(f"{sent['non_2xx']} of the paced payments were not answered 2xx")
+    paid = sent["requests"] - sent["non_2xx"]
+    wanted = {t["transaction_id"] for t in transactions}
+    # wrk does not count the requests still in flight when it stops: the payments are the callbacks recorded.
+    deadline, settled = time.monotonic() + 120, -1
+    while True:
+        recorded = _recorded(ctx, wanted)
+        receipts = read_receipts(receipts_path)
+        if len(recorded) >= paid and len(recorded) == settled and all(cid in receipts for cid in recorded):
+            break
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"paced payments: {len(recorded)} callbacks recorded, not all received in 120 s")
+        settled = len(recorded)
+        time.sleep(0.5)
+    latencies = [(receipts[cid] - created) * 1000 for cid, (_ref, created) in recorded.items()]
+    rate = round(len(recorded) / (sent["duration_us"] / 1e6), 1)
+    return {
+        "count": len(recorded),
+        "per_second": rate,  # each payment one callback
+        "paced_per_second": rate,
+        "answer_p50_ms": round(sent["p50_us"] / 1000, 1),
+        "p50_ms": round(statistics.median(latencies), 1),
+        "p99_ms": round(percentile(latencies, 99), 1),
+        "load_average": round(os.getloadavg()[0], 2),
+    }
+
+
 def _cpu(pids: list[int]) -> float:
     from bench.run import tree_cpu_seconds
 
@@ -248,10 +338,23 @@ async def _drive_burst(ctx: Any, references: list[str]) -> None:
 
 
 def run_callback_benchmarks(
-    ctx: Any, server: Any, receipts: Path, log: Path, backlog_only: bool = False
+    ctx: Any, server: Any, receipts: Path, log: Path, backlog_only: bool = False, rate_only: bool = False
 ) -> dict[str, Any]:
     results: dict[str, Any] = {}
     mode = f"{WORKERS} worker processes"
+    paced = f"wallet payments at {PAYMENT_RATE:.0f}/s"
+    if rate_only:
+        results[f"embedded worker, {paced}"] = at_a_rate(ctx, receipts, "embedded")
+        server.stop()
+        server.args = [*server.args, "--no-worker"]
+        server.start(log)
+        workers = _start_workers(ctx, log)
+        try:
+            results[f"{mode}, {paced}"] = at_a_rate(ctx, receipts, "separate")
+        finally:
+            _stop_workers(workers)
+        print(f"callbacks (paced payments): {results}", flush=True)
+        return results
     if backlog_only:
         server.stop()
         server.args = [*server.args, "--no-worker"]
@@ -262,6 +365,7 @@ def run_callback_benchmarks(
         return results
     results["embedded worker"] = measure(ctx, receipts, "embedded")
     print(f"callbacks (embedded worker): {results['embedded worker']}", flush=True)
+    results[f"embedded worker, {paced}"] = at_a_rate(ctx, receipts, "embedded")
 
     server.stop()
     server.args = [*server.args, "--no-worker"]
@@ -269,6 +373,7 @@ def run_callback_benchmarks(
     workers = _start_workers(ctx, log)
     try:
         results[mode] = measure(ctx, receipts, "separate")
+        results[f"{mode}, {paced}"] = at_a_rate(ctx, receipts, "separate")
     finally:
         _stop_workers(workers)
     print(f"callbacks ({mode}): {results[mode]}", flush=True)

@@ -338,9 +338,10 @@ def main() -> int:
                         flush=True,
                     )
             callbacks = {}
-            if not ONLY or "callbacks" in ONLY or "backlog" in ONLY:
-                backlog_only = bool(ONLY) and "callbacks" not in ONLY
-                callbacks = ctx.callback_benchmarks(server, receipts, log, backlog_only)
+            if not ONLY or {"callbacks", "backlog", "payment-rate"} & set(ONLY):
+                rate_only = bool(ONLY) and "payment-rate" in ONLY and "callbacks" not in ONLY
+                backlog_only = bool(ONLY) and "callbacks" not in ONLY and not rate_only
+                callbacks = ctx.callback_benchmarks(server, receipts, log, backlog_only, rate_only)
         finally:
             server.stop()
             receiver.terminate()

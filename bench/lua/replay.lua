@@ -3,6 +3,15 @@
 -- RESULT_FILE when done.
 local counter = 0
 
+-- DELAY_MS: each connection waits this long after an answer before its next request, so that
+-- connections x 1000 / DELAY_MS requests a second arrive (bench/callbacks.py's paced payments).
+local delay_ms = tonumber(os.getenv("DELAY_MS") or "0")
+if delay_ms > 0 then
+  function delay()
+    return delay_ms
+  end
+end
+
 function setup(thread)
   counter = counter + 1
   thread:set("tid", counter)
