@@ -41,7 +41,7 @@ router = APIRouter(tags=["simulator"])
 
 
 def _simulator_for(product: Product) -> Any:
-    def simulated() -> None:
+    async def simulated() -> None:  # async: a plain def would run on a worker thread, a hop per request
         if not simulator_serves(product):
             raise NotFound("Not Found")
 
