@@ -337,6 +337,13 @@ async def _drive_burst(ctx: Any, references: list[str]) -> None:
         await asyncio.gather(*(one(r) for r in references))
 
 
+def _without_embedded_worker(server: Any, log: Path) -> None:
+    """Restart the server with `--no-worker`: only separate `kasir worker` processes deliver."""
+    server.stop()
+    server.args = [*server.args, "--no-worker"]
+    server.start(log)
+
+
 def run_callback_benchmarks(
     ctx: Any, server: Any, receipts: Path, log: Path, backlog_only: bool = False, rate_only: bool = False
 ) -> dict[str, Any]:
@@ -345,9 +352,7 @@ def run_callback_benchmarks(
     paced = f"wallet payments at {PAYMENT_RATE:.0f}/s"
     if rate_only:
         results[f"embedded worker, {paced}"] = at_a_rate(ctx, receipts, "embedded")
-        server.stop()
-        server.args = [*server.args, "--no-worker"]
-        server.start(log)
+        _without_embedded_worker(server, log)
         workers = _start_workers(ctx, log)
         try:
             results[f"{mode}, {paced}"] = at_a_rate(ctx, receipts, "separate")
@@ -356,9 +361,7 @@ def run_callback_benchmarks(
         print(f"callbacks (paced payments): {results}", flush=True)
         return results
     if backlog_only:
-        server.stop()
-        server.args = [*server.args, "--no-worker"]
-        server.start(log)
+        _without_embedded_worker(server, log)
         results[f"backlog drained by {mode}"] = backlog = drain(ctx, receipts, log)
         backlog.update(p50_ms=None, p99_ms=None)
         print(f"callbacks (backlog): {backlog}", flush=True)
@@ -367,9 +370,7 @@ def run_callback_benchmarks(
     print(f"callbacks (embedded worker): {results['embedded worker']}", flush=True)
     results[f"embedded worker, {paced}"] = at_a_rate(ctx, receipts, "embedded")
 
-    server.stop()
-    server.args = [*server.args, "--no-worker"]
-    server.start(log)
+    _without_embedded_worker(server, log)
     workers = _start_workers(ctx, log)
     try:
         results[mode] = measure(ctx, receipts, "separate")
