@@ -23,7 +23,7 @@ async def record(
     svc_signature: str | None = "sig",
 ) -> int:
     async with database.unit_of_work() as session:
-        callback = await callback_outbox.record(
+        await callback_outbox.record(
             session,
             kind=kind,
             merchant_id=merchant_id,
@@ -33,7 +33,14 @@ async def record(
             payload=payload if payload is not None else {"transaction_id": transaction_ref, "event": event},
             svc_signature=svc_signature,
         )
-        return callback.id
+        newest = (
+            select(Callback.id)
+            .where(Callback.merchant_id == merchant_id, Callback.kind == kind.value)
+            .where(Callback.transaction_ref == transaction_ref)
+            .order_by(Callback.id.desc())
+            .limit(1)
+        )
+        return int((await session.execute(newest)).scalar_one())  # the outbox hands back no id: none needs it
 
 
 async def load(database: Database, callback_id: int) -> tuple[Callback, list[CallbackAttempt]]:

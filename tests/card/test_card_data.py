@@ -125,7 +125,11 @@ async def test_no_card_data_anywhere(
     async with app.state.database.unit_of_work(read_only=True) as session:
         order = await session.get(CardOrder, data["transactionId"])
         assert order is not None
-        attempts = (await session.scalars(select(CardAttempt).where(CardAttempt.card_order_id == order.id))).all()
+        attempts = (
+            await session.scalars(
+                select(CardAttempt).where(CardAttempt.card_order_id == order.id).order_by(CardAttempt.number)
+            )
+        ).all()
     assert [(a.masked_card, a.card_brand, a.card_exp_month) for a in attempts] == [
         ("400000******0002", "VISA", "10"),
         ("400000******3220", "VISA", "10"),

@@ -292,7 +292,7 @@ class BnplService:
         tx.updated_at = clock.now()
         await session.flush()
         if BnplStatus(tx.status) in NOTIFIED:
-            merchant = await merchant_service.get(session, tx.merchant_id)
+            hash_key = await merchant_service.hash_key(session, tx.merchant_id)
             await callback_outbox.record(
                 session,
                 kind=CallbackKind.BNPL,
@@ -301,9 +301,7 @@ class BnplService:
                 event=tx.status,
                 url=tx.callback_url,
                 payload=await self.notification_payload(session, tx),
-                svc_signature=bnpl_svc_signature(
-                    merchant_service.secrets(merchant).hash_key, tx.id, tx.partner_reference_no
-                ),
+                svc_signature=bnpl_svc_signature(hash_key, tx.id, tx.partner_reference_no),
             )
 
     async def notification_payload(self, session: AsyncSession, tx: BnplTransaction) -> dict[str, Any]:

@@ -27,6 +27,23 @@ _ATTEMPT_COLUMNS = (
     "request_headers",
 )
 _ADD_ATTEMPT = Statement(insert(CallbackAttempt).values(binds(CallbackAttempt, _ATTEMPT_COLUMNS)))
+# Every payment that changes state records one (a Statement: no ORM object, no flush, per payment).
+_NEW_COLUMNS = (
+    "merchant_id",
+    "kind",
+    "transaction_ref",
+    "event",
+    "url",
+    "payload",
+    "svc_signature",
+    "status",
+    "attempts_made",
+    "max_attempts",
+    "next_attempt_at",
+    "fence",
+    "created_at",
+)
+_ADD_CALLBACK = Statement(insert(Callback).values(binds(Callback, _NEW_COLUMNS)))
 _OUTCOME_COLUMNS = ("status", "attempts_made", "next_attempt_at", "delivered_at", "last_error")
 _RECORD_OUTCOME = Statement(
     update(Callback)
@@ -128,8 +145,13 @@ class CallbackRepository:
         rows = await _CLAIM.rows(session, now=now, claim_limit=limit, worker=worker, lease_until=lease_until)
         return sorted(rows, key=lambda row: (row[-1], row[0]))
 
-    async def add(self, session: AsyncSession, callback: Callback) -> None:
-        session.add(callback)
+    async def add(self, session: AsyncSession, **values: Any) -> None:
+        """A new callback: every column of `_NEW_COLUMNS`."""
+        await _ADD_CALLBACK.execute(session, **values)
+
+    async def add_replay(self, session: AsyncSession, replay: Callback) -> None:
+        """A replay, through the ORM: its id is handed back to whoever asked for it."""
+        session.add(replay)
         await session.flush()
 
     async def add_attempt(self, session: AsyncSession, **values: Any) -> None:

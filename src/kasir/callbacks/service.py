@@ -47,8 +47,10 @@ class CallbackOutbox:
         url: str,
         payload: dict[str, Any],
         svc_signature: str | None = None,
-    ) -> Callback:
-        callback = Callback(
+    ) -> None:
+        now = clock.now()
+        await callback_repository.add(
+            session,
             merchant_id=merchant_id,
             kind=kind.value,
             transaction_ref=transaction_ref,
@@ -59,32 +61,37 @@ class CallbackOutbox:
             status=CallbackStatus.PENDING.value,
             attempts_made=0,
             max_attempts=POLICIES[kind].max_attempts,
-            next_attempt_at=clock.now(),
+            next_attempt_at=now,
             fence=0,
-            created_at=clock.now(),
+            created_at=now,
         )
-        await callback_repository.add(session, callback)
         await notify_after_commit(session, CALLBACKS_CHANNEL)  # the delivery workers, woken at commit
-        return callback
 
-    async def replay(self, session: AsyncSession, callback_id: int) -> Callback:
-        """A new delivery of the same payload; signature headers are computed afresh when sent."""
+    async def replay(self, session: AsyncSession, callback_id: int, *, url: str | None = None) -> Callback:
+        """A new delivery of the same payload, byte for byte, to `url` (else the original's); its signature
+        headers are computed afresh when sent."""
         original = await callback_repository.get(session, callback_id)
         if original is None:
             raise CallbackNotFound(f"no callback {callback_id}")
-        replay = await self.record(
-            session,
-            kind=CallbackKind(original.kind),
+        now = clock.now()
+        replay = Callback(
             merchant_id=original.merchant_id,
+            kind=original.kind,
             transaction_ref=original.transaction_ref,
             event=original.event,
-            url=original.url,
-            payload=json.loads(original.payload),
+            url=url or original.url,
+            payload=original.payload,
             svc_signature=original.svc_signature,
+            status=CallbackStatus.PENDING.value,
+            attempts_made=0,
+            max_attempts=POLICIES[CallbackKind(original.kind)].max_attempts,
+            next_attempt_at=now,
+            fence=0,
+            replay_of=original.id,
+            created_at=now,
         )
-        replay.payload = original.payload  # byte-for-byte the same body
-        replay.replay_of = original.id
-        await session.flush()
+        await callback_repository.add_replay(session, replay)
+        await notify_after_commit(session, CALLBACKS_CHANNEL)
         return replay
 
     async def show(self, session: AsyncSession, callback_id: int) -> tuple[Callback, list[CallbackAttempt]]:

@@ -564,8 +564,7 @@ class CardService:
         await session.flush()
         if not order.callback_url:
             return  # neither the request nor the merchant named a callback URL
-        merchant = await merchant_service.get(session, order.merchant_id)
-        hash_key = merchant_service.secrets(merchant).hash_key
+        hash_key = await merchant_service.hash_key(session, order.merchant_id)
         await callback_outbox.record(
             session,
             kind=CallbackKind.PAYMENT_PAGE,

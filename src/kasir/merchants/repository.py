@@ -4,10 +4,14 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, Table, select, true, update
+from sqlalchemy import ColumnElement, Table, bindparam, select, true, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from kasir.db import Statement
 from kasir.merchants.models import Merchant, MerchantCredentialGrace, SubMerchant
+
+# Every callback a payment records is signed with its merchant's hash key: read alone, no ORM object.
+_HASH_KEY = Statement(select(Merchant.hash_key_encrypted).where(Merchant.id == bindparam("merchant_id")))
 
 
 class MerchantRepository:
@@ -17,6 +21,10 @@ class MerchantRepository:
 
     async def get(self, session: AsyncSession, merchant_id: str) -> Merchant | None:
         return await session.get(Merchant, merchant_id)
+
+    async def sealed_hash_key(self, session: AsyncSession, merchant_id: str) -> str | None:
+        """The merchant's hash key as stored (sealed); None when there is no such merchant."""
+        return await _HASH_KEY.scalar(session, merchant_id=merchant_id)  # type: ignore[no-any-return]
 
     async def get_by_client_id(self, session: AsyncSession, client_id: str) -> Merchant | None:
         result = await session.execute(select(Merchant).where(Merchant.client_id == client_id))

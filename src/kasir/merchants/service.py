@@ -474,6 +474,13 @@ class MerchantService:
         )
         return MerchantSecrets(secrets.client_secret, secrets.secret, secrets.hash_key, grace)
 
+    async def hash_key(self, session: AsyncSession, merchant_id: str) -> str:
+        """The merchant's hash key, opened: what its callbacks' signatures are made with."""
+        sealed = await merchant_repository.sealed_hash_key(session, merchant_id)
+        if sealed is None:
+            raise MerchantNotFound(f"no merchant with id {merchant_id!r}", field="merchant_id")
+        return secret_box().open(sealed)
+
     def secrets(self, merchant: Merchant) -> MerchantSecrets:
         box = secret_box()
         return MerchantSecrets(

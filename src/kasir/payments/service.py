@@ -527,19 +527,7 @@ class PaymentActions:
                     raise ActionRefused("the merchant has no default callback URL; replay to the original URL instead")
                 url = merchant.callback_url
             assert url is not None
-            replay = await callback_outbox.record(
-                session,
-                kind=CallbackKind(original.kind),
-                merchant_id=original.merchant_id,
-                transaction_ref=original.transaction_ref,
-                event=original.event,
-                url=url,
-                payload=json.loads(original.payload),
-                svc_signature=original.svc_signature,
-            )
-            replay.payload = original.payload  # byte for byte the same body
-            replay.replay_of = original.id
-            await session.flush()
+            replay = await callback_outbox.replay(session, callback_id, url=url)
         else:
             raise BadRequest("target must be original, current or url", field="target")
         await self._audit(

@@ -1,9 +1,9 @@
 """Every wallet query.
 
-Create-payment and inquiry run on every payment: their statements are compiled once
-(kasir.db.Statement) and hand back plain rows (`TransactionRow`, `RefundRow`) instead of ORM
-objects. The transitions (pay, fail, refund, void, expiry) lock the row and change it through
-the ORM.
+Every payment runs these: their statements are compiled once (kasir.db.Statement) and hand back
+plain rows (`TransactionRow`, `RefundRow`) instead of ORM objects. A transition (pay, fail,
+refund, void, expiry) reads its row locked, changes it, and `save`s the columns a transition
+changes.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.db import Statement, binds
@@ -21,9 +21,12 @@ from kasir.wallet.models import WalletRefund, WalletTransaction
 from kasir.wallet.states import WalletStatus
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TransactionRow:
-    """A wallet transaction as read (or just written): every column of `wallet_transaction`."""
+    """A wallet transaction as read (or just written): every column of `wallet_transaction`.
+
+    Changed only by the service's transitions, on a row read locked, and written back by `save`.
+    """
 
     id: str
     merchant_id: str
@@ -64,6 +67,17 @@ class RefundRow:
 
 
 TRANSACTION_COLUMNS = tuple(field.name for field in fields(TransactionRow))
+# What a transition changes; the rest is written once, at creation.
+CHANGING_COLUMNS = (
+    "status",
+    "refunded_amount",
+    "failure_reason",
+    "issuer",
+    "retrieval_reference_no",
+    "updated_at",
+    "paid_at",
+    "voided_at",
+)
 
 # The unique (merchant_id, external_id) refuses a reused external_id: no savepoint, no exception.
 _ADD_TRANSACTION = Statement(
@@ -74,10 +88,15 @@ _ADD_TRANSACTION = Statement(
         .returning(WalletTransaction.id)
     )
 )
-_TRANSACTION = Statement(
-    select(*(WalletTransaction.__table__.c[name] for name in TRANSACTION_COLUMNS)).where(
-        WalletTransaction.id == bindparam("transaction_id")
-    )
+_transaction = select(*(WalletTransaction.__table__.c[name] for name in TRANSACTION_COLUMNS)).where(
+    WalletTransaction.id == bindparam("transaction_id")
+)
+_TRANSACTION = Statement(_transaction)
+_LOCKED_TRANSACTION = Statement(_transaction.with_for_update())
+_SAVE_TRANSACTION = Statement(
+    update(WalletTransaction)
+    .where(WalletTransaction.id == bindparam("transaction_id"))
+    .values(binds(WalletTransaction, CHANGING_COLUMNS))
 )
 _REFUNDS = Statement(
     select(WalletRefund.refunded_at, WalletRefund.amount)
@@ -99,11 +118,18 @@ class WalletRepository:
         found = await _TRANSACTION.first(session, transaction_id=transaction_id)
         return None if found is None else TransactionRow(*found)
 
-    async def get(self, session: AsyncSession, transaction_id: str, *, lock: bool = False) -> WalletTransaction | None:
-        query = select(WalletTransaction).where(WalletTransaction.id == transaction_id)
-        if lock:
-            query = query.with_for_update()
-        return await session.scalar(query.execution_options(populate_existing=True))
+    async def get(self, session: AsyncSession, transaction_id: str, *, lock: bool = False) -> TransactionRow | None:
+        """The transaction; with `lock`, locked until the unit of work ends (PostgreSQL: FOR UPDATE;
+        SQLite: the unit holds the database's one write seat already)."""
+        if not lock:
+            return await self.row(session, transaction_id)
+        found = await _LOCKED_TRANSACTION.first(session, transaction_id=transaction_id)
+        return None if found is None else TransactionRow(*found)
+
+    async def save(self, session: AsyncSession, tx: TransactionRow) -> None:
+        """Write a transition's changes (`CHANGING_COLUMNS`) of a row read locked."""
+        values = {name: getattr(tx, name) for name in CHANGING_COLUMNS}
+        await _SAVE_TRANSACTION.execute(session, transaction_id=tx.id, **values)
 
     async def add_refund(self, session: AsyncSession, refund: WalletRefund) -> None:
         session.add(refund)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
 from fastapi.responses import JSONResponse, Response
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -50,7 +50,7 @@ from kasir.payments import metrics as payment_metrics
 from kasir.processors.calls import Call, PendingCall, register
 from kasir.processors.protocols import WalletItem, WalletPayment
 from kasir.processors.registry import wallet_issuer
-from kasir.wallet.models import WalletRefund, WalletTransaction
+from kasir.wallet.models import WalletRefund
 from kasir.wallet.qris import QrisPayment, build_payload
 from kasir.wallet.repository import TRANSACTION_COLUMNS, RefundRow, TransactionRow, wallet_repository
 from kasir.wallet.schemas import (
@@ -140,10 +140,6 @@ class VoidNotSameDay(TransactionStateRefused):
 
 # --- the service ---------------------------------------------------------------------
 
-# What the answers and callbacks are built from: a locked ORM object (transitions) or a plain
-# row (create-payment and inquiry, which run on every payment and change nothing after the insert).
-Transaction = WalletTransaction | TransactionRow
-T = TypeVar("T", WalletTransaction, TransactionRow)
 
 # The stored `details`: what the request sent, as sent (JSON).
 _DETAILS = {
@@ -251,7 +247,7 @@ class WalletService:
 
     # --- lookups -------------------------------------------------------------------
 
-    async def get(self, session: AsyncSession, transaction_id: str, *, lock: bool = False) -> WalletTransaction:
+    async def get(self, session: AsyncSession, transaction_id: str, *, lock: bool = False) -> TransactionRow:
         tx = await wallet_repository.get(session, transaction_id, lock=lock)
         if tx is None:
             raise WalletTransactionNotFound()
@@ -259,11 +255,11 @@ class WalletService:
 
     async def find(
         self, session: AsyncSession, merchant: Merchant, ref: TransactionReference, *, lock: bool = False
-    ) -> WalletTransaction:
+    ) -> TransactionRow:
         """The merchant's transaction named by transaction_id, external_id and order_id together (else `02`)."""
         return _named(await wallet_repository.get(session, ref.transaction_id, lock=lock), merchant, ref)
 
-    async def refunds(self, session: AsyncSession, tx: Transaction) -> list[RefundRow]:
+    async def refunds(self, session: AsyncSession, tx: TransactionRow) -> list[RefundRow]:
         if not tx.refunded_amount:
             return []  # every refund adds at least 1 rupiah to refunded_amount
         return await wallet_repository.refunds(session, tx.id)
@@ -306,13 +302,13 @@ class WalletService:
             qr_image_url=f"/ewallet/qr/{tx.id}.png" if tx.qr_string else None,
         )
 
-    async def describe(self, session: AsyncSession, tx: Transaction) -> dict[str, Any]:
+    async def describe(self, session: AsyncSession, tx: TransactionRow) -> dict[str, Any]:
         """The answer body of create, inquiry, refund and void."""
         return transaction_body(tx, await self.refunds(session, tx))
 
     # --- transitions (the caller holds the row lock: get/find with lock=True) ---------
 
-    async def pay(self, session: AsyncSession, tx: WalletTransaction, issuer: str | None = None) -> WalletTransaction:
+    async def pay(self, session: AsyncSession, tx: TransactionRow, issuer: str | None = None) -> TransactionRow:
         """`issuer`: who paid, as the issuer's notification says (QRIS: the customer's issuer)."""
         self._refuse_if_due(tx)
         transition(tx, WalletStatus.PAID)
@@ -326,7 +322,7 @@ class WalletService:
         await self._changed(session, tx)
         return tx
 
-    async def fail(self, session: AsyncSession, tx: WalletTransaction, reason: str | None = None) -> WalletTransaction:
+    async def fail(self, session: AsyncSession, tx: TransactionRow, reason: str | None = None) -> TransactionRow:
         self._refuse_if_due(tx)
         check_transition(tx, WalletStatus.FAILED)
         if tx.payment_channel != FAILURE_CHANNEL:
@@ -339,7 +335,7 @@ class WalletService:
         await self._changed(session, tx)
         return tx
 
-    async def expire_now(self, session: AsyncSession, tx: WalletTransaction) -> WalletTransaction:
+    async def expire_now(self, session: AsyncSession, tx: TransactionRow) -> TransactionRow:
         """The dummy payment's `simulate_status: EXPIRED`: expire a PENDING transaction at once."""
         transition(tx, WalletStatus.EXPIRED)
         await self._changed(session, tx)
@@ -355,7 +351,7 @@ class WalletService:
         return True
 
     async def refund(
-        self, session: AsyncSession, tx: WalletTransaction, amount: int, reason: str | None = None
+        self, session: AsyncSession, tx: TransactionRow, amount: int, reason: str | None = None
     ) -> PendingCall:
         """The refund, checked and held: the issuer is asked once this unit of work has committed
         (kasir.processors.calls), and it is recorded (REFUNDED, the callback) in a second."""
@@ -370,7 +366,7 @@ class WalletService:
         details = {"channel": tx.payment_channel, "refund_reference": refund_reference, "amount": amount}
         return PendingCall(Call(WALLET_REFUND, "wallet", tx.id, {**details, "reason": reason}))
 
-    async def record_refund(self, session: AsyncSession, call: Call, *, fresh: bool) -> WalletTransaction:
+    async def record_refund(self, session: AsyncSession, call: Call, *, fresh: bool) -> TransactionRow:
         tx = await self.get(session, call.reference, lock=True)
         if not fresh:
             return tx
@@ -384,7 +380,7 @@ class WalletService:
         await self._changed(session, tx)
         return tx
 
-    async def void(self, session: AsyncSession, tx: WalletTransaction) -> PendingCall:
+    async def void(self, session: AsyncSession, tx: TransactionRow) -> PendingCall:
         """The void, checked and held: asked of the issuer once this unit of work has committed."""
         check_transition(tx, WalletStatus.VOID)
         assert tx.paid_at is not None
@@ -395,7 +391,7 @@ class WalletService:
         wallet_issuer(tx.payment_channel)
         return PendingCall(Call(WALLET_VOID, "wallet", tx.id, {"channel": tx.payment_channel}))
 
-    async def record_void(self, session: AsyncSession, call: Call, *, fresh: bool) -> WalletTransaction:
+    async def record_void(self, session: AsyncSession, call: Call, *, fresh: bool) -> TransactionRow:
         tx = await self.get(session, call.reference, lock=True)
         if not fresh:
             return tx
@@ -404,18 +400,17 @@ class WalletService:
         await self._changed(session, tx)
         return tx
 
-    def _refuse_if_due(self, tx: WalletTransaction) -> None:
+    def _refuse_if_due(self, tx: TransactionRow) -> None:
         # Past expired_time the transaction is as good as expired; the expiry job records EXPIRED.
         if tx.status == WalletStatus.PENDING.value and tx.expires_at <= clock.now():
             raise TransactionExpired("Failed Request: transaction has expired")
 
-    async def _changed(self, session: AsyncSession, tx: WalletTransaction) -> None:
+    async def _changed(self, session: AsyncSession, tx: TransactionRow) -> None:
         tx.updated_at = clock.now()
-        await session.flush()
+        await wallet_repository.save(session, tx)
         if WalletStatus(tx.status) not in NOTIFIED:
             return
-        merchant = await merchant_service.get(session, tx.merchant_id)
-        hash_key = merchant_service.secrets(merchant).hash_key
+        hash_key = await merchant_service.hash_key(session, tx.merchant_id)
         await callback_outbox.record(
             session,
             kind=CallbackKind.WALLET,
@@ -444,7 +439,7 @@ class _WalletAction:
     async def undo(self, session: AsyncSession, call: Call, error: KasirError) -> None:
         return None  # nothing was recorded before the issuer was asked
 
-    async def respond(self, session: AsyncSession, call: Call, recorded: WalletTransaction) -> Response:
+    async def respond(self, session: AsyncSession, call: Call, recorded: TransactionRow) -> Response:
         return JSONResponse(await wallet_service.describe(session, recorded))
 
     async def ask_again(self, call: Call) -> None:
@@ -459,7 +454,7 @@ class WalletRefundAction(_WalletAction):
         details = call.details
         await wallet_issuer(details["channel"]).refund(call.reference, details["refund_reference"], details["amount"])
 
-    async def record(self, session: AsyncSession, call: Call, answer: None, *, fresh: bool) -> WalletTransaction:
+    async def record(self, session: AsyncSession, call: Call, answer: None, *, fresh: bool) -> TransactionRow:
         return await wallet_service.record_refund(session, call, fresh=fresh)
 
 
@@ -467,7 +462,7 @@ class WalletVoidAction(_WalletAction):
     async def ask(self, call: Call) -> None:
         await wallet_issuer(call.details["channel"]).void(call.reference)
 
-    async def record(self, session: AsyncSession, call: Call, answer: None, *, fresh: bool) -> WalletTransaction:
+    async def record(self, session: AsyncSession, call: Call, answer: None, *, fresh: bool) -> TransactionRow:
         return await wallet_service.record_void(session, call, fresh=fresh)
 
 
@@ -475,7 +470,7 @@ register(WALLET_REFUND, WalletRefundAction())
 register(WALLET_VOID, WalletVoidAction())
 
 
-def _named(tx: T | None, merchant: Merchant, ref: TransactionReference) -> T:
+def _named(tx: TransactionRow | None, merchant: Merchant, ref: TransactionReference) -> TransactionRow:
     """`tx` when it is the merchant's and its external_id and order_id are the reference's; else `02`."""
     if tx is None or tx.merchant_id != merchant.id or (tx.external_id, tx.order_id) != (ref.external_id, ref.order_id):
         raise WalletTransactionNotFound()
@@ -495,12 +490,12 @@ def terminal_id(merchant: Merchant) -> str:
     return "T" + merchant.id[-7:]
 
 
-def payment_url(tx: Transaction) -> str:
+def payment_url(tx: TransactionRow) -> str:
     """The customer's checkout: Kasir's page, which hands the customer to the issuer's checkout."""
     return f"{get_settings().public_url}/ewallet/pages/{tx.id}"
 
 
-def qr_url(tx: Transaction) -> str:
+def qr_url(tx: TransactionRow) -> str:
     return f"{get_settings().public_url}/ewallet/qr/{tx.id}.png"
 
 
@@ -518,11 +513,11 @@ def address(value: Any) -> dict[str, str]:
     return {name: str(given.get(name) or "") for name in ADDRESS_FIELDS}
 
 
-def payment_system(tx: Transaction) -> str:
+def payment_system(tx: TransactionRow) -> str:
     return PAYMENT_SYSTEMS.get(tx.payment_channel, DEFAULT_PAYMENT_SYSTEM)
 
 
-def payment_details(tx: Transaction) -> dict[str, Any]:
+def payment_details(tx: TransactionRow) -> dict[str, Any]:
     """interface.md: amounts as numbers, timestamps ISO 8601 with offset."""
     return {
         "amount": tx.amount,
@@ -538,11 +533,11 @@ def refund_history(refunds: Sequence[RefundRow]) -> list[dict[str, Any]]:
     return [{"refund_time": timestamp(r.refunded_at), "refund_amount": r.amount} for r in refunds]
 
 
-def void_history(tx: Transaction) -> list[dict[str, Any]]:
+def void_history(tx: TransactionRow) -> list[dict[str, Any]]:
     return [{"void_time": timestamp(tx.voided_at), "void_amount": tx.amount}]
 
 
-def transaction_fields(tx: Transaction) -> dict[str, Any]:
+def transaction_fields(tx: TransactionRow) -> dict[str, Any]:
     """Who and what the transaction is: the fields the callback and every wallet answer begin with."""
     return {
         "transaction_id": tx.id,
@@ -558,13 +553,13 @@ def transaction_fields(tx: Transaction) -> dict[str, Any]:
     }
 
 
-def _response(tx: Transaction) -> tuple[str, str]:
+def _response(tx: TransactionRow) -> tuple[str, str]:
     if tx.status == WalletStatus.FAILED.value:
         return "03", tx.failure_reason or DEFAULT_FAILURE_REASON  # interface.md Events rule 2
     return "00", SUCCESS_MESSAGE
 
 
-def callback_payload(tx: Transaction, refunds: Sequence[RefundRow]) -> dict[str, Any]:
+def callback_payload(tx: TransactionRow, refunds: Sequence[RefundRow]) -> dict[str, Any]:
     """interface.md: the wallet callback payload, every field, filled from the transaction."""
     details: dict[str, Any] = json.loads(tx.details)
     status = WalletStatus(tx.status)
@@ -615,7 +610,7 @@ def callback_payload(tx: Transaction, refunds: Sequence[RefundRow]) -> dict[str,
     return payload
 
 
-def transaction_body(tx: Transaction, refunds: Sequence[RefundRow]) -> dict[str, Any]:
+def transaction_body(tx: TransactionRow, refunds: Sequence[RefundRow]) -> dict[str, Any]:
     """The answer of create-payment, create-qr, inquiry, refund and void (after response_code)."""
     body: dict[str, Any] = {
         "response_code": "00",
