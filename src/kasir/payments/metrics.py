@@ -25,6 +25,11 @@ def created(session: AsyncSession, product: str, status: str) -> None:
     on_commit(session, CREATED.labels(product, status).inc)
 
 
+def settled_in(session: AsyncSession, product: str, status: str) -> None:
+    """A payment of the unit of work moved to `status`: counted when the unit commits."""
+    on_commit(session, SETTLED.labels(product, status).inc)
+
+
 def settled(payment: object, product: str, status: str) -> None:
     """`payment` (a model in a unit of work) moved to `status`: counted when its unit commits.
 

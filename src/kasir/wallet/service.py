@@ -408,6 +408,8 @@ class WalletService:
     async def _changed(self, session: AsyncSession, tx: TransactionRow) -> None:
         tx.updated_at = clock.now()
         await wallet_repository.save(session, tx)
+        # Every caller has just made a transition: each is out of PENDING or PAID.
+        payment_metrics.settled_in(session, "wallet", WalletStatus(tx.status).name)
         if WalletStatus(tx.status) not in NOTIFIED:
             return
         hash_key = await merchant_service.hash_key(session, tx.merchant_id)
