@@ -3,12 +3,31 @@
 -- RESULT_FILE when done.
 local counter = 0
 
--- DELAY_MS: each connection waits this long after an answer before its next request, so that
--- connections x 1000 / DELAY_MS requests a second arrive (bench/callbacks.py's paced payments).
-local delay_ms = tonumber(os.getenv("DELAY_MS") or "0")
-if delay_ms > 0 then
+-- RATE: requests a second, all threads together, at evenly spaced times (an open loop while a
+-- connection is free at each time: bench/callbacks.py's paced payments). Each thread hands out
+-- the next time slot of its share to whichever of its connections asks next; a fixed wait after
+-- each answer instead would slow the arrivals by the answers' latency and send the connections
+-- in step, in bursts.
+local rate = tonumber(os.getenv("RATE") or "0")
+if rate > 0 then
+  local ffi = require("ffi")
+  ffi.cdef[[
+    typedef struct { long tv_sec; long tv_nsec; } replay_timespec;
+    int clock_gettime(int clock_id, replay_timespec *tp);
+  ]]
+  local now_ts = ffi.new("replay_timespec")
+  local function now_ms()
+    ffi.C.clock_gettime(1, now_ts)  -- CLOCK_MONOTONIC
+    return tonumber(now_ts.tv_sec) * 1000 + tonumber(now_ts.tv_nsec) / 1e6
+  end
+  local next_slot = nil
   function delay()
-    return delay_ms
+    local now = now_ms()
+    local interval = 1000 * nthreads / rate
+    if next_slot == nil then next_slot = now + interval * (tid - 1) / nthreads end  -- threads interleaved
+    local slot = math.max(next_slot, now)
+    next_slot = slot + interval
+    return math.floor(slot - now)
   end
 end
 
