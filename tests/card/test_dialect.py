@@ -495,7 +495,7 @@ async def test_the_worker_answers_a_stopped_dialect_charge_in_the_dialect(
     async with database.unit_of_work() as session:
         now = clock.now()
         claimed = NewKey(merchant.id, scope, key, request_fingerprint(raw), now, now + timedelta(hours=1))
-        assert await idempotency_repository.claim(session, claimed)
+        assert await idempotency_repository.claim(session, claimed, wait_seconds=0.5)
         pending = await card_service.charge(
             session, caller, charge.request, charge.card, save_card=True, dialect="v3", sub_merchant_id=None
         )

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
-from sqlalchemy import select
+from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.config import Settings
@@ -58,6 +58,26 @@ async def test_a_key_held_by_a_running_request_answers_409_after_a_short_wait_on
         stored = await service._claim(session, merchant.id, SCOPE, "held", "hash-1", b"{}")
     assert stored is not None
     assert (stored.response_status, stored.response_body) == (200, '{"ok":true}')
+
+
+async def test_a_claim_leaves_the_wait_of_the_rest_of_its_unit_as_it_was_on_postgresql(
+    app: FastAPI, settings: Settings
+) -> None:
+    """The claim bounds its own wait (lock_timeout, set and set back by its one statement); the handler's
+    row locks after it wait as they would without a key: a claimed key, and a key replayed."""
+    if settings.resolved_database_url.startswith("sqlite"):
+        pytest.skip("on SQLite a process's writers take turns: there is no lock wait to bound")
+    database = app.state.database
+    merchant = await make_merchant(app)
+    async with database.unit_of_work() as session:
+        before = await session.scalar(text("SHOW lock_timeout"))
+        assert await service._claim(session, merchant.id, SCOPE, "restored", "hash-1", b"{}") is None
+        assert await session.scalar(text("SHOW lock_timeout")) == before
+        await idempotency_repository.answer(session, merchant.id, SCOPE, "restored", 200, "{}", "{}")
+    async with database.unit_of_work() as session:
+        assert await service._claim(session, merchant.id, SCOPE, "restored", "hash-1", b"{}") is not None
+        assert await session.scalar(text("SHOW lock_timeout")) == before
+    assert before == "0"  # no limit: what a row lock of the handler waits, as PostgreSQL's default
 
 
 async def test_an_expired_key_is_a_new_key_and_the_purge_removes_it(app: FastAPI) -> None:

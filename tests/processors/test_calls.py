@@ -200,7 +200,7 @@ async def _claim(session: Any, merchant_id: str, key: str, body: bytes) -> None:
     """The key as the charge's request claimed it (kasir.idempotency.service.run_once)."""
     now = clock.now()
     new = NewKey(merchant_id, "POST /card-v2/v1/charge", key, request_fingerprint(body), now, now + timedelta(hours=1))
-    assert await idempotency_repository.claim(session, new)
+    assert await idempotency_repository.claim(session, new, wait_seconds=0.5)
 
 
 def _simulator_acquirer() -> SimulatedAcquirer:

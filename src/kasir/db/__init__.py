@@ -7,6 +7,7 @@
     on_commit(session, action)         run an action after the unit commits
     notify_after_commit(session, ch)   wake the channel's listeners after the unit commits
     lock_wait_at_most(session, s)      wait at most s for a row another unit holds (LockTimeout)
+    InsertUnlessTaken(table, ...)      INSERT ... ON CONFLICT DO NOTHING waiting at most s, in one statement
     Statement(core statement)          a Core statement compiled once, run on the unit's connection
     Base, UTCDateTime                  the models' declarative base and aware UTC datetimes
     UNAVAILABLE                        what an unreachable or overloaded database raises (503)
@@ -18,6 +19,7 @@ rooms' repositories write SQLAlchemy statements and run them through this interf
 from kasir.db.database import (
     UNAVAILABLE,
     Database,
+    InsertUnlessTaken,
     LockTimeout,
     ReadSession,
     SchemaBehind,
@@ -43,6 +45,7 @@ __all__ = [
     "UNAVAILABLE",
     "Base",
     "Database",
+    "InsertUnlessTaken",
     "LockTimeout",
     "ReadSession",
     "SchemaBehind",

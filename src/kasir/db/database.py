@@ -13,7 +13,7 @@ Nothing outside this package names a dialect or a driver.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -29,6 +29,7 @@ from kasir.config import Settings
 from kasir.db import postgres, sqlite
 from kasir.db.postgres import PostgresStrategy
 from kasir.db.sqlite import SqliteStrategy
+from kasir.db.statements import Statement, binds
 
 log = logging.getLogger("kasir.db")
 
@@ -123,6 +124,34 @@ async def _postgres_lock_wait(session: AsyncSession, seconds: float) -> AsyncIte
         if postgres.is_lock_timeout(exc):
             raise LockTimeout(str(exc)) from None
         raise
+
+
+class InsertUnlessTaken:
+    """`INSERT ... ON CONFLICT (index) DO NOTHING` that waits at most `seconds` for a conflicting row
+    another unit of work is inserting (PostgreSQL waits for that unit to end), then raises LockTimeout.
+
+    The same as the INSERT inside `lock_wait_at_most`, in one round trip where that takes three (SET
+    LOCAL, the INSERT, the reset): on PostgreSQL the statement sets `lock_timeout` itself before its
+    row goes in, and sets it back in its RETURNING clause once the row is in. A row not inserted (the
+    name is taken) leaves the wait set: the caller goes on inside `lock_wait_at_most`, which ends it,
+    or ends the unit. On SQLite no other unit holds rows while this one runs: the plain INSERT.
+    """
+
+    def __init__(self, table: Any, columns: Sequence[str], index_elements: Sequence[str]) -> None:
+        values = binds(table, columns)
+        self._sqlite = Statement(sqlite.insert_or_nothing(table, values, index_elements))
+        self._postgres = Statement(postgres.insert_waiting(table, values, index_elements))
+
+    async def execute(self, session: AsyncSession, seconds: float, **params: Any) -> bool:
+        """True when the row went in; False when another unit's row has the name."""
+        if _is_sqlite(session):
+            return await self._sqlite.execute(session, **params) == 1
+        try:
+            return await self._postgres.execute(session, lock_wait=postgres.milliseconds(seconds), **params) == 1
+        except Exception as exc:
+            if postgres.is_lock_timeout(exc):
+                raise LockTimeout(str(exc)) from None
+            raise
 
 
 class _NoWait:

@@ -17,12 +17,13 @@ import contextlib
 import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import event, text
+from sqlalchemy import String, bindparam, event, func, select, text, true
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.engine import Dialect, make_url
 from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
@@ -150,13 +151,44 @@ async def notify_after_commit(session: AsyncSession, channel: str) -> None:
     await _run(session, f"NOTIFY {channel}")  # other processes', at commit
 
 
+def milliseconds(seconds: float) -> str:
+    """A wait as `lock_timeout` takes it (whole milliseconds; 0 would mean no limit)."""
+    return str(max(1, int(seconds * 1000)))
+
+
 @asynccontextmanager
 async def lock_wait_at_most(session: AsyncSession, seconds: float) -> AsyncIterator[None]:
     """Statements of the block wait at most `seconds` for a row another transaction holds."""
-    milliseconds = max(1, int(seconds * 1000))
-    await _run(session, f"SET LOCAL lock_timeout = {milliseconds}")
+    await _run(session, f"SET LOCAL lock_timeout = {milliseconds(seconds)}")
     yield
     await _run(session, "SET LOCAL lock_timeout TO DEFAULT")
+
+
+def insert_waiting(table: Any, values: dict[str, Any], index_elements: Sequence[str]) -> Any:
+    """kasir.db.InsertUnlessTaken's statement: the row's INSERT with `lock_timeout` set to the
+    `lock_wait` parameter while it goes in, and set back in its RETURNING clause.
+
+        WITH kasir_wait AS MATERIALIZED (
+            SELECT before, set_config('lock_timeout', :lock_wait, true)
+            FROM (SELECT current_setting('lock_timeout') AS before OFFSET 0) AS kasir_before)
+        INSERT INTO t (...) SELECT :a, :b, ... FROM kasir_wait ON CONFLICT (...) DO NOTHING
+        RETURNING set_config('lock_timeout', (SELECT before FROM kasir_wait), true)
+
+    The row is made from kasir_wait, so the timeout is set before PostgreSQL looks for a
+    conflicting row (and waits); OFFSET 0 keeps the old value read in a subquery of its own,
+    before the set. RETURNING runs only for a row that went in.
+    """
+    before = select(func.current_setting("lock_timeout").label("before")).offset(0).subquery("kasir_before")
+    during = func.set_config("lock_timeout", bindparam("lock_wait", type_=String()), true())
+    wait = select(before.c.before, during.label("during")).cte("kasir_wait").prefix_with("MATERIALIZED")
+    rows = select(*(value.label(name) for name, value in values.items())).select_from(wait)
+    restore = func.set_config("lock_timeout", select(wait.c.before).scalar_subquery(), true())
+    return (
+        postgresql_insert(table)
+        .from_select(list(values), rows)
+        .on_conflict_do_nothing(index_elements=index_elements)
+        .returning(restore)
+    )
 
 
 def is_lock_timeout(error: BaseException) -> bool:

@@ -23,12 +23,13 @@ import contextlib
 import logging
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import event
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import DBAPIError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
@@ -168,6 +169,11 @@ class SqliteStrategy:
 
 
 # --- what kasir.db asks of a SQLite session ------------------------------------------
+
+
+def insert_or_nothing(table: Any, values: dict[str, Any], index_elements: Sequence[str]) -> Any:
+    """kasir.db.InsertUnlessTaken's statement: no other unit of work holds rows while this one runs."""
+    return sqlite_insert(table).values(values).on_conflict_do_nothing(index_elements=index_elements)
 
 
 async def rollback_unit(session: AsyncSession) -> None:

@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from kasir.db import Statement, binds
+from kasir.db import InsertUnlessTaken, Statement, binds
 from kasir.idempotency.models import IdempotencyKey
 
 _CLAIM_COLUMNS = ("merchant_id", "scope", "key", "request_hash", "created_at", "expires_at")
@@ -19,14 +19,8 @@ _NAMED = (
 )
 
 # The unique (merchant, scope, key) decides between concurrent first requests: the loser's INSERT
-# writes nothing (and on PostgreSQL first waits for the winner's unit of work to end).
-_CLAIM = Statement(
-    lambda insert: (
-        insert(IdempotencyKey)
-        .values(binds(IdempotencyKey, _CLAIM_COLUMNS))
-        .on_conflict_do_nothing(index_elements=["merchant_id", "scope", "key"])
-    )
-)
+# writes nothing (and on PostgreSQL first waits, at most the time given, for the winner's unit of work to end).
+_CLAIM = InsertUnlessTaken(IdempotencyKey, _CLAIM_COLUMNS, index_elements=["merchant_id", "scope", "key"])
 _FIND = Statement(
     select(
         IdempotencyKey.request_hash,
@@ -91,9 +85,10 @@ class NewKey:
 
 
 class IdempotencyRepository:
-    async def claim(self, session: AsyncSession, new: NewKey) -> bool:
-        """Write the key for this unit of work's request; False when it is taken."""
-        return await _CLAIM.execute(session, **new.values()) == 1
+    async def claim(self, session: AsyncSession, new: NewKey, *, wait_seconds: float) -> bool:
+        """Write the key for this unit of work's request; False when it is taken. LockTimeout when
+        another unit writing the same key has not ended within `wait_seconds`."""
+        return await _CLAIM.execute(session, wait_seconds, **new.values())
 
     async def find(self, session: AsyncSession, merchant_id: str, scope: str, key: str) -> StoredKey | None:
         row = await _FIND.first(session, merchant_id=merchant_id, scope=scope, key=key)

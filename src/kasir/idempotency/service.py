@@ -223,14 +223,15 @@ async def _claim(
     now = clock.now()
     new = NewKey(merchant_id, scope, key, fingerprint, now, now + TTL)
     repository = idempotency_repository
+    wait = get_settings().idempotency_wait_seconds
     try:
-        async with lock_wait_at_most(session, get_settings().idempotency_wait_seconds):
-            if await repository.claim(session, new):
-                return None
+        if await repository.claim(session, new, wait_seconds=wait):  # the common case: one statement
+            return None
+        async with lock_wait_at_most(session, wait):
             stored = await repository.find(session, merchant_id, scope, key)
             if stored is None or stored.expires_at <= now:
                 # Expired (or purged between the two statements): a new key for whoever takes it first.
-                if await repository.take_over(session, new) or await repository.claim(session, new):
+                if await repository.take_over(session, new) or await repository.claim(session, new, wait_seconds=wait):
                     return None
                 raise request_in_progress()
     except LockTimeout:
