@@ -5,6 +5,7 @@
       .listen(channel, on_wake)        wake-ups from commits that notified the channel
       .keeps_counters                  rate-limit counters in the database (PostgreSQL) or in memory
     on_commit(session, action)         run an action after the unit commits
+    held_rows(session)                 the rows the unit has read locked (read again without a statement)
     notify_after_commit(session, ch)   wake the channel's listeners after the unit commits
     lock_wait_at_most(session, s)      wait at most s for a row another unit holds (LockTimeout)
     InsertUnlessTaken(table, ...)      INSERT ... ON CONFLICT DO NOTHING waiting at most s, in one statement
@@ -38,7 +39,7 @@ from kasir.db.database import (
 )
 from kasir.db.models import NAMING_CONVENTION, Base, UTCDateTime
 from kasir.db.statements import Statement, binds
-from kasir.db.unit import on_commit
+from kasir.db.unit import held_rows, on_commit
 
 __all__ = [
     "NAMING_CONVENTION",
@@ -57,6 +58,7 @@ __all__ = [
     "current_revision",
     "each_in_own_unit_of_work",
     "head_revision",
+    "held_rows",
     "lock_wait_at_most",
     "notify_after_commit",
     "on_commit",

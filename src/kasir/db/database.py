@@ -93,6 +93,7 @@ def _is_sqlite(session: AsyncSession) -> bool:
 
 async def rollback_unit(session: AsyncSession) -> None:
     """Undo what this unit of work wrote so far and go on in the same unit (a page re-read after a refusal)."""
+    session.sync_session.info.pop("held_rows", None)  # their changes are undone, and on PostgreSQL their locks
     if _is_sqlite(session):
         await sqlite.rollback_unit(session)
     else:

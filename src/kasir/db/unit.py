@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import object_session
@@ -18,6 +19,17 @@ AfterCommit = Callable[[], Awaitable[None] | None]
 def on_commit(session: AsyncSession, action: AfterCommit) -> None:
     """Run `action` after the session's transaction commits (never if it rolls back)."""
     session.sync_session.info.setdefault("after_commit", []).append(action)
+
+
+def held_rows(session: AsyncSession) -> dict[Any, Any]:
+    """The rows this unit of work has read locked, by their repository's key.
+
+    Until the unit ends no other unit can change them, so reading one again (a service that locks
+    what the endpoint locked already) can be answered with the first read's row, changes included,
+    without a statement. Forgotten when the unit ends or rolls back (`rollback_unit`).
+    """
+    held: dict[Any, Any] = session.sync_session.info.setdefault("held_rows", {})
+    return held
 
 
 def on_commit_of(instance: object, action: AfterCommit) -> bool:

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import bindparam, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from kasir.db import Statement, binds
+from kasir.db import Statement, binds, held_rows
 from kasir.wallet.models import WalletRefund, WalletTransaction
 from kasir.wallet.states import WalletStatus
 
@@ -120,11 +120,18 @@ class WalletRepository:
 
     async def get(self, session: AsyncSession, transaction_id: str, *, lock: bool = False) -> TransactionRow | None:
         """The transaction; with `lock`, locked until the unit of work ends (PostgreSQL: FOR UPDATE;
-        SQLite: the unit holds the database's one write seat already)."""
+        SQLite: the unit holds the database's one write seat already), and read once per unit: a
+        second locked read is the first's row, with the changes the unit made to it."""
         if not lock:
             return await self.row(session, transaction_id)
-        found = await _LOCKED_TRANSACTION.first(session, transaction_id=transaction_id)
-        return None if found is None else TransactionRow(*found)
+        held = held_rows(session)
+        row: TransactionRow | None = held.get((WalletTransaction, transaction_id))
+        if row is None:
+            found = await _LOCKED_TRANSACTION.first(session, transaction_id=transaction_id)
+            if found is None:
+                return None
+            row = held[(WalletTransaction, transaction_id)] = TransactionRow(*found)
+        return row
 
     async def save(self, session: AsyncSession, tx: TransactionRow) -> None:
         """Write a transition's changes (`CHANGING_COLUMNS`) of a row read locked."""

@@ -181,7 +181,7 @@ async def dummy_payment(request: Request) -> Response:
         event = _DUMMY_EVENTS[payment.simulate_status]
         notification = Notification("wallet", tx.id, event, message=payment.failure_reason)
         await apply(session, notification, by=SIMULATOR, strict=True)
-        return JSONResponse(dummy_payment_result(await wallet_service.get(session, tx.id)))  # as it is now
+        return JSONResponse(dummy_payment_result(await wallet_service.get(session, tx.id, lock=True)))  # as changed
 
     return await _run_once(request, key, caller, pay)
 
