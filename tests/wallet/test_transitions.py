@@ -243,3 +243,26 @@ async def test_refused_callback_is_retried_twice(
     for attempt in attempts:
         assert check_callback(attempt, merchant, tx)["transaction_status"] == "PAID"
     assert [a.headers["x-kasir-attempt"] for a in attempts] == ["1", "2", "3"]
+
+
+async def test_a_locked_read_is_read_once_per_unit_and_forgotten_when_the_unit_rolls_back(
+    app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
+) -> None:
+    """kasir.db.held_rows: a second locked read in the unit is the first's row with its changes, without a
+    statement; after rollback_unit the row is read again, as the database has it."""
+    from kasir.db import rollback_unit
+    from kasir.wallet.service import wallet_service
+
+    merchant = await make_merchant(app)
+    tx = await create(client, merchant, receiver.url("/held"))
+    async with app.state.database.unit_of_work() as session:
+        held = await wallet_service.get(session, tx["transaction_id"], lock=True)
+        await wallet_service.pay(session, held)
+        again = await wallet_service.get(session, tx["transaction_id"], lock=True)
+        assert again is held
+        assert again.status == "PAID"
+        await rollback_unit(session)
+        fresh = await wallet_service.get(session, tx["transaction_id"], lock=True)
+        assert fresh is not held
+        assert fresh.status == "PENDING"
+    assert (await inquire(client, merchant, tx))["transaction_status"] == "PENDING"
