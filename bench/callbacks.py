@@ -280,7 +280,8 @@ def at_a_rate(ctx: Any, receipts_path: Path, tag: str) -> dict[str, Any]:
     }
     script = Path(__file__).parent / "lua" / "replay.lua"
     wrk = subprocess.run(
-        ["wrk", "-t", str(threads), "-c", str(PAYMENT_CONNECTIONS), "-d", f"{PAYMENT_SECONDS}s", "-s", str(script)]
+        # Each thread stops once its last payment is answered; the run's length only bounds that.
+        ["wrk", "-t", str(threads), "-c", str(PAYMENT_CONNECTIONS), "-d", f"{PAYMENT_SECONDS + 5}s", "-s", str(script)]
         + [ctx.base_url],
         env=env,
         capture_output=True,
@@ -289,13 +290,10 @@ def at_a_rate(ctx: Any, receipts_path: Path, tag: str) -> dict[str, Any]:
     if wrk.returncode != 0 or not result_file.exists():
         raise RuntimeError(f"wrk failed for the paced payments: {wrk.stdout[-500:]} {wrk.stderr[-500:]}")
     sent = json.loads(result_file.read_text())
-    # Past the end of its file wrk starts again: a payment sent twice is refused (paid already).
-    sent_again = max(0, sent["requests"] - count)
-    if sent["non_2xx"] > sent_again:
+    if sent["non_2xx"]:
         raise RuntimeError(f"{sent['non_2xx']} of the paced payments were not answered 2xx")
-    paid = sent["requests"] - sent["non_2xx"]
+    paid = count  # each payment once (a thread past its last one sends liveness checks until it stops)
     wanted = {t["transaction_id"] for t in transactions}
-    # wrk does not count the requests still in flight when it stops: the payments are the callbacks recorded.
     deadline, settled = time.monotonic() + 120, -1
     while True:
         recorded = _recorded(ctx, wanted)
@@ -307,7 +305,8 @@ def at_a_rate(ctx: Any, receipts_path: Path, tag: str) -> dict[str, Any]:
         settled = len(recorded)
         time.sleep(0.5)
     latencies = [(receipts[cid] - created) * 1000 for cid, (_ref, created) in recorded.items()]
-    rate = round(len(recorded) / (sent["duration_us"] / 1e6), 1)
+    commits = [created for _ref, created in recorded.values()]
+    rate = round((len(commits) - 1) / (max(commits) - min(commits)), 1)  # the rate the payments were made at
     return {
         "count": len(recorded),
         "per_second": rate,  # each payment one callback

@@ -2,9 +2,10 @@
 -- by bench/scenarios.py), each thread taking its own slice, and writes a JSON summary to
 -- RESULT_FILE when done.
 local counter = 0
+local slots = 0  -- paced: time slots delay() has given that no request() has used yet
 
 -- RATE: requests a second, all threads together, at evenly spaced times (an open loop while a
--- connection is free at each time: bench/callbacks.py's paced payments). Each thread hands out
+-- connection is free at each time: bench/callbacks.py's paced payments), each request once. Each thread hands out
 -- the next time slot of its share to whichever of its connections asks next; a fixed wait after
 -- each answer instead would slow the arrivals by the answers' latency and send the connections
 -- in step, in bursts.
@@ -27,6 +28,7 @@ if rate > 0 then
     if next_slot == nil then next_slot = now + interval * (tid - 1) / nthreads end  -- threads interleaved
     local slot = math.max(next_slot, now)
     next_slot = slot + interval
+    slots = slots + 1
     return math.floor(slot - now)
   end
 end
@@ -50,13 +52,33 @@ function init(args)
   end
   nthreads = tonumber(os.getenv("THREADS"))
   index = tid
+  slice = math.floor((#requests - tid) / nthreads) + 1  -- this thread's requests: tid, tid + nthreads, ...
 end
 
 function request()
+  -- wrk calls request() once in the first thread to check the script, before any connection's
+  -- delay(): in a paced run that call must not use up a payment.
+  if rate > 0 then
+    if slots == 0 then return wrk.format("GET", "/healthz") end
+    slots = slots - 1
+  end
+  if index > #requests then
+    -- Paced: each payment once. A connection that asks after this thread's last one gets a
+    -- liveness check, not a payment sent twice (refused: paid already), until the thread stops.
+    return wrk.format("GET", "/healthz")
+  end
   local r = requests[index]
   index = index + nthreads
-  if index > #requests then index = tid end
+  if index > #requests and rate == 0 then index = tid end
   return r
+end
+
+if rate > 0 then
+  local paid = 0
+  function response(status, headers, body)
+    if string.find(body, "transaction_status", 1, true) then paid = paid + 1 end
+    if paid >= slice then wrk.thread:stop() end  -- its last payment answered: the thread is done
+  end
 end
 
 function done(summary, latency, requests)
