@@ -15,8 +15,9 @@ BENCH_CALLBACK_WORKERS separate `kasir worker` processes. Last, the delivery cap
 backlog of BENCH_BACKLOG callbacks recorded while no worker runs, drained by the separate workers
 (deliveries/s of the drain: callbacks / (last receipt − first receipt), so the workers' start-up is not
 counted; `from_start_per_second` counts from the workers' start). BENCH_ONLY=backlog runs the drain alone.
-In each mode, wallet payments arriving at BENCH_PAYMENT_RATE a second (dummy payments sent by wrk, each
-connection paced): commit→receipt of their callbacks at that rate. BENCH_ONLY=payment-rate runs them alone.
+In each mode, wallet payments arriving at BENCH_PAYMENT_RATE a second for BENCH_PAYMENT_SECONDS (dummy
+payments sent once each by wrk at evenly spaced times, bench/lua/replay.lua's RATE): commit→receipt of their
+callbacks at that rate, and the rate the payments were made at. BENCH_ONLY=payment-rate runs them alone.
 """
 
 from __future__ import annotations
