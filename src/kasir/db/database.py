@@ -97,7 +97,7 @@ async def rollback_unit(session: AsyncSession) -> None:
     if _is_sqlite(session):
         await sqlite.rollback_unit(session)
     else:
-        await session.rollback()
+        await postgres.rollback_unit(session)
 
 
 async def notify_after_commit(session: AsyncSession, channel: str) -> None:

@@ -20,7 +20,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import String, bindparam, event, func, select, text, true
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
@@ -29,6 +29,7 @@ from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from kasir.config import Settings
+from kasir.db.postgres_unit import PooledUnit, translated, unit_sessions
 from kasir.db.unit import on_commit, session_unit_of_work
 from kasir.db.wakeup import subscribe, wake
 
@@ -55,8 +56,16 @@ class PostgresStrategy:
         self._read_sessions = async_sessionmaker(
             self.engine.execution_options(isolation_level="AUTOCOMMIT"), expire_on_commit=False
         )
+        # Units on a pooled connection (kasir.db.postgres_unit) where the adapter is the one known here;
+        # else through the session, as SQLAlchemy does it.
+        self._pooled = self.engine.dialect.driver == "asyncpg" and asyncpg_path_supported(
+            _adapter_type(), cast(Any, type(self.engine.dialect))
+        )
+        self._unit_sessions = unit_sessions(self.engine)
 
     def unit_of_work(self, *, read_only: bool) -> AbstractAsyncContextManager[AsyncSession]:
+        if self._pooled:
+            return PooledUnit(self.engine.sync_engine, self._unit_sessions, read_only=read_only)
         return session_unit_of_work(self._read_sessions if read_only else self._sessions)
 
     async def listen(self, channel: str, on_wake: Callable[[], None]) -> Callable[[], None]:
@@ -146,6 +155,15 @@ async def _run(session: AsyncSession, sql: str) -> None:
     await run_on_adapter(adapter, bind.dialect, sql, ())
 
 
+async def rollback_unit(session: AsyncSession) -> None:
+    """Undo what the unit wrote so far; it goes on in a new transaction."""
+    unit = getattr(session.sync_session, "kasir_unit", None)
+    if unit is not None:
+        await unit.rollback()
+    else:
+        await session.rollback()
+
+
 async def notify_after_commit(session: AsyncSession, channel: str) -> None:
     on_commit(session, lambda: wake(channel))  # this process's listeners, at once
     await _run(session, f"NOTIFY {channel}")  # other processes', at commit
@@ -203,6 +221,9 @@ async def asyncpg_adapter(session: AsyncSession) -> Any:
     sync_session = session.sync_session
     if not sync_session._is_clean():
         await session.flush()
+    unit = getattr(sync_session, "kasir_unit", None)
+    if unit is not None:
+        return unit.adapter
     # One look-up per transaction: `session.connection()` crosses into SQLAlchemy's greenlet and its
     # transaction bookkeeping each time, which costs more than a statement's own work here. The
     # connection is the transaction's until it ends; a new transaction (after a rollback) looks again.
@@ -219,7 +240,21 @@ async def asyncpg_adapter(session: AsyncSession) -> Any:
     return adapter
 
 
-ADAPTER_PARTS = ("_execute_mutex", "_transaction", "_start_transaction", "_prepare", "_handle_exception")
+ADAPTER_PARTS = (
+    "_execute_mutex",
+    "_transaction",
+    "_start_transaction",
+    "_prepare",
+    "_handle_exception",
+    "_connection",
+    "autocommit",
+)
+
+
+def _adapter_type() -> Any:
+    from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_connection
+
+    return AsyncAdapt_asyncpg_connection
 
 
 @lru_cache(maxsize=4)
@@ -242,11 +277,5 @@ async def run_on_adapter(adapter: Any, dialect: Dialect, sql: str, values: Any) 
             statement, _ = await adapter._prepare(sql, dialect._invalidate_schema_cache_asof)  # type: ignore[attr-defined]
             records = await statement.fetch(*values)
         except Exception as error:
-            try:
-                adapter._handle_exception(error)  # raises the DB-API error SQLAlchemy would see
-            except Exception as dbapi_error:
-                raise DBAPIError.instance(
-                    sql, values, dbapi_error, dialect.loaded_dbapi.Error, hide_parameters=True, dialect=dialect
-                ) from error
-            raise
+            raise translated(adapter, dialect, sql, values, error) from error
     return records, statement.get_statusmsg() or ""

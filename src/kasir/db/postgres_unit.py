@@ -1,0 +1,191 @@
+"""The PostgreSQL unit of work on a pooled connection, with SQLAlchemy's session only where the ORM is used.
+
+A unit of work through SQLAlchemy's session (`kasir.db.unit.session_unit_of_work`) crosses into
+SQLAlchemy's greenlet to connect, again to commit and to close, and sets up the session's
+transaction, connection and pool bookkeeping each time: more of the server's time than the
+unit's statements themselves when those are kasir.db statements (`Statement`), which run on
+the asyncpg connection directly. This unit:
+
+- checks a connection out of the engine's pool (the same pool, events and ping as the ORM's);
+- lets kasir.db statements begin the transaction on it and commits or rolls it back on asyncpg;
+- gives the rooms an `AsyncSession` as ever. The first time the ORM needs the database (a query,
+  a flush) the session is given a `Connection` over the unit's pooled connection: ORM and
+  kasir.db statements share one transaction, in the order they run, and the session's commit
+  commits it whole.
+
+A read unit (`read_only`) puts the connection in autocommit for its time: no BEGIN and no
+COMMIT, each statement reads what is committed when it runs.
+
+The parts of SQLAlchemy's asyncpg adapter used here (`_transaction`, `_start_transaction`) are
+those `kasir.db.postgres.run_on_adapter` relies on; the strategy uses this unit only when
+`asyncpg_path_supported` says the adapter has them.
+"""
+
+from __future__ import annotations
+
+import logging
+from types import TracebackType
+from typing import Any
+
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.orm import Session
+from sqlalchemy.pool import QueuePool
+from sqlalchemy.util import greenlet_spawn
+
+from kasir.db.unit import run_after_commit
+
+log = logging.getLogger("kasir.db")
+
+
+class UnitSession(Session):
+    """The sync session of a `PooledUnit`: whatever it runs goes to the unit's connection."""
+
+    kasir_unit: PooledUnit | None = None
+
+    def get_bind(self, mapper: Any = None, *, clause: Any = None, bind: Any = None, **kw: Any) -> Any:
+        unit = self.kasir_unit
+        if unit is None or bind is not None:
+            return super().get_bind(mapper, clause=clause, bind=bind, **kw)
+        return unit.orm_connection()
+
+
+def unit_sessions(engine: Any) -> async_sessionmaker[AsyncSession]:
+    return async_sessionmaker(engine, expire_on_commit=False, sync_session_class=UnitSession)
+
+
+class PooledUnit:
+    """`async with PooledUnit(...) as session`: committed on success, rolled back on any exception,
+    the after-commit actions run after the commit; the connection goes back to the pool either way."""
+
+    __slots__ = ("_connection", "adapter", "broken", "engine", "fairy", "read_only", "session", "sessions")
+
+    def __init__(self, engine: Engine, sessions: async_sessionmaker[AsyncSession], *, read_only: bool) -> None:
+        self.engine = engine
+        self.sessions = sessions
+        self.read_only = read_only
+        self._connection: Connection | None = None
+        self.broken = False
+
+    async def __aenter__(self) -> AsyncSession:
+        self.fairy = await checkout(self.engine)
+        self.adapter = self.fairy.dbapi_connection
+        if self.read_only:
+            self.adapter.autocommit = True  # the adapter's own switch: no transaction is begun
+        session = self.session = self.sessions()
+        sync_session: Any = session.sync_session
+        sync_session.kasir_unit = self
+        return session
+
+    def orm_connection(self) -> Connection:
+        """The unit's pooled connection as SQLAlchemy's `Connection`, made when the ORM first needs it."""
+        if self._connection is None:
+            self._connection = Connection(self.engine, connection=self.fairy)
+        return self._connection
+
+    def _orm_used(self) -> bool:
+        sync_session = self.session.sync_session
+        return self._connection is not None or sync_session._transaction is not None
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        committed = False
+        try:
+            if exc_type is None:
+                try:
+                    await self._commit()
+                except BaseException:
+                    await self._rollback_after_failure()
+                    raise
+                committed = True
+            else:
+                await self._rollback_after_failure()
+        finally:
+            await self._release()
+        if committed:
+            await run_after_commit(self.session)
+
+    async def _commit(self) -> None:
+        if self._orm_used():
+            await self.session.commit()  # flushes, and commits the connection's transaction (ours too)
+        if self.adapter._transaction is not None:
+            await end_transaction(self.adapter, self.engine.dialect, commit=True)
+
+    async def rollback(self) -> None:
+        """Undo what the unit wrote so far; a statement after it begins a new transaction."""
+        if self.session.sync_session._transaction is not None:
+            await self.session.rollback()
+        if self.adapter._transaction is not None:
+            await end_transaction(self.adapter, self.engine.dialect, commit=False)
+
+    async def _rollback_after_failure(self) -> None:
+        """Roll back after the unit or its commit failed; the failure is what the caller sees. A rollback
+        that fails too (the server gone, a cancelled statement) leaves the connection in a state nobody
+        knows: it is closed, not given back."""
+        try:
+            await self.rollback()
+        except Exception:
+            log.warning("rollback failed; the connection is closed", exc_info=True)
+            self.broken = True
+
+    async def _release(self) -> None:
+        """Give the connection back to the pool; one whose state is unknown is closed instead, and its
+        place in the pool connects anew when next checked out."""
+        if self.read_only:
+            self.adapter.autocommit = False
+        try:
+            if self._orm_used():
+                await self.session.close()
+        finally:
+            healthy = not self.broken and self.adapter._transaction is None and not self.adapter._connection.is_closed()
+            if not healthy:
+                await greenlet_spawn((self._connection or self.fairy).invalidate)
+            if self._connection is not None:
+                await greenlet_spawn(self._connection.close)  # gives the pooled connection back
+            elif healthy:
+                await checkin(self.engine, self.fairy)
+
+
+async def checkout(engine: Engine) -> Any:
+    """A connection from the engine's pool, with the errors SQLAlchemy's `Connection` raises for it."""
+    try:
+        return await greenlet_spawn(engine.pool.connect)  # a new connection or a ping waits on the loop
+    except engine.dialect.loaded_dbapi.Error as error:
+        Connection._handle_dbapi_exception_noconnection(error, engine.dialect, engine)
+        raise
+
+
+async def checkin(engine: Engine, fairy: Any) -> None:
+    """Give a connection without an open transaction back to the pool.
+
+    Nothing to reset, so no round trip: outside SQLAlchemy's greenlet, unless the pool is full
+    and closes the connection instead of keeping it (an overflow connection's close waits on the loop).
+    """
+    pool = engine.pool
+    if isinstance(pool, QueuePool) and pool.checkedin() < pool.size():
+        fairy.close()
+    else:
+        await greenlet_spawn(fairy.close)
+
+
+async def end_transaction(adapter: Any, dialect: Any, *, commit: bool) -> None:
+    """COMMIT or ROLLBACK the adapter's transaction on asyncpg; it is over either way (as the adapter's own)."""
+    transaction = adapter._transaction
+    adapter._transaction = None
+    try:
+        await (transaction.commit() if commit else transaction.rollback())
+    except Exception as error:
+        raise translated(adapter, dialect, "COMMIT" if commit else "ROLLBACK", (), error) from error
+
+
+def translated(adapter: Any, dialect: Any, sql: str, values: Any, error: Exception) -> Exception:
+    """asyncpg's `error` as SQLAlchemy's exception (IntegrityError, OperationalError...), parameters hidden."""
+    try:
+        adapter._handle_exception(error)  # raises the DB-API error SQLAlchemy would see
+    except Exception as dbapi_error:
+        return DBAPIError.instance(
+            sql, values, dbapi_error, dialect.loaded_dbapi.Error, hide_parameters=True, dialect=dialect
+        )
+    return error

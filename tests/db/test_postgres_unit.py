@@ -1,0 +1,195 @@
+"""kasir.db.postgres_unit: a PostgreSQL unit of work on a pooled connection, the ORM's session on demand.
+
+kasir.db statements and the ORM share the unit's one transaction in the order they run; a read
+unit opens none; the connection goes back to the pool whole, or is closed when its state is
+unknown. On SQLite there is no such unit: these tests run on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from sqlalchemy import Column, Integer, MetaData, String, Table, bindparam, func, insert, select, text
+from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.orm import DeclarativeBase
+
+from kasir.config import Settings
+from kasir.db import Database, Statement, binds, on_commit, rollback_unit
+from kasir.db.postgres_unit import PooledUnit
+from tests.conftest import TEST_DB
+
+pytestmark = pytest.mark.skipif(TEST_DB != "postgres", reason="the pooled unit of work is PostgreSQL's")
+
+metadata = MetaData()
+NAME = f"pooled_probe_{uuid.uuid4().hex[:8]}"
+probe = Table(NAME, metadata, Column("id", Integer, primary_key=True), Column("name", String(32), unique=True))
+
+
+class _Base(DeclarativeBase):
+    metadata = metadata
+
+
+class Probe(_Base):
+    __table__ = probe
+
+
+ADD = Statement(insert(probe).values(binds(probe)))
+COUNT = Statement(select(func.count()).select_from(probe))
+NOW = Statement(select(func.now()))
+
+
+@pytest.fixture
+async def database(settings: Settings, migrated: None) -> AsyncIterator[Database]:
+    database = Database(settings.model_copy(update={"db_pool_size": 2}))
+    async with database.engine.begin() as connection:
+        await connection.run_sync(metadata.create_all)
+    try:
+        yield database
+    finally:
+        async with database.engine.begin() as connection:
+            await connection.run_sync(metadata.drop_all)
+        await database.dispose()
+
+
+async def count(database: Database) -> int:
+    async with database.unit_of_work(read_only=True) as session:
+        return int(await COUNT.scalar(session))
+
+
+def checked_out(database: Database) -> int:
+    return int(database.engine.sync_engine.pool.checkedout())  # type: ignore[attr-defined]
+
+
+async def test_units_are_pooled_units(database: Database):
+    assert isinstance(database.unit_of_work(), PooledUnit)  # else every other test here proves nothing
+
+
+async def test_statements_and_the_orm_share_one_transaction_in_the_order_they_run(database: Database):
+    async with database.unit_of_work() as session:
+        await ADD.execute(session, id=1, name="statement first")
+        assert await session.scalar(select(func.count()).select_from(probe)) == 1  # the ORM sees it
+        session.add(Probe(id=2, name="orm second"))
+        assert await COUNT.scalar(session) == 2  # the ORM's row is flushed before the statement
+        await ADD.execute(session, id=3, name="statement last")
+    assert await count(database) == 3
+    assert checked_out(database) == 0
+
+
+async def test_a_failure_rolls_back_the_statements_and_the_orm_together(database: Database):
+    committed: list[str] = []
+    with pytest.raises(RuntimeError):
+        async with database.unit_of_work() as session:
+            await ADD.execute(session, id=1, name="a")
+            session.add(Probe(id=2, name="b"))
+            await session.flush()
+            on_commit(session, lambda: committed.append("ran"))
+            raise RuntimeError("the endpoint failed")
+    assert await count(database) == 0
+    assert committed == []
+    assert checked_out(database) == 0
+
+
+async def test_an_orm_row_refused_at_commit_rolls_back_the_unit(database: Database):
+    async with database.unit_of_work() as session:
+        await ADD.execute(session, id=1, name="taken")
+    with pytest.raises(IntegrityError):
+        async with database.unit_of_work() as session:
+            await ADD.execute(session, id=2, name="goes with the unit")
+            session.add(Probe(id=3, name="taken"))  # flushed by the commit, refused there
+    assert await count(database) == 1
+    async with database.unit_of_work() as session:  # the connection went back usable
+        await ADD.execute(session, id=4, name="after")
+    assert await count(database) == 2
+    assert checked_out(database) == 0
+
+
+async def test_rollback_unit_undoes_both_and_the_unit_goes_on(database: Database):
+    async with database.unit_of_work() as session:
+        await ADD.execute(session, id=1, name="undone")
+        session.add(Probe(id=2, name="undone too"))
+        await session.flush()
+        await rollback_unit(session)
+        await ADD.execute(session, id=3, name="kept")
+    async with database.unit_of_work(read_only=True) as session:
+        names = (await session.execute(select(probe.c.name))).scalars().all()
+    assert names == ["kept"]
+
+
+async def test_a_read_unit_opens_no_transaction(database: Database):
+    """In a transaction now() is its start for every statement; in autocommit each statement has its own."""
+    async with database.unit_of_work() as session:
+        first = await NOW.scalar(session)
+        await asyncio.sleep(0.01)
+        assert await NOW.scalar(session) == first
+    async with database.unit_of_work(read_only=True) as session:
+        first = await NOW.scalar(session)
+        await asyncio.sleep(0.01)
+        assert await NOW.scalar(session) > first
+        await asyncio.sleep(0.01)
+        assert await session.scalar(select(func.now())) > first  # the ORM's statements too
+    async with database.unit_of_work() as session:  # the connection is back out of autocommit
+        first = await NOW.scalar(session)
+        await asyncio.sleep(0.01)
+        assert await session.scalar(select(func.now())) == first
+
+
+async def test_connections_past_the_pool_size_are_closed_when_given_back(database: Database):
+    """Two units more than the pool keeps: their connections close on the way back (inside
+    SQLAlchemy's greenlet; a close outside it leaves asyncpg's connection open for the garbage
+    collector, which pytest reports as an unraisable exception)."""
+    gate = asyncio.Event()
+
+    async def unit(n: int) -> None:
+        async with database.unit_of_work() as session:
+            await ADD.execute(session, id=n, name=f"n{n}")
+            await gate.wait()
+
+    units = [asyncio.create_task(unit(n)) for n in range(4)]
+    while checked_out(database) < 4:
+        await asyncio.sleep(0.01)
+    gate.set()
+    await asyncio.gather(*units)
+    pool = database.engine.sync_engine.pool
+    assert (checked_out(database), pool.checkedin(), pool.overflow()) == (0, 2, 0)  # type: ignore[attr-defined]
+    assert await count(database) == 4
+
+
+async def test_a_connection_the_server_ended_is_closed_not_given_back(database: Database):
+    async with database.unit_of_work() as session:
+        pid = await Statement(select(func.pg_backend_pid())).scalar(session)
+    with pytest.raises(DBAPIError):
+        async with database.unit_of_work() as session:
+            assert await Statement(select(func.pg_backend_pid())).scalar(session) == pid  # the pool's one
+            async with database.unit_of_work() as other:
+                await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+            await ADD.execute(session, id=1, name="lost")
+    assert checked_out(database) == 0
+    for n in range(3):  # whichever pooled connection each unit gets, it answers
+        async with database.unit_of_work() as session:
+            await ADD.execute(session, id=10 + n, name=f"after {n}")
+    assert await count(database) == 3
+
+
+async def test_a_unit_cancelled_mid_statement_gives_back_no_half_used_connection(database: Database):
+    started = asyncio.Event()
+
+    async def slow() -> None:
+        async with database.unit_of_work() as session:
+            await ADD.execute(session, id=1, name="cancelled")
+            started.set()
+            await Statement(select(func.pg_sleep(bindparam("seconds", type_=Integer)))).scalar(session, seconds=5)
+
+    task = asyncio.create_task(slow())
+    await started.wait()
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert checked_out(database) == 0
+    for n in range(3):
+        async with database.unit_of_work() as session:
+            await ADD.execute(session, id=10 + n, name=f"after {n}")
+    assert await count(database) == 3
