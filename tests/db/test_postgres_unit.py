@@ -63,11 +63,11 @@ def checked_out(database: Database) -> int:
     return int(database.engine.sync_engine.pool.checkedout())  # type: ignore[attr-defined]
 
 
-async def test_units_are_pooled_units(database: Database):
+async def test_units_are_pooled_units(database: Database) -> None:
     assert isinstance(database.unit_of_work(), PooledUnit)  # else every other test here proves nothing
 
 
-async def test_statements_and_the_orm_share_one_transaction_in_the_order_they_run(database: Database):
+async def test_statements_and_the_orm_share_one_transaction_in_the_order_they_run(database: Database) -> None:
     async with database.unit_of_work() as session:
         await ADD.execute(session, id=1, name="statement first")
         assert await session.scalar(select(func.count()).select_from(probe)) == 1  # the ORM sees it
@@ -78,27 +78,35 @@ async def test_statements_and_the_orm_share_one_transaction_in_the_order_they_ru
     assert checked_out(database) == 0
 
 
-async def test_a_failure_rolls_back_the_statements_and_the_orm_together(database: Database):
+async def test_a_failure_rolls_back_the_statements_and_the_orm_together(database: Database) -> None:
     committed: list[str] = []
-    with pytest.raises(RuntimeError):
+
+    async def failing() -> None:
         async with database.unit_of_work() as session:
             await ADD.execute(session, id=1, name="a")
             session.add(Probe(id=2, name="b"))
             await session.flush()
             on_commit(session, lambda: committed.append("ran"))
             raise RuntimeError("the endpoint failed")
+
+    with pytest.raises(RuntimeError):
+        await failing()
     assert await count(database) == 0
     assert committed == []
     assert checked_out(database) == 0
 
 
-async def test_an_orm_row_refused_at_commit_rolls_back_the_unit(database: Database):
+async def test_an_orm_row_refused_at_commit_rolls_back_the_unit(database: Database) -> None:
     async with database.unit_of_work() as session:
         await ADD.execute(session, id=1, name="taken")
-    with pytest.raises(IntegrityError):
+
+    async def refused() -> None:
         async with database.unit_of_work() as session:
             await ADD.execute(session, id=2, name="goes with the unit")
             session.add(Probe(id=3, name="taken"))  # flushed by the commit, refused there
+
+    with pytest.raises(IntegrityError):
+        await refused()
     assert await count(database) == 1
     async with database.unit_of_work() as session:  # the connection went back usable
         await ADD.execute(session, id=4, name="after")
@@ -106,7 +114,7 @@ async def test_an_orm_row_refused_at_commit_rolls_back_the_unit(database: Databa
     assert checked_out(database) == 0
 
 
-async def test_rollback_unit_undoes_both_and_the_unit_goes_on(database: Database):
+async def test_rollback_unit_undoes_both_and_the_unit_goes_on(database: Database) -> None:
     async with database.unit_of_work() as session:
         await ADD.execute(session, id=1, name="undone")
         session.add(Probe(id=2, name="undone too"))
@@ -118,7 +126,7 @@ async def test_rollback_unit_undoes_both_and_the_unit_goes_on(database: Database
     assert names == ["kept"]
 
 
-async def test_a_read_unit_opens_no_transaction(database: Database):
+async def test_a_read_unit_opens_no_transaction(database: Database) -> None:
     """In a transaction now() is its start for every statement; in autocommit each statement has its own."""
     async with database.unit_of_work() as session:
         first = await NOW.scalar(session)
@@ -136,7 +144,7 @@ async def test_a_read_unit_opens_no_transaction(database: Database):
         assert await session.scalar(select(func.now())) == first
 
 
-async def test_connections_past_the_pool_size_are_closed_when_given_back(database: Database):
+async def test_connections_past_the_pool_size_are_closed_when_given_back(database: Database) -> None:
     """Two units more than the pool keeps: their connections close on the way back (inside
     SQLAlchemy's greenlet; a close outside it leaves asyncpg's connection open for the garbage
     collector, which pytest reports as an unraisable exception)."""
@@ -157,15 +165,19 @@ async def test_connections_past_the_pool_size_are_closed_when_given_back(databas
     assert await count(database) == 4
 
 
-async def test_a_connection_the_server_ended_is_closed_not_given_back(database: Database):
+async def test_a_connection_the_server_ended_is_closed_not_given_back(database: Database) -> None:
     async with database.unit_of_work() as session:
         pid = await Statement(select(func.pg_backend_pid())).scalar(session)
-    with pytest.raises(DBAPIError):
+
+    async def cut_off() -> None:
         async with database.unit_of_work() as session:
             assert await Statement(select(func.pg_backend_pid())).scalar(session) == pid  # the pool's one
             async with database.unit_of_work() as other:
                 await other.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
             await ADD.execute(session, id=1, name="lost")
+
+    with pytest.raises(DBAPIError):
+        await cut_off()
     assert checked_out(database) == 0
     for n in range(3):  # whichever pooled connection each unit gets, it answers
         async with database.unit_of_work() as session:
@@ -173,7 +185,7 @@ async def test_a_connection_the_server_ended_is_closed_not_given_back(database: 
     assert await count(database) == 3
 
 
-async def test_a_unit_cancelled_mid_statement_gives_back_no_half_used_connection(database: Database):
+async def test_a_unit_cancelled_mid_statement_gives_back_no_half_used_connection(database: Database) -> None:
     started = asyncio.Event()
 
     async def slow() -> None:
