@@ -126,7 +126,9 @@ class Settings(BaseSettings):
         description="PostgreSQL: how long a request waits for another request holding the same X-Idempotency-Key "
         "before it answers 409 REQUEST_IN_PROGRESS.",
     )
-    db_pool_size: int = Field(10, ge=1, description="Connections per process (PostgreSQL).")
+    db_pool_size: int = Field(
+        10, ge=1, description="Connections per process, at most (PostgreSQL); a unit of work past them waits for one."
+    )
     log_level: str = Field("INFO", description="Python log level name.")
     log_format: Literal["json", "text"] = Field("json", description="Log lines as JSON (default) or plain text.")
     bench_mode: bool = Field(False, description="Enables `/bench/ceiling`, the benchmark's same-run ceiling.")

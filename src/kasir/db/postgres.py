@@ -46,7 +46,7 @@ class PostgresStrategy:
             url,
             hide_parameters=True,
             pool_size=settings.db_pool_size,
-            max_overflow=settings.db_pool_size,
+            max_overflow=0,  # the pool size is the most: a unit past it waits for a connection
         )
         _ping_when_idle(self.engine)
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
@@ -223,7 +223,7 @@ async def asyncpg_adapter(session: AsyncSession) -> Any:
         await session.flush()
     unit = getattr(sync_session, "kasir_unit", None)
     if unit is not None:
-        return unit.adapter
+        return await unit.connected_adapter()
     # One look-up per transaction: `session.connection()` crosses into SQLAlchemy's greenlet and its
     # transaction bookkeeping each time, which costs more than a statement's own work here. The
     # connection is the transaction's until it ends; a new transaction (after a rollback) looks again.

@@ -57,7 +57,9 @@ def unit_sessions(engine: Any) -> async_sessionmaker[AsyncSession]:
 
 class PooledUnit:
     """`async with PooledUnit(...) as session`: committed on success, rolled back on any exception,
-    the after-commit actions run after the commit; the connection goes back to the pool either way."""
+    the after-commit actions run after the commit. The connection is checked out when the unit's
+    first statement needs it (a request refused before it reads anything never waits for the
+    pool) and goes back to the pool when the unit ends, either way."""
 
     __slots__ = ("_connection", "adapter", "broken", "engine", "fairy", "read_only", "session", "sessions")
 
@@ -65,28 +67,44 @@ class PooledUnit:
         self.engine = engine
         self.sessions = sessions
         self.read_only = read_only
+        self.fairy: Any = None
+        self.adapter: Any = None
         self._connection: Connection | None = None
         self.broken = False
 
     async def __aenter__(self) -> AsyncSession:
-        self.fairy = await checkout(self.engine)
-        self.adapter = self.fairy.dbapi_connection
-        if self.read_only:
-            self.adapter.autocommit = True  # the adapter's own switch: no transaction is begun
         session = self.session = self.sessions()
         sync_session: Any = session.sync_session
         sync_session.kasir_unit = self
         return session
 
+    async def connected_adapter(self) -> Any:
+        """SQLAlchemy's asyncpg adapter of the unit's connection, checked out on first use."""
+        if self.fairy is None:
+            self._hold(await checkout(self.engine))
+        return self.adapter
+
     def orm_connection(self) -> Connection:
-        """The unit's pooled connection as SQLAlchemy's `Connection`, made when the ORM first needs it."""
+        """The unit's pooled connection as SQLAlchemy's `Connection`, made when the ORM first needs it
+        (in SQLAlchemy's greenlet, where a checkout may wait on the loop)."""
         if self._connection is None:
+            if self.fairy is None:
+                self._hold(checkout_in_greenlet(self.engine))
             self._connection = Connection(self.engine, connection=self.fairy)
         return self._connection
+
+    def _hold(self, fairy: Any) -> None:
+        self.fairy = fairy
+        self.adapter = fairy.dbapi_connection
+        if self.read_only:
+            self.adapter.autocommit = True  # the adapter's own switch: no transaction is begun
 
     def _orm_used(self) -> bool:
         sync_session = self.session.sync_session
         return self._connection is not None or sync_session._transaction is not None
+
+    def _in_transaction(self) -> bool:
+        return self.adapter is not None and self.adapter._transaction is not None
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -110,14 +128,14 @@ class PooledUnit:
     async def _commit(self) -> None:
         if self._orm_used():
             await self.session.commit()  # flushes, and commits the connection's transaction (ours too)
-        if self.adapter._transaction is not None:
+        if self._in_transaction():
             await end_transaction(self.adapter, self.engine.dialect, commit=True)
 
     async def rollback(self) -> None:
         """Undo what the unit wrote so far; a statement after it begins a new transaction."""
         if self.session.sync_session._transaction is not None:
             await self.session.rollback()
-        if self.adapter._transaction is not None:
+        if self._in_transaction():
             await end_transaction(self.adapter, self.engine.dialect, commit=False)
 
     async def _rollback_after_failure(self) -> None:
@@ -133,25 +151,34 @@ class PooledUnit:
     async def _release(self) -> None:
         """Give the connection back to the pool; one whose state is unknown is closed instead, and its
         place in the pool connects anew when next checked out."""
-        if self.read_only:
-            self.adapter.autocommit = False
         try:
             if self._orm_used():
                 await self.session.close()
         finally:
-            healthy = not self.broken and self.adapter._transaction is None and not self.adapter._connection.is_closed()
-            if not healthy:
-                await greenlet_spawn((self._connection or self.fairy).invalidate)
-            if self._connection is not None:
-                await greenlet_spawn(self._connection.close)  # gives the pooled connection back
-            elif healthy:
-                await checkin(self.engine, self.fairy)
+            if self.fairy is not None:
+                await self._give_back()
+
+    async def _give_back(self) -> None:
+        if self.read_only:
+            self.adapter.autocommit = False
+        healthy = not self.broken and not self._in_transaction() and not self.adapter._connection.is_closed()
+        if not healthy:
+            await greenlet_spawn((self._connection or self.fairy).invalidate)
+        if self._connection is not None:
+            await greenlet_spawn(self._connection.close)  # gives the pooled connection back
+        elif healthy:
+            await checkin(self.engine, self.fairy)
 
 
 async def checkout(engine: Engine) -> Any:
+    """A connection from the engine's pool (a new connection or a ping waits on the loop: in the greenlet)."""
+    return await greenlet_spawn(checkout_in_greenlet, engine)
+
+
+def checkout_in_greenlet(engine: Engine) -> Any:
     """A connection from the engine's pool, with the errors SQLAlchemy's `Connection` raises for it."""
     try:
-        return await greenlet_spawn(engine.pool.connect)  # a new connection or a ping waits on the loop
+        return engine.pool.connect()
     except engine.dialect.loaded_dbapi.Error as error:
         Connection._handle_dbapi_exception_noconnection(error, engine.dialect, engine)
         raise
