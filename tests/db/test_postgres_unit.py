@@ -17,7 +17,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import DeclarativeBase
 
 from kasir.config import Settings
-from kasir.db import Database, Statement, binds, on_commit, rollback_unit
+from kasir.db import Database, Statement, binds, notify_after_commit, on_commit, rollback_unit
 from kasir.db.postgres_unit import PooledUnit
 from tests.conftest import TEST_DB
 
@@ -224,3 +224,72 @@ async def test_a_unit_cancelled_mid_statement_gives_back_no_half_used_connection
         async with database.unit_of_work() as session:
             await ADD.execute(session, id=10 + n, name=f"after {n}")
     assert await count(database) == 3
+
+
+async def test_a_notification_goes_with_the_commit_and_never_with_a_rollback(database: Database) -> None:
+    import asyncpg
+    from sqlalchemy.engine import make_url
+
+    channel = f"probe_{uuid.uuid4().hex[:8]}"
+    received: list[str] = []
+    dsn = make_url(database.url).set(drivername="postgresql").render_as_string(hide_password=False)
+    listener = await asyncpg.connect(dsn)
+    await listener.add_listener(channel, lambda *args: received.append(args[2]))
+    try:
+        async with database.unit_of_work() as session:
+            await ADD.execute(session, id=1, name="notified")
+            await notify_after_commit(session, channel)
+            await notify_after_commit(session, channel)  # one notification: PostgreSQL folds equal ones
+            await asyncio.sleep(0.1)
+            assert received == []  # not before the commit
+        for _ in range(100):
+            if received:
+                break
+            await asyncio.sleep(0.01)
+        assert received == [channel]
+
+        async def failing() -> None:
+            async with database.unit_of_work() as session:
+                await notify_after_commit(session, channel)
+                await ADD.execute(session, id=2, name="rolled back")
+                raise RuntimeError("the endpoint failed")
+
+        with pytest.raises(RuntimeError):
+            await failing()
+        async with database.unit_of_work() as session:  # and the ORM's own transaction carries one too
+            session.add(Probe(id=3, name="orm first"))
+            await session.flush()
+            await notify_after_commit(session, channel)
+        await asyncio.sleep(0.2)
+        assert received == [channel, channel]
+        assert await count(database) == 2
+    finally:
+        await listener.close()
+
+
+async def test_without_the_adapter_parts_it_knows_a_unit_goes_through_the_session(
+    database: Database, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A SQLAlchemy whose asyncpg adapter changed: units and statements take SQLAlchemy's own way."""
+    from kasir.db import postgres
+
+    monkeypatch.setattr(postgres, "asyncpg_path_supported", lambda *_types: False)
+    plain = Database(settings)
+    try:
+        assert not isinstance(plain.unit_of_work(), PooledUnit)
+        async with plain.unit_of_work() as session:
+            await ADD.execute(session, id=1, name="through the session")
+            session.add(Probe(id=2, name="orm"))
+            await notify_after_commit(session, "kasir_probe")
+
+        async def failing() -> None:
+            async with plain.unit_of_work() as session:
+                await ADD.execute(session, id=3, name="rolled back")
+                raise RuntimeError("the endpoint failed")
+
+        with pytest.raises(RuntimeError):
+            await failing()
+        async with plain.unit_of_work(read_only=True) as session:
+            assert await COUNT.scalar(session) == 2
+    finally:
+        await plain.dispose()

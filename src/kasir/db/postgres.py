@@ -165,7 +165,11 @@ async def rollback_unit(session: AsyncSession) -> None:
 
 
 async def notify_after_commit(session: AsyncSession, channel: str) -> None:
+    assert channel.isidentifier(), "channels are names written into the statement"
     on_commit(session, lambda: wake(channel))  # this process's listeners, at once
+    unit = getattr(session.sync_session, "kasir_unit", None)
+    if unit is not None and await unit.notify_at_commit(channel):
+        return  # other processes', sent with the COMMIT
     await _run(session, f"NOTIFY {channel}")  # other processes', at commit
 
 

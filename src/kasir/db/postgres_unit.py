@@ -7,7 +7,8 @@ unit's statements themselves when those are kasir.db statements (`Statement`), w
 the asyncpg connection directly. This unit:
 
 - checks a connection out of the engine's pool (the same pool, events and ping as the ORM's);
-- lets kasir.db statements begin the transaction on it and commits or rolls it back on asyncpg;
+- begins the transaction at the first kasir.db statement and commits or rolls it back on asyncpg,
+  sending the unit's notifications (`notify_after_commit`) in the COMMIT's own round trip;
 - gives the rooms an `AsyncSession` as ever. The first time the ORM needs the database (a query,
   a flush) the session is given a `Connection` over the unit's pooled connection: ORM and
   kasir.db statements share one transaction, in the order they run, and the session's commit
@@ -79,10 +80,32 @@ class PooledUnit:
         return session
 
     async def connected_adapter(self) -> Any:
-        """SQLAlchemy's asyncpg adapter of the unit's connection, checked out on first use."""
+        """SQLAlchemy's asyncpg adapter of the unit's connection (checked out on first use), in the
+        unit's transaction (a write unit's first statement begins it)."""
         if self.fairy is None:
             self._hold(await checkout(self.engine))
+        if self.adapter._transaction is None and not self.read_only:
+            await self._begin()
         return self.adapter
+
+    async def _begin(self) -> None:
+        connection = self.adapter._connection
+        try:
+            await connection.execute("BEGIN")
+        except Exception as error:
+            raise translated(self.adapter, self.engine.dialect, "BEGIN", (), error) from error
+        self.adapter._transaction = UnitTransaction(connection)
+
+    async def notify_at_commit(self, channel: str) -> bool:
+        """Send `NOTIFY channel` with the unit's COMMIT, in its round trip; False (nothing done) when
+        the unit has no transaction of its own to carry it (a read unit, or one the ORM began)."""
+        if self.read_only:
+            return False
+        transaction = (await self.connected_adapter())._transaction
+        if not isinstance(transaction, UnitTransaction):
+            return False
+        transaction.channels.add(channel)
+        return True
 
     def orm_connection(self) -> Connection:
         """The unit's pooled connection as SQLAlchemy's `Connection`, made when the ORM first needs it
@@ -168,6 +191,25 @@ class PooledUnit:
             await greenlet_spawn(self._connection.close)  # gives the pooled connection back
         elif healthy:
             await checkin(self.engine, self.fairy)
+
+
+class UnitTransaction:
+    """A pooled unit's transaction on its asyncpg connection, in the adapter's place for asyncpg's own
+    (SQLAlchemy's adapter commits and rolls back whatever it holds): BEGIN, and a COMMIT that carries
+    the unit's notifications in the same simple query."""
+
+    __slots__ = ("channels", "connection")
+
+    def __init__(self, connection: Any) -> None:
+        self.connection = connection
+        self.channels: set[str] = set()
+
+    async def commit(self) -> None:
+        notify = "".join(f"NOTIFY {channel}; " for channel in sorted(self.channels))
+        await self.connection.execute(notify + "COMMIT")
+
+    async def rollback(self) -> None:
+        await self.connection.execute("ROLLBACK")
 
 
 async def checkout(engine: Engine) -> Any:
