@@ -293,3 +293,32 @@ async def test_without_the_adapter_parts_it_knows_a_unit_goes_through_the_sessio
             assert await COUNT.scalar(session) == 2
     finally:
         await plain.dispose()
+
+
+async def test_units_waiting_for_a_connection_get_one_in_the_order_they_asked(database: Database) -> None:
+    """The pool's own wait lets a unit asking just as a connection comes back take it ahead of one
+    that has waited (at load, some waited far longer than the rest)."""
+    release = [asyncio.Event(), asyncio.Event()]
+    served: list[str] = []
+
+    async def unit(name: str, until: asyncio.Event | None = None) -> None:
+        async with database.unit_of_work() as session:
+            await COUNT.scalar(session)
+            served.append(name)
+            if until is not None:
+                await until.wait()
+
+    async def holder_then_newcomer() -> None:
+        await unit("holder 0", release[0])
+        await unit("asked last")  # asks in the same step its connection came back in, before the waiter runs
+
+    holders = [asyncio.create_task(holder_then_newcomer()), asyncio.create_task(unit("holder 1", release[1]))]
+    while len(served) < 2:
+        await asyncio.sleep(0.01)
+    waiting = asyncio.create_task(unit("waited", release[1]))
+    await asyncio.sleep(0.05)
+    release[0].set()
+    await asyncio.sleep(0.05)
+    release[1].set()
+    await asyncio.gather(waiting, *holders)
+    assert served[2:] == ["waited", "asked last"]

@@ -29,7 +29,7 @@ from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
 
 from kasir.config import Settings
-from kasir.db.postgres_unit import PooledUnit, translated, unit_sessions
+from kasir.db.postgres_unit import PooledUnit, Turns, translated, unit_sessions
 from kasir.db.unit import on_commit, session_unit_of_work
 from kasir.db.wakeup import subscribe, wake
 
@@ -62,10 +62,11 @@ class PostgresStrategy:
             _adapter_type(), cast(Any, type(self.engine.dialect))
         )
         self._unit_sessions = unit_sessions(self.engine)
+        self._turns = Turns(settings.db_pool_size)
 
     def unit_of_work(self, *, read_only: bool) -> AbstractAsyncContextManager[AsyncSession]:
         if self._pooled:
-            return PooledUnit(self.engine.sync_engine, self._unit_sessions, read_only=read_only)
+            return PooledUnit(self.engine.sync_engine, self._unit_sessions, self._turns, read_only=read_only)
         return session_unit_of_work(self._read_sessions if read_only else self._sessions)
 
     async def listen(self, channel: str, on_wake: Callable[[], None]) -> Callable[[], None]:

@@ -24,6 +24,7 @@ those `kasir.db.postgres.run_on_adapter` relies on; the strategy uses this unit 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from types import TracebackType
 from typing import Any
@@ -33,7 +34,7 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import QueuePool
-from sqlalchemy.util import greenlet_spawn
+from sqlalchemy.util import await_, greenlet_spawn
 
 from kasir.db.unit import run_after_commit
 
@@ -62,11 +63,26 @@ class PooledUnit:
     first statement needs it (a request refused before it reads anything never waits for the
     pool) and goes back to the pool when the unit ends, either way."""
 
-    __slots__ = ("_connection", "adapter", "broken", "engine", "fairy", "read_only", "session", "sessions")
+    __slots__ = (
+        "_connection",
+        "adapter",
+        "broken",
+        "engine",
+        "fairy",
+        "read_only",
+        "session",
+        "sessions",
+        "turn",
+        "turns",
+    )
 
-    def __init__(self, engine: Engine, sessions: async_sessionmaker[AsyncSession], *, read_only: bool) -> None:
+    def __init__(
+        self, engine: Engine, sessions: async_sessionmaker[AsyncSession], turns: Turns, *, read_only: bool
+    ) -> None:
         self.engine = engine
         self.sessions = sessions
+        self.turns = turns
+        self.turn: asyncio.Semaphore | None = None
         self.read_only = read_only
         self.fairy: Any = None
         self.adapter: Any = None
@@ -83,7 +99,13 @@ class PooledUnit:
         """SQLAlchemy's asyncpg adapter of the unit's connection (checked out on first use), in the
         unit's transaction (a write unit's first statement begins it)."""
         if self.fairy is None:
-            self._hold(await checkout(self.engine))
+            turn = self.turns.current()
+            await turn.acquire()
+            try:
+                self._hold(await checkout(self.engine), turn)
+            except BaseException:
+                turn.release()
+                raise
         if self.adapter._transaction is None and not self.read_only:
             await self._begin()
         return self.adapter
@@ -112,12 +134,19 @@ class PooledUnit:
         (in SQLAlchemy's greenlet, where a checkout may wait on the loop)."""
         if self._connection is None:
             if self.fairy is None:
-                self._hold(checkout_in_greenlet(self.engine))
+                turn = self.turns.current()
+                await_(turn.acquire())
+                try:
+                    self._hold(checkout_in_greenlet(self.engine), turn)
+                except BaseException:
+                    turn.release()
+                    raise
             self._connection = Connection(self.engine, connection=self.fairy)
         return self._connection
 
-    def _hold(self, fairy: Any) -> None:
+    def _hold(self, fairy: Any, turn: asyncio.Semaphore) -> None:
         self.fairy = fairy
+        self.turn = turn
         self.adapter = fairy.dbapi_connection
         if self.read_only:
             self.adapter.autocommit = True  # the adapter's own switch: no transaction is begun
@@ -179,7 +208,11 @@ class PooledUnit:
                 await self.session.close()
         finally:
             if self.fairy is not None:
-                await self._give_back()
+                try:
+                    await self._give_back()
+                finally:
+                    if self.turn is not None:
+                        self.turn.release()
 
     async def _give_back(self) -> None:
         if self.read_only:
@@ -191,6 +224,28 @@ class PooledUnit:
             await greenlet_spawn(self._connection.close)  # gives the pooled connection back
         elif healthy:
             await checkin(self.engine, self.fairy)
+
+
+class Turns:
+    """Connections for units in the order they asked.
+
+    The pool's own wait (an asyncio.Queue) lets a unit that asks just as a connection comes back
+    take it ahead of one that has waited, which goes to the back of the line: at more concurrent
+    requests than connections some waited many times longer than the rest. asyncio.Semaphore
+    serves its waiters first come, first served; with as many turns as the pool has connections
+    no unit waits in the pool itself.
+    """
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._turns: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
+
+    def current(self) -> asyncio.Semaphore:
+        """The turns of the running event loop (a semaphore belongs to one loop)."""
+        loop = asyncio.get_running_loop()
+        if self._turns is None or self._turns[0] is not loop:
+            self._turns = (loop, asyncio.Semaphore(self.size))
+        return self._turns[1]
 
 
 class UnitTransaction:
