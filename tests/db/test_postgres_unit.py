@@ -14,11 +14,12 @@ from collections.abc import AsyncIterator
 import pytest
 from sqlalchemy import Column, Integer, MetaData, String, Table, bindparam, func, insert, select, text
 from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import DeclarativeBase
 
 from kasir.config import Settings
 from kasir.db import Database, Statement, binds, notify_after_commit, on_commit, rollback_unit
-from kasir.db.postgres_unit import PooledUnit
+from kasir.db.postgres_unit import PooledUnit, Turns
 from tests.conftest import TEST_DB
 
 pytestmark = pytest.mark.skipif(TEST_DB != "postgres", reason="the pooled unit of work is PostgreSQL's")
@@ -322,3 +323,13 @@ async def test_units_waiting_for_a_connection_get_one_in_the_order_they_asked(da
     release[1].set()
     await asyncio.gather(waiting, *holders)
     assert served[2:] == ["waited", "asked last"]
+
+
+async def test_a_unit_waits_for_its_turn_at_most_the_pools_timeout() -> None:
+    """A unit that gets no connection in time gets the pool's own error (every route: 503)."""
+    turns = Turns(1, timeout=0.05)
+    held = await turns.take()
+    with pytest.raises(PoolTimeout, match="KASIR_DB_POOL_SIZE=1"):
+        await turns.take()
+    held.release()
+    (await turns.take()).release()  # the timed-out wait left no turn taken

@@ -62,7 +62,7 @@ class PostgresStrategy:
             _adapter_type(), cast(Any, type(self.engine.dialect))
         )
         self._unit_sessions = unit_sessions(self.engine)
-        self._turns = Turns(settings.db_pool_size)
+        self._turns = Turns(settings.db_pool_size, timeout=self.engine.sync_engine.pool.timeout())  # type: ignore[attr-defined]
 
     def unit_of_work(self, *, read_only: bool) -> AbstractAsyncContextManager[AsyncSession]:
         if self._pooled:

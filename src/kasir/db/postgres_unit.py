@@ -17,9 +17,9 @@ the asyncpg connection directly. This unit:
 A read unit (`read_only`) puts the connection in autocommit for its time: no BEGIN and no
 COMMIT, each statement reads what is committed when it runs.
 
-The parts of SQLAlchemy's asyncpg adapter used here (`_transaction`, `_start_transaction`) are
-those `kasir.db.postgres.run_on_adapter` relies on; the strategy uses this unit only when
-`asyncpg_path_supported` says the adapter has them.
+The parts of SQLAlchemy's asyncpg adapter used here (`_transaction`, `_connection`, `autocommit`,
+`_handle_exception`) are among those `kasir.db.postgres.ADAPTER_PARTS` names; the strategy uses
+this unit only when `asyncpg_path_supported` says the adapter has them.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from typing import Any
 
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import QueuePool
@@ -99,8 +100,7 @@ class PooledUnit:
         """SQLAlchemy's asyncpg adapter of the unit's connection (checked out on first use), in the
         unit's transaction (a write unit's first statement begins it)."""
         if self.fairy is None:
-            turn = self.turns.current()
-            await turn.acquire()
+            turn = await self.turns.take()
             try:
                 self._hold(await checkout(self.engine), turn)
             except BaseException:
@@ -134,8 +134,7 @@ class PooledUnit:
         (in SQLAlchemy's greenlet, where a checkout may wait on the loop)."""
         if self._connection is None:
             if self.fairy is None:
-                turn = self.turns.current()
-                await_(turn.acquire())
+                turn = await_(self.turns.take())
                 try:
                     self._hold(checkout_in_greenlet(self.engine), turn)
                 except BaseException:
@@ -233,12 +232,29 @@ class Turns:
     take it ahead of one that has waited, which goes to the back of the line: at more concurrent
     requests than connections some waited many times longer than the rest. asyncio.Semaphore
     serves its waiters first come, first served; with as many turns as the pool has connections
-    no unit waits in the pool itself.
+    no unit waits in the pool itself. A unit waits at most the pool's timeout, then gets the
+    pool's error (503 with Retry-After), as it would have from the pool.
     """
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, timeout: float) -> None:
         self.size = size
+        self.timeout = timeout
         self._turns: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
+
+    async def take(self) -> asyncio.Semaphore:
+        """Wait for a turn (released by the caller when its connection is back in the pool)."""
+        turn = self.current()
+        if not turn.locked():
+            await turn.acquire()  # free: no wait, and no timer to set up
+            return turn
+        try:
+            await asyncio.wait_for(turn.acquire(), self.timeout)
+        except TimeoutError:
+            raise PoolTimeout(
+                f"no database connection came free within {self.timeout:g} seconds "
+                f"(KASIR_DB_POOL_SIZE={self.size} per process)"
+            ) from None
+        return turn
 
     def current(self) -> asyncio.Semaphore:
         """The turns of the running event loop (a semaphore belongs to one loop)."""
