@@ -21,6 +21,7 @@ from kasir.config import Settings
 from kasir.db import Database, Statement, binds, notify_after_commit, on_commit, rollback_unit
 from kasir.db.postgres_unit import PooledUnit, Turns
 from tests.conftest import TEST_DB
+from tests.support.probe_tables import database_with_tables
 
 pytestmark = pytest.mark.skipif(TEST_DB != "postgres", reason="the pooled unit of work is PostgreSQL's")
 
@@ -44,15 +45,8 @@ NOW = Statement(select(func.now()))
 
 @pytest.fixture
 async def database(settings: Settings, migrated: None) -> AsyncIterator[Database]:
-    database = Database(settings.model_copy(update={"db_pool_size": 2}))
-    async with database.engine.begin() as connection:
-        await connection.run_sync(metadata.create_all)
-    try:
+    async with database_with_tables(settings.model_copy(update={"db_pool_size": 2}), metadata) as database:
         yield database
-    finally:
-        async with database.engine.begin() as connection:
-            await connection.run_sync(metadata.drop_all)
-        await database.dispose()
 
 
 async def count(database: Database) -> int:

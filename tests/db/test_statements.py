@@ -15,6 +15,7 @@ from sqlalchemy.exc import IntegrityError, StatementError
 
 from kasir.config import Settings
 from kasir.db import Database, Statement, UTCDateTime, binds
+from tests.support.probe_tables import database_with_tables
 
 metadata = MetaData()
 probe = Table(
@@ -44,15 +45,8 @@ NOTE = Statement(select(probe.c.note).where(probe.c.name == bindparam("name")))
 
 @pytest.fixture
 async def database(settings: Settings, migrated: None) -> AsyncIterator[Database]:
-    database = Database(settings)
-    async with database.engine.begin() as connection:
-        await connection.run_sync(metadata.create_all)
-    try:
+    async with database_with_tables(settings, metadata) as database:
         yield database
-    finally:
-        async with database.engine.begin() as connection:
-            await connection.run_sync(metadata.drop_all)
-        await database.dispose()
 
 
 async def test_rows_written_and_read_back_with_the_column_types(database: Database):
