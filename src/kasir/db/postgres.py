@@ -1,13 +1,16 @@
 """The PostgreSQL strategy: for many processes and machines.
 
-- asyncpg through a SQLAlchemy pool; every unit of work is a transaction of its own.
+- asyncpg through a SQLAlchemy pool; every unit of work is a transaction of its own, on a pooled
+  connection, with SQLAlchemy's session only where the ORM is used (kasir.db.postgres_unit).
 - After-commit wake-ups reach other processes through `NOTIFY <channel>` sent inside the
-  transaction (PostgreSQL delivers it at commit, never on rollback) and `LISTEN` connections.
+  transaction (with its COMMIT; PostgreSQL delivers it at commit, never on rollback) and
+  `LISTEN` connections.
 - kasir.db statements run on SQLAlchemy's asyncpg adapter directly (`asyncpg_adapter`): the
-  adapter begins the transaction if no statement has yet, prepares the statement in its cache
-  and translates asyncpg's errors. Those are private parts of SQLAlchemy's asyncpg dialect, so
-  the path is taken only when the adapter has them as this module knows them; the SQLAlchemy
-  version is pinned in pyproject.toml and tests/db/test_statements.py fails when they change.
+  statement is prepared in the adapter's cache and asyncpg's errors are translated as SQLAlchemy
+  translates them. Those are private parts of SQLAlchemy's asyncpg dialect, so the path is taken
+  only when the adapter has them as this module knows them (`ADAPTER_PARTS`); the SQLAlchemy
+  version is pinned in pyproject.toml, and tests/db/test_statements.py and
+  tests/db/test_postgres_unit.py fail when they change.
 """
 
 from __future__ import annotations
