@@ -11,14 +11,16 @@ import asyncio
 import uuid
 from collections.abc import AsyncIterator
 
+import asyncpg
 import pytest
 from sqlalchemy import Column, Integer, MetaData, String, Table, bindparam, func, insert, select, text
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import DeclarativeBase
 
 from kasir.config import Settings
-from kasir.db import Database, Statement, binds, notify_after_commit, on_commit, rollback_unit
+from kasir.db import Database, Statement, binds, notify_after_commit, on_commit, postgres, rollback_unit
 from kasir.db.postgres_unit import PooledUnit, Turns
 from tests.conftest import TEST_DB
 from tests.support.probe_tables import database_with_tables
@@ -222,9 +224,6 @@ async def test_a_unit_cancelled_mid_statement_gives_back_no_half_used_connection
 
 
 async def test_a_notification_goes_with_the_commit_and_never_with_a_rollback(database: Database) -> None:
-    import asyncpg
-    from sqlalchemy.engine import make_url
-
     channel = f"probe_{uuid.uuid4().hex[:8]}"
     received: list[str] = []
     dsn = make_url(database.url).set(drivername="postgresql").render_as_string(hide_password=False)
@@ -266,8 +265,6 @@ async def test_without_the_adapter_parts_it_knows_a_unit_goes_through_the_sessio
     database: Database, settings: Settings, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A SQLAlchemy whose asyncpg adapter changed: units and statements take SQLAlchemy's own way."""
-    from kasir.db import postgres
-
     monkeypatch.setattr(postgres, "asyncpg_path_supported", lambda *_types: False)
     plain = Database(settings)
     try:

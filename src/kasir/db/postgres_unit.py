@@ -300,8 +300,9 @@ def checkout_in_greenlet(engine: Engine) -> Any:
 async def checkin(engine: Engine, fairy: Any) -> None:
     """Give a connection without an open transaction back to the pool.
 
-    Nothing to reset, so no round trip: outside SQLAlchemy's greenlet, unless the pool is full
-    and closes the connection instead of keeping it (an overflow connection's close waits on the loop).
+    Nothing to reset, so no round trip: outside SQLAlchemy's greenlet. A pool that would close the
+    connection instead of keeping it (one full already, or not a QueuePool) gets it inside the
+    greenlet: asyncpg's close waits on the loop, and outside it the connection would be left open.
     """
     pool = engine.pool
     if isinstance(pool, QueuePool) and pool.checkedin() < pool.size():
