@@ -40,6 +40,10 @@ from bench.scenarios import SCENARIOS, BenchContext, Scenario  # noqa: E402
 BENCH_DB = os.environ.get("BENCH_DB", "sqlite")
 # How each database makes a payment durable in the benchmark: every COMMIT waits for the disk.
 DURABILITY = {"sqlite": "sqlite (WAL, synchronous=FULL)", "postgres": "postgres (fsync on, synchronous_commit on)"}
+# PostgreSQL on the benchmark's machine is reached as the shipped deployment reaches a local one
+# (deploy/kasir.env.example): over its Unix socket. BENCH_PG_TCP=1: over TCP on loopback instead, as a
+# server on another machine would be (with the network's own latency on top).
+BENCH_PG_TCP = os.environ.get("BENCH_PG_TCP", "") not in ("", "0")
 BENCH_WORKERS = int(os.environ.get("BENCH_WORKERS", "1"))
 BENCH_LOOP = os.environ.get("BENCH_LOOP", "asyncio")
 SECONDS = int(os.environ.get("BENCH_SECONDS", "8"))
@@ -273,7 +277,8 @@ def machine() -> dict[str, Any]:
         "sqlalchemy": sqlalchemy.__version__,
         "uvicorn": uvicorn.__version__,
         "wrk": wrk,
-        "database": DURABILITY[BENCH_DB],
+        "database": DURABILITY[BENCH_DB]
+        + ("" if BENCH_DB != "postgres" else ", TCP on loopback" if BENCH_PG_TCP else ", Unix socket"),
         "server_processes": BENCH_WORKERS,
         "event_loop": BENCH_LOOP,
         "seconds_per_run": SECONDS,
@@ -301,9 +306,8 @@ def main() -> int:
         }
         if BENCH_DB == "postgres":
             cluster = PostgresCluster(durable=True)  # fsync on: payments per second, every one durable
-            env["KASIR_DATABASE_URL"] = cluster.start()
-            if os.environ.get("BENCH_PG_UNIX"):
-                env["KASIR_DATABASE_URL"] += f"?host={cluster.root}"
+            tcp_url = cluster.start()
+            env["KASIR_DATABASE_URL"] = tcp_url if BENCH_PG_TCP else cluster.socket_url("kasir")
             env["KASIR_DB_POOL_SIZE"] = "20"
         subprocess.run([str(BIN / "kasir"), "db", "upgrade"], env=env, check=True, capture_output=True)
         receiver_port = free_port()
@@ -404,6 +408,7 @@ def write_report(report: dict[str, Any]) -> None:
     stem = datetime.now(UTC).strftime("%Y-%m-%d")
     suffix = "" if BENCH_DB == "sqlite" and BENCH_WORKERS == 1 else f"-{BENCH_DB}-w{BENCH_WORKERS}"
     suffix += "" if BENCH_LOOP == "asyncio" else f"-{BENCH_LOOP}"
+    suffix += "-tcp" if BENCH_DB == "postgres" and BENCH_PG_TCP else ""
     suffix += "-partial" if ONLY else ""  # never over the full report of the day
     (out / f"{stem}{suffix}.json").write_text(json.dumps(report, indent=2) + "\n")
     m = report["machine"]

@@ -80,6 +80,15 @@ def environment_file() -> dict[str, str]:
     return values
 
 
+def shipped_database_url(cluster: PostgresCluster) -> str:
+    """The shipped KASIR_DATABASE_URL (PostgreSQL's Unix socket in Debian's directory) for this cluster's socket."""
+    shipped = environment_file()["KASIR_DATABASE_URL"]
+    assert shipped == "postgresql+asyncpg://kasir@/kasir?host=/var/run/postgresql", shipped
+    url = shipped.replace("/var/run/postgresql", f"{cluster.root}&port={cluster.port}")
+    assert url == cluster.socket_url("kasir")
+    return url
+
+
 def nginx_config(workdir: Path, listen: int, upstreams: list[int]) -> Path:
     """deploy/nginx/kasir.conf inside a main configuration that runs nginx unprivileged in `workdir`."""
     site = (DEPLOY / "nginx" / "kasir.conf").read_text()
@@ -186,7 +195,7 @@ async def deployment(tmp_path: Path, cluster: PostgresCluster) -> AsyncIterator[
         # this machine's paths, and short timings so a killed worker's claims come back within the test.
         "KASIR_ENV": "staging",
         "KASIR_DATA_DIR": str(tmp_path / "data"),
-        "KASIR_DATABASE_URL": f"postgresql+asyncpg://kasir@127.0.0.1:{cluster.port}/kasir",
+        "KASIR_DATABASE_URL": shipped_database_url(cluster),
         "KASIR_SECRET_KEY": secrets.token_urlsafe(32),
         "KASIR_ADMIN_TOKEN": "deployment-admin-token",
         "KASIR_PUBLIC_URL": proxy_url,

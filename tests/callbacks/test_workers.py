@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, make_url, select
 
 from kasir.callbacks.models import Callback, CallbackAttempt
 from kasir.db import Database, upgrade_schema
@@ -177,16 +177,37 @@ async def test_a_commit_in_another_process_wakes_an_idle_worker_at_once(isolated
     """PostgreSQL: NOTIFY; a SQLite file: a byte to each worker's socket. Either way, not the 60 s poll."""
     database, url, merchant_id = isolated
     worker = WorkerProcess(settings_env, url, tmp_path / "w.log", poll_seconds=60)
+    await _woken_at_once(database, merchant_id, worker, receiver.url())
+    assert '"callback attempt"' in (tmp_path / "w.log").read_text()  # its own JSON lines, as the server's
+
+
+async def test_a_worker_on_postgresqls_unix_socket_delivers_and_is_woken_at_once(
+    isolated, postgres, settings_env, receiver, tmp_path
+):
+    """The shipped deployment's URL form (deploy/kasir.env.example, `host=` a socket directory): the worker's
+    units of work and its LISTEN connection both go through PostgreSQL's Unix socket."""
+    if postgres is None:
+        pytest.skip("PostgreSQL's Unix socket")
+    database, url, merchant_id = isolated
+    socket_url = postgres.socket_url(make_url(url).database)
+    worker = WorkerProcess(settings_env, socket_url, tmp_path / "w.log", poll_seconds=60)
+    await _woken_at_once(database, merchant_id, worker, receiver.url())
+    log = (tmp_path / "w.log").read_text()
+    assert "connection lost" not in log  # its LISTEN connection never fell back to polling
+    assert '"callback attempt"' in log
+
+
+async def _woken_at_once(database: Database, merchant_id: str, worker: WorkerProcess, url: str) -> None:
+    """Three callbacks recorded one after the other, each delivered well before the worker's 60 s poll."""
     try:
         await wait_until(lambda: _log_says(worker, "callback worker started"), timeout=30)
         await asyncio.sleep(0.5)  # its first poll is over: from now on it sleeps until woken
         for n in range(3):
-            await record(database, merchant_id=merchant_id, url=receiver.url(), transaction_ref=f"TX-{n}")
+            await record(database, merchant_id=merchant_id, url=url, transaction_ref=f"TX-{n}")
             await wait_until(lambda n=n: _all_delivered(database, n + 1), timeout=10)
     finally:
         worker.signal(signal.SIGTERM)
         assert await worker.wait() == 0
-    assert '"callback attempt"' in (tmp_path / "w.log").read_text()  # its own JSON lines, as the server's
 
 
 async def _log_says(worker: WorkerProcess, text: str) -> bool:

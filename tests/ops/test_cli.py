@@ -71,6 +71,17 @@ def test_an_unreachable_postgresql_is_one_line_naming_the_url_without_its_passwo
 
 
 @pytest.mark.parametrize("command", [("serve", "--port", "9"), ("worker",), ("db", "upgrade")], ids=" ".join)
+def test_a_postgresql_socket_directory_without_its_socket_is_one_line(command: tuple[str, ...], tmp_path: Path) -> None:
+    """The shipped deployment's URL form (deploy/kasir.env.example), with no PostgreSQL listening in that directory."""
+    url = f"postgresql+asyncpg://kasir@/kasir?host={tmp_path}&port=5432"
+    line = one_line(run(command, {"KASIR_DATA_DIR": str(tmp_path), "KASIR_DATABASE_URL": url}))
+    assert line == (
+        f"error: cannot use the database at KASIR_DATABASE_URL={url} (no PostgreSQL socket in the host directory "
+        "for that port): check that PostgreSQL runs there and the URL's host, port, user, password and database name"
+    )
+
+
+@pytest.mark.parametrize("command", [("serve", "--port", "9"), ("worker",), ("db", "upgrade")], ids=" ".join)
 def test_a_sqlite_file_that_cannot_be_made_is_one_line(command: tuple[str, ...], tmp_path: Path) -> None:
     not_a_directory = tmp_path / "file"
     not_a_directory.write_text("")

@@ -74,6 +74,11 @@ class PostgresCluster:
         self._run(_pg_bin("createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "kasir", name)
         return f"postgresql+asyncpg://kasir@127.0.0.1:{self.port}/{name}"
 
+    def socket_url(self, name: str = "kasir") -> str:
+        """The URL of database `name` over the cluster's Unix socket (in `root`), as a Kasir on PostgreSQL's
+        own machine connects (deploy/kasir.env.example)."""
+        return f"postgresql+asyncpg://kasir@/{name}?host={self.root}&port={self.port}"
+
     def stop(self) -> None:
         try:
             self._run(_pg_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")

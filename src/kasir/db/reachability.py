@@ -34,6 +34,10 @@ def database_failure(exc: BaseException, url: str) -> str | None:
         reason = _reason(error)
         if sqlite and isinstance(error, OSError) and error.filename and str(error.filename) in url:
             reason = f"{error.strerror or type(error).__name__}: {error.filename}".lower()
+        elif not sqlite and isinstance(error, FileNotFoundError):  # a `host=/directory` URL: the Unix socket
+            reason = "no PostgreSQL socket in the host directory for that port"
+        elif not sqlite and isinstance(error, PermissionError):
+            reason = "permission denied on the PostgreSQL socket"
         if reason is not None:
             fix = (
                 "check that the file's directory (KASIR_DATA_DIR) exists and is writable"
