@@ -57,3 +57,120 @@ async def test_uvicorns_worker_socket_leaves_nagle_on_and_kasirs_protocol_turns_
     # kasir.kit.http_server can go.
     assert await nodelay_of_a_served_connection(HttpToolsProtocol) == 0
     assert await nodelay_of_a_served_connection(NoDelayHttpToolsProtocol) != 0
+
+
+# --- one write per answer ---------------------------------------------------------------------------
+
+
+class Served:
+    """`app` served by kasir's protocol on 127.0.0.1, with every write the server makes to its connections."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+        self.writes: list[bytes] = []
+
+    async def __aenter__(self) -> Served:
+        config = uvicorn.Config(self.app, host="127.0.0.1", port=0, loop="asyncio", log_config=None, access_log=False)
+        config.load()
+        self.state = ServerState()
+
+        def make() -> asyncio.Protocol:
+            made = NoDelayHttpToolsProtocol(config=config, server_state=self.state, app_state={})
+            original = made.connection_made
+
+            def connection_made(transport: asyncio.Transport) -> None:
+                write = transport.write
+
+                def recorded(data: bytes) -> None:
+                    self.writes.append(bytes(data))
+                    write(data)
+
+                transport.write = recorded  # type: ignore[method-assign]  # writelines goes through write
+                original(transport)
+
+            made.connection_made = connection_made  # type: ignore[method-assign]
+            return made
+
+        self.server = await asyncio.get_running_loop().create_server(make, "127.0.0.1", 0)
+        self.port = self.server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.server.close()
+        for connection in list(self.state.connections):
+            connection.shutdown()
+        await self.server.wait_closed()
+
+    async def connect(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        return await asyncio.open_connection("127.0.0.1", self.port)
+
+
+async def read_answer(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
+    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+    length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+    return head, await asyncio.wait_for(reader.readexactly(length), 5)
+
+
+async def test_an_answer_goes_out_in_one_write_head_and_body_together():
+    async with Served(tiny_app) as served:
+        reader, writer = await served.connect()
+        for _ in range(2):  # and again on the kept-alive connection
+            writer.write(b"GET / HTTP/1.1\r\nHost: kasir\r\n\r\n")
+            head, body = await read_answer(reader)
+            assert head.startswith(b"HTTP/1.1 200 OK\r\n") and body == b"ok"
+        writer.close()
+    assert len(served.writes) == 2, served.writes
+    assert all(write.startswith(b"HTTP/1.1 200 OK\r\n") and write.endswith(b"\r\n\r\nok") for write in served.writes)
+
+
+async def test_a_head_answer_without_a_body_still_goes_out():
+    async with Served(tiny_app) as served:
+        reader, writer = await served.connect()
+        writer.write(b"HEAD / HTTP/1.1\r\nHost: kasir\r\n\r\n")
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+        writer.close()
+    assert head.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert b"content-length: 2\r\n" in head
+    assert served.writes == [head]
+
+
+async def test_a_streamed_answer_sends_its_head_and_first_chunk_before_the_rest_is_made():
+    """Nothing is held past the event loop's pass: a stream's first chunk reaches the client while the app
+    still waits (here, for the client to say it has it), and its later chunks follow as they are made."""
+    first_chunk_read = asyncio.Event()
+
+    async def streaming_app(scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"6")]})
+        await send({"type": "http.response.body", "body": b"one", "more_body": True})
+        await asyncio.wait_for(first_chunk_read.wait(), 5)
+        await send({"type": "http.response.body", "body": b"two"})
+
+    async with Served(streaming_app) as served:
+        reader, writer = await served.connect()
+        writer.write(b"GET / HTTP/1.1\r\nHost: kasir\r\n\r\n")
+        await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+        assert await asyncio.wait_for(reader.readexactly(3), 5) == b"one"
+        first_chunk_read.set()
+        assert await asyncio.wait_for(reader.readexactly(3), 5) == b"two"
+        writer.close()
+    assert len(served.writes) == 2 and served.writes[0].endswith(b"\r\n\r\none") and served.writes[1] == b"two"
+
+
+async def test_a_request_expecting_100_continue_gets_it_before_sending_its_body():
+    async def echo_app(scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return
+        body = (await receive())["body"]
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"%d" % len(body))]})
+        await send({"type": "http.response.body", "body": body})
+
+    async with Served(echo_app) as served:
+        reader, writer = await served.connect()
+        writer.write(b"POST / HTTP/1.1\r\nHost: kasir\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+        assert await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        writer.write(b"hello")
+        head, body = await read_answer(reader)
+        writer.close()
+    assert head.startswith(b"HTTP/1.1 200 OK\r\n") and body == b"hello"

@@ -1,10 +1,20 @@
-"""uvicorn's HTTP protocol with TCP_NODELAY on every connection, and limits no client can outwait.
+"""uvicorn's HTTP protocol with TCP_NODELAY on every connection, one write per answer, and limits no
+client can outwait.
 
 TCP_NODELAY: with `--workers N` uvicorn binds the listening socket itself with `proto` 0; the
 connections it accepts inherit that, and asyncio turns Nagle's algorithm off only for sockets
 that say IPPROTO_TCP. Nagle then holds each response's last segment until the client's delayed
 ACK on every keep-alive request, a delay per request that dwarfs the request itself (uvicorn
 issue #3149, open). uvloop sets the option itself, asyncio does not: set it here.
+
+One write per answer: uvicorn writes a response's status line and headers when the app sends
+them, and its body in a second write. With Nagle off each write is its own segment and its own
+wake-up of the client, which reads the head, waits, and reads the body: for the short JSON
+answers of this API that second round costs both sides about as much as the answer itself.
+`_HeadWithBody` holds the head until the body's first bytes and writes both at once; a head
+with no body coming in the same pass of the event loop (a HEAD request, a stream whose first
+chunk is still being made) goes out alone at the end of that pass. Later writes of a response
+(a stream's next chunks) go through as uvicorn makes them, under its flow control.
 
 Limits (uvicorn has none for these; its keep-alive timeout covers only the wait between two
 requests of a connection):
@@ -193,6 +203,9 @@ class NoDelayHttpToolsProtocol(HttpToolsProtocol):
         self._header_bytes, self._header_lines, self._tail = 0, 0, b""
         self._arm(self._limits.body_timeout)
         super().on_headers_complete()
+        cycle = self.cycle  # uvicorn made the request's cycle over the connection's transport just now
+        if cycle is not None and cycle.transport is self.transport:
+            cycle.transport = _HeadWithBody(self.transport, self.loop)  # type: ignore[assignment]
 
     def on_message_complete(self) -> None:
         self._disarm()  # the app has the whole request: its own time is not the client's
@@ -205,3 +218,47 @@ class NoDelayHttpToolsProtocol(HttpToolsProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
+
+
+_NOTHING_YET, _HEAD_HELD, _THROUGH = 0, 1, 2
+
+
+class _HeadWithBody:
+    """A response cycle's view of its connection: the cycle's first write waits for its second, and
+    both go out in one write (the module's docstring says why). The parts of a transport a uvicorn
+    cycle uses: write, close, is_closing."""
+
+    __slots__ = ("_head", "_loop", "_state", "_transport")
+
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
+        self._transport = transport
+        self._loop = loop
+        self._head = b""
+        self._state = _NOTHING_YET
+
+    def write(self, data: bytes) -> None:
+        if self._state == _THROUGH:
+            self._transport.write(data)
+        elif self._state == _HEAD_HELD:
+            self._state = _THROUGH
+            head, self._head = self._head, b""
+            self._transport.writelines((head, data))
+        else:
+            self._state = _HEAD_HELD
+            self._head = bytes(data)
+            self._loop.call_soon(self._send_head)
+
+    def _send_head(self) -> None:
+        """The end of the event loop's pass in which the head was written: no body came with it."""
+        if self._state == _HEAD_HELD:
+            self._state = _THROUGH
+            head, self._head = self._head, b""
+            if not self._transport.is_closing():
+                self._transport.write(head)
+
+    def close(self) -> None:
+        self._send_head()
+        self._transport.close()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
