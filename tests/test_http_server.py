@@ -174,3 +174,26 @@ async def test_a_request_expecting_100_continue_gets_it_before_sending_its_body(
         head, body = await read_answer(reader)
         writer.close()
     assert head.startswith(b"HTTP/1.1 200 OK\r\n") and body == b"hello"
+
+
+async def test_a_large_answer_goes_out_as_it_grows_not_held_whole():
+    """A producer that never waits: what it has written goes out once it passes the bound, under uvicorn's flow
+    control, rather than piling up until the end of the pass."""
+    chunk = b"x" * 40_000
+
+    async def large_app(scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return
+        length = b"%d" % (3 * len(chunk))
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", length)]})
+        for n in range(3):
+            await send({"type": "http.response.body", "body": chunk, "more_body": n < 2})
+
+    async with Served(large_app) as served:
+        reader, writer = await served.connect()
+        writer.write(b"GET / HTTP/1.1\r\nHost: kasir\r\n\r\n")
+        _, body = await read_answer(reader)
+        writer.close()
+    assert body == chunk * 3
+    assert [len(write) for write in served.writes][1:] == [len(chunk)], [len(write) for write in served.writes]
+    assert served.writes[0].endswith(chunk * 2)  # head and two chunks: past the bound, written at once
