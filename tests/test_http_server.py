@@ -117,7 +117,8 @@ async def test_an_answer_goes_out_in_one_write_head_and_body_together():
         for _ in range(2):  # and again on the kept-alive connection
             writer.write(b"GET / HTTP/1.1\r\nHost: kasir\r\n\r\n")
             head, body = await read_answer(reader)
-            assert head.startswith(b"HTTP/1.1 200 OK\r\n") and body == b"ok"
+            assert head.startswith(b"HTTP/1.1 200 OK\r\n")
+            assert body == b"ok"
         writer.close()
     assert len(served.writes) == 2, served.writes
     assert all(write.startswith(b"HTTP/1.1 200 OK\r\n") and write.endswith(b"\r\n\r\nok") for write in served.writes)
@@ -155,7 +156,9 @@ async def test_a_streamed_answer_sends_its_head_and_first_chunk_before_the_rest_
         first_chunk_read.set()
         assert await asyncio.wait_for(reader.readexactly(3), 5) == b"two"
         writer.close()
-    assert len(served.writes) == 2 and served.writes[0].endswith(b"\r\n\r\none") and served.writes[1] == b"two"
+    assert len(served.writes) == 2
+    assert served.writes[0].endswith(b"\r\n\r\none")
+    assert served.writes[1] == b"two"
 
 
 async def test_a_request_expecting_100_continue_gets_it_before_sending_its_body():
@@ -173,7 +176,8 @@ async def test_a_request_expecting_100_continue_gets_it_before_sending_its_body(
         writer.write(b"hello")
         head, body = await read_answer(reader)
         writer.close()
-    assert head.startswith(b"HTTP/1.1 200 OK\r\n") and body == b"hello"
+    assert head.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert body == b"hello"
 
 
 async def test_a_large_answer_goes_out_as_it_grows_not_held_whole():
@@ -197,3 +201,25 @@ async def test_a_large_answer_goes_out_as_it_grows_not_held_whole():
     assert body == chunk * 3
     assert [len(write) for write in served.writes][1:] == [len(chunk)], [len(write) for write in served.writes]
     assert served.writes[0].endswith(chunk * 2)  # head and two chunks: past the bound, written at once
+
+
+async def test_a_graceful_stop_in_the_pass_that_completes_an_answer_still_sends_it():
+    """uvicorn closes at once a connection whose answer is complete: one still held for the end of the pass goes
+    out first."""
+    served: Served
+
+    async def answer_then_stop(scope, receive, send) -> None:
+        if scope["type"] != "http":
+            return
+        await tiny_app(scope, receive, send)
+        for connection in list(served.state.connections):  # in the same pass, as `kasir serve` stopping would
+            connection.shutdown()
+
+    async with Served(answer_then_stop) as served:
+        reader, writer = await served.connect()
+        writer.write(b"GET / HTTP/1.1\r\nHost: kasir\r\n\r\n")
+        head, body = await read_answer(reader)
+        assert await asyncio.wait_for(reader.read(), 5) == b""  # then closed
+        writer.close()
+    assert head.startswith(b"HTTP/1.1 200 OK\r\n")
+    assert body == b"ok"

@@ -7,11 +7,11 @@ that say IPPROTO_TCP. Nagle then holds each response's last segment until the cl
 ACK on every keep-alive request, a delay per request that dwarfs the request itself (uvicorn
 issue #3149, open). uvloop sets the option itself, asyncio does not: set it here.
 
-One write per answer, at the end of the event loop's pass: uvicorn writes a response's status
+One write per answer, after the rest of the event loop's pass: uvicorn writes a response's status
 line and headers when the app sends them, and its body in a second write, each the moment it is
 made. With Nagle off each write is its own segment and its own wake-up of the client.
-`_WrittenAtEndOfPass` keeps a response's writes until the end of the loop's current pass and
-writes them at once: the head goes with the body, and the answers finished in one pass go out
+`_WrittenAtEndOfPass` keeps a response's writes until the callbacks of the loop's current pass
+have run (`call_soon`) and writes them at once: the head goes with the body, and the answers finished in one pass go out
 back to back, after the pass's work, rather than one by one in the middle of it. Measured
 (bench/results/2026-11-25-one-write.md), both the server and its clients spend markedly less CPU
 per request that way than with the head and body joined but written at once. A response holds
@@ -221,6 +221,14 @@ class NoDelayHttpToolsProtocol(HttpToolsProtocol):
         self._disarm()
         super().connection_lost(exc)
 
+    def shutdown(self) -> None:
+        # A graceful stop closes a connection whose answer is complete: an answer still held for the end
+        # of the pass goes out first.
+        cycle = self.cycle
+        if cycle is not None and isinstance(cycle.transport, _WrittenAtEndOfPass):
+            cycle.transport.write_held()
+        super().shutdown()
+
 
 _HELD_BYTES_MAX = 64 * 1024
 
@@ -240,20 +248,20 @@ class _WrittenAtEndOfPass:
 
     def write(self, data: bytes) -> None:
         if not self._held:
-            self._loop.call_soon(self._write_held)
+            self._loop.call_soon(self.write_held)
         self._held.append(data)
         self._held_bytes += len(data)
         if self._held_bytes >= _HELD_BYTES_MAX:
-            self._write_held()
+            self.write_held()
 
-    def _write_held(self) -> None:
+    def write_held(self) -> None:
         if self._held:
             held, self._held, self._held_bytes = self._held, [], 0
             if not self._transport.is_closing():
                 self._transport.writelines(held)
 
     def close(self) -> None:
-        self._write_held()
+        self.write_held()
         self._transport.close()
 
     def is_closing(self) -> bool:
