@@ -4,7 +4,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Integer, and_, bindparam, exists, func, insert, null, or_, select, update
+from sqlalchemy import Integer, and_, bindparam, func, insert, null, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
@@ -55,19 +55,30 @@ _RECORD_OUTCOME = Statement(
 def _claim_statement() -> Statement:
     """Take due callbacks in one statement: UPDATE ... WHERE id IN (the due ones, locked) RETURNING them.
 
-    The inner query is `claimable`'s (due, no earlier sibling pending or delivering, oldest first, rows
-    another worker is claiming skipped); the UPDATE sets the lease and bumps the fence, and answers
-    what the worker sends. One round trip instead of a SELECT and an UPDATE per row.
+    The inner query takes the due callbacks that are the first unsettled (pending or delivering) one of
+    their transaction, oldest first, skipping rows another worker is claiming; the UPDATE sets the lease
+    and bumps the fence, and answers what the worker sends. One round trip instead of a SELECT and an
+    UPDATE per row.
+
+    "The first unsettled one of its transaction" is asked as `id = (SELECT min(id) ...)`, not as `NOT
+    EXISTS (an earlier unsettled sibling)`: PostgreSQL turns NOT EXISTS into an anti-join, and when its
+    statistics were taken while nothing was pending (any quiet hour, then a backlog) it estimated one
+    pending row and joined every due callback with every unsettled one, a claim costing seconds for a
+    few thousand waiting. A scalar subquery is always one look-up per due row, in
+    `ix_callback_transaction`, whatever the statistics say.
     """
-    due_one, earlier = aliased(Callback), aliased(Callback)
+    due_one, sibling = aliased(Callback), aliased(Callback)
     now = bindparam("now", type_=Callback.next_attempt_at.type)
-    blocked_by_earlier = exists().where(
-        earlier.merchant_id == due_one.merchant_id,
-        earlier.kind == due_one.kind,
-        earlier.transaction_ref == due_one.transaction_ref,
-        earlier.id < due_one.id,
-        # Two comparisons, not IN: a kasir.db statement has no expanding parameters.
-        or_(earlier.status == CallbackStatus.PENDING.value, earlier.status == CallbackStatus.DELIVERING.value),
+    first_unsettled_of_its_transaction = (
+        select(func.min(sibling.id))
+        .where(
+            sibling.merchant_id == due_one.merchant_id,
+            sibling.kind == due_one.kind,
+            sibling.transaction_ref == due_one.transaction_ref,
+            # Two comparisons, not IN: a kasir.db statement has no expanding parameters.
+            or_(sibling.status == CallbackStatus.PENDING.value, sibling.status == CallbackStatus.DELIVERING.value),
+        )
+        .scalar_subquery()
     )
     due = or_(
         and_(due_one.status == CallbackStatus.PENDING.value, due_one.next_attempt_at <= now),
@@ -75,7 +86,7 @@ def _claim_statement() -> Statement:
     )
     chosen = (
         select(due_one.id)
-        .where(due, ~blocked_by_earlier)
+        .where(due, due_one.id == first_unsettled_of_its_transaction)
         .order_by(due_one.next_attempt_at, due_one.id)
         .limit(bindparam("claim_limit", type_=Integer()))
         .with_for_update(skip_locked=True, of=due_one)
@@ -112,31 +123,6 @@ _CLAIM = _claim_statement()
 
 
 class CallbackRepository:
-    async def claimable(self, session: AsyncSession, now: datetime, limit: int) -> Sequence[Callback]:
-        """Up to `limit` due callbacks whose earlier siblings (same transaction) are settled, locked for the claim."""
-        earlier = aliased(Callback)
-        blocked_by_earlier = exists().where(
-            earlier.merchant_id == Callback.merchant_id,
-            earlier.kind == Callback.kind,
-            earlier.transaction_ref == Callback.transaction_ref,
-            earlier.id < Callback.id,
-            earlier.status.in_([CallbackStatus.PENDING.value, CallbackStatus.DELIVERING.value]),
-        )
-        due = or_(
-            and_(Callback.status == CallbackStatus.PENDING.value, Callback.next_attempt_at <= now),
-            and_(Callback.status == CallbackStatus.DELIVERING.value, Callback.lease_expires_at <= now),
-        )
-        # Several workers claim at once: each skips the rows another is claiming (SQLite has one writer
-        # at a time, and its SQL has no FOR UPDATE: SQLAlchemy leaves the clause out there).
-        query = (
-            select(Callback)
-            .where(due, ~blocked_by_earlier)
-            .order_by(Callback.next_attempt_at, Callback.id)
-            .limit(limit)
-            .with_for_update(skip_locked=True, of=Callback)
-        )
-        return (await session.scalars(query)).all()
-
     async def claim(
         self, session: AsyncSession, now: datetime, limit: int, worker: str, lease_until: datetime
     ) -> list[tuple[Any, ...]]:
