@@ -36,8 +36,6 @@ from kasir.tokens.endpoints import router as token_router
 
 log = logging.getLogger("kasir.app")
 
-
-
 # (young, middle, old) generation thresholds: see the lifespan below; bench/results/2026-11-25-gc.md.
 GC_THRESHOLDS = (10_000, 20, 20)
 

@@ -11,12 +11,12 @@ One write per answer, after the rest of the event loop's pass: uvicorn writes a 
 line and headers when the app sends them, and its body in a second write, each the moment it is
 made. With Nagle off each write is its own segment and its own wake-up of the client.
 `_WrittenAtEndOfPass` keeps a response's writes until the callbacks of the loop's current pass
-have run (`call_soon`) and writes them at once: the head goes with the body, and the answers finished in one pass go out
-back to back, after the pass's work, rather than one by one in the middle of it. Measured
-(bench/results/2026-11-25-one-write.md), both the server and its clients spend markedly less CPU
-per request that way than with the head and body joined but written at once. A response holds
-at most `_HELD_BYTES_MAX` this way: a larger one (a stream whose producer does not wait) goes out
-as it grows, under uvicorn's flow control as before.
+have run (`call_soon`) and writes them at once: the head goes with the body, and the answers
+finished in one pass go out back to back, after the pass's work, rather than one by one in the
+middle of it. Measured (bench/results/2026-11-25-one-write.md), both the server and its clients
+spend markedly less CPU per request that way than with the head and body joined but written at
+once. A response holds at most `_HELD_BYTES_MAX` this way: a larger one (a stream whose producer
+does not wait) goes out as it grows, under uvicorn's flow control as before.
 
 Limits (uvicorn has none for these; its keep-alive timeout covers only the wait between two
 requests of a connection):
@@ -234,8 +234,8 @@ _HELD_BYTES_MAX = 64 * 1024
 
 
 class _WrittenAtEndOfPass:
-    """A response cycle's view of its connection: what the cycle writes waits for the end of the event
-    loop's current pass, then goes out in one write (the module's docstring says why). The parts of a
+    """A response cycle's view of its connection: what the cycle writes waits until the event loop's
+    current pass is over, then goes out in one write (the module's docstring says why). The parts of a
     transport a uvicorn cycle uses: write, close, is_closing."""
 
     __slots__ = ("_held", "_held_bytes", "_loop", "_transport")
