@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import functools
 import hashlib
@@ -62,6 +63,7 @@ def _wake_other_processes(directory: Path) -> None:
     if _sender is None:
         _sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         _sender.setblocking(False)
+        atexit.register(_sender.close)  # the process's one sender, kept for its life: closed as it ends
     for entry in entries:
         try:
             _sender.sendto(b"\0", entry.path)
