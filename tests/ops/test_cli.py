@@ -14,6 +14,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from kasir.db.reachability import database_failure
 from tests.support.builders import make_merchant
 from tests.support.postgres import free_port
 from tests.support.server import ServedKasir
@@ -78,6 +79,17 @@ def test_a_postgresql_socket_directory_without_its_socket_is_one_line(command: t
     assert line == (
         f"error: cannot use the database at KASIR_DATABASE_URL={url} (no PostgreSQL socket in the host directory "
         "for that port): check that PostgreSQL runs there and the URL's host, port, user, password and database name"
+    )
+
+
+def test_a_postgresql_socket_the_process_may_not_open_is_named() -> None:
+    """What asyncpg raises for a socket file the process's user may not open (not reproducible as root, which
+    the test runs may be: asked of the function the `kasir` command's errors come from)."""
+    url = "postgresql+asyncpg://kasir@/kasir?host=/var/run/postgresql"
+    line = database_failure(PermissionError(13, "Permission denied"), url)
+    assert line == (
+        f"cannot use the database at KASIR_DATABASE_URL={url} (permission denied on the PostgreSQL socket): "
+        "check that PostgreSQL runs there and the URL's host, port, user, password and database name"
     )
 
 
