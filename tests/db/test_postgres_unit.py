@@ -154,6 +154,30 @@ async def test_a_read_unit_opens_no_transaction(database: Database) -> None:
         assert await session.scalar(select(func.now())) == first
 
 
+async def test_a_unit_that_is_not_atomic_commits_each_statement_as_it_runs(database: Database) -> None:
+    """`atomic=False`: no BEGIN, no COMMIT; each statement is its own transaction, kept when a later one fails."""
+
+    async def kept_then_refused() -> None:
+        async with database.unit_of_work(atomic=False) as session:
+            first = await NOW.scalar(session)
+            await asyncio.sleep(0.01)
+            assert await NOW.scalar(session) > first
+            await ADD.execute(session, id=1, name="kept")
+            await ADD.execute(session, id=2, name="kept")  # the name is taken: this statement alone fails
+
+    with pytest.raises(IntegrityError):
+        await kept_then_refused()
+    assert await count(database) == 1
+    assert checked_out(database) == 0
+    async with database.unit_of_work() as session:  # the connection is back out of autocommit
+        first = await NOW.scalar(session)
+        await asyncio.sleep(0.01)
+        assert await NOW.scalar(session) == first
+        await ADD.execute(session, id=3, name="undone")
+        await rollback_unit(session)
+    assert await count(database) == 1
+
+
 async def test_units_past_the_pool_size_wait_for_a_connection_and_none_is_opened_for_them(
     database: Database,
 ) -> None:

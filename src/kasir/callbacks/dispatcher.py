@@ -71,7 +71,10 @@ async def claim_due(database: Database, worker: str, limit: int, lease_seconds: 
     """Take up to `limit` due callbacks whose earlier siblings (same transaction) are settled."""
     now = clock.now()
     claimed: list[ClaimedCallback] = []
-    async with database.unit_of_work() as session:
+    # One UPDATE takes the lease and needs no transaction around it; a worker claims at every wake-up,
+    # often for one callback or none. Should a merchant's read below fail, the claimed callbacks wait
+    # out their lease and are claimed again, as after a worker's crash.
+    async with database.unit_of_work(atomic=False) as session:
         rows = await callback_repository.claim(session, now, limit, worker, now + timedelta(seconds=lease_seconds))
         if not rows:
             return []

@@ -2,6 +2,7 @@
 
     Database(settings)                 the engine and its strategy (SQLite or PostgreSQL)
       .unit_of_work(read_only=False)   a session committed at the end, rolled back on exception
+      .unit_of_work(atomic=False)      each statement commits by itself (one UPDATE): fewer round trips
       .listen(channel, on_wake)        wake-ups from commits that notified the channel
       .keeps_counters                  rate-limit counters in the database (PostgreSQL) or in memory
     on_commit(session, action)         run an action after the unit commits

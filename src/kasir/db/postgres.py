@@ -55,8 +55,9 @@ class PostgresStrategy:
         self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
         # Read units run in autocommit: no BEGIN and no COMMIT to send (two round trips of an inquiry's
         # three), no write transaction; each statement reads what is committed when it runs, as every
-        # statement of a READ COMMITTED transaction would.
-        self._read_sessions = async_sessionmaker(
+        # statement of a READ COMMITTED transaction would. So do units that are not atomic: each of
+        # their statements commits by itself.
+        self._autocommit_sessions = async_sessionmaker(
             self.engine.execution_options(isolation_level="AUTOCOMMIT"), expire_on_commit=False
         )
         # Units on a pooled connection (kasir.db.postgres_unit) where the adapter is the one known here;
@@ -67,10 +68,11 @@ class PostgresStrategy:
         self._unit_sessions = unit_sessions(self.engine)
         self._turns = Turns(settings.db_pool_size, timeout=self.engine.sync_engine.pool.timeout())  # type: ignore[attr-defined]
 
-    def unit_of_work(self, *, read_only: bool) -> AbstractAsyncContextManager[AsyncSession]:
+    def unit_of_work(self, *, read_only: bool, atomic: bool) -> AbstractAsyncContextManager[AsyncSession]:
+        autocommit = read_only or not atomic
         if self._pooled:
-            return PooledUnit(self.engine.sync_engine, self._unit_sessions, self._turns, read_only=read_only)
-        return session_unit_of_work(self._read_sessions if read_only else self._sessions)
+            return PooledUnit(self.engine.sync_engine, self._unit_sessions, self._turns, autocommit=autocommit)
+        return session_unit_of_work(self._autocommit_sessions if autocommit else self._sessions)
 
     async def listen(self, channel: str, on_wake: Callable[[], None]) -> Callable[[], None]:
         """Call `on_wake` after every commit that notifies `channel`, in this process or another."""

@@ -14,8 +14,9 @@ the asyncpg connection directly. This unit:
   kasir.db statements share one transaction, in the order they run, and the session's commit
   commits it whole.
 
-A read unit (`read_only`) puts the connection in autocommit for its time: no BEGIN and no
-COMMIT, each statement reads what is committed when it runs.
+A unit in autocommit (a read unit, or one whose statements need not stand or fall together:
+`Database.unit_of_work(atomic=False)`) puts the connection in autocommit for its time: no BEGIN
+and no COMMIT, each statement is a transaction of its own and reads what is committed when it runs.
 
 The parts of SQLAlchemy's asyncpg adapter used here (`_transaction`, `_connection`, `autocommit`,
 `_handle_exception`) are among those `kasir.db.postgres.ADAPTER_PARTS` names; the strategy uses
@@ -68,9 +69,9 @@ class PooledUnit:
         "_connection",
         "adapter",
         "broken",
+        "autocommit",
         "engine",
         "fairy",
-        "read_only",
         "session",
         "sessions",
         "turn",
@@ -78,13 +79,13 @@ class PooledUnit:
     )
 
     def __init__(
-        self, engine: Engine, sessions: async_sessionmaker[AsyncSession], turns: Turns, *, read_only: bool
+        self, engine: Engine, sessions: async_sessionmaker[AsyncSession], turns: Turns, *, autocommit: bool
     ) -> None:
         self.engine = engine
         self.sessions = sessions
         self.turns = turns
         self.turn: asyncio.Semaphore | None = None
-        self.read_only = read_only
+        self.autocommit = autocommit
         self.fairy: Any = None
         self.adapter: Any = None
         self._connection: Connection | None = None
@@ -98,7 +99,7 @@ class PooledUnit:
 
     async def connected_adapter(self) -> Any:
         """SQLAlchemy's asyncpg adapter of the unit's connection (checked out on first use), in the
-        unit's transaction (a write unit's first statement begins it)."""
+        unit's transaction (its first statement begins it) unless the unit is in autocommit."""
         if self.fairy is None:
             turn = await self.turns.take()
             try:
@@ -106,7 +107,7 @@ class PooledUnit:
             except BaseException:
                 turn.release()
                 raise
-        if self.adapter._transaction is None and not self.read_only:
+        if self.adapter._transaction is None and not self.autocommit:
             await self._begin()
         return self.adapter
 
@@ -120,8 +121,8 @@ class PooledUnit:
 
     async def notify_at_commit(self, channel: str) -> bool:
         """Send `NOTIFY channel` with the unit's COMMIT, in its round trip; False (nothing done) when
-        the unit has no transaction of its own to carry it (a read unit, or one the ORM began)."""
-        if self.read_only:
+        the unit has no transaction of its own to carry it (in autocommit, or one the ORM began)."""
+        if self.autocommit:
             return False
         transaction = (await self.connected_adapter())._transaction
         if not isinstance(transaction, UnitTransaction):
@@ -147,7 +148,7 @@ class PooledUnit:
         self.fairy = fairy
         self.turn = turn
         self.adapter = fairy.dbapi_connection
-        if self.read_only:
+        if self.autocommit:
             self.adapter.autocommit = True  # the adapter's own switch: no transaction is begun
 
     def _orm_used(self) -> bool:
@@ -214,7 +215,7 @@ class PooledUnit:
                         self.turn.release()
 
     async def _give_back(self) -> None:
-        if self.read_only:
+        if self.autocommit:
             self.adapter.autocommit = False
         healthy = not self.broken and not self._in_transaction() and not self.adapter._connection.is_closed()
         if not healthy:
