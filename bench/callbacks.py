@@ -17,7 +17,8 @@ backlog of BENCH_BACKLOG callbacks recorded while no worker runs, drained by the
 counted; `from_start_per_second` counts from the workers' start). BENCH_ONLY=backlog runs the drain alone.
 In each mode, wallet payments arriving at BENCH_PAYMENT_RATE a second for BENCH_PAYMENT_SECONDS (dummy
 payments sent once each by wrk at evenly spaced times, bench/lua/replay.lua's RATE): commit→receipt of their
-callbacks at that rate, and the rate the payments were made at. BENCH_ONLY=payment-rate runs them alone.
+callbacks at that rate, and the rate the payments were made at. BENCH_ONLY=payment-rate runs them alone;
+BENCH_ONLY=backlog,payment-rate runs both (`callback_phases`).
 """
 
 from __future__ import annotations
@@ -343,41 +344,42 @@ def _without_embedded_worker(server: Any, log: Path) -> None:
     server.start(log)
 
 
-def run_callback_benchmarks(
-    ctx: Any, server: Any, receipts: Path, log: Path, backlog_only: bool = False, rate_only: bool = False
-) -> dict[str, Any]:
+CALLBACK_PHASES = ("steady", "payment-rate", "backlog")
+
+
+def callback_phases(only: list[str]) -> set[str]:
+    """The callback phases BENCH_ONLY asks for: all of them for `callbacks` (or no BENCH_ONLY), else each
+    of `payment-rate` and `backlog` named."""
+    if not only or "callbacks" in only:
+        return set(CALLBACK_PHASES)
+    return {phase for phase in CALLBACK_PHASES if phase in only}
+
+
+def run_callback_benchmarks(ctx: Any, server: Any, receipts: Path, log: Path, phases: set[str]) -> dict[str, Any]:
+    """`phases`: "steady" (payments one at a time), "payment-rate" (paced), "backlog" (the drain);
+    each first with the server's embedded worker where it has one, then with separate workers."""
     results: dict[str, Any] = {}
     mode = f"{WORKERS} worker processes"
     paced = f"wallet payments at {PAYMENT_RATE:.0f}/s"
-    if rate_only:
+    steady, rate = "steady" in phases, "payment-rate" in phases
+    if steady:
+        results["embedded worker"] = measure(ctx, receipts, "embedded")
+        print(f"callbacks (embedded worker): {results['embedded worker']}", flush=True)
+    if rate:
         results[f"embedded worker, {paced}"] = at_a_rate(ctx, receipts, "embedded")
-        _without_embedded_worker(server, log)
+    _without_embedded_worker(server, log)
+    if steady or rate:
         workers = _start_workers(ctx, log)
         try:
-            results[f"{mode}, {paced}"] = at_a_rate(ctx, receipts, "separate")
+            if steady:
+                results[mode] = measure(ctx, receipts, "separate")
+            if rate:
+                results[f"{mode}, {paced}"] = at_a_rate(ctx, receipts, "separate")
         finally:
             _stop_workers(workers)
-        print(f"callbacks (paced payments): {results}", flush=True)
-        return results
-    if backlog_only:
-        _without_embedded_worker(server, log)
+        print(f"callbacks: {results}", flush=True)
+    if "backlog" in phases:
         results[f"backlog drained by {mode}"] = backlog = drain(ctx, receipts, log)
         backlog.update(p50_ms=None, p99_ms=None)
         print(f"callbacks (backlog): {backlog}", flush=True)
-        return results
-    results["embedded worker"] = measure(ctx, receipts, "embedded")
-    print(f"callbacks (embedded worker): {results['embedded worker']}", flush=True)
-    results[f"embedded worker, {paced}"] = at_a_rate(ctx, receipts, "embedded")
-
-    _without_embedded_worker(server, log)
-    workers = _start_workers(ctx, log)
-    try:
-        results[mode] = measure(ctx, receipts, "separate")
-        results[f"{mode}, {paced}"] = at_a_rate(ctx, receipts, "separate")
-    finally:
-        _stop_workers(workers)
-    print(f"callbacks ({mode}): {results[mode]}", flush=True)
-    results[f"backlog drained by {mode}"] = backlog = drain(ctx, receipts, log)
-    backlog.update(p50_ms=None, p99_ms=None)
-    print(f"callbacks (backlog): {backlog}", flush=True)
     return results

@@ -35,6 +35,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.support.postgres import PostgresCluster  # noqa: E402
 
+from bench.callbacks import callback_phases  # noqa: E402
 from bench.scenarios import SCENARIOS, BenchContext, Scenario  # noqa: E402
 
 BENCH_DB = os.environ.get("BENCH_DB", "sqlite")
@@ -342,10 +343,9 @@ def main() -> int:
                         flush=True,
                     )
             callbacks = {}
-            if not ONLY or {"callbacks", "backlog", "payment-rate"} & set(ONLY):
-                rate_only = bool(ONLY) and "payment-rate" in ONLY and "callbacks" not in ONLY
-                backlog_only = bool(ONLY) and "callbacks" not in ONLY and not rate_only
-                callbacks = ctx.callback_benchmarks(server, receipts, log, backlog_only, rate_only)
+            phases = callback_phases(ONLY)
+            if phases:
+                callbacks = ctx.callback_benchmarks(server, receipts, log, phases)
         finally:
             server.stop()
             receiver.terminate()

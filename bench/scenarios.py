@@ -84,12 +84,10 @@ class BenchContext:
             self.state["routes"] = set(httpx.get(f"{self.base_url}/openapi.json").json()["paths"])
         return set(self.state["routes"])
 
-    def callback_benchmarks(
-        self, server: Any, receipts: Path, log: Path, backlog_only: bool, rate_only: bool = False
-    ) -> dict[str, Any]:
+    def callback_benchmarks(self, server: Any, receipts: Path, log: Path, phases: set[str]) -> dict[str, Any]:
         from bench.callbacks import run_callback_benchmarks
 
-        return run_callback_benchmarks(self, server, receipts, log, backlog_only, rate_only)
+        return run_callback_benchmarks(self, server, receipts, log, phases)
 
 
 class Scenario:
