@@ -305,8 +305,16 @@ async def test_without_the_adapter_parts_it_knows_a_unit_goes_through_the_sessio
 
         with pytest.raises(RuntimeError):
             await failing()
+
+        async def not_atomic() -> None:
+            async with plain.unit_of_work(atomic=False) as session:
+                await ADD.execute(session, id=4, name="committed by itself")
+                raise RuntimeError("the endpoint failed")
+
+        with pytest.raises(RuntimeError):
+            await not_atomic()
         async with plain.unit_of_work(read_only=True) as session:
-            assert await COUNT.scalar(session) == 2
+            assert await COUNT.scalar(session) == 3
     finally:
         await plain.dispose()
 
