@@ -68,8 +68,8 @@ class PooledUnit:
     __slots__ = (
         "_connection",
         "adapter",
-        "broken",
         "autocommit",
+        "broken",
         "engine",
         "fairy",
         "session",
