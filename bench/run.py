@@ -147,6 +147,7 @@ class Server:
     env: dict[str, str]
     port: int
     args: list[str] = field(default_factory=list)
+    program: list[str] = field(default_factory=lambda: [str(BIN / "kasir")])  # what takes `serve` and its options
     process: subprocess.Popen[bytes] | None = None
     peaks: dict[int, int] = field(default_factory=dict)
 
@@ -157,7 +158,7 @@ class Server:
     def start(self, log: Path) -> None:
         self.process = subprocess.Popen(
             [
-                str(BIN / "kasir"),
+                *self.program,
                 "serve",
                 "--port",
                 str(self.port),
