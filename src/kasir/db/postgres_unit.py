@@ -249,7 +249,10 @@ class Turns:
             await turn.acquire()  # free: no wait, and no timer to set up
             return turn
         try:
-            await asyncio.wait_for(turn.acquire(), self.timeout)
+            # Not asyncio.wait_for: on Python 3.11 it wraps the wait in a task of its own, and at more
+            # concurrent requests than connections nearly every unit of work waits here.
+            async with asyncio.timeout(self.timeout):
+                await turn.acquire()
         except TimeoutError:
             raise PoolTimeout(
                 f"no database connection came free within {self.timeout:g} seconds "
