@@ -13,15 +13,25 @@ from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
-from sqlalchemy import Column, Integer, MetaData, String, Table, bindparam, func, insert, select, text
+from sqlalchemy import Column, Integer, MetaData, String, Table, bindparam, event, func, insert, inspect, select, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.exc import TimeoutError as PoolTimeout
 from sqlalchemy.orm import DeclarativeBase
 
 from kasir.config import Settings
-from kasir.db import Database, Statement, binds, notify_after_commit, on_commit, postgres, rollback_unit
-from kasir.db.postgres_unit import PooledUnit, Turns
+from kasir.db import (
+    Database,
+    Statement,
+    binds,
+    current_revision,
+    head_revision,
+    notify_after_commit,
+    on_commit,
+    postgres,
+    rollback_unit,
+)
+from kasir.db.postgres_unit import SPARE_SECONDS, PooledUnit, Turns
 from tests.conftest import TEST_DB
 from tests.support.probe_tables import database_with_tables
 
@@ -57,7 +67,10 @@ async def count(database: Database) -> int:
 
 
 def checked_out(database: Database) -> int:
-    return int(database.engine.sync_engine.pool.checkedout())  # type: ignore[attr-defined]
+    """Connections units hold: checked out of the pool, and not kept for the next unit."""
+    strategy = database.strategy
+    assert isinstance(strategy, postgres.PostgresStrategy)
+    return int(database.engine.sync_engine.pool.checkedout()) - strategy.spare_connections  # type: ignore[attr-defined]
 
 
 async def test_units_are_pooled_units(database: Database) -> None:
@@ -200,6 +213,7 @@ async def test_units_past_the_pool_size_wait_for_a_connection_and_none_is_opened
     gate.set()
     await asyncio.gather(*units)
     assert most == 2
+    await asyncio.sleep(SPARE_SECONDS * 3)  # the last units' connections, kept for units that did not come
     pool = database.engine.sync_engine.pool
     assert (checked_out(database), pool.checkedin()) == (0, 2)  # type: ignore[attr-defined]
     assert await count(database) == 4
@@ -356,3 +370,92 @@ async def test_a_unit_waits_for_its_turn_at_most_the_pools_timeout() -> None:
         await turns.take()
     held.release()
     (await turns.take()).release()  # the timed-out wait left no turn taken
+
+
+# --- connections and sessions from unit to unit ------------------------------------------------
+
+
+def pool_checkouts(database: Database) -> list[int]:
+    """Each check-out of SQLAlchemy's pool from now on, as it happens."""
+    seen: list[int] = []
+    event.listen(database.engine.sync_engine.pool, "checkout", lambda *_args: seen.append(1))
+    return seen
+
+
+async def test_a_connection_given_back_goes_to_the_next_unit_without_the_pool(database: Database) -> None:
+    async with database.unit_of_work() as session:
+        await ADD.execute(session, id=1, name="first")
+        pid = await Statement(select(func.pg_backend_pid())).scalar(session)
+    checkouts = pool_checkouts(database)
+    async with database.unit_of_work(read_only=True) as session:
+        assert await Statement(select(func.pg_backend_pid())).scalar(session) == pid
+        assert await COUNT.scalar(session) == 1  # the first unit's commit is what it reads
+    assert checkouts == []  # handed over: no check-in, no check-out
+
+
+async def test_a_connection_no_unit_takes_goes_back_to_the_pool(database: Database) -> None:
+    async with database.unit_of_work() as session:
+        await ADD.execute(session, id=1, name="first")
+    pool = database.engine.sync_engine.pool
+    assert database.strategy.spare_connections == 1  # type: ignore[union-attr]
+    await asyncio.sleep(SPARE_SECONDS * 3)
+    assert (database.strategy.spare_connections, pool.checkedout(), pool.checkedin()) == (0, 0, 1)  # type: ignore[union-attr, attr-defined]
+    checkouts = pool_checkouts(database)
+    assert await count(database) == 1
+    assert checkouts == [1]
+
+
+async def test_a_connection_kept_for_the_next_unit_is_closed_with_the_database(
+    settings: Settings, migrated: None
+) -> None:
+    """Disposed of with a connection kept: it goes back to the pool and is closed with it, not left open
+    (an unclosed asyncpg connection is a ResourceWarning, an error in these tests)."""
+    database = Database(settings)
+    async with database.unit_of_work(read_only=True) as session:
+        await Statement(select(func.now())).scalar(session)
+    pool = database.engine.sync_engine.pool
+    assert database.strategy.spare_connections == 1  # type: ignore[union-attr]
+    await database.dispose()
+    assert (database.strategy.spare_connections, pool.checkedout()) == (0, 0)  # type: ignore[union-attr, attr-defined]
+
+
+async def test_a_units_session_serves_the_next_unit_cleared(database: Database) -> None:
+    async with database.unit_of_work() as session:
+        first = session
+        session.sync_session.info["left by a room"] = True
+        await ADD.execute(session, id=1, name="first")
+    async with database.unit_of_work() as session:
+        assert session is first  # made once, not for every unit
+        assert "left by a room" not in session.info
+        assert session.sync_session.kasir_unit is not None  # type: ignore[attr-defined]
+        loaded = await session.get(Probe, 1)  # the ORM: an object in the session's identity map
+        assert loaded is not None
+    assert inspect(loaded).detached  # let go, still readable
+    assert loaded.name == "first"
+    async with database.unit_of_work() as session:
+        assert session is first
+        assert len(session.sync_session.identity_map) == 0
+        again = await session.get(Probe, 1)
+        assert again is not loaded  # read afresh, not the last unit's object
+        again.name = "renamed"
+    async with database.unit_of_work(read_only=True) as session:
+        assert await Statement(select(probe.c.name).where(probe.c.id == 1)).scalar(session) == "renamed"
+
+
+async def test_the_schema_check_gets_its_turn_while_units_keep_every_connection_busy(database: Database) -> None:
+    """/readyz under load: connections go from unit to unit without the pool, so the schema check
+    waits for its turn with the units rather than for the pool."""
+    busy = True
+
+    async def steady_units() -> None:
+        while busy:
+            async with database.unit_of_work(read_only=True) as session:
+                await Statement(select(func.pg_sleep(0.001))).scalar(session)
+
+    units = [asyncio.create_task(steady_units()) for _ in range(4)]
+    try:
+        await asyncio.sleep(0.1)
+        assert await asyncio.wait_for(current_revision(database), timeout=5) == head_revision()
+    finally:
+        busy = False
+        await asyncio.gather(*units)

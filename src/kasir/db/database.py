@@ -225,8 +225,10 @@ def head_revision() -> str | None:
 async def current_revision(database: Database) -> str | None:
     from alembic.runtime.migration import MigrationContext
 
-    # Deferred on SQLite: reading the version never waits for the write lock.
-    async with database.engine.execution_options(sqlite_begin="DEFERRED").connect() as connection:
+    # In a read unit of work, as every request's reads: it waits its turn for a connection with them
+    # (/readyz under load), and on SQLite never waits for the write lock.
+    async with database.unit_of_work(read_only=True) as session:
+        connection = await session.connection()
         return await connection.run_sync(lambda sync: MigrationContext.configure(sync).get_current_revision())
 
 

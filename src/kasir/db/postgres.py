@@ -66,13 +66,25 @@ class PostgresStrategy:
             _adapter_type(), cast(Any, type(self.engine.dialect))
         )
         self._unit_sessions = unit_sessions(self.engine)
+        self._idle_sessions: list[AsyncSession] = []  # the pooled units' sessions, cleared for the next
         self._turns = Turns(settings.db_pool_size, timeout=self.engine.sync_engine.pool.timeout())  # type: ignore[attr-defined]
 
     def unit_of_work(self, *, read_only: bool, atomic: bool) -> AbstractAsyncContextManager[AsyncSession]:
         autocommit = read_only or not atomic
         if self._pooled:
-            return PooledUnit(self.engine.sync_engine, self._unit_sessions, self._turns, autocommit=autocommit)
+            return PooledUnit(
+                self.engine.sync_engine,
+                self._unit_sessions,
+                self._turns,
+                autocommit=autocommit,
+                idle_sessions=self._idle_sessions,
+            )
         return session_unit_of_work(self._autocommit_sessions if autocommit else self._sessions)
+
+    @property
+    def spare_connections(self) -> int:
+        """Connections units gave back a moment ago, kept for the next units (kasir.db.postgres_unit.Turns)."""
+        return self._turns.spares
 
     async def listen(self, channel: str, on_wake: Callable[[], None]) -> Callable[[], None]:
         """Call `on_wake` after every commit that notifies `channel`, in this process or another."""
@@ -109,6 +121,7 @@ class PostgresStrategy:
                         await connection.close()
 
     async def dispose(self) -> None:
+        await self._turns.give_back_spares(self.engine.sync_engine)
         await self.engine.dispose()
 
 

@@ -14,6 +14,12 @@ the asyncpg connection directly. This unit:
   kasir.db statements share one transaction, in the order they run, and the session's commit
   commits it whole.
 
+Under load a unit's connection and session go to the next unit without SQLAlchemy in between: a
+connection given back is kept a moment (`Turns.keep`) for the next unit that takes a turn, and
+goes back to the pool when none takes it within `SPARE_SECONDS`; a session, cleared, serves
+the next unit. Checking a connection out of SQLAlchemy's pool (its fairy, events and reset)
+and making a session cost more than a one-statement unit's own work on the connection.
+
 A unit in autocommit (a read unit, or one whose statements need not stand or fall together:
 `Database.unit_of_work(atomic=False)`) puts the connection in autocommit for its time: no BEGIN
 and no COMMIT, each statement is a transaction of its own and reads what is committed when it runs.
@@ -26,7 +32,10 @@ this unit only when `asyncpg_path_supported` says the adapter has them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import time
+from collections import deque
 from types import TracebackType
 from typing import Any
 
@@ -41,6 +50,14 @@ from sqlalchemy.util import await_, greenlet_spawn
 from kasir.db.unit import run_after_commit
 
 log = logging.getLogger("kasir.db")
+
+# How long a connection a unit gave back waits for the next unit before it goes back to SQLAlchemy's
+# pool: far below the pool's idle ping (kasir.db.postgres), and long enough that at any steady rate of
+# units the next one comes first. Code that takes connections from the engine itself (a migration, a
+# test's tables) waits at most this long for one.
+SPARE_SECONDS = 0.05
+# Sessions kept cleared for the next units (as kasir.db.sqlite keeps its read sessions).
+IDLE_SESSIONS_MAX = 256
 
 
 class UnitSession(Session):
@@ -72,6 +89,7 @@ class PooledUnit:
         "broken",
         "engine",
         "fairy",
+        "idle_sessions",
         "session",
         "sessions",
         "turn",
@@ -79,10 +97,17 @@ class PooledUnit:
     )
 
     def __init__(
-        self, engine: Engine, sessions: async_sessionmaker[AsyncSession], turns: Turns, *, autocommit: bool
+        self,
+        engine: Engine,
+        sessions: async_sessionmaker[AsyncSession],
+        turns: Turns,
+        *,
+        autocommit: bool,
+        idle_sessions: list[AsyncSession] | None = None,
     ) -> None:
         self.engine = engine
         self.sessions = sessions
+        self.idle_sessions = [] if idle_sessions is None else idle_sessions
         self.turns = turns
         self.turn: asyncio.Semaphore | None = None
         self.autocommit = autocommit
@@ -92,18 +117,20 @@ class PooledUnit:
         self.broken = False
 
     async def __aenter__(self) -> AsyncSession:
-        session = self.session = self.sessions()
+        idle = self.idle_sessions
+        session = self.session = idle.pop() if idle else self.sessions()
         sync_session: Any = session.sync_session
         sync_session.kasir_unit = self
         return session
 
     async def connected_adapter(self) -> Any:
-        """SQLAlchemy's asyncpg adapter of the unit's connection (checked out on first use), in the
-        unit's transaction (its first statement begins it) unless the unit is in autocommit."""
+        """SQLAlchemy's asyncpg adapter of the unit's connection (on first use: one a unit just gave
+        back, or one checked out of the pool), in the unit's transaction (its first statement begins
+        it) unless the unit is in autocommit."""
         if self.fairy is None:
             turn = await self.turns.take()
             try:
-                self._hold(await checkout(self.engine), turn)
+                self._hold(self.turns.spare() or await checkout(self.engine), turn)
             except BaseException:
                 turn.release()
                 raise
@@ -137,7 +164,7 @@ class PooledUnit:
             if self.fairy is None:
                 turn = await_(self.turns.take())
                 try:
-                    self._hold(checkout_in_greenlet(self.engine), turn)
+                    self._hold(self.turns.spare() or checkout_in_greenlet(self.engine), turn)
                 except BaseException:
                     turn.release()
                     raise
@@ -176,6 +203,16 @@ class PooledUnit:
             await self._release()
         if committed:
             await run_after_commit(self.session)
+        await self._recycle_session()
+
+    async def _recycle_session(self) -> None:
+        """Clear the session for the next unit. One the ORM used is closed already (`_release`: what it
+        loaded is let go, usable and detached); what the rooms kept in its `info` is forgotten here."""
+        sync_session: Any = self.session.sync_session
+        sync_session.kasir_unit = None
+        sync_session.info.clear()
+        if len(self.idle_sessions) < IDLE_SESSIONS_MAX:
+            self.idle_sessions.append(self.session)
 
     async def _commit(self) -> None:
         if self._orm_used():
@@ -223,11 +260,11 @@ class PooledUnit:
         if self._connection is not None:
             await greenlet_spawn(self._connection.close)  # gives the pooled connection back
         elif healthy:
-            await checkin(self.engine, self.fairy)
+            self.turns.keep(self.fairy, self.engine)  # for the next unit, or back to the pool soon
 
 
 class Turns:
-    """Connections for units in the order they asked.
+    """Connections for units in the order they asked, and the connections units gave back a moment ago.
 
     The pool's own wait (an asyncio.Queue) lets a unit that asks just as a connection comes back
     take it ahead of one that has waited, which goes to the back of the line: at more concurrent
@@ -235,15 +272,20 @@ class Turns:
     serves its waiters first come, first served; with as many turns as the pool has connections
     no unit waits in the pool itself. A unit waits at most the pool's timeout, then gets the
     pool's error (503 with Retry-After), as it would have from the pool.
+
+    A connection a unit gives back whole is kept for the next unit that takes a turn (`keep`,
+    `spare`): under load it goes from unit to unit without a check-in and a check-out of
+    SQLAlchemy's pool. One no unit takes within SPARE_SECONDS goes back to the pool, so that a
+    process at rest holds none and code that asks the engine itself gets one.
     """
 
     def __init__(self, size: int, timeout: float) -> None:
         self.size = size
         self.timeout = timeout
-        self._turns: tuple[asyncio.AbstractEventLoop, asyncio.Semaphore] | None = None
+        self._state: _LoopTurns | None = None
 
     async def take(self) -> asyncio.Semaphore:
-        """Wait for a turn (released by the caller when its connection is back in the pool)."""
+        """Wait for a turn (released by the caller when its connection is given back)."""
         turn = self.current()
         if not turn.locked():
             await turn.acquire()  # free: no wait, and no timer to set up
@@ -262,10 +304,90 @@ class Turns:
 
     def current(self) -> asyncio.Semaphore:
         """The turns of the running event loop (a semaphore belongs to one loop)."""
+        return self._loop_state().turns
+
+    @property
+    def spares(self) -> int:
+        """How many connections given back wait for a unit now."""
+        return 0 if self._state is None else len(self._state.spares)
+
+    def spare(self) -> Any:
+        """A connection a unit gave back a moment ago (the latest), or None."""
+        spares = self._loop_state().spares
+        return spares.pop()[0] if spares else None
+
+    def keep(self, fairy: Any, engine: Engine) -> None:
+        """Keep a connection given back whole (no transaction open) for the next unit."""
+        state = self._loop_state()
+        state.spares.append((fairy, time.monotonic()))
+        if state.drain is None:
+            state.drain = state.loop.call_later(SPARE_SECONDS, self._drain, state, engine)
+
+    def _drain(self, state: _LoopTurns, engine: Engine) -> None:
+        """Give the pool the connections no unit took in time; look again later for the rest."""
+        state.drain = None
+        spares = state.spares
+        given_back_before = time.monotonic() - SPARE_SECONDS
+        while spares and spares[0][1] <= given_back_before:
+            fairy, _ = spares.popleft()
+            _check_in_soon(engine, fairy, state.loop)
+        if spares:
+            state.drain = state.loop.call_later(SPARE_SECONDS, self._drain, state, engine)
+
+    async def give_back_spares(self, engine: Engine) -> None:
+        """Every kept connection back to the pool now (before the engine is disposed of)."""
+        state = self._state
+        if state is None or state.loop is not asyncio.get_running_loop():
+            return
+        if state.drain is not None:
+            state.drain.cancel()
+            state.drain = None
+        while state.spares:
+            fairy, _ = state.spares.popleft()
+            await checkin(engine, fairy)
+
+    def _loop_state(self) -> _LoopTurns:
         loop = asyncio.get_running_loop()
-        if self._turns is None or self._turns[0] is not loop:
-            self._turns = (loop, asyncio.Semaphore(self.size))
-        return self._turns[1]
+        state = self._state
+        if state is None or state.loop is not loop:
+            if state is not None:
+                state.forget()
+            state = self._state = _LoopTurns(loop, asyncio.Semaphore(self.size))
+        return state
+
+
+class _LoopTurns:
+    """One event loop's turns and kept connections (asyncpg's connections belong to one loop too)."""
+
+    __slots__ = ("drain", "loop", "spares", "turns")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, turns: asyncio.Semaphore) -> None:
+        self.loop = loop
+        self.turns = turns
+        self.spares: deque[tuple[Any, float]] = deque()  # (fairy, when it was given back)
+        self.drain: asyncio.TimerHandle | None = None
+
+    def forget(self) -> None:
+        """The loop these belong to is no longer the running one: close what it kept, as best it can."""
+        if self.drain is not None:
+            self.drain.cancel()
+        while self.spares:
+            fairy, _ = self.spares.popleft()
+            with contextlib.suppress(Exception):
+                fairy.invalidate()
+
+
+_CHECKING_IN: set[asyncio.Task[Any]] = set()  # a task the loop holds only weakly must be held here
+
+
+def _check_in_soon(engine: Engine, fairy: Any, loop: asyncio.AbstractEventLoop) -> None:
+    """`checkin` from a timer's callback: at once when the pool keeps the connection, else in a task."""
+    if _pool_keeps(engine):
+        fairy.close()
+        return
+    task = loop.create_task(greenlet_spawn(fairy.close))
+    _CHECKING_IN.add(task)
+    task.add_done_callback(_CHECKING_IN.discard)
 
 
 class UnitTransaction:
@@ -308,11 +430,16 @@ async def checkin(engine: Engine, fairy: Any) -> None:
     connection instead of keeping it (one full already, or not a QueuePool) gets it inside the
     greenlet: asyncpg's close waits on the loop, and outside it the connection would be left open.
     """
-    pool = engine.pool
-    if isinstance(pool, QueuePool) and pool.checkedin() < pool.size():
+    if _pool_keeps(engine):
         fairy.close()
     else:
         await greenlet_spawn(fairy.close)
+
+
+def _pool_keeps(engine: Engine) -> bool:
+    """Whether the pool keeps a connection given back (a QueuePool with room), rather than closing it."""
+    pool = engine.pool
+    return isinstance(pool, QueuePool) and pool.checkedin() < pool.size()
 
 
 async def end_transaction(adapter: Any, dialect: Any, *, commit: bool) -> None:
