@@ -155,7 +155,7 @@ async def run_once(
     if key is None:
         async with database.unit_of_work() as session:
             outcome = await handler(session)
-            if isinstance(outcome, Deferred):
+            if not isinstance(outcome, Response):  # a Deferred (a Protocol: isinstance of it is slow)
                 await outcome.hold(session, None)
         return outcome if isinstance(outcome, Response) else await outcome.finish(request, database)
     fingerprint = request_fingerprint(body)
@@ -167,7 +167,7 @@ async def run_once(
                 return _replay(stored)
             try:
                 outcome = await handler(session)
-                if isinstance(outcome, Deferred):
+                if not isinstance(outcome, Response):  # a Deferred
                     await outcome.hold(session, claimed)
             except KasirError as error:
                 if error.http_status >= 500 or not error.kept_with_key:

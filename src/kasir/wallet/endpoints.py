@@ -254,7 +254,7 @@ async def _run_once(
     handler: Callable[[AsyncSession], Awaitable[Response | PendingCall]],
 ) -> Response:
     """The route's unit of work, once per X-Idempotency-Key (kasir.idempotency), scoped by its path."""
-    scope = f"POST {request.url.path}"
+    scope = f"POST {request.scope['path']}"  # the route's own path (static): request.url would parse it all
     merchant_id = caller.merchant.merchant.id
     return await run_once(
         request, database(request), key, merchant_id=merchant_id, scope=scope, body=caller.raw, handler=handler
