@@ -103,11 +103,11 @@ class PooledUnit:
         turns: Turns,
         *,
         autocommit: bool,
-        idle_sessions: list[AsyncSession] | None = None,
+        idle_sessions: list[AsyncSession],
     ) -> None:
         self.engine = engine
         self.sessions = sessions
-        self.idle_sessions = [] if idle_sessions is None else idle_sessions
+        self.idle_sessions = idle_sessions  # the strategy's: cleared sessions the next units take
         self.turns = turns
         self.turn: asyncio.Semaphore | None = None
         self.autocommit = autocommit

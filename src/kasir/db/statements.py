@@ -41,8 +41,6 @@ from sqlalchemy.sql.elements import BindParameter
 
 from kasir.db import postgres, sqlite
 
-Processor = Callable[[Any], Any] | None
-
 
 @dataclass(frozen=True, slots=True)
 class _Compiled:
@@ -51,7 +49,6 @@ class _Compiled:
     defaults: dict[str, Any]  # values written into the statement (a LIMIT), used when not given
     bind: tuple[tuple[int, Callable[[Any], Any]], ...]  # (position, processor) of the parameters that have one
     result: tuple[tuple[int, Callable[[Any], Any]], ...]  # (column, processor) of the result columns that have one
-    any_result_processor: bool
     pick: Callable[[dict[str, Any]], Sequence[Any]]  # the parameters' values, in order, from the dict
 
     def values(self, params: dict[str, Any]) -> Sequence[Any]:
@@ -118,8 +115,7 @@ class Statement:
             column.type.dialect_impl(dialect).result_processor(dialect, None) for column in statement.exported_columns
         )
         result = tuple((column, process) for column, process in enumerate(processors_out) if process is not None)
-        any_result_processor = bool(result)
-        return _Compiled(str(compiled), names, defaults, bind, result, any_result_processor, _picker(names))
+        return _Compiled(str(compiled), names, defaults, bind, result, _picker(names))
 
     def _for(self, dialect: Dialect) -> _Compiled:
         compiled = self._compiled.get(dialect.name)
@@ -132,7 +128,7 @@ class Statement:
     async def rows(self, session: AsyncSession, **params: Any) -> list[tuple[Any, ...]]:
         """Every row, as tuples."""
         compiled, rows, _ = await self._run(session, params)
-        if not compiled.any_result_processor:
+        if not compiled.result:
             return [tuple(row) for row in rows]
         return [_processed(compiled, row) for row in rows]
 
@@ -218,7 +214,7 @@ def _processed(compiled: _Compiled, row: Sequence[Any]) -> tuple[Any, ...]:
     Only the columns with a processor are visited: a wallet transaction's row has 25 columns, a
     few of them datetimes or amounts, and every inquiry reads one.
     """
-    if not compiled.any_result_processor:
+    if not compiled.result:
         return tuple(row)  # a sqlite3 row is a tuple already: no copy
     values = list(row)
     for column, process in compiled.result:
