@@ -16,14 +16,13 @@ import typer
 import uvicorn
 from pydantic import ValidationError
 from pydantic_core import ErrorDetails
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir import __version__
 from kasir.callbacks.cli import callbacks_app, worker
 from kasir.cli_support import console, err_console, fail, run_in_session
 from kasir.config import Settings, configure, get_settings
 from kasir.console.cli import demo_console_users, user_app
-from kasir.db import Database, SchemaBehind, check_schema, current_revision, head_revision, upgrade_schema
+from kasir.db import Database, SchemaBehind, Session, check_schema, current_revision, head_revision, upgrade_schema
 from kasir.db.reachability import database_failure, masked_url
 from kasir.kit.http_server import NoDelayHttpToolsProtocol, connection_cap
 from kasir.merchants.cli import credentials_json, keygen, merchant_app, secrets_app, write_key_pair
@@ -230,7 +229,7 @@ def demo_merchant(
     credentials_path = directory / "credentials.json"
     private_path, public_path = directory / "private.pem", directory / "public.pem"
 
-    async def work(session: AsyncSession) -> MerchantCredentials:
+    async def work(session: Session) -> MerchantCredentials:
         merchant = await merchant_service.get_by_name(session, DEMO_MERCHANT_NAME)
         if merchant is None:
             write_key_pair(directory, force=True)

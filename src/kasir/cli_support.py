@@ -11,10 +11,9 @@ import typer
 from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.config import get_settings
-from kasir.db import Database, SchemaBehind, check_schema
+from kasir.db import Database, SchemaBehind, Session, check_schema
 from kasir.errors import KasirError
 
 T = TypeVar("T")
@@ -28,7 +27,7 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
-def run_in_session(work: Callable[[AsyncSession], Awaitable[T]], *, read_only: bool = False) -> T:
+def run_in_session(work: Callable[[Session], Awaitable[T]], *, read_only: bool = False) -> T:
     async def main() -> T:
         database = Database(get_settings())
         try:

@@ -11,9 +11,9 @@ import pytest
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from sqlalchemy import select, text
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.config import Settings
+from kasir.db import Session
 from kasir.errors import RequestInProgress, UnprocessableEntity
 from kasir.idempotency import service
 from kasir.idempotency.models import IdempotencyKey
@@ -120,7 +120,7 @@ async def test_a_refusal_after_writes_undoes_them_and_is_the_keys_answer(app: Fa
     merchant = await make_merchant(app)
     calls = 0
 
-    async def handler(session: AsyncSession) -> Response:
+    async def handler(session: Session) -> Response:
         nonlocal calls
         calls += 1
         assert await service._claim(session, merchant.id, SCOPE, "written-by-the-handler", "h", b"{}") is None
@@ -147,7 +147,7 @@ async def test_a_refusal_yields_to_an_answer_stored_in_between(app: FastAPI, mon
     merchant = await make_merchant(app)
     fingerprint = service.request_fingerprint(b"{}")
 
-    async def handler(session: AsyncSession) -> Response:
+    async def handler(session: Session) -> Response:
         raise _TooMuch("refused", field="refund_amount")
 
     async def a_retry_answers_the_key() -> None:

@@ -6,19 +6,19 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.audit.models import AuditEvent
+from kasir.db import Session
 
 
 class AuditRepository:
-    async def add(self, session: AsyncSession, event: AuditEvent) -> None:
+    async def add(self, session: Session, event: AuditEvent) -> None:
         session.add(event)
         await session.flush()
 
     async def search(
         self,
-        session: AsyncSession,
+        session: Session,
         *,
         merchant_id: str | None = None,
         action: str | None = None,

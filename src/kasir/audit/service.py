@@ -12,10 +12,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from kasir.audit.models import AuditEvent
 from kasir.audit.repository import audit_repository
+from kasir.db import Session
 from kasir.kit.clock import clock
 
 
@@ -52,7 +51,7 @@ def _json(value: Any) -> str | None:
 class AuditService:
     async def record(
         self,
-        session: AsyncSession,
+        session: Session,
         actor: Actor,
         action: str,
         *,
@@ -79,7 +78,7 @@ class AuditService:
 
     async def search(
         self,
-        session: AsyncSession,
+        session: Session,
         *,
         merchant_id: str | None = None,
         action: str | None = None,

@@ -15,7 +15,6 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.bnpl.schemas import (
     BnplCalculationResponse,
@@ -32,7 +31,7 @@ from kasir.bnpl.security import (
     verified_snap_request,
 )
 from kasir.bnpl.service import bnpl_service, option_body, page_url, parse_request, transaction_body
-from kasir.db import ReadSession
+from kasir.db import ReadSession, Session
 from kasir.errors import WireFormat, wire
 from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
 from kasir.kit.clock import isoformat_seconds
@@ -114,7 +113,7 @@ async def qr_checkout(request: Request) -> Response:
     await bnpl_service.check_callback_url(checkout)  # DNS: before the unit of work
     require("bnpl", None)
 
-    async def checkout_in(session: AsyncSession) -> Response:
+    async def checkout_in(session: Session) -> Response:
         await claim_external_id(session, caller)
         tx = await bnpl_service.checkout(session, caller, checkout)
         body = {"responseCode": success_code(SERVICE_QR_CHECKOUT), "responseMessage": SUCCESS_MESSAGE}

@@ -14,11 +14,10 @@ from datetime import date, datetime
 from typing import Any
 
 from sqlalchemy import bindparam, delete, select
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.bnpl.models import BnplExternalId, BnplPricing, BnplTransaction
 from kasir.bnpl.states import BnplStatus
-from kasir.db import Statement, binds
+from kasir.db import Session, Statement, binds
 from kasir.merchants.models import Merchant
 
 # The unique constraint decides races, with no look-up before it and no savepoint around it.
@@ -60,7 +59,7 @@ class SnapMerchant:
 
 class BnplRepository:
     async def claim_external_id(
-        self, session: AsyncSession, merchant_id: str, day: date, external_id: str, now: datetime
+        self, session: Session, merchant_id: str, day: date, external_id: str, now: datetime
     ) -> bool:
         """Record the (merchant, day, X-EXTERNAL-ID); False when it is taken.
 
@@ -72,14 +71,14 @@ class BnplRepository:
         )
         return claimed is not None
 
-    async def forget_external_ids_before(self, session: AsyncSession, day: date) -> None:
+    async def forget_external_ids_before(self, session: Session, day: date) -> None:
         await session.execute(delete(BnplExternalId).where(BnplExternalId.day < day))
 
-    async def snap_merchant(self, session: AsyncSession, merchant_id: str) -> SnapMerchant | None:
+    async def snap_merchant(self, session: Session, merchant_id: str) -> SnapMerchant | None:
         row = await _SNAP_MERCHANT.first(session, merchant_id=merchant_id)
         return None if row is None else SnapMerchant(*row)
 
-    async def add_transaction(self, session: AsyncSession, values: dict[str, Any]) -> bool:
+    async def add_transaction(self, session: Session, values: dict[str, Any]) -> bool:
         """Insert a transaction (every column); False when partnerReferenceNo is taken for this merchant.
 
         The unique constraint decides races between concurrent checkouts.
@@ -87,7 +86,7 @@ class BnplRepository:
         return await _ADD_TRANSACTION.scalar(session, **values) is not None
 
     async def by_partner_reference(
-        self, session: AsyncSession, merchant_id: str, partner_reference_no: str
+        self, session: Session, merchant_id: str, partner_reference_no: str
     ) -> BnplTransaction | None:
         return await session.scalar(
             select(BnplTransaction).where(
@@ -96,13 +95,13 @@ class BnplRepository:
             )
         )
 
-    async def get(self, session: AsyncSession, reference_no: str, *, lock: bool = False) -> BnplTransaction | None:
+    async def get(self, session: Session, reference_no: str, *, lock: bool = False) -> BnplTransaction | None:
         query = select(BnplTransaction).where(BnplTransaction.id == reference_no)
         if lock:
             query = query.with_for_update()
         return await session.scalar(query.execution_options(populate_existing=True))
 
-    async def due_for_expiry(self, session: AsyncSession, now: datetime, limit: int = 500) -> Sequence[str]:
+    async def due_for_expiry(self, session: Session, now: datetime, limit: int = 500) -> Sequence[str]:
         result = await session.scalars(
             select(BnplTransaction.id)
             .where(BnplTransaction.status == BnplStatus.INITIATED.value, BnplTransaction.expires_at <= now)
@@ -111,12 +110,12 @@ class BnplRepository:
         )
         return result.all()
 
-    async def plans(self, session: AsyncSession, merchant_id: str) -> str | None:
+    async def plans(self, session: Session, merchant_id: str) -> str | None:
         """The merchant's own pricing table (JSON), or None without one."""
         plans: str | None = await _PLANS.scalar(session, merchant_id=merchant_id)
         return plans
 
-    async def save_pricing(self, session: AsyncSession, pricing: BnplPricing) -> None:
+    async def save_pricing(self, session: Session, pricing: BnplPricing) -> None:
         await session.merge(pricing)
         await session.flush()
 

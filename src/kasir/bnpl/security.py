@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from fastapi import Request
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.bnpl.repository import SnapMerchant, bnpl_repository
 from kasir.config import get_settings
+from kasir.db import Session
 from kasir.errors import Conflict, InvalidFieldFormat, Unauthorized
 from kasir.kit.clock import clock
 from kasir.kit.crypto import SecretBox, b64decode_strict
@@ -82,7 +82,7 @@ def signed_path(request: Request) -> str:
     return f"{path}?{query.decode('latin-1')}" if query else path
 
 
-async def verify_snap_request(request: Request, session: AsyncSession) -> SnapCaller:
+async def verify_snap_request(request: Request, session: Session) -> SnapCaller:
     headers = request.headers
     require_json_content_type(headers)
     timestamp, signature, partner_id, external_id, channel_id = require_headers(headers, *SNAP_HEADERS)
@@ -122,7 +122,7 @@ async def verify_snap_request(request: Request, session: AsyncSession) -> SnapCa
     return SnapCaller(partner_id, external_id, channel_id, body, symmetric=token_value is not None)
 
 
-async def _in_grace(session: AsyncSession, merchant_id: str, kind: CredentialKind) -> list[str]:
+async def _in_grace(session: Session, merchant_id: str, kind: CredentialKind) -> list[str]:
     """The replaced credentials of `kind` still accepted now, opened (a PEM stays as it is)."""
     rows = await merchant_repository.grace(session, merchant_id, clock.now())
     values = [row.value for row in rows if row.kind == kind.value]
@@ -131,7 +131,7 @@ async def _in_grace(session: AsyncSession, merchant_id: str, kind: CredentialKin
     return [secret_box().open(value) for value in values]
 
 
-async def claim_external_id(session: AsyncSession, caller: SnapCaller) -> None:
+async def claim_external_id(session: Session, caller: SnapCaller) -> None:
     """X-EXTERNAL-ID is unique per merchant per calendar day (docs/decisions.md §3.2), in the request's unit of work."""
     day = clock.local_now().date()
     # merchant_id is the X-PARTNER-ID: the merchant was found by it (or the token was minted for it).
@@ -139,7 +139,7 @@ async def claim_external_id(session: AsyncSession, caller: SnapCaller) -> None:
         raise ExternalIdReused()
 
 
-async def _merchant(session: AsyncSession, partner_id: str) -> SnapMerchant:
+async def _merchant(session: Session, partner_id: str) -> SnapMerchant:
     merchant = await bnpl_repository.snap_merchant(session, partner_id)
     if merchant is None or merchant.disabled_at is not None:
         raise Unauthorized("Unknown X-PARTNER-ID")  # a disabled merchant is refused like an unknown one
@@ -153,7 +153,7 @@ _snap_merchants: TtlCache[str, SnapMerchant] = TtlCache(credential_cache_seconds
 merchant_id_caches.append(_snap_merchants)
 
 
-async def _cached_merchant(session: AsyncSession, partner_id: str) -> SnapMerchant:
+async def _cached_merchant(session: Session, partner_id: str) -> SnapMerchant:
     merchant = _snap_merchants.get(partner_id)
     if merchant is None:
         merchant = await _merchant(session, partner_id)
@@ -172,7 +172,7 @@ def _client_secret(box: SecretBox, sealed: str) -> str:
 
 
 @asynccontextmanager
-async def _authenticated(request: Request, *, read_only: bool) -> AsyncIterator[tuple[AsyncSession, SnapCaller]]:
+async def _authenticated(request: Request, *, read_only: bool) -> AsyncIterator[tuple[Session, SnapCaller]]:
     """A unit of work and the request's verified caller. The lockout is asked before the unit
     opens and a failure counted after it ends (on PostgreSQL the counters use a unit of their own:
     never two connections held by one request)."""
@@ -201,7 +201,7 @@ async def verified_caller(request: Request) -> SnapCaller:
 
 
 @asynccontextmanager
-async def verified_snap_request(request: Request) -> AsyncIterator[tuple[AsyncSession, SnapCaller]]:
+async def verified_snap_request(request: Request) -> AsyncIterator[tuple[Session, SnapCaller]]:
     """The request's unit of work and its verified caller; committed before the response is sent.
 
     The unit of work is opened here rather than through FastAPI dependencies (kasir.db.WriteSession

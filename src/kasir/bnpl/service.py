@@ -25,7 +25,6 @@ from typing import Any, Protocol, TypeVar
 from weakref import WeakKeyDictionary
 
 from pydantic import BaseModel, ValidationError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.bnpl.models import BnplPricing, BnplTransaction, amount_of, cents_of
 from kasir.bnpl.pricing import (
@@ -44,7 +43,7 @@ from kasir.callbacks.service import callback_outbox
 from kasir.callbacks.signing import bnpl_svc_signature
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import get_settings
-from kasir.db import Database, each_in_own_unit_of_work
+from kasir.db import Database, Session, each_in_own_unit_of_work
 from kasir.errors import (
     DuplicateReference,
     InvalidFieldFormat,
@@ -147,25 +146,25 @@ class TransactionFields(Protocol):
 class BnplService:
     # --- pricing -------------------------------------------------------------------
 
-    async def plans(self, session: AsyncSession, merchant_id: str) -> tuple[Plan, ...]:
+    async def plans(self, session: Session, merchant_id: str) -> tuple[Plan, ...]:
         table = await bnpl_repository.plans(session, merchant_id)
         if not table:
             return DEFAULT_PLANS
         return _plans_of(table)
 
-    async def set_pricing(self, session: AsyncSession, merchant_id: str, plans: Sequence[Plan] | None) -> None:
+    async def set_pricing(self, session: Session, merchant_id: str, plans: Sequence[Plan] | None) -> None:
         """A merchant's own pricing table; None goes back to the shipped default."""
         encoded = json.dumps(plans_to_json(plans)) if plans else None
         await bnpl_repository.save_pricing(
             session, BnplPricing(merchant_id=merchant_id, plans=encoded, updated_at=clock.now())
         )
 
-    async def options(self, session: AsyncSession, merchant_id: str, total: Decimal) -> list[InstallmentOption]:
+    async def options(self, session: Session, merchant_id: str, total: Decimal) -> list[InstallmentOption]:
         return installment_options(total, await self.plans(session, merchant_id))
 
     # --- payment calculation (service 90) -------------------------------------------
 
-    async def calculate(self, session: AsyncSession, caller: SnapCaller, request: Any) -> list[InstallmentOption]:
+    async def calculate(self, session: Session, caller: SnapCaller, request: Any) -> list[InstallmentOption]:
         total = request.amount.decimal
         if items_total(request.item_details) != total:
             raise AmountMismatch("amount.value")
@@ -178,7 +177,7 @@ class BnplService:
         host (DNS), and nothing slow may run inside a unit of work (kasir.db.sqlite)."""
         await check_callback_url(request.callback_url, production=get_settings().is_production, field="callbackUrl")
 
-    async def checkout(self, session: AsyncSession, caller: SnapCaller, request: Any) -> NewTransaction:
+    async def checkout(self, session: Session, caller: SnapCaller, request: Any) -> NewTransaction:
         """A request whose callbackUrl passed `check_callback_url`."""
         total = request.payment_details.amount.decimal
         if items_total(request.item_details) != total:
@@ -229,13 +228,13 @@ class BnplService:
 
     # --- approval (the lender's page, its notification) -------------------------------
 
-    async def get(self, session: AsyncSession, reference_no: str, *, lock: bool = False) -> BnplTransaction:
+    async def get(self, session: Session, reference_no: str, *, lock: bool = False) -> BnplTransaction:
         tx = await bnpl_repository.get(session, reference_no, lock=lock)
         if tx is None:
             raise BnplTransactionNotFound()
         return tx
 
-    async def application(self, session: AsyncSession, reference_no: str) -> BnplApplication:
+    async def application(self, session: Session, reference_no: str) -> BnplApplication:
         """The transaction as its lender's `checkout` takes it (the customer opened qrContent)."""
         from kasir.merchants.service import merchant_service
 
@@ -256,7 +255,7 @@ class BnplService:
             tenure=tx.tenure,
         )
 
-    async def approve(self, session: AsyncSession, reference_no: str, tenure: int) -> BnplTransaction:
+    async def approve(self, session: Session, reference_no: str, tenure: int) -> BnplTransaction:
         tx = await self.get(session, reference_no, lock=True)
         self._refuse_if_due(tx)
         offered = {option.tenure for option in await self.options(session, tx.merchant_id, tx.amount)}
@@ -268,7 +267,7 @@ class BnplService:
         await self._changed(session, tx)
         return tx
 
-    async def reject(self, session: AsyncSession, reference_no: str) -> BnplTransaction:
+    async def reject(self, session: Session, reference_no: str) -> BnplTransaction:
         tx = await self.get(session, reference_no, lock=True)
         self._refuse_if_due(tx)
         transition(tx, BnplStatus.FAILED, REJECTED_DESC)
@@ -280,7 +279,7 @@ class BnplService:
         if tx.status == BnplStatus.INITIATED.value and tx.expires_at <= clock.now():
             raise TransactionNotInitiated("Transaction has expired")
 
-    async def expire(self, session: AsyncSession, reference_no: str) -> bool:
+    async def expire(self, session: Session, reference_no: str) -> bool:
         tx = await self.get(session, reference_no, lock=True)
         if tx.status != BnplStatus.INITIATED.value or tx.expires_at > clock.now():
             return False  # approved, rejected or expired meanwhile
@@ -288,7 +287,7 @@ class BnplService:
         await self._changed(session, tx)
         return True
 
-    async def _changed(self, session: AsyncSession, tx: BnplTransaction) -> None:
+    async def _changed(self, session: Session, tx: BnplTransaction) -> None:
         tx.updated_at = clock.now()
         await session.flush()
         if BnplStatus(tx.status) in NOTIFIED:
@@ -304,7 +303,7 @@ class BnplService:
                 svc_signature=bnpl_svc_signature(hash_key, tx.id, tx.partner_reference_no),
             )
 
-    async def notification_payload(self, session: AsyncSession, tx: BnplTransaction) -> dict[str, Any]:
+    async def notification_payload(self, session: Session, tx: BnplTransaction) -> dict[str, Any]:
         """docs/decisions.md §6: the body of a BNPL notification."""
         payload: dict[str, Any] = {
             "originalPartnerReferenceNo": tx.partner_reference_no,
@@ -326,7 +325,7 @@ class BnplService:
 
     # --- status inquiry (service 93) --------------------------------------------------
 
-    async def inquire(self, session: AsyncSession, merchant_id: str, request: Any) -> BnplTransaction:
+    async def inquire(self, session: Session, merchant_id: str, request: Any) -> BnplTransaction:
         partner_ref, reference_no = request.original_partner_reference_no, request.original_reference_no
         if not partner_ref and not reference_no:
             raise InvalidMandatoryField("originalReferenceNo")

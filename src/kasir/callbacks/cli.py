@@ -10,7 +10,6 @@ from typing import Annotated
 import typer
 from prometheus_client import start_http_server
 from rich.table import Table
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.callbacks.models import CallbackStatus
 from kasir.callbacks.repository import callback_repository
@@ -19,7 +18,7 @@ from kasir.callbacks.service import callback_outbox
 from kasir.callbacks.worker import run_worker_until_signalled
 from kasir.cli_support import console, fail, print_table, run_in_session
 from kasir.config import get_settings
-from kasir.db import Database, SchemaBehind, check_schema
+from kasir.db import Database, SchemaBehind, Session, check_schema
 from kasir.kit.logs import configure_logging
 from kasir.merchants.sealing import SecretKeyMismatch, check_secret_key
 from kasir.merchants.service import secret_box
@@ -84,7 +83,7 @@ def list_callbacks(
 ) -> None:
     """List callbacks, newest first."""
 
-    async def work(session: AsyncSession) -> list[CallbackView]:
+    async def work(session: Session) -> list[CallbackView]:
         rows = await callback_repository.search(
             session,
             status=status.value if status else None,
@@ -116,7 +115,7 @@ def list_callbacks(
 def show(callback_id: int) -> None:
     """One callback with its payload and every attempt (JSON)."""
 
-    async def work(session: AsyncSession) -> CallbackView:
+    async def work(session: Session) -> CallbackView:
         callback, attempts = await callback_outbox.show(session, callback_id)
         return CallbackView.of(callback, attempts, with_payload=True)
 
@@ -128,7 +127,7 @@ def show(callback_id: int) -> None:
 def replay(callback_id: int) -> None:
     """Deliver a callback again: same payload, fresh signature headers."""
 
-    async def work(session: AsyncSession) -> int:
+    async def work(session: Session) -> int:
         return (await callback_outbox.replay(session, callback_id)).id
 
     new_id = run_in_session(work)

@@ -5,11 +5,10 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Integer, and_, bindparam, func, insert, null, or_, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import aliased
 
 from kasir.callbacks.models import Callback, CallbackAttempt, CallbackStatus
-from kasir.db import Statement, binds
+from kasir.db import Session, Statement, binds
 
 # Every attempt writes these two (kasir.db.Statement: compiled once, no ORM unit of work per attempt).
 _ATTEMPT_COLUMNS = (
@@ -124,34 +123,34 @@ _CLAIM = _claim_statement()
 
 class CallbackRepository:
     async def claim(
-        self, session: AsyncSession, now: datetime, limit: int, worker: str, lease_until: datetime
+        self, session: Session, now: datetime, limit: int, worker: str, lease_until: datetime
     ) -> list[tuple[Any, ...]]:
         """Claim up to `limit` due callbacks for `worker` until `lease_until`: rows of CLAIMED_COLUMNS, the fence
         already bumped, oldest first."""
         rows = await _CLAIM.rows(session, now=now, claim_limit=limit, worker=worker, lease_until=lease_until)
         return sorted(rows, key=lambda row: (row[-1], row[0]))
 
-    async def add(self, session: AsyncSession, **values: Any) -> None:
+    async def add(self, session: Session, **values: Any) -> None:
         """A new callback: every column of `_NEW_COLUMNS`."""
         await _ADD_CALLBACK.execute(session, **values)
 
-    async def add_replay(self, session: AsyncSession, replay: Callback) -> None:
+    async def add_replay(self, session: Session, replay: Callback) -> None:
         """A replay, through the ORM: its id is handed back to whoever asked for it."""
         session.add(replay)
         await session.flush()
 
-    async def add_attempt(self, session: AsyncSession, **values: Any) -> None:
+    async def add_attempt(self, session: Session, **values: Any) -> None:
         """One attempt as it went: every column of `_ATTEMPT_COLUMNS`."""
         await _ADD_ATTEMPT.execute(session, **values)
 
-    async def record_outcome(self, session: AsyncSession, callback_id: int, fence: int, **values: Any) -> bool:
+    async def record_outcome(self, session: Session, callback_id: int, fence: int, **values: Any) -> bool:
         """The callback's state after an attempt, and its lease let go; False when the fence moved on."""
         return await _RECORD_OUTCOME.execute(session, callback_id=callback_id, held_fence=fence, **values) == 1
 
-    async def get(self, session: AsyncSession, callback_id: int) -> Callback | None:
+    async def get(self, session: Session, callback_id: int) -> Callback | None:
         return await session.get(Callback, callback_id)
 
-    async def attempts(self, session: AsyncSession, callback_id: int) -> Sequence[CallbackAttempt]:
+    async def attempts(self, session: Session, callback_id: int) -> Sequence[CallbackAttempt]:
         result = await session.execute(
             select(CallbackAttempt).where(CallbackAttempt.callback_id == callback_id).order_by(CallbackAttempt.id)
         )
@@ -159,7 +158,7 @@ class CallbackRepository:
 
     async def search(
         self,
-        session: AsyncSession,
+        session: Session,
         *,
         status: str | None = None,
         merchant_id: str | None = None,
@@ -175,11 +174,11 @@ class CallbackRepository:
             query = query.where(Callback.transaction_ref == transaction_ref)
         return (await session.execute(query)).scalars().all()
 
-    async def count_by_status(self, session: AsyncSession) -> dict[str, int]:
+    async def count_by_status(self, session: Session) -> dict[str, int]:
         result = await session.execute(select(Callback.status, func.count()).group_by(Callback.status))
         return {status: count for status, count in result.all()}
 
-    async def for_transaction(self, session: AsyncSession, transaction_ref: str) -> Sequence[Callback]:
+    async def for_transaction(self, session: Session, transaction_ref: str) -> Sequence[Callback]:
         result = await session.execute(
             select(Callback).where(Callback.transaction_ref == transaction_ref).order_by(Callback.id)
         )

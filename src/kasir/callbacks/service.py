@@ -14,12 +14,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from kasir.callbacks.models import Callback, CallbackAttempt, CallbackKind, CallbackStatus
 from kasir.callbacks.policies import POLICIES
 from kasir.callbacks.repository import callback_repository
-from kasir.db import notify_after_commit
+from kasir.db import Session, notify_after_commit
 from kasir.errors import NotFound
 from kasir.kit.clock import clock
 
@@ -38,7 +36,7 @@ def encode_payload(payload: dict[str, Any]) -> str:
 class CallbackOutbox:
     async def record(
         self,
-        session: AsyncSession,
+        session: Session,
         *,
         kind: CallbackKind,
         merchant_id: str,
@@ -67,7 +65,7 @@ class CallbackOutbox:
         )
         await notify_after_commit(session, CALLBACKS_CHANNEL)  # the delivery workers, woken at commit
 
-    async def replay(self, session: AsyncSession, callback_id: int, *, url: str | None = None) -> Callback:
+    async def replay(self, session: Session, callback_id: int, *, url: str | None = None) -> Callback:
         """A new delivery of the same payload, byte for byte, to `url` (else the original's); its signature
         headers are computed afresh when sent."""
         original = await callback_repository.get(session, callback_id)
@@ -94,7 +92,7 @@ class CallbackOutbox:
         await notify_after_commit(session, CALLBACKS_CHANNEL)
         return replay
 
-    async def show(self, session: AsyncSession, callback_id: int) -> tuple[Callback, list[CallbackAttempt]]:
+    async def show(self, session: Session, callback_id: int) -> tuple[Callback, list[CallbackAttempt]]:
         callback = await callback_repository.get(session, callback_id)
         if callback is None:
             raise CallbackNotFound(f"no callback {callback_id}")

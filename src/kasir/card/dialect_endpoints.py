@@ -19,7 +19,6 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.card.dialect import (
     DIALECT_ANSWER,
@@ -36,6 +35,7 @@ from kasir.card.dialect import (
 )
 from kasir.card.repository import card_repository
 from kasir.card.service import DuplicateOrder, card_service
+from kasir.db import Session
 from kasir.errors import WireFormat, speak, wire
 from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
 from kasir.kit.clock import clock
@@ -95,7 +95,7 @@ async def dialect_charge(request: Request, *, scope: str, direct: bool, cvn_requ
     # A stored card is charged again under its own token; a new card is stored when asked.
     save_card = charge.store_token and card.stored_token is None
 
-    async def charge_in(session: AsyncSession) -> Response | PendingCall:
+    async def charge_in(session: Session) -> Response | PendingCall:
         try:
             outcome = await card_service.charge(
                 session,

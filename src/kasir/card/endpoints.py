@@ -22,7 +22,6 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.card import pages
 from kasir.card.dialect_endpoints import dialect_charge, dialect_router, speaks_dialect
@@ -40,7 +39,7 @@ from kasir.card.service import (
 )
 from kasir.card.states import CardOrderClosed, CardOrderStatus
 from kasir.config import get_settings
-from kasir.db import ReadSession
+from kasir.db import ReadSession, Session
 from kasir.errors import FieldError, KasirError, NotFound, WireFormat, wire
 from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
 from kasir.kit.back_to_back import BackToBack
@@ -105,7 +104,7 @@ async def charge(request: Request) -> Response:
     await card_service.check_callback_url(caller, charge_request)
     card_service.require_processor(charge_request)
 
-    async def charge_in(session: AsyncSession) -> Response | PendingCall:
+    async def charge_in(session: Session) -> Response | PendingCall:
         outcome = await card_service.charge(session, caller, charge_request, card)
         return outcome if isinstance(outcome, PendingCall) else JSONResponse(charge_body(outcome))
 
@@ -284,7 +283,7 @@ def _page_card_fields(form: dict[str, str]) -> dict[str, str]:
     return {**form, "cardExpiredMonth": month}
 
 
-async def _refused(session: AsyncSession, order: Any, heading: str, *, status: int) -> HTMLResponse:
+async def _refused(session: Session, order: Any, heading: str, *, status: int) -> HTMLResponse:
     html = await pages.render_notice(
         session,
         order,

@@ -7,11 +7,10 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, select, union_all
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.card.models import CardAttempt, CardOrder, StoredCard
 from kasir.card.states import CardOrderStatus
-from kasir.db import Statement, binds
+from kasir.db import Session, Statement, binds
 from kasir.wallet.models import WalletTransaction
 
 OPEN_STATUSES = (CardOrderStatus.PENDING.value, CardOrderStatus.AUTHENTICATING.value)
@@ -65,7 +64,7 @@ _ADD_ORDER = Statement(_add_order)
 class CardRepository:
     # --- orders ------------------------------------------------------------------------
 
-    async def add_order(self, session: AsyncSession, values: dict[str, Any]) -> bool:
+    async def add_order(self, session: Session, values: dict[str, Any]) -> bool:
         """Insert a card order (every column); False when orderId or externalId is taken for this merchant,
         by a card order or a wallet transaction (`used_reference` tells which).
 
@@ -74,19 +73,19 @@ class CardRepository:
         return await _ADD_ORDER.execute(session, **values) == 1
 
     async def used_reference(
-        self, session: AsyncSession, merchant_id: str, order_id: str, external_id: str
+        self, session: Session, merchant_id: str, order_id: str, external_id: str
     ) -> tuple[str, str] | None:
         """(order_id, external_id) of this merchant's card order or wallet transaction using either reference."""
         row = await _USED_REFERENCE.first(session, merchant_id=merchant_id, order_id=order_id, external_id=external_id)
         return (row[0], row[1]) if row is not None else None
 
-    async def get(self, session: AsyncSession, order_id: str, *, lock: bool = False) -> CardOrder | None:
+    async def get(self, session: Session, order_id: str, *, lock: bool = False) -> CardOrder | None:
         query = select(CardOrder).where(CardOrder.id == order_id)
         if lock:
             query = query.with_for_update()
         return await session.scalar(query.execution_options(populate_existing=True))
 
-    async def due_for_expiry(self, session: AsyncSession, now: datetime, limit: int = 500) -> Sequence[str]:
+    async def due_for_expiry(self, session: Session, now: datetime, limit: int = 500) -> Sequence[str]:
         result = await session.scalars(
             select(CardOrder.id)
             .where(CardOrder.status.in_(OPEN_STATUSES), CardOrder.expires_at <= now)
@@ -97,35 +96,35 @@ class CardRepository:
 
     # --- attempts ----------------------------------------------------------------------
 
-    async def add_attempt(self, session: AsyncSession, attempt: CardAttempt) -> None:
+    async def add_attempt(self, session: Session, attempt: CardAttempt) -> None:
         session.add(attempt)
         await session.flush()
 
-    async def remove_attempt(self, session: AsyncSession, order_id: str, number: int) -> None:
+    async def remove_attempt(self, session: Session, order_id: str, number: int) -> None:
         attempt = await self.attempt(session, order_id, number)
         if attempt is not None:
             await session.delete(attempt)
             await session.flush()
 
-    async def remove_order(self, session: AsyncSession, order: CardOrder) -> None:
+    async def remove_order(self, session: Session, order: CardOrder) -> None:
         """An order no one has seen: its charge was taken back before it was answered."""
         await session.delete(order)
         await session.flush()
 
-    async def attempts(self, session: AsyncSession, order_id: str) -> Sequence[CardAttempt]:
+    async def attempts(self, session: Session, order_id: str) -> Sequence[CardAttempt]:
         result = await session.scalars(
             select(CardAttempt).where(CardAttempt.card_order_id == order_id).order_by(CardAttempt.number)
         )
         return result.all()
 
-    async def attempt(self, session: AsyncSession, order_id: str, number: int) -> CardAttempt | None:
+    async def attempt(self, session: Session, order_id: str, number: int) -> CardAttempt | None:
         return await session.scalar(
             select(CardAttempt).where(CardAttempt.card_order_id == order_id, CardAttempt.number == number)
         )
 
     # --- stored cards (kasir.card.dialect) -----------------------------------------------
 
-    async def store_card(self, session: AsyncSession, order: CardOrder, attempt: CardAttempt, now: datetime) -> None:
+    async def store_card(self, session: Session, order: CardOrder, attempt: CardAttempt, now: datetime) -> None:
         """The order's card under its `card_token`: what the attempt kept of it (never the number, the CVN)."""
         assert order.card_token is not None
         session.add(
@@ -142,7 +141,7 @@ class CardRepository:
         )
         await session.flush()
 
-    async def stored_card(self, session: AsyncSession, merchant_id: str, token: str) -> StoredCard | None:
+    async def stored_card(self, session: Session, merchant_id: str, token: str) -> StoredCard | None:
         """The merchant's card stored under `token`; None for an unknown token or another merchant's."""
         return await session.scalar(
             select(StoredCard).where(StoredCard.token == token, StoredCard.merchant_id == merchant_id)

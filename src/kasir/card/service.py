@@ -39,7 +39,6 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.callbacks.models import CallbackKind
 from kasir.callbacks.service import callback_outbox
@@ -59,7 +58,7 @@ from kasir.card.states import (
     transition,
 )
 from kasir.config import get_settings
-from kasir.db import Database, each_in_own_unit_of_work
+from kasir.db import Database, Session, each_in_own_unit_of_work
 from kasir.errors import (
     Conflict,
     DuplicateReference,
@@ -302,7 +301,7 @@ class CardService:
 
     async def charge(
         self,
-        session: AsyncSession,
+        session: Session,
         caller: BasicCaller,
         request: ChargeRequest,
         card: ParsedCard | None,
@@ -333,13 +332,13 @@ class CardService:
         order = await self.get(session, order_id)
         return await self._begin_attempt(session, order, card, request.tenor, save_card=save_card, new_order=True)
 
-    async def _refuse_duplicate(self, session: AsyncSession, merchant_id: str, request: ChargeRequest) -> None:
+    async def _refuse_duplicate(self, session: Session, merchant_id: str, request: ChargeRequest) -> None:
         """orderId and externalId are unique per merchant across card orders and wallet transactions."""
         used = await card_repository.used_reference(session, merchant_id, request.order_id, request.external_id)
         if used is not None:
             raise DuplicateOrder("orderId" if used[0] == request.order_id else "externalId")
 
-    async def _charge_wallet(self, session: AsyncSession, caller: BasicCaller, request: ChargeRequest) -> ChargeOutcome:
+    async def _charge_wallet(self, session: Session, caller: BasicCaller, request: ChargeRequest) -> ChargeOutcome:
         """docs/decisions.md §7: `paymentMethod` ewallet creates a wallet transaction (wallet callbacks follow)."""
         from kasir.wallet.schemas import CreatePaymentRequest
         from kasir.wallet.service import DuplicateExternalId, payment_url, wallet_service
@@ -365,7 +364,7 @@ class CardService:
 
     # --- attempts -------------------------------------------------------------------------
 
-    async def get(self, session: AsyncSession, order_id: str, *, lock: bool = False) -> CardOrder:
+    async def get(self, session: Session, order_id: str, *, lock: bool = False) -> CardOrder:
         order = await card_repository.get(session, order_id, lock=lock)
         if order is None or order.payment_method != "card":
             raise CardOrderNotFound("Payment not found")
@@ -383,7 +382,7 @@ class CardService:
             raise CardOrderClosed("The payment link has expired")
 
     async def pay_on_page(
-        self, session: AsyncSession, order_id: str, attempt_number: int, card: ParsedCard, tenor: str, save_card: bool
+        self, session: Session, order_id: str, attempt_number: int, card: ParsedCard, tenor: str, save_card: bool
     ) -> PendingCall:
         """An attempt with the card entered on the page: held, to be asked of the acquirer (kasir.processors.calls)."""
         order = await self.get(session, order_id, lock=True)
@@ -394,7 +393,7 @@ class CardService:
         return await self._begin_attempt(session, order, card, tenor, save_card=save_card, new_order=False)
 
     async def _begin_attempt(
-        self, session: AsyncSession, order: CardOrder, card: ParsedCard, tenor: str, *, save_card: bool, new_order: bool
+        self, session: Session, order: CardOrder, card: ParsedCard, tenor: str, *, save_card: bool, new_order: bool
     ) -> PendingCall:
         """The attempt, SUBMITTED: the acquirer is asked once this unit of work has committed."""
         now = clock.now()
@@ -439,7 +438,7 @@ class CardService:
         return PendingCall(Call(CARD_CHARGE, "card", order.id, details, card=charge))
 
     async def record_attempt(
-        self, session: AsyncSession, order_id: str, number: int, decision: CardDecision | None
+        self, session: Session, order_id: str, number: int, decision: CardDecision | None
     ) -> tuple[CardOrder, CardAttempt, CardDecision | None]:
         """The acquirer's decision on a SUBMITTED attempt (None: recorded already, read it back)."""
         order = await self.get(session, order_id, lock=True)
@@ -469,7 +468,7 @@ class CardService:
         )
         return order, attempt, decision
 
-    async def undo_attempt(self, session: AsyncSession, order_id: str, number: int, *, new_order: bool) -> None:
+    async def undo_attempt(self, session: Session, order_id: str, number: int, *, new_order: bool) -> None:
         """The acquirer could not be asked (no decision was made): the attempt, and the order it came
         with (a CLOSE charge), are taken back, as if the request had never come."""
         order = await self.get(session, order_id, lock=True)
@@ -480,7 +479,7 @@ class CardService:
             order.attempts_made -= 1
             await session.flush()
 
-    async def challenge(self, session: AsyncSession, order_id: str) -> tuple[CardOrder, CardAttempt | None]:
+    async def challenge(self, session: Session, order_id: str) -> tuple[CardOrder, CardAttempt | None]:
         """The order and its attempt waiting behind a challenge (None when none waits)."""
         order = await self.get(session, order_id)
         if order.status != CardOrderStatus.AUTHENTICATING.value:
@@ -491,7 +490,7 @@ class CardService:
         return order, attempt
 
     async def finish_challenge(
-        self, session: AsyncSession, order_id: str, attempt_number: int, decision: CardDecision
+        self, session: Session, order_id: str, attempt_number: int, decision: CardDecision
     ) -> CardOrder:
         """The acquirer's result of a challenge (APPROVED or not): SUCCESS, or a failed attempt."""
         order = await self.get(session, order_id, lock=True)
@@ -515,7 +514,7 @@ class CardService:
             await self._fail(session, order, decision.message, now)
         return order
 
-    async def _succeed(self, session: AsyncSession, order: CardOrder, now: datetime) -> None:
+    async def _succeed(self, session: Session, order: CardOrder, now: datetime) -> None:
         transition(order, CardOrderStatus.SUCCESS)
         order.paid_at = now
         order.response_message = APPROVED
@@ -526,7 +525,7 @@ class CardService:
                 await card_repository.store_card(session, order, attempt, now)
         await self._changed(session, order, "SUCCESS", now)
 
-    async def _fail(self, session: AsyncSession, order: CardOrder, message: str, now: datetime) -> None:
+    async def _fail(self, session: Session, order: CardOrder, message: str, now: datetime) -> None:
         order.attempts_failed += 1
         order.response_message = message
         final = order.attempts_failed >= MAX_FAILED_ATTEMPTS
@@ -538,7 +537,7 @@ class CardService:
             order.response_message = EXPIRED_BY_ATTEMPTS
             await self._changed(session, order, "EXPIRED", now)
 
-    async def expire(self, session: AsyncSession, order_id: str) -> bool:
+    async def expire(self, session: Session, order_id: str) -> bool:
         order = await self.get(session, order_id, lock=True)
         now = clock.now()
         if order.status not in (CardOrderStatus.PENDING.value, CardOrderStatus.AUTHENTICATING.value):
@@ -559,7 +558,7 @@ class CardService:
 
     # --- payment-page callbacks -------------------------------------------------------------
 
-    async def _changed(self, session: AsyncSession, order: CardOrder, event: str, now: datetime) -> None:
+    async def _changed(self, session: Session, order: CardOrder, event: str, now: datetime) -> None:
         order.updated_at = now
         await session.flush()
         if not order.callback_url:
@@ -591,7 +590,7 @@ class CardChargeAction:
         assert call.card is not None
         return await card_acquirer(call.details["channel"]).charge(call.card)
 
-    async def lock(self, session: AsyncSession, call: Call) -> None:
+    async def lock(self, session: Session, call: Call) -> None:
         await card_service.get(session, call.reference, lock=True)
 
     async def ask_again(self, call: Call) -> CardDecision:
@@ -602,7 +601,7 @@ class CardChargeAction:
             recorded_card.reset(token)
 
     async def record(
-        self, session: AsyncSession, call: Call, answer: CardDecision, *, fresh: bool
+        self, session: Session, call: Call, answer: CardDecision, *, fresh: bool
     ) -> tuple[CardOrder, CardAttempt, CardDecision | None]:
         order, attempt, decision = await card_service.record_attempt(
             session, call.reference, call.details["attempt"], answer if fresh else None
@@ -613,13 +612,13 @@ class CardChargeAction:
             order = await card_service.finish_challenge(session, order.id, attempt.number, refused)
         return order, attempt, decision
 
-    async def undo(self, session: AsyncSession, call: Call, error: KasirError) -> None:
+    async def undo(self, session: Session, call: Call, error: KasirError) -> None:
         await card_service.undo_attempt(
             session, call.reference, call.details["attempt"], new_order=call.details["new_order"]
         )
 
     async def respond(
-        self, session: AsyncSession, call: Call, recorded: tuple[CardOrder, CardAttempt, CardDecision | None]
+        self, session: Session, call: Call, recorded: tuple[CardOrder, CardAttempt, CardDecision | None]
     ) -> Response:
         order, attempt, _decision = recorded
         outcome = ChargeOutcome.of(order, attempt.challenge_url)

@@ -10,12 +10,12 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.audit.service import Actor
 from kasir.cli_support import console, print_table, run_in_session
 from kasir.console.models import ConsoleUser
 from kasir.console.service import console_users
+from kasir.db import Session
 
 user_app = typer.Typer(help="Console users: operators and merchant users.", no_args_is_help=True)
 
@@ -50,7 +50,7 @@ def create(
     """Create a console user; prints a generated password once (or takes one from stdin)."""
     password = _read_password(password_stdin)
 
-    async def work(session: AsyncSession) -> tuple[dict[str, str | None], str]:
+    async def work(session: Session) -> tuple[dict[str, str | None], str]:
         user, shown = await console_users.create(
             session, email=email, role=role, merchant_id=merchant, password=password, actor=Actor.cli()
         )
@@ -69,7 +69,7 @@ def create(
 def list_users(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """List console users."""
 
-    async def work(session: AsyncSession) -> list[dict[str, str | None]]:
+    async def work(session: Session) -> list[dict[str, str | None]]:
         return [_row(user) for user in await console_users.list(session)]
 
     rows = run_in_session(work, read_only=True)
@@ -86,7 +86,7 @@ def list_users(as_json: Annotated[bool, typer.Option("--json")] = False) -> None
 def disable(email: Annotated[str, typer.Argument(help="Email (or id) of the user")]) -> None:
     """Disable a console user: its sessions end at once."""
 
-    async def work(session: AsyncSession) -> str:
+    async def work(session: Session) -> str:
         return (await console_users.set_disabled(session, email, True, actor=Actor.cli())).email
 
     console.print(f"console user {run_in_session(work)} disabled", highlight=False)
@@ -96,7 +96,7 @@ def disable(email: Annotated[str, typer.Argument(help="Email (or id) of the user
 def enable(email: Annotated[str, typer.Argument(help="Email (or id) of the user")]) -> None:
     """Enable a disabled console user."""
 
-    async def work(session: AsyncSession) -> str:
+    async def work(session: Session) -> str:
         return (await console_users.set_disabled(session, email, False, actor=Actor.cli())).email
 
     console.print(f"console user {run_in_session(work)} enabled", highlight=False)
@@ -110,7 +110,7 @@ def reset_password(
     """Give a user a new password (printed once unless read from stdin); its sessions end, a lock is lifted."""
     password = _read_password(password_stdin)
 
-    async def work(session: AsyncSession) -> tuple[str, str]:
+    async def work(session: Session) -> tuple[str, str]:
         user, shown = await console_users.reset_password(session, email, password, actor=Actor.cli())
         return user.email, shown
 
@@ -130,7 +130,7 @@ def demo_console_users(merchant_id: str, directory: Path, base_url: str) -> None
 
     path = directory / "console-users.txt"
 
-    async def work(session: AsyncSession) -> dict[str, str] | None:
+    async def work(session: Session) -> dict[str, str] | None:
         passwords: dict[str, str] = {}
         for email, role, merchant in ((DEMO_OPERATOR, "operator", None), (DEMO_MERCHANT_USER, "merchant", merchant_id)):
             try:

@@ -35,13 +35,12 @@ from typing import Any
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.audit.service import Actor, audit
 from kasir.config import get_settings
 from kasir.console.models import ConsoleSession, ConsoleUser, Role
 from kasir.console.repository import console_repository
-from kasir.db import Database
+from kasir.db import Database, Session
 from kasir.errors import BadRequest, Conflict, KasirError, NotFound, TooManyRequests
 from kasir.kit.clock import clock
 from kasir.kit.crypto import constant_time_equals
@@ -198,7 +197,7 @@ def user_state(user: ConsoleUser) -> dict[str, Any]:
 class ConsoleUserService:
     async def create(
         self,
-        session: AsyncSession,
+        session: Session,
         *,
         email: str,
         role: str,
@@ -244,10 +243,10 @@ class ConsoleUserService:
         )
         return user, password
 
-    async def list(self, session: AsyncSession) -> Sequence[ConsoleUser]:
+    async def list(self, session: Session) -> Sequence[ConsoleUser]:
         return await console_repository.users(session)
 
-    async def get(self, session: AsyncSession, email_or_id: str | int) -> ConsoleUser:
+    async def get(self, session: Session, email_or_id: str | int) -> ConsoleUser:
         if isinstance(email_or_id, int) or str(email_or_id).isdigit():
             user_id = int(email_or_id)
             # Beyond its Integer column no row can have it, and the driver would raise instead of finding none.
@@ -259,7 +258,7 @@ class ConsoleUserService:
         return user
 
     async def set_disabled(
-        self, session: AsyncSession, email_or_id: str | int, disabled: bool, *, actor: Actor
+        self, session: Session, email_or_id: str | int, disabled: bool, *, actor: Actor
     ) -> ConsoleUser:
         """Disabling ends every session of the user at once."""
         user = await self.get(session, email_or_id)
@@ -283,7 +282,7 @@ class ConsoleUserService:
         return user
 
     async def reset_password(
-        self, session: AsyncSession, email_or_id: str | int, password: str | None = None, *, actor: Actor
+        self, session: Session, email_or_id: str | int, password: str | None = None, *, actor: Actor
     ) -> tuple[ConsoleUser, str]:
         """A new password (generated when none is given), shown once; the user's sessions end, a lock is lifted."""
         password = check_password(password) if password is not None else new_password()

@@ -18,6 +18,8 @@ The strategies (`sqlite.py`, `postgres.py`) are the only modules that know a dia
 rooms' repositories write SQLAlchemy statements and run them through this interface.
 """
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from kasir.db.database import (
     UNAVAILABLE,
     Database,
@@ -39,8 +41,12 @@ from kasir.db.database import (
     write_session,
 )
 from kasir.db.models import NAMING_CONVENTION, Base, UTCDateTime
+from kasir.db.queries import fetch, fetch_one, fetch_value, run
 from kasir.db.statements import Statement, binds
 from kasir.db.unit import held_rows, on_commit
+
+# What a unit of work hands the rooms: every repository and service takes one.
+Session = AsyncSession
 
 __all__ = [
     "NAMING_CONVENTION",
@@ -51,6 +57,7 @@ __all__ = [
     "LockTimeout",
     "ReadSession",
     "SchemaBehind",
+    "Session",
     "Statement",
     "UTCDateTime",
     "WriteSession",
@@ -58,6 +65,9 @@ __all__ = [
     "check_schema",
     "current_revision",
     "each_in_own_unit_of_work",
+    "fetch",
+    "fetch_one",
+    "fetch_value",
     "head_revision",
     "held_rows",
     "lock_wait_at_most",
@@ -66,6 +76,7 @@ __all__ = [
     "ping",
     "read_session",
     "rollback_unit",
+    "run",
     "upgrade_schema",
     "write_session",
 ]

@@ -6,9 +6,8 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import bindparam, delete, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from kasir.db import InsertUnlessTaken, Statement, binds
+from kasir.db import InsertUnlessTaken, Session, Statement, binds
 from kasir.idempotency.models import IdempotencyKey
 
 _CLAIM_COLUMNS = ("merchant_id", "scope", "key", "request_hash", "created_at", "expires_at")
@@ -85,21 +84,21 @@ class NewKey:
 
 
 class IdempotencyRepository:
-    async def claim(self, session: AsyncSession, new: NewKey, *, wait_seconds: float) -> bool:
+    async def claim(self, session: Session, new: NewKey, *, wait_seconds: float) -> bool:
         """Write the key for this unit of work's request; False when it is taken. LockTimeout when
         another unit writing the same key has not ended within `wait_seconds`."""
         return await _CLAIM.execute(session, wait_seconds, **new.values())
 
-    async def find(self, session: AsyncSession, merchant_id: str, scope: str, key: str) -> StoredKey | None:
+    async def find(self, session: Session, merchant_id: str, scope: str, key: str) -> StoredKey | None:
         row = await _FIND.first(session, merchant_id=merchant_id, scope=scope, key=key)
         return None if row is None else StoredKey(*row)
 
-    async def take_over(self, session: AsyncSession, new: NewKey) -> bool:
+    async def take_over(self, session: Session, new: NewKey) -> bool:
         """Write the key over an expired one of the same name; False when it is not expired (or gone)."""
         return await _TAKE_OVER.execute(session, now=new.created_at, **new.values()) == 1
 
     async def answer(
-        self, session: AsyncSession, merchant_id: str, scope: str, key: str, status: int, headers: str, body: str
+        self, session: Session, merchant_id: str, scope: str, key: str, status: int, headers: str, body: str
     ) -> None:
         await _ANSWER.execute(
             session,
@@ -111,10 +110,10 @@ class IdempotencyRepository:
             response_body=body,
         )
 
-    async def release(self, session: AsyncSession, merchant_id: str, scope: str, key: str) -> None:
+    async def release(self, session: Session, merchant_id: str, scope: str, key: str) -> None:
         await _RELEASE.execute(session, merchant_id=merchant_id, scope=scope, key=key)
 
-    async def purge(self, session: AsyncSession, now: datetime) -> int:
+    async def purge(self, session: Session, now: datetime) -> int:
         return await _PURGE.execute(session, now=now)
 
 

@@ -53,10 +53,9 @@ from typing import Protocol, runtime_checkable
 
 from fastapi import Request
 from fastapi.responses import Response
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.config import get_settings
-from kasir.db import Database, LockTimeout, lock_wait_at_most
+from kasir.db import Database, LockTimeout, Session, lock_wait_at_most
 from kasir.errors import InvalidFieldFormat, KasirError, RequestInProgress, UnprocessableEntity, render
 from kasir.idempotency.repository import NewKey, StoredKey, idempotency_repository
 from kasir.kit.clock import clock
@@ -88,7 +87,7 @@ class KeyRef:
 class Deferred(Protocol):
     """A handler's answer that a processor must give first (kasir.processors.calls.PendingCall)."""
 
-    async def hold(self, session: AsyncSession, key: KeyRef | None) -> None:
+    async def hold(self, session: Session, key: KeyRef | None) -> None:
         """In the handler's unit of work: record what is about to be asked, and for which key."""
         ...
 
@@ -97,7 +96,7 @@ class Deferred(Protocol):
         ...
 
 
-Handler = Callable[[AsyncSession], Awaitable[Response | Deferred]]
+Handler = Callable[[Session], Awaitable[Response | Deferred]]
 
 
 class IdempotencyKeyReused(UnprocessableEntity):
@@ -202,7 +201,7 @@ async def _keep_refusal(
     return response
 
 
-async def keep_answer(session: AsyncSession, key: KeyRef, response: Response) -> None:
+async def keep_answer(session: Session, key: KeyRef, response: Response) -> None:
     """Store `response` as the key's answer (replayed byte for byte to the key's later requests)."""
     headers = {name.decode(): value.decode() for name, value in response.raw_headers if name not in _NOT_STORED}
     answer = bytes(response.body).decode()
@@ -211,13 +210,13 @@ async def keep_answer(session: AsyncSession, key: KeyRef, response: Response) ->
     )
 
 
-async def release_key(session: AsyncSession, key: KeyRef) -> None:
+async def release_key(session: Session, key: KeyRef) -> None:
     """Free a key left without an answer (its request ended in a 5xx): the retry runs afresh."""
     await idempotency_repository.release(session, key.merchant_id, key.scope, key.key)
 
 
 async def _claim(
-    session: AsyncSession, merchant_id: str, scope: str, key: str, fingerprint: str, body: bytes
+    session: Session, merchant_id: str, scope: str, key: str, fingerprint: str, body: bytes
 ) -> StoredKey | None:
     """None when this request owns the key now; the stored answer to replay; or the refusal raised."""
     now = clock.now()

@@ -10,12 +10,11 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.audit.service import Actor
 from kasir.cli_support import console, err_console, fail, print_table, run_in_session
 from kasir.config import get_settings
-from kasir.db import Database, SchemaBehind, check_schema
+from kasir.db import Database, SchemaBehind, Session, check_schema
 from kasir.kit.crypto import (
     SecretBox,
     generate_rsa_private_key,
@@ -106,14 +105,14 @@ def create(
             if path.exists():
                 fail(f"{path} already exists")
 
-        async def check(session: AsyncSession) -> None:
+        async def check(session: Session) -> None:
             await merchant_service.check_new(session, name=name, callback_url=callback_url)
 
         run_in_session(check, read_only=True)  # a bad name or URL is refused before any file is written
         _private_path, public_path = write_key_pair(generate_key)
         pem = public_path.read_text()
 
-    async def work(session: AsyncSession) -> MerchantCredentials:
+    async def work(session: Session) -> MerchantCredentials:
         _merchant, credentials = await merchant_service.create(
             session, name=name, public_key=pem, callback_url=callback_url, actor=Actor.cli()
         )
@@ -144,7 +143,7 @@ def _summary(merchant: Merchant) -> dict[str, str | None]:
 def list_merchants(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """List merchants (no secrets)."""
 
-    async def work(session: AsyncSession) -> list[dict[str, str | None]]:
+    async def work(session: Session) -> list[dict[str, str | None]]:
         return [_summary(m) for m in await merchant_service.list(session)]
 
     rows = run_in_session(work, read_only=True)
@@ -161,7 +160,7 @@ def list_merchants(as_json: Annotated[bool, typer.Option("--json")] = False) -> 
 def show(merchant_id: str, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Show one merchant; secrets masked."""
 
-    async def work(session: AsyncSession) -> dict[str, str | None]:
+    async def work(session: Session) -> dict[str, str | None]:
         merchant = await merchant_service.get(session, merchant_id)
         secrets = merchant_service.secrets(merchant)
         masked = MerchantCredentials(
@@ -194,7 +193,7 @@ def rotate_key(
     """Replace a merchant's RSA public key; signatures made with the old key stop verifying (after --grace)."""
     pem = _read_public_key(public_key)
 
-    async def work(session: AsyncSession) -> str:
+    async def work(session: Session) -> str:
         merchant = await merchant_service.rotate_key(session, merchant_id, pem, grace_seconds=grace, actor=Actor.cli())
         return public_key_fingerprint(merchant.public_key_pem)
 
@@ -213,7 +212,7 @@ def rotate(
     """Replace one credential; the new value is printed once."""
     pem = _read_public_key(public_key) if public_key is not None else None
 
-    async def work(session: AsyncSession) -> dict[str, str | None]:
+    async def work(session: Session) -> dict[str, str | None]:
         rotated = await merchant_service.rotate(
             session, merchant_id, kind, public_key=pem, grace_seconds=grace, actor=Actor.cli()
         )
@@ -238,7 +237,7 @@ def set_callback_url(
 ) -> None:
     """Change a merchant's default callback URL (the SSRF rules of callbacks apply)."""
 
-    async def work(session: AsyncSession) -> str | None:
+    async def work(session: Session) -> str | None:
         merchant = await merchant_service.change_callback_url(session, merchant_id, url or None, actor=Actor.cli())
         return merchant.callback_url
 
@@ -249,7 +248,7 @@ def set_callback_url(
 def disable(merchant_id: str) -> None:
     """Refuse the merchant's credentials and tokens (401); its pending callbacks are still delivered."""
 
-    async def work(session: AsyncSession) -> None:
+    async def work(session: Session) -> None:
         await merchant_service.set_disabled(session, merchant_id, True, actor=Actor.cli())
 
     run_in_session(work)
@@ -260,7 +259,7 @@ def disable(merchant_id: str) -> None:
 def enable(merchant_id: str) -> None:
     """Accept a disabled merchant's credentials again."""
 
-    async def work(session: AsyncSession) -> None:
+    async def work(session: Session) -> None:
         await merchant_service.set_disabled(session, merchant_id, False, actor=Actor.cli())
 
     run_in_session(work)
@@ -281,7 +280,7 @@ def add_sub_merchant(
 ) -> None:
     """Allow `sub-merchant-id: SUB_MERCHANT_ID` on the merchant's card charges."""
 
-    async def work(session: AsyncSession) -> None:
+    async def work(session: Session) -> None:
         await merchant_service.add_sub_merchant(session, merchant_id, sub_merchant_id, name, actor=Actor.cli())
 
     run_in_session(work)
@@ -292,7 +291,7 @@ def add_sub_merchant(
 def list_sub_merchants(merchant_id: str, as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """The merchant's sub-merchant ids."""
 
-    async def work(session: AsyncSession) -> list[dict[str, str | None]]:
+    async def work(session: Session) -> list[dict[str, str | None]]:
         found = await merchant_service.sub_merchants(session, merchant_id)
         return [{"sub_merchant_id": s.sub_merchant_id, "name": s.name} for s in found]
 
@@ -308,7 +307,7 @@ def list_sub_merchants(merchant_id: str, as_json: Annotated[bool, typer.Option("
 def remove_sub_merchant(merchant_id: str, sub_merchant_id: str) -> None:
     """Refuse `sub-merchant-id: SUB_MERCHANT_ID` on the merchant's charges from now on."""
 
-    async def work(session: AsyncSession) -> None:
+    async def work(session: Session) -> None:
         await merchant_service.remove_sub_merchant(session, merchant_id, sub_merchant_id, actor=Actor.cli())
 
     run_in_session(work)

@@ -5,9 +5,8 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, Table, bindparam, select, true, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from kasir.db import Statement
+from kasir.db import Session, Statement
 from kasir.merchants.models import Merchant, MerchantCredentialGrace, SubMerchant
 
 # Every callback a payment records is signed with its merchant's hash key: read alone, no ORM object.
@@ -15,34 +14,34 @@ _HASH_KEY = Statement(select(Merchant.hash_key_encrypted).where(Merchant.id == b
 
 
 class MerchantRepository:
-    async def add(self, session: AsyncSession, merchant: Merchant) -> None:
+    async def add(self, session: Session, merchant: Merchant) -> None:
         session.add(merchant)
         await session.flush()
 
-    async def get(self, session: AsyncSession, merchant_id: str) -> Merchant | None:
+    async def get(self, session: Session, merchant_id: str) -> Merchant | None:
         return await session.get(Merchant, merchant_id)
 
-    async def sealed_hash_key(self, session: AsyncSession, merchant_id: str) -> str | None:
+    async def sealed_hash_key(self, session: Session, merchant_id: str) -> str | None:
         """The merchant's hash key as stored (sealed); None when there is no such merchant."""
         return await _HASH_KEY.scalar(session, merchant_id=merchant_id)  # type: ignore[no-any-return]
 
-    async def get_by_client_id(self, session: AsyncSession, client_id: str) -> Merchant | None:
+    async def get_by_client_id(self, session: Session, client_id: str) -> Merchant | None:
         result = await session.execute(select(Merchant).where(Merchant.client_id == client_id))
         return result.scalar_one_or_none()
 
-    async def get_by_name(self, session: AsyncSession, name: str) -> Merchant | None:
+    async def get_by_name(self, session: Session, name: str) -> Merchant | None:
         result = await session.execute(select(Merchant).where(Merchant.name == name))
         return result.scalar_one_or_none()
 
-    async def list(self, session: AsyncSession) -> Sequence[Merchant]:
+    async def list(self, session: Session) -> Sequence[Merchant]:
         result = await session.execute(select(Merchant).order_by(Merchant.created_at, Merchant.id))
         return result.scalars().all()
 
-    async def add_grace(self, session: AsyncSession, grace: MerchantCredentialGrace) -> None:
+    async def add_grace(self, session: Session, grace: MerchantCredentialGrace) -> None:
         session.add(grace)
         await session.flush()
 
-    async def cut_grace(self, session: AsyncSession, merchant_id: str, kind: str, until: datetime) -> None:
+    async def cut_grace(self, session: Session, merchant_id: str, kind: str, until: datetime) -> None:
         """Every replaced `kind` of the merchant accepted until `until` at the latest."""
         await session.execute(
             update(MerchantCredentialGrace)
@@ -54,7 +53,7 @@ class MerchantRepository:
             .values(expires_at=until)
         )
 
-    async def grace(self, session: AsyncSession, merchant_id: str, now: datetime) -> Sequence[MerchantCredentialGrace]:
+    async def grace(self, session: Session, merchant_id: str, now: datetime) -> Sequence[MerchantCredentialGrace]:
         """The merchant's replaced credentials whose grace period has not ended at `now`."""
         result = await session.scalars(
             select(MerchantCredentialGrace)
@@ -65,31 +64,31 @@ class MerchantRepository:
 
     # --- sub-merchants (the card dialect's `sub-merchant-id`) ------------------------------
 
-    async def sub_merchants(self, session: AsyncSession, merchant_id: str) -> Sequence[SubMerchant]:
+    async def sub_merchants(self, session: Session, merchant_id: str) -> Sequence[SubMerchant]:
         result = await session.scalars(
             select(SubMerchant).where(SubMerchant.merchant_id == merchant_id).order_by(SubMerchant.sub_merchant_id)
         )
         return result.all()
 
-    async def sub_merchant(self, session: AsyncSession, merchant_id: str, sub_merchant_id: str) -> SubMerchant | None:
+    async def sub_merchant(self, session: Session, merchant_id: str, sub_merchant_id: str) -> SubMerchant | None:
         return await session.scalar(
             select(SubMerchant).where(
                 SubMerchant.merchant_id == merchant_id, SubMerchant.sub_merchant_id == sub_merchant_id
             )
         )
 
-    async def add_sub_merchant(self, session: AsyncSession, sub_merchant: SubMerchant) -> None:
+    async def add_sub_merchant(self, session: Session, sub_merchant: SubMerchant) -> None:
         session.add(sub_merchant)
         await session.flush()
 
-    async def remove_sub_merchant(self, session: AsyncSession, sub_merchant: SubMerchant) -> None:
+    async def remove_sub_merchant(self, session: Session, sub_merchant: SubMerchant) -> None:
         await session.delete(sub_merchant)
         await session.flush()
 
     # --- the values KASIR_SECRET_KEY seals (kasir.merchants.sealing) ---------------------
 
     async def sealed_batch(
-        self, session: AsyncSession, table: str, after: str | int | None, limit: int
+        self, session: Session, table: str, after: str | int | None, limit: int
     ) -> Sequence[tuple[Any, ...]]:
         """Up to `limit` rows of `table` after the row id `after`, by id: (id, *sealed values)."""
         sealed = SEALED[table]
@@ -100,7 +99,7 @@ class MerchantRepository:
         return [tuple(row) for row in result.all()]
 
     async def reseal(
-        self, session: AsyncSession, table: str, row_id: str | int, old: Sequence[str], new: Sequence[str]
+        self, session: Session, table: str, row_id: str | int, old: Sequence[str], new: Sequence[str]
     ) -> bool:
         """Write the row's sealed values `new` if they are still `old`; False when another writer changed them."""
         sealed = SEALED[table]
@@ -112,7 +111,7 @@ class MerchantRepository:
         )
         return int(getattr(result, "rowcount", 0)) == 1
 
-    async def sealed_sample(self, session: AsyncSession) -> Sequence[tuple[str, str]]:
+    async def sealed_sample(self, session: Session) -> Sequence[tuple[str, str]]:
         """(where, sealed value) of the merchant changed last and first, and of the oldest replaced secret."""
         merchant = Merchant.__table__
         found: list[tuple[str, str]] = []

@@ -24,10 +24,8 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from kasir.audit.service import Actor, audit
-from kasir.db import Database
+from kasir.db import Database, Session
 from kasir.kit.crypto import SecretBox
 from kasir.merchants.repository import SEALED, merchant_repository
 
@@ -100,7 +98,7 @@ async def _reseal_table(database: Database, box: SecretBox, table: str, *, write
         after = rows[-1][0]
 
 
-async def record_rotation(session: AsyncSession, reports: list[Resealed]) -> None:
+async def record_rotation(session: Session, reports: list[Resealed]) -> None:
     """The audit log keeps each run of `kasir secrets rotate` and its counts (never a key or a value)."""
     await audit.record(
         session,

@@ -25,12 +25,10 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from kasir.audit.service import Actor, audit
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import get_settings
-from kasir.db import Database
+from kasir.db import Database, Session
 from kasir.errors import BadRequest, Conflict, InvalidFieldFormat, NotFound
 from kasir.kit.clock import JAKARTA, clock
 from kasir.kit.crypto import (
@@ -227,7 +225,7 @@ token_signer_cache: TtlCache[str, TokenSigner] = TtlCache(credential_cache_secon
 
 class MerchantService:
     async def check_new(
-        self, session: AsyncSession, *, name: str, callback_url: str | None = None
+        self, session: Session, *, name: str, callback_url: str | None = None
     ) -> tuple[str, str | None]:
         """(name, callback URL) as they would be stored, when a merchant could be created with them; else the error.
 
@@ -243,7 +241,7 @@ class MerchantService:
 
     async def create(
         self,
-        session: AsyncSession,
+        session: Session,
         *,
         name: str,
         public_key: str | bytes,
@@ -288,16 +286,16 @@ class MerchantService:
             )
         return merchant, credentials
 
-    async def get(self, session: AsyncSession, merchant_id: str) -> Merchant:
+    async def get(self, session: Session, merchant_id: str) -> Merchant:
         merchant = await merchant_repository.get(session, merchant_id)
         if merchant is None:
             raise MerchantNotFound(f"no merchant with id {merchant_id!r}", field="merchant_id")
         return merchant
 
-    async def get_by_name(self, session: AsyncSession, name: str) -> Merchant | None:
+    async def get_by_name(self, session: Session, name: str) -> Merchant | None:
         return await merchant_repository.get_by_name(session, name)
 
-    async def get_by_client_id(self, session: AsyncSession, client_id: str) -> Merchant | None:
+    async def get_by_client_id(self, session: Session, client_id: str) -> Merchant | None:
         return await merchant_repository.get_by_client_id(session, client_id)
 
     async def token_signer(self, database: Database, client_id: str) -> TokenSigner | None:
@@ -319,12 +317,12 @@ class MerchantService:
         keys = tuple((g.value, g.expires_at) for g in grace if g.kind == CredentialKind.PUBLIC_KEY.value)
         return TokenSigner(merchant.id, merchant.public_key_pem, keys)
 
-    async def list(self, session: AsyncSession) -> Sequence[Merchant]:
+    async def list(self, session: Session) -> Sequence[Merchant]:
         return await merchant_repository.list(session)
 
     async def rotate_key(
         self,
-        session: AsyncSession,
+        session: Session,
         merchant_id: str,
         public_key: str | bytes,
         *,
@@ -346,7 +344,7 @@ class MerchantService:
 
     async def rotate(
         self,
-        session: AsyncSession,
+        session: Session,
         merchant_id: str,
         kind: CredentialKind,
         *,
@@ -406,7 +404,7 @@ class MerchantService:
         return Rotated(merchant.id, kind, shown, until)
 
     async def change_callback_url(
-        self, session: AsyncSession, merchant_id: str, url: str | None, *, actor: Actor | None = None
+        self, session: Session, merchant_id: str, url: str | None, *, actor: Actor | None = None
     ) -> Merchant:
         checked = await validate_callback_url(url)
         merchant = await self.get(session, merchant_id)
@@ -429,7 +427,7 @@ class MerchantService:
         return merchant
 
     async def set_disabled(
-        self, session: AsyncSession, merchant_id: str, disabled: bool, *, actor: Actor | None = None
+        self, session: Session, merchant_id: str, disabled: bool, *, actor: Actor | None = None
     ) -> Merchant:
         merchant = await self.get(session, merchant_id)
         before = merchant_state(merchant)
@@ -453,11 +451,11 @@ class MerchantService:
             )
         return merchant
 
-    async def grace(self, session: AsyncSession, merchant_id: str) -> Sequence[MerchantCredentialGrace]:
+    async def grace(self, session: Session, merchant_id: str) -> Sequence[MerchantCredentialGrace]:
         """The replaced credentials still accepted now (what the console shows; values stay sealed)."""
         return await merchant_repository.grace(session, merchant_id, clock.now())
 
-    async def secrets_with_grace(self, session: AsyncSession, merchant: Merchant) -> MerchantSecrets:
+    async def secrets_with_grace(self, session: Session, merchant: Merchant) -> MerchantSecrets:
         """`secrets(merchant)` and the replaced secrets still in their grace period, opened."""
         secrets = self.secrets(merchant)
         rows = await merchant_repository.grace(session, merchant.id, clock.now())
@@ -474,7 +472,7 @@ class MerchantService:
         )
         return MerchantSecrets(secrets.client_secret, secrets.secret, secrets.hash_key, grace)
 
-    async def hash_key(self, session: AsyncSession, merchant_id: str) -> str:
+    async def hash_key(self, session: Session, merchant_id: str) -> str:
         """The merchant's hash key, opened: what its callbacks' signatures are made with."""
         sealed = await merchant_repository.sealed_hash_key(session, merchant_id)
         if sealed is None:
@@ -491,13 +489,13 @@ class MerchantService:
 
     # --- sub-merchants: the ids a merchant may name in the card dialect's `sub-merchant-id` --------
 
-    async def sub_merchants(self, session: AsyncSession, merchant_id: str) -> Sequence[SubMerchant]:
+    async def sub_merchants(self, session: Session, merchant_id: str) -> Sequence[SubMerchant]:
         await self.get(session, merchant_id)
         return await merchant_repository.sub_merchants(session, merchant_id)
 
     async def add_sub_merchant(
         self,
-        session: AsyncSession,
+        session: Session,
         merchant_id: str,
         sub_merchant_id: str,
         name: str | None = None,
@@ -527,7 +525,7 @@ class MerchantService:
         return sub_merchant
 
     async def remove_sub_merchant(
-        self, session: AsyncSession, merchant_id: str, sub_merchant_id: str, *, actor: Actor | None = None
+        self, session: Session, merchant_id: str, sub_merchant_id: str, *, actor: Actor | None = None
     ) -> None:
         merchant = await self.get(session, merchant_id)
         sub_merchant = await merchant_repository.sub_merchant(session, merchant.id, sub_merchant_id)
@@ -546,7 +544,7 @@ class MerchantService:
                 after=None,
             )
 
-    async def has_sub_merchant(self, session: AsyncSession, merchant_id: str, sub_merchant_id: str) -> bool:
+    async def has_sub_merchant(self, session: Session, merchant_id: str, sub_merchant_id: str) -> bool:
         return await merchant_repository.sub_merchant(session, merchant_id, sub_merchant_id) is not None
 
 

@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 from rich.table import Table
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.cli_support import console, fail, print_table, run_in_session
 from kasir.console.format import jakarta_time, rupiah
+from kasir.db import Session
 from kasir.payments.repository import PaymentRow
 from kasir.payments.schemas import PaymentView
 from kasir.payments.service import parse_filter, payments_service
@@ -47,7 +47,7 @@ def find(
 ) -> None:
     """Every payment one of whose ids is ID (exit code 1 when there is none)."""
 
-    async def work(session: AsyncSession) -> list[PaymentRow]:
+    async def work(session: Session) -> list[PaymentRow]:
         return await payments_service.find(session, None, payment)
 
     rows = run_in_session(work, read_only=True)
@@ -73,7 +73,7 @@ def list_payments(
 ) -> None:
     """Payments, newest first."""
 
-    async def work(session: AsyncSession) -> tuple[list[PaymentRow], str | None]:
+    async def work(session: Session) -> tuple[list[PaymentRow], str | None]:
         where = parse_filter(
             scope=None,
             merchant_id=merchant,
@@ -104,7 +104,7 @@ def replay_given_up(
     moment = _moment(since, "since")
     assert moment is not None
 
-    async def count(session: AsyncSession) -> int:
+    async def count(session: Session) -> int:
         return len(await payments_repository.given_up_since(session, merchant, moment))
 
     waiting = run_in_session(count, read_only=True)
@@ -114,7 +114,7 @@ def replay_given_up(
     if not yes and not typer.confirm(f"replay {waiting} given-up callbacks of {merchant}?"):
         raise typer.Exit(1)
 
-    async def work(session: AsyncSession) -> list[tuple[int, int | None]]:
+    async def work(session: Session) -> list[tuple[int, int | None]]:
         replays = await payment_actions.replay_given_up(session, None, merchant, moment, Actor.cli())
         return [(r.id, r.replay_of) for r in replays]
 

@@ -7,8 +7,8 @@ the states' names (wallet PAID, card SUCCESS, BNPL SUCCESS or CANCELED), whateve
 from __future__ import annotations
 
 from prometheus_client import Counter
-from sqlalchemy.ext.asyncio import AsyncSession
 
+from kasir.db import Session
 from kasir.db.unit import on_commit, on_commit_of
 
 CREATED = Counter(
@@ -21,11 +21,11 @@ SETTLED = Counter(
 )
 
 
-def created(session: AsyncSession, product: str, status: str) -> None:
+def created(session: Session, product: str, status: str) -> None:
     on_commit(session, CREATED.labels(product, status).inc)
 
 
-def settled_in(session: AsyncSession, product: str, status: str) -> None:
+def settled_in(session: Session, product: str, status: str) -> None:
     """A payment of the unit of work moved to `status`: counted when the unit commits."""
     on_commit(session, SETTLED.labels(product, status).inc)
 

@@ -14,11 +14,11 @@ from decimal import Decimal
 from typing import Any
 
 from sqlalchemy import String, and_, func, literal, or_, select
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.bnpl.models import BnplTransaction, amount_of
 from kasir.callbacks.models import Callback, CallbackAttempt
 from kasir.card.models import CardAttempt, CardOrder
+from kasir.db import Session
 from kasir.wallet.models import WalletRefund, WalletTransaction
 
 PRODUCTS = ("wallet", "bnpl", "card")
@@ -207,7 +207,7 @@ _TABLES = {
 class PaymentsRepository:
     async def page(
         self,
-        session: AsyncSession,
+        session: Session,
         where: PaymentFilter,
         *,
         after: tuple[datetime, str] | None,
@@ -230,7 +230,7 @@ class PaymentsRepository:
         rows.sort(key=lambda row: row.sort_key, reverse=True)
         return rows[:limit]
 
-    async def get(self, session: AsyncSession, payment_id: str) -> PaymentRow | None:
+    async def get(self, session: Session, payment_id: str) -> PaymentRow | None:
         for table in _TABLES.values():
             values = (await session.execute(select(*table.columns()).where(table.model.id == payment_id))).first()
             if values is not None:
@@ -238,7 +238,7 @@ class PaymentsRepository:
         return None
 
     async def totals(
-        self, session: AsyncSession, merchant_id: str | None, since: datetime
+        self, session: Session, merchant_id: str | None, since: datetime
     ) -> list[tuple[str, str, int, Decimal]]:
         """(product, outcome, count, volume) of the payments created since `since`."""
         found: dict[tuple[str, str], tuple[int, Decimal]] = {}
@@ -256,14 +256,14 @@ class PaymentsRepository:
                 found[key] = (old_count + int(count), old_total + money)
         return [(product, outcome, count, total) for (product, outcome), (count, total) in sorted(found.items())]
 
-    async def callback_totals(self, session: AsyncSession, merchant_id: str | None, since: datetime) -> dict[str, int]:
+    async def callback_totals(self, session: Session, merchant_id: str | None, since: datetime) -> dict[str, int]:
         statement = select(Callback.status, func.count()).where(Callback.created_at >= since)
         if merchant_id:
             statement = statement.where(Callback.merchant_id == merchant_id)
         result = await session.execute(statement.group_by(Callback.status))
         return {status: int(count) for status, count in result.all()}
 
-    async def retrying(self, session: AsyncSession, merchant_id: str | None, since: datetime) -> int:
+    async def retrying(self, session: Session, merchant_id: str | None, since: datetime) -> int:
         """Callbacks still to deliver that have been tried and refused at least once."""
         statement = select(func.count()).where(
             Callback.created_at >= since,
@@ -275,7 +275,7 @@ class PaymentsRepository:
         return int(await session.scalar(statement) or 0)
 
     async def delivery_latencies(
-        self, session: AsyncSession, merchant_id: str | None, since: datetime, limit: int = 5000
+        self, session: Session, merchant_id: str | None, since: datetime, limit: int = 5000
     ) -> list[float]:
         """Seconds from a callback's commit to its acceptance, for the latest `limit` delivered since `since`."""
         statement = (
@@ -294,24 +294,24 @@ class PaymentsRepository:
 
     # --- one payment's details ---------------------------------------------------------
 
-    async def wallet(self, session: AsyncSession, payment_id: str) -> WalletTransaction | None:
+    async def wallet(self, session: Session, payment_id: str) -> WalletTransaction | None:
         return await session.get(WalletTransaction, payment_id)
 
-    async def wallet_refunds(self, session: AsyncSession, payment_id: str) -> Sequence[WalletRefund]:
+    async def wallet_refunds(self, session: Session, payment_id: str) -> Sequence[WalletRefund]:
         statement = select(WalletRefund).where(WalletRefund.transaction_id == payment_id).order_by(WalletRefund.id)
         return (await session.scalars(statement)).all()
 
-    async def bnpl(self, session: AsyncSession, payment_id: str) -> BnplTransaction | None:
+    async def bnpl(self, session: Session, payment_id: str) -> BnplTransaction | None:
         return await session.get(BnplTransaction, payment_id)
 
-    async def card(self, session: AsyncSession, payment_id: str) -> CardOrder | None:
+    async def card(self, session: Session, payment_id: str) -> CardOrder | None:
         return await session.get(CardOrder, payment_id)
 
-    async def card_attempts(self, session: AsyncSession, payment_id: str) -> Sequence[CardAttempt]:
+    async def card_attempts(self, session: Session, payment_id: str) -> Sequence[CardAttempt]:
         statement = select(CardAttempt).where(CardAttempt.card_order_id == payment_id).order_by(CardAttempt.number)
         return (await session.scalars(statement)).all()
 
-    async def callbacks(self, session: AsyncSession, merchant_id: str, payment_id: str) -> Sequence[Callback]:
+    async def callbacks(self, session: Session, merchant_id: str, payment_id: str) -> Sequence[Callback]:
         statement = (
             select(Callback)
             .where(Callback.merchant_id == merchant_id, Callback.transaction_ref == payment_id)
@@ -319,7 +319,7 @@ class PaymentsRepository:
         )
         return (await session.scalars(statement)).all()
 
-    async def attempts(self, session: AsyncSession, callback_ids: Sequence[int]) -> Sequence[CallbackAttempt]:
+    async def attempts(self, session: Session, callback_ids: Sequence[int]) -> Sequence[CallbackAttempt]:
         if not callback_ids:
             return []
         statement = (
@@ -329,12 +329,12 @@ class PaymentsRepository:
         )
         return (await session.scalars(statement)).all()
 
-    async def callback(self, session: AsyncSession, callback_id: int) -> Callback | None:
+    async def callback(self, session: Session, callback_id: int) -> Callback | None:
         return await session.get(Callback, callback_id)
 
     async def callback_queue(
         self,
-        session: AsyncSession,
+        session: Session,
         *,
         statuses: Sequence[str],
         merchant_id: str | None,
@@ -354,7 +354,7 @@ class PaymentsRepository:
             statement = statement.where(Callback.id < before_id)
         return (await session.scalars(statement)).all()
 
-    async def given_up_since(self, session: AsyncSession, merchant_id: str, since: datetime) -> Sequence[Callback]:
+    async def given_up_since(self, session: Session, merchant_id: str, since: datetime) -> Sequence[Callback]:
         statement = (
             select(Callback)
             .where(Callback.merchant_id == merchant_id, Callback.status == "failed", Callback.created_at >= since)

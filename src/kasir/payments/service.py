@@ -26,8 +26,6 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
 from kasir.audit.service import Actor, audit
 from kasir.bnpl.service import bnpl_service
 from kasir.callbacks.models import Callback, CallbackAttempt, CallbackKind
@@ -36,7 +34,7 @@ from kasir.callbacks.signing import svc_signature_header
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import get_settings
 from kasir.console.format import jakarta_time, rupiah
-from kasir.db import Database
+from kasir.db import Database, Session
 from kasir.errors import BadRequest, Conflict, InvalidMandatoryField, NotFound
 from kasir.kit.clock import JAKARTA, clock, parse_aware
 from kasir.merchants.service import merchant_service
@@ -233,7 +231,7 @@ def _percentile(values: list[float], share: float) -> float | None:
 
 class PaymentsService:
     async def list(
-        self, session: AsyncSession, where: PaymentFilter, *, cursor: str | None = None, limit: int = PAGE_SIZE
+        self, session: Session, where: PaymentFilter, *, cursor: str | None = None, limit: int = PAGE_SIZE
     ) -> PaymentPage:
         limit = max(1, min(limit, 500))
         rows = await payments_repository.page(session, where, after=decode_cursor(cursor), limit=limit + 1)
@@ -241,18 +239,18 @@ class PaymentsService:
         rows = rows[:limit]
         return PaymentPage(rows, encode_cursor(rows[-1]) if more and rows else None)
 
-    async def get(self, session: AsyncSession, scope: str | None, payment_id: str) -> PaymentRow:
+    async def get(self, session: Session, scope: str | None, payment_id: str) -> PaymentRow:
         row = await payments_repository.get(session, payment_id.strip())
         if row is None or (scope is not None and row.merchant_id != scope):
             raise PaymentNotFound()
         return row
 
-    async def find(self, session: AsyncSession, scope: str | None, query: str) -> builtins.list[PaymentRow]:
+    async def find(self, session: Session, scope: str | None, query: str) -> builtins.list[PaymentRow]:
         """Every payment any of whose ids is `query` (a merchant's order id may name a wallet and a card payment)."""
         page = await self.list(session, parse_filter(scope=scope, query=query), limit=100)
         return page.rows
 
-    async def detail(self, session: AsyncSession, scope: str | None, payment_id: str) -> PaymentDetail:
+    async def detail(self, session: Session, scope: str | None, payment_id: str) -> PaymentDetail:
         row = await self.get(session, scope, payment_id)
         merchant = await merchant_service.get(session, row.merchant_id)
         detail = PaymentDetail(row, merchant.name, merchant.callback_url, [], [], [], [])
@@ -356,7 +354,7 @@ class PaymentsService:
         detail.timeline = sorted(timeline, key=lambda entry: entry.at)
         return detail
 
-    async def overview(self, session: AsyncSession, scope: str | None, period: str) -> Overview:
+    async def overview(self, session: Session, scope: str | None, period: str) -> Overview:
         since = period_start(period)
         totals = await payments_repository.totals(session, scope, since)
         counts = await payments_repository.callback_totals(session, scope, since)
@@ -446,7 +444,7 @@ class PaymentActions:
             pending = await wallet_service.refund(session, tx, amount, reason)
             await pending.hold(session, None)
 
-        async def audited(session: AsyncSession, tx: Any) -> None:
+        async def audited(session: Session, tx: Any) -> None:
             after = {"status": tx.status, "refunded_amount": tx.refunded_amount, "refund_amount": amount}
             await self._audit(session, actor, "payment.refund", tx.id, tx.merchant_id, before, after)
 
@@ -459,13 +457,13 @@ class PaymentActions:
             pending = await wallet_service.void(session, tx)
             await pending.hold(session, None)
 
-        async def audited(session: AsyncSession, tx: Any) -> None:
+        async def audited(session: Session, tx: Any) -> None:
             await self._audit(session, actor, "payment.void", tx.id, tx.merchant_id, before, {"status": tx.status})
 
         await pending.complete(database, also=audited)
 
     async def simulate(
-        self, session: AsyncSession, scope: str | None, payment_id: str, outcome: str, actor: Actor
+        self, session: Session, scope: str | None, payment_id: str, outcome: str, actor: Actor
     ) -> PaymentRow:
         """Staging only (the caller checks): the customer pays, fails or lets the payment expire."""
         row = await payments_service.get(session, scope, payment_id)
@@ -500,7 +498,7 @@ class PaymentActions:
 
     async def replay(
         self,
-        session: AsyncSession,
+        session: Session,
         scope: str | None,
         callback_id: int,
         target: str,
@@ -542,7 +540,7 @@ class PaymentActions:
         return replay
 
     async def replay_given_up(
-        self, session: AsyncSession, scope: str | None, merchant_id: str, since: datetime, actor: Actor
+        self, session: Session, scope: str | None, merchant_id: str, since: datetime, actor: Actor
     ) -> list[Callback]:
         """Every given-up callback of the merchant recorded since `since`, delivered again (one audited action)."""
         if scope is not None and merchant_id != scope:
@@ -563,7 +561,7 @@ class PaymentActions:
         )
         return replays
 
-    async def _wallet(self, session: AsyncSession, scope: str | None, payment_id: str) -> Any:
+    async def _wallet(self, session: Session, scope: str | None, payment_id: str) -> Any:
         row = await payments_service.get(session, scope, payment_id)
         if row.product != "wallet":
             raise ActionRefused("refund and void are for wallet payments")
@@ -571,7 +569,7 @@ class PaymentActions:
 
     async def _audit(
         self,
-        session: AsyncSession,
+        session: Session,
         actor: Actor,
         action: str,
         target: str,

@@ -37,9 +37,8 @@ from typing import Any, Protocol
 
 from fastapi import Request
 from fastapi.responses import Response
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from kasir.db import Database
+from kasir.db import Database, Session
 from kasir.errors import Conflict, KasirError, render
 from kasir.idempotency.service import KeyRef, keep_answer, release_key
 from kasir.kit.clock import clock
@@ -104,29 +103,29 @@ class Action(Protocol):
         """Ask again after a crash, with only what was stored (`call.card` is None)."""
         ...
 
-    async def lock(self, session: AsyncSession, call: Call) -> None:
+    async def lock(self, session: Session, call: Call) -> None:
         """Take the payment's row lock. Step 3 takes it before it deletes the call's row, in the order
         step 1 took them (the handler locked the payment, then wrote the call): a refund's hold waiting
         on the row being deleted while the recording unit waits on the payment it locked is a deadlock.
         """
         ...
 
-    async def record(self, session: AsyncSession, call: Call, answer: Any, *, fresh: bool) -> Any:
+    async def record(self, session: Session, call: Call, answer: Any, *, fresh: bool) -> Any:
         """Record the processor's answer (with its callback); what the caller gets back. `fresh` False:
         another unit of work recorded it already (the worker, or the request that outlasted it): only
         what is recorded is read back."""
         ...
 
-    async def undo(self, session: AsyncSession, call: Call, error: KasirError) -> None:
+    async def undo(self, session: Session, call: Call, error: KasirError) -> None:
         """Take back what `hold` recorded: the ask raised, nothing was decided."""
         ...
 
-    async def respond(self, session: AsyncSession, call: Call, recorded: Any) -> Response:
+    async def respond(self, session: Session, call: Call, recorded: Any) -> Response:
         """The API's answer to the request, as its idempotency key keeps it."""
         ...
 
 
-Also = Callable[[AsyncSession, Any], Awaitable[None]]
+Also = Callable[[Session, Any], Awaitable[None]]
 
 _ACTIONS: dict[str, Action] = {}
 
@@ -153,7 +152,7 @@ class PendingCall:
 
     call: Call
 
-    async def hold(self, session: AsyncSession, key: KeyRef | None) -> None:
+    async def hold(self, session: Session, key: KeyRef | None) -> None:
         self.call.key = key
         call = self.call
         values = {

@@ -7,9 +7,8 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, delete, select
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from kasir.db import Statement, binds
+from kasir.db import Session, Statement, binds
 from kasir.processors.models import ProcessorCall
 
 _COLUMNS = ("product", "reference", "action", "details", "key_merchant_id", "key_scope", "key", "started_at")
@@ -34,18 +33,18 @@ _STALLED = Statement(
 
 
 class ProcessorCallRepository:
-    async def add(self, session: AsyncSession, values: dict[str, Any]) -> bool:
+    async def add(self, session: Session, values: dict[str, Any]) -> bool:
         """Write the call; False when the payment has one in flight already."""
         return await _ADD.execute(session, **{**values, "details": json.dumps(values["details"])}) == 1
 
-    async def forget(self, session: AsyncSession, product: str, reference: str) -> bool:
+    async def forget(self, session: Session, product: str, reference: str) -> bool:
         """Delete the payment's call; False when another unit of work finished it first."""
         return await _FORGET.execute(session, product=product, reference=reference) == 1
 
-    async def in_flight(self, session: AsyncSession, product: str, reference: str) -> bool:
+    async def in_flight(self, session: Session, product: str, reference: str) -> bool:
         return await _IN_FLIGHT.first(session, product=product, reference=reference) is not None
 
-    async def stalled(self, session: AsyncSession, before: datetime) -> list[dict[str, Any]]:
+    async def stalled(self, session: Session, before: datetime) -> list[dict[str, Any]]:
         """The calls started at or before `before`, oldest first (at most 100 at a time)."""
         rows = await _STALLED.rows(session, before=before)
         found = [dict(zip(_COLUMNS, row, strict=True)) for row in rows]

@@ -17,8 +17,7 @@ reference: with one processor per channel, an OVO issuer cannot mark a DANA paym
 
 from __future__ import annotations
 
-from sqlalchemy.ext.asyncio import AsyncSession
-
+from kasir.db import Session
 from kasir.errors import InvalidFieldFormat, InvalidMandatoryField, NotFound
 from kasir.processors.protocols import CardDecision, CardResult, Event, Notification, Product
 from kasir.processors.registry import serves
@@ -43,7 +42,7 @@ def _check_served(by: str, product: Product, channel: str | None) -> None:
         raise NotYourPayment()
 
 
-async def apply(session: AsyncSession, notification: Notification, *, by: str, strict: bool = False) -> str:
+async def apply(session: Session, notification: Notification, *, by: str, strict: bool = False) -> str:
     """Apply `notification` from the processor named `by`; the transaction's state after it. `strict`: a
     notification applied before is refused like any other move its state does not allow (the simulator's
     forms, sent twice)."""
@@ -54,7 +53,7 @@ async def apply(session: AsyncSession, notification: Notification, *, by: str, s
     return await _bnpl(session, notification, by, strict)
 
 
-async def _card(session: AsyncSession, notification: Notification, by: str, strict: bool) -> str:
+async def _card(session: Session, notification: Notification, by: str, strict: bool) -> str:
     from kasir.card.service import card_service
     from kasir.card.states import CardAttemptStatus
 
@@ -79,7 +78,7 @@ async def _card(session: AsyncSession, notification: Notification, by: str, stri
     return order.status
 
 
-async def _wallet(session: AsyncSession, notification: Notification, by: str, strict: bool) -> str:
+async def _wallet(session: Session, notification: Notification, by: str, strict: bool) -> str:
     from kasir.wallet.service import wallet_service
 
     state = _WALLET_STATES.get(notification.event)
@@ -99,7 +98,7 @@ async def _wallet(session: AsyncSession, notification: Notification, by: str, st
     return tx.status
 
 
-async def _bnpl(session: AsyncSession, notification: Notification, by: str, strict: bool) -> str:
+async def _bnpl(session: Session, notification: Notification, by: str, strict: bool) -> str:
     from kasir.bnpl.service import bnpl_service
 
     state = _BNPL_STATES.get(notification.event)

@@ -5,9 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import bindparam, delete, select
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from kasir.db import Statement, binds
+from kasir.db import Session, Statement, binds
 from kasir.ratelimit.models import RateLimitCounter
 
 # Concurrent adds from several processes meet in the row: the database adds, nobody reads first.
@@ -29,16 +28,16 @@ _PURGE = Statement(delete(RateLimitCounter).where(RateLimitCounter.expires_at < 
 
 
 class RateLimitRepository:
-    async def add(self, session: AsyncSession, key: str, window_start: int, hits: int, expires_at: datetime) -> int:
+    async def add(self, session: Session, key: str, window_start: int, hits: int, expires_at: datetime) -> int:
         """The window's count after adding `hits` (every process's hits)."""
         total = await _ADD.scalar(session, key=key, window_start=window_start, hits=hits, expires_at=expires_at)
         return int(total)
 
-    async def get(self, session: AsyncSession, key: str, window_start: int) -> int:
+    async def get(self, session: Session, key: str, window_start: int) -> int:
         total = await _GET.scalar(session, key=key, window_start=window_start)
         return int(total or 0)
 
-    async def purge(self, session: AsyncSession, now: datetime) -> int:
+    async def purge(self, session: Session, now: datetime) -> int:
         return await _PURGE.execute(session, now=now)
 
 

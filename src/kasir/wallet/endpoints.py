@@ -34,10 +34,9 @@ from typing import Any, TypeVar
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ValidationError
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.callbacks.signing import x_req_signature
-from kasir.db import Database, ReadSession, WriteSession
+from kasir.db import Database, ReadSession, Session, WriteSession
 from kasir.errors import (
     BadRequest,
     InvalidFieldFormat,
@@ -197,7 +196,7 @@ async def _create(request: Request, *, qr: bool) -> Response:
     await wallet_service.check_callback_url(merchant, payment.callback_url)  # DNS: before the unit of work
     require("wallet", payment.payment_channel)
 
-    async def create(session: AsyncSession) -> Response:
+    async def create(session: Session) -> Response:
         tx = await wallet_service.create_payment(session, merchant, payment, qr=qr)
         return JSONResponse(await wallet_service.describe(session, tx))
 
@@ -229,7 +228,7 @@ async def refund(request: Request) -> Response:
     key = idempotency_key(request)
     refund_request = parse(RefundRequest, caller.body)
 
-    async def refund_in(session: AsyncSession) -> PendingCall:
+    async def refund_in(session: Session) -> PendingCall:
         return await wallet_service.refund_payment(session, caller.merchant.merchant, refund_request)
 
     return await _run_once(request, key, caller, refund_in)
@@ -241,7 +240,7 @@ async def void(request: Request) -> Response:
     key = idempotency_key(request)
     void_request = parse(VoidRequest, caller.body)
 
-    async def void_in(session: AsyncSession) -> PendingCall:
+    async def void_in(session: Session) -> PendingCall:
         return await wallet_service.void_payment(session, caller.merchant.merchant, void_request)
 
     return await _run_once(request, key, caller, void_in)
@@ -251,7 +250,7 @@ async def _run_once(
     request: Request,
     key: str | None,
     caller: WalletCaller,
-    handler: Callable[[AsyncSession], Awaitable[Response | PendingCall]],
+    handler: Callable[[Session], Awaitable[Response | PendingCall]],
 ) -> Response:
     """The route's unit of work, once per X-Idempotency-Key (kasir.idempotency), scoped by its path."""
     scope = f"POST {request.scope['path']}"  # the route's own path (static): request.url would parse it all

@@ -14,9 +14,8 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, select, update
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from kasir.db import Statement, binds, held_rows
+from kasir.db import Session, Statement, binds, held_rows
 from kasir.wallet.models import WalletRefund, WalletTransaction
 from kasir.wallet.states import WalletStatus
 
@@ -106,19 +105,19 @@ _REFUNDS = Statement(
 
 
 class WalletRepository:
-    async def add_transaction(self, session: AsyncSession, values: dict[str, Any]) -> bool:
+    async def add_transaction(self, session: Session, values: dict[str, Any]) -> bool:
         """Insert a transaction (every column); False when the merchant already used the external_id.
 
         The unique constraint decides races between concurrent requests.
         """
         return await _ADD_TRANSACTION.scalar(session, **values) is not None
 
-    async def row(self, session: AsyncSession, transaction_id: str) -> TransactionRow | None:
+    async def row(self, session: Session, transaction_id: str) -> TransactionRow | None:
         """The transaction as it is now (no lock, no ORM object)."""
         found = await _TRANSACTION.first(session, transaction_id=transaction_id)
         return None if found is None else TransactionRow(*found)
 
-    async def get(self, session: AsyncSession, transaction_id: str, *, lock: bool = False) -> TransactionRow | None:
+    async def get(self, session: Session, transaction_id: str, *, lock: bool = False) -> TransactionRow | None:
         """The transaction; with `lock`, locked until the unit of work ends (PostgreSQL: FOR UPDATE;
         SQLite: the unit holds the database's one write seat already), and read once per unit: a
         second locked read is the first's row, with the changes the unit made to it."""
@@ -133,20 +132,20 @@ class WalletRepository:
             row = held[(WalletTransaction, transaction_id)] = TransactionRow(*found)
         return row
 
-    async def save(self, session: AsyncSession, tx: TransactionRow) -> None:
+    async def save(self, session: Session, tx: TransactionRow) -> None:
         """Write a transition's changes (`CHANGING_COLUMNS`) of a row read locked."""
         values = {name: getattr(tx, name) for name in CHANGING_COLUMNS}
         await _SAVE_TRANSACTION.execute(session, transaction_id=tx.id, **values)
 
-    async def add_refund(self, session: AsyncSession, refund: WalletRefund) -> None:
+    async def add_refund(self, session: Session, refund: WalletRefund) -> None:
         session.add(refund)
         await session.flush()
 
-    async def refunds(self, session: AsyncSession, transaction_id: str) -> list[RefundRow]:
+    async def refunds(self, session: Session, transaction_id: str) -> list[RefundRow]:
         """The transaction's refunds, oldest first."""
         return [RefundRow(*row) for row in await _REFUNDS.rows(session, transaction_id=transaction_id)]
 
-    async def due_for_expiry(self, session: AsyncSession, now: datetime, limit: int = 500) -> Sequence[str]:
+    async def due_for_expiry(self, session: Session, now: datetime, limit: int = 500) -> Sequence[str]:
         result = await session.scalars(
             select(WalletTransaction.id)
             .where(WalletTransaction.status == WalletStatus.PENDING.value, WalletTransaction.expires_at <= now)

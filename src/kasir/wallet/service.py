@@ -32,14 +32,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from fastapi.responses import JSONResponse, Response
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.callbacks.models import CallbackKind
 from kasir.callbacks.service import callback_outbox
 from kasir.callbacks.signing import svc_signature, x_req_signature
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import get_settings
-from kasir.db import Database, each_in_own_unit_of_work
+from kasir.db import Database, Session, each_in_own_unit_of_work
 from kasir.errors import Conflict, InvalidFieldFormat, InvalidMandatoryField, KasirError, NotFound
 from kasir.kit.clock import JAKARTA, clock, isoformat_millis
 from kasir.kit.ids import new_id, random_token
@@ -168,7 +167,7 @@ class WalletService:
             await check_callback_url(callback_url, production=get_settings().is_production, field=field)
 
     async def create_payment(
-        self, session: AsyncSession, merchant: Merchant, request: CreatePaymentRequest, *, qr: bool = False
+        self, session: Session, merchant: Merchant, request: CreatePaymentRequest, *, qr: bool = False
     ) -> TransactionRow:
         """A PENDING transaction: checkout page (`qr=False`) or dynamic QRIS (`qr=True`).
 
@@ -247,38 +246,38 @@ class WalletService:
 
     # --- lookups -------------------------------------------------------------------
 
-    async def get(self, session: AsyncSession, transaction_id: str, *, lock: bool = False) -> TransactionRow:
+    async def get(self, session: Session, transaction_id: str, *, lock: bool = False) -> TransactionRow:
         tx = await wallet_repository.get(session, transaction_id, lock=lock)
         if tx is None:
             raise WalletTransactionNotFound()
         return tx
 
     async def find(
-        self, session: AsyncSession, merchant: Merchant, ref: TransactionReference, *, lock: bool = False
+        self, session: Session, merchant: Merchant, ref: TransactionReference, *, lock: bool = False
     ) -> TransactionRow:
         """The merchant's transaction named by transaction_id, external_id and order_id together (else `02`)."""
         return _named(await wallet_repository.get(session, ref.transaction_id, lock=lock), merchant, ref)
 
-    async def refunds(self, session: AsyncSession, tx: TransactionRow) -> list[RefundRow]:
+    async def refunds(self, session: Session, tx: TransactionRow) -> list[RefundRow]:
         if not tx.refunded_amount:
             return []  # every refund adds at least 1 rupiah to refunded_amount
         return await wallet_repository.refunds(session, tx.id)
 
     # --- what the endpoints ask (one call each) -----------------------------------------
 
-    async def inquire(self, session: AsyncSession, merchant: Merchant, request: InquiryRequest) -> TransactionRow:
+    async def inquire(self, session: Session, merchant: Merchant, request: InquiryRequest) -> TransactionRow:
         """`find` without the lock: a plain row (nothing is changed)."""
         return _named(await wallet_repository.row(session, request.transaction_id), merchant, request)
 
-    async def refund_payment(self, session: AsyncSession, merchant: Merchant, request: RefundRequest) -> PendingCall:
+    async def refund_payment(self, session: Session, merchant: Merchant, request: RefundRequest) -> PendingCall:
         tx = await self.find(session, merchant, request, lock=True)
         return await self.refund(session, tx, request.refund_amount, request.reason)
 
-    async def void_payment(self, session: AsyncSession, merchant: Merchant, request: VoidRequest) -> PendingCall:
+    async def void_payment(self, session: Session, merchant: Merchant, request: VoidRequest) -> PendingCall:
         tx = await self.find(session, merchant, request, lock=True)
         return await self.void(session, tx)
 
-    async def checkout(self, session: AsyncSession, transaction_id: str) -> WalletPayment:
+    async def checkout(self, session: Session, transaction_id: str) -> WalletPayment:
         """The transaction as its issuer's `create` takes it (the customer opened payment_url)."""
         tx = await self.get(session, transaction_id)
         merchant = await merchant_service.get(session, tx.merchant_id)
@@ -302,13 +301,13 @@ class WalletService:
             qr_image_url=f"/ewallet/qr/{tx.id}.png" if tx.qr_string else None,
         )
 
-    async def describe(self, session: AsyncSession, tx: TransactionRow) -> dict[str, Any]:
+    async def describe(self, session: Session, tx: TransactionRow) -> dict[str, Any]:
         """The answer body of create, inquiry, refund and void."""
         return transaction_body(tx, await self.refunds(session, tx))
 
     # --- transitions (the caller holds the row lock: get/find with lock=True) ---------
 
-    async def pay(self, session: AsyncSession, tx: TransactionRow, issuer: str | None = None) -> TransactionRow:
+    async def pay(self, session: Session, tx: TransactionRow, issuer: str | None = None) -> TransactionRow:
         """`issuer`: who paid, as the issuer's notification says (QRIS: the customer's issuer)."""
         self._refuse_if_due(tx)
         transition(tx, WalletStatus.PAID)
@@ -322,7 +321,7 @@ class WalletService:
         await self._changed(session, tx)
         return tx
 
-    async def fail(self, session: AsyncSession, tx: TransactionRow, reason: str | None = None) -> TransactionRow:
+    async def fail(self, session: Session, tx: TransactionRow, reason: str | None = None) -> TransactionRow:
         self._refuse_if_due(tx)
         check_transition(tx, WalletStatus.FAILED)
         if tx.payment_channel != FAILURE_CHANNEL:
@@ -335,13 +334,13 @@ class WalletService:
         await self._changed(session, tx)
         return tx
 
-    async def expire_now(self, session: AsyncSession, tx: TransactionRow) -> TransactionRow:
+    async def expire_now(self, session: Session, tx: TransactionRow) -> TransactionRow:
         """The dummy payment's `simulate_status: EXPIRED`: expire a PENDING transaction at once."""
         transition(tx, WalletStatus.EXPIRED)
         await self._changed(session, tx)
         return tx
 
-    async def expire(self, session: AsyncSession, transaction_id: str) -> bool:
+    async def expire(self, session: Session, transaction_id: str) -> bool:
         """The expiry job: PENDING past expired_time → EXPIRED. False when it changed meanwhile."""
         tx = await self.get(session, transaction_id, lock=True)
         if tx.status != WalletStatus.PENDING.value or tx.expires_at > clock.now():
@@ -351,7 +350,7 @@ class WalletService:
         return True
 
     async def refund(
-        self, session: AsyncSession, tx: TransactionRow, amount: int, reason: str | None = None
+        self, session: Session, tx: TransactionRow, amount: int, reason: str | None = None
     ) -> PendingCall:
         """The refund, checked and held: the issuer is asked once this unit of work has committed
         (kasir.processors.calls), and it is recorded (REFUNDED, the callback) in a second."""
@@ -366,7 +365,7 @@ class WalletService:
         details = {"channel": tx.payment_channel, "refund_reference": refund_reference, "amount": amount}
         return PendingCall(Call(WALLET_REFUND, "wallet", tx.id, {**details, "reason": reason}))
 
-    async def record_refund(self, session: AsyncSession, call: Call, *, fresh: bool) -> TransactionRow:
+    async def record_refund(self, session: Session, call: Call, *, fresh: bool) -> TransactionRow:
         tx = await self.get(session, call.reference, lock=True)
         if not fresh:
             return tx
@@ -380,7 +379,7 @@ class WalletService:
         await self._changed(session, tx)
         return tx
 
-    async def void(self, session: AsyncSession, tx: TransactionRow) -> PendingCall:
+    async def void(self, session: Session, tx: TransactionRow) -> PendingCall:
         """The void, checked and held: asked of the issuer once this unit of work has committed."""
         check_transition(tx, WalletStatus.VOID)
         assert tx.paid_at is not None
@@ -391,7 +390,7 @@ class WalletService:
         wallet_issuer(tx.payment_channel)
         return PendingCall(Call(WALLET_VOID, "wallet", tx.id, {"channel": tx.payment_channel}))
 
-    async def record_void(self, session: AsyncSession, call: Call, *, fresh: bool) -> TransactionRow:
+    async def record_void(self, session: Session, call: Call, *, fresh: bool) -> TransactionRow:
         tx = await self.get(session, call.reference, lock=True)
         if not fresh:
             return tx
@@ -405,7 +404,7 @@ class WalletService:
         if tx.status == WalletStatus.PENDING.value and tx.expires_at <= clock.now():
             raise TransactionExpired("Failed Request: transaction has expired")
 
-    async def _changed(self, session: AsyncSession, tx: TransactionRow) -> None:
+    async def _changed(self, session: Session, tx: TransactionRow) -> None:
         tx.updated_at = clock.now()
         await wallet_repository.save(session, tx)
         # Every caller has just made a transition: each is out of PENDING or PAID.
@@ -435,13 +434,13 @@ class _WalletAction:
     """A refund or void at the issuer, asked outside any unit of work (kasir.processors.calls).
     Both are idempotent by their reference at the issuer: asked again after a crash, as they were."""
 
-    async def lock(self, session: AsyncSession, call: Call) -> None:
+    async def lock(self, session: Session, call: Call) -> None:
         await wallet_service.get(session, call.reference, lock=True)
 
-    async def undo(self, session: AsyncSession, call: Call, error: KasirError) -> None:
+    async def undo(self, session: Session, call: Call, error: KasirError) -> None:
         return None  # nothing was recorded before the issuer was asked
 
-    async def respond(self, session: AsyncSession, call: Call, recorded: TransactionRow) -> Response:
+    async def respond(self, session: Session, call: Call, recorded: TransactionRow) -> Response:
         return JSONResponse(await wallet_service.describe(session, recorded))
 
     async def ask_again(self, call: Call) -> None:
@@ -456,7 +455,7 @@ class WalletRefundAction(_WalletAction):
         details = call.details
         await wallet_issuer(details["channel"]).refund(call.reference, details["refund_reference"], details["amount"])
 
-    async def record(self, session: AsyncSession, call: Call, answer: None, *, fresh: bool) -> TransactionRow:
+    async def record(self, session: Session, call: Call, answer: None, *, fresh: bool) -> TransactionRow:
         return await wallet_service.record_refund(session, call, fresh=fresh)
 
 
@@ -464,7 +463,7 @@ class WalletVoidAction(_WalletAction):
     async def ask(self, call: Call) -> None:
         await wallet_issuer(call.details["channel"]).void(call.reference)
 
-    async def record(self, session: AsyncSession, call: Call, answer: None, *, fresh: bool) -> TransactionRow:
+    async def record(self, session: Session, call: Call, answer: None, *, fresh: bool) -> TransactionRow:
         return await wallet_service.record_void(session, call, fresh=fresh)
 
 

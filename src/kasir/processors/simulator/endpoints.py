@@ -18,13 +18,12 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from kasir.card import pages as card_pages
 from kasir.card.endpoints import _attempt_number, _form, _refused, _see_other
 from kasir.card.service import AttemptAlreadySubmitted, card_service, check_page_token, page_token, return_redirect
 from kasir.card.states import CardOrderStatus
-from kasir.db import ReadSession, WriteSession, rollback_unit
+from kasir.db import ReadSession, Session, WriteSession, rollback_unit
 from kasir.errors import KasirError, NotFound, WireFormat, wire
 from kasir.idempotency.service import idempotency_key
 from kasir.kit.pages import check_form_token, html_page
@@ -111,7 +110,7 @@ _WALLET_PAGE: dict[str, Any] = {
 }  # fmt: skip
 
 
-async def _wallet_page_change(session: AsyncSession, notification: Notification) -> Response:
+async def _wallet_page_change(session: Session, notification: Notification) -> Response:
     try:
         await apply(session, notification, by=SIMULATOR, strict=True)
     except KasirError as error:
@@ -174,7 +173,7 @@ async def dummy_payment(request: Request) -> Response:
     key = idempotency_key(request)
     payment = parse(DummyPaymentRequest, caller.body)
 
-    async def pay(session: AsyncSession) -> Response:
+    async def pay(session: Session) -> Response:
         tx = await wallet_service.find(session, caller.merchant.merchant, payment, lock=True)
         if payment.payment_channel != tx.payment_channel:
             raise ChannelMismatch()
@@ -207,7 +206,7 @@ _BNPL_PAGE: dict[str, Any] = {
 }  # fmt: skip
 
 
-async def _bnpl_page_change(session: AsyncSession, notification: Notification) -> Response:
+async def _bnpl_page_change(session: Session, notification: Notification) -> Response:
     try:
         await apply(session, notification, by=SIMULATOR, strict=True)
     except KasirError as error:
