@@ -8,7 +8,7 @@ from alembic import context
 from sqlalchemy.engine import Connection
 
 from kasir.config import get_settings
-from kasir.db import Base, Database
+from kasir.db import Base, run_migrations
 from kasir.models import import_all_models
 
 import_all_models()
@@ -26,13 +26,6 @@ def _run(connection: Connection) -> None:
         context.run_migrations()
 
 
-async def _run_on_settings_database() -> None:
-    database = Database(get_settings())
-    try:
-        async with database.engine.begin() as connection:
-            await connection.run_sync(_run)
-    finally:
-        await database.dispose()
 
 
 connection = context.config.attributes.get("connection")
@@ -43,4 +36,4 @@ elif context.is_offline_mode():
     with context.begin_transaction():
         context.run_migrations()
 else:
-    asyncio.run(_run_on_settings_database())
+    asyncio.run(run_migrations(get_settings().resolved_database_url, _run))

@@ -1,11 +1,11 @@
-"""The one Database: units of work, after-commit notification, schema version.
+"""The one Database: units of work, wake-ups across processes, schema version.
 
-Services never commit. The request (or worker task) boundary opens a unit of work, which
-commits on success and rolls back on any exception; actions registered with `on_commit()`
-run only after a successful commit. How that is done is the strategy's business:
+Services never commit. The request (or job) boundary opens a unit of work, which commits on
+success and rolls back on any exception; actions registered with `on_commit()` run only after a
+successful commit. `Database(settings)` chooses the strategy once, from the URL:
 
-- `kasir.db.sqlite`: the embedded file, statements inline on the event loop, group commit.
-- `kasir.db.postgres`: asyncpg through a pool, a transaction per unit, LISTEN/NOTIFY.
+- `kasir.db.sqlite`: the embedded file on Python's sqlite3, statements inline, group commit.
+- `kasir.db.postgres`: asyncpg's pool, a transaction per write unit, LISTEN/NOTIFY.
 
 Nothing outside this package names a dialect or a driver.
 """
@@ -14,37 +14,29 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends
-from sqlalchemy import text
-from sqlalchemy.exc import InterfaceError, OperationalError
-from sqlalchemy.exc import TimeoutError as PoolTimeout
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from starlette.requests import Request
 
 from kasir.config import Settings
 from kasir.db import postgres, sqlite
 from kasir.db.postgres import PostgresStrategy
+from kasir.db.session import DatabaseUnavailable, Session
 from kasir.db.sqlite import SqliteStrategy
 from kasir.db.statements import Statement, binds
 
 log = logging.getLogger("kasir.db")
 
-# What a database that cannot be reached or is overloaded raises: every route answers it with
-# 503 and Retry-After in its own wire format (kasir.errors). An OperationalError can also be a
-# bug; the handler logs it with its cause so it does not pass for an outage.
-UNAVAILABLE: tuple[type[Exception], ...] = (OperationalError, InterfaceError, PoolTimeout, ConnectionError)
-
-
-class LockTimeout(Exception):
-    """A row another transaction holds was not free within the wait allowed (`lock_wait_at_most`)."""
+# What a database that cannot be reached or cannot take the work raises: every route answers it with
+# 503 and Retry-After in its own wire format (kasir.errors).
+UNAVAILABLE: tuple[type[Exception], ...] = (DatabaseUnavailable,)
 
 
 class Database:
-    """One engine per process, and the units of work made from it."""
+    """One per process: its strategy, chosen once at start-up, and the units of work made from it."""
 
     def __init__(self, settings: Settings) -> None:
         self.url = settings.resolved_database_url
@@ -53,7 +45,6 @@ class Database:
             if self.url.startswith("sqlite")
             else PostgresStrategy(settings, self.url)
         )
-        self.engine: AsyncEngine = self.strategy.engine
 
     @property
     def keeps_counters(self) -> bool:
@@ -66,12 +57,10 @@ class Database:
         """
         return isinstance(self.strategy, PostgresStrategy)
 
-    def unit_of_work(
-        self, *, read_only: bool = False, atomic: bool = True
-    ) -> AbstractAsyncContextManager[AsyncSession]:
+    def unit_of_work(self, *, read_only: bool = False, atomic: bool = True) -> AbstractAsyncContextManager[Session]:
         """Commit on success, roll back on any exception; then run the after-commit actions.
 
-        `read_only`: the unit only reads (on SQLite it never waits for the write lock).
+        `read_only`: the unit only reads (it never waits for a write lock).
         `atomic=False`: the unit's statements need not stand or fall together (one UPDATE, or writes
         each whole by itself), so each may commit as it runs: on PostgreSQL no BEGIN and no COMMIT,
         two round trips fewer. A failure may then keep what the statements before it wrote (on
@@ -88,51 +77,6 @@ class Database:
         await self.strategy.dispose()
 
 
-# --- what a unit of work's session offers the rooms ------------------------------------------
-
-
-def _is_sqlite(session: AsyncSession) -> bool:
-    bind = session.sync_session.bind  # the sync session's own attribute: no proxy call
-    assert bind is not None, "sessions are made bound to the engine"
-    return bind.dialect.name == "sqlite"
-
-
-async def rollback_unit(session: AsyncSession) -> None:
-    """Undo what this unit of work wrote so far and go on in the same unit (a page re-read after a refusal)."""
-    session.sync_session.info.pop("held_rows", None)  # their changes are undone, and on PostgreSQL their locks
-    if _is_sqlite(session):
-        await sqlite.rollback_unit(session)
-    else:
-        await postgres.rollback_unit(session)
-
-
-async def notify_after_commit(session: AsyncSession, channel: str) -> None:
-    """Wake the listeners of `channel` (Database.listen) once this unit of work commits; never on rollback."""
-    if _is_sqlite(session):
-        await sqlite.notify_after_commit(session, channel)
-    else:
-        await postgres.notify_after_commit(session, channel)
-
-
-def lock_wait_at_most(session: AsyncSession, seconds: float) -> AbstractAsyncContextManager[None]:
-    """The block's statements wait at most `seconds` for a row another unit of work holds, then raise
-    LockTimeout (and the unit must end). On SQLite no other unit holds rows while this one runs."""
-    if _is_sqlite(session):
-        return _NOTHING_TO_WAIT_FOR
-    return _postgres_lock_wait(session, seconds)
-
-
-@asynccontextmanager
-async def _postgres_lock_wait(session: AsyncSession, seconds: float) -> AsyncIterator[None]:
-    try:
-        async with postgres.lock_wait_at_most(session, seconds):
-            yield
-    except Exception as exc:
-        if postgres.is_lock_timeout(exc):
-            raise LockTimeout(str(exc)) from None
-        raise
-
-
 class InsertUnlessTaken:
     """`INSERT ... ON CONFLICT (index) DO NOTHING` that waits at most `seconds` for a conflicting row
     another unit of work is inserting (PostgreSQL waits for that unit to end), then raises LockTimeout.
@@ -146,42 +90,28 @@ class InsertUnlessTaken:
 
     def __init__(self, table: Any, columns: Sequence[str], index_elements: Sequence[str]) -> None:
         values = binds(table, columns)
-        self._sqlite = Statement(sqlite.insert_or_nothing(table, values, index_elements))
-        self._postgres = Statement(postgres.insert_waiting(table, values, index_elements))
+        self._statements = {
+            "sqlite": Statement(sqlite.insert_or_nothing(table, values, index_elements)),
+            "postgresql": Statement(postgres.insert_waiting(table, values, index_elements)),
+        }
 
-    async def execute(self, session: AsyncSession, seconds: float, **params: Any) -> bool:
+    async def execute(self, session: Session, seconds: float, **params: Any) -> bool:
         """True when the row went in; False when another unit's row has the name."""
-        if _is_sqlite(session):
-            return await self._sqlite.execute(session, **params) == 1
-        try:
-            return await self._postgres.execute(session, lock_wait=postgres.milliseconds(seconds), **params) == 1
-        except Exception as exc:
-            if postgres.is_lock_timeout(exc):
-                raise LockTimeout(str(exc)) from None
-            raise
-
-
-class _NoWait:
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
-
-
-_NOTHING_TO_WAIT_FOR = _NoWait()
+        if session.dialect.name == "postgresql":
+            params["lock_wait"] = postgres.milliseconds(seconds)
+        return await self._statements[session.dialect.name].execute(session, **params) == 1
 
 
 async def each_in_own_unit_of_work(
     database: Database,
     keys: Iterable[str],
-    action: Callable[[AsyncSession, str], Awaitable[bool]],
+    action: Callable[[Session, str], Awaitable[bool]],
     *,
     what: str,
 ) -> int:
     """Run `action(session, key)` for each key in a unit of work of its own; how many returned True.
 
-    For the worker's jobs (expiries): one bad row must not stop the others, and the next run retries it.
+    For the jobs (expiries): one bad row must not stop the others, and the next run retries it.
     """
     done = 0
     for key in keys:
@@ -196,7 +126,7 @@ async def each_in_own_unit_of_work(
 
 async def ping(database: Database) -> None:
     async with database.unit_of_work(read_only=True) as session:
-        await session.execute(text("SELECT 1"))
+        await session.fetch_rows("SELECT 1", ())
 
 
 # --- schema version -----------------------------------------------------------------
@@ -223,25 +153,36 @@ def head_revision() -> str | None:
 
 
 async def current_revision(database: Database) -> str | None:
-    from alembic.runtime.migration import MigrationContext
+    """The schema's revision, read in a read unit as every request's reads are (it waits its turn with them)."""
+    return await database.strategy.current_revision()
 
-    # In a read unit of work, as every request's reads: it waits its turn for a connection with them
-    # (/readyz under load), and on SQLite never waits for the write lock.
-    async with database.unit_of_work(read_only=True) as session:
-        connection = await session.connection()
-        return await connection.run_sync(lambda sync: MigrationContext.configure(sync).get_current_revision())
+
+async def run_migrations(url: str, migrate: Callable[[Any], None]) -> None:
+    """Run `migrate(connection)` (Alembic's work) on a SQLAlchemy connection of its own, in a transaction.
+
+    Migrations are the one place SQLAlchemy's engine is used: Alembic runs on it. The engine is made
+    for the migration and disposed after it.
+    """
+    from sqlalchemy.ext.asyncio import create_async_engine
+    from sqlalchemy.pool import NullPool
+
+    engine = create_async_engine(url, poolclass=NullPool)
+    try:
+        async with engine.begin() as connection:
+            await connection.run_sync(migrate)
+    finally:
+        await engine.dispose()
 
 
 async def upgrade_schema(database: Database, revision: str = "head") -> None:
     from alembic import command
 
-    def _upgrade(sync_connection: Any) -> None:
+    def upgrade(sync_connection: Any) -> None:
         config = alembic_config()
         config.attributes["connection"] = sync_connection
         command.upgrade(config, revision)
 
-    async with database.engine.begin() as connection:
-        await connection.run_sync(_upgrade)
+    await run_migrations(database.url, upgrade)
 
 
 async def check_schema(database: Database) -> None:
@@ -258,13 +199,13 @@ async def check_schema(database: Database) -> None:
 # --- FastAPI dependencies: the request is the unit of work ---------------------------
 
 
-async def write_session(request: Request) -> AsyncIterator[AsyncSession]:
+async def write_session(request: Request) -> AsyncIterator[Session]:
     """A session committed when the endpoint returns, rolled back when it raises."""
     async with request.app.state.database.unit_of_work() as session:
         yield session
 
 
-async def read_session(request: Request) -> AsyncIterator[AsyncSession]:
+async def read_session(request: Request) -> AsyncIterator[Session]:
     async with request.app.state.database.unit_of_work(read_only=True) as session:
         yield session
 
@@ -272,5 +213,5 @@ async def read_session(request: Request) -> AsyncIterator[AsyncSession]:
 # What endpoints declare. scope="function": the unit of work ends (commits) when the endpoint
 # returns, BEFORE the response is sent; FastAPI's default would commit after the client already
 # has the answer, so a merchant reading back at once could miss what it was just told exists.
-WriteSession = Annotated[AsyncSession, Depends(write_session, scope="function")]
-ReadSession = Annotated[AsyncSession, Depends(read_session, scope="function")]
+WriteSession = Annotated[Session, Depends(write_session, scope="function")]
+ReadSession = Annotated[Session, Depends(read_session, scope="function")]

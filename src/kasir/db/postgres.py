@@ -1,90 +1,126 @@
-"""The PostgreSQL strategy: for many processes and machines.
+"""The PostgreSQL strategy, for many processes and machines: asyncpg's public API.
 
-- asyncpg through a SQLAlchemy pool; every unit of work is a transaction of its own, on a pooled
-  connection, with SQLAlchemy's session only where the ORM is used (kasir.db.postgres_unit).
-- After-commit wake-ups reach other processes through `NOTIFY <channel>` sent inside the
-  transaction (with its COMMIT; PostgreSQL delivers it at commit, never on rollback) and
-  `LISTEN` connections.
-- kasir.db statements run on SQLAlchemy's asyncpg adapter directly (`asyncpg_adapter`): the
-  statement is prepared in the adapter's cache and asyncpg's errors are translated as SQLAlchemy
-  translates them. Those are private parts of SQLAlchemy's asyncpg dialect, so the path is taken
-  only when the adapter has them as this module knows them (`ADAPTER_PARTS`); the SQLAlchemy
-  version is pinned in pyproject.toml, and tests/db/test_statements.py and
-  tests/db/test_postgres_unit.py fail when they change.
+- An `asyncpg.Pool` per event loop, of at most `KASIR_DB_POOL_SIZE` connections. A unit of work
+  takes a connection at its first statement (a request refused before it reads anything never
+  waits for one) and gives it back at its end. Connections are handed out in the order units asked.
+- A write unit is a transaction: BEGIN before its first statement, COMMIT at its end with the
+  unit's `NOTIFY`s in the COMMIT's own round trip (PostgreSQL delivers them at commit, never on
+  rollback). A read unit, or one asked for with `atomic=False`, runs in autocommit: no BEGIN and
+  no COMMIT, each statement reads (or writes) what is committed when it runs.
+- Statements are prepared once per connection by asyncpg's statement cache.
+- Listeners (`listen`) hold a connection of their own with `LISTEN`.
+
+Errors are asyncpg's exception types: a connection that failed or cannot be had, a server
+shutting down or out of resources, a deadlock or serialization failure is DatabaseUnavailable
+(503, the client retries); a lock timeout is LockTimeout; anything else is a bug.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import inspect
 import logging
-import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from functools import lru_cache
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import String, bindparam, event, func, select, text, true
+import asyncpg
+from sqlalchemy import String, bindparam, func, select, true
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.engine import Dialect, make_url
-from sqlalchemy.exc import DBAPIError, DisconnectionError
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
+from sqlalchemy.dialects.postgresql.asyncpg import dialect as asyncpg_dialect
+from sqlalchemy.engine import make_url
 
 from kasir.config import Settings
-from kasir.db.postgres_unit import PooledUnit, Turns, translated, unit_sessions
-from kasir.db.unit import on_commit, session_unit_of_work
+from kasir.db.session import DatabaseUnavailable, LockTimeout, Session, run_after_commit
 from kasir.db.wakeup import subscribe, wake
 
 log = logging.getLogger("kasir.db")
 
-_LOCK_NOT_AVAILABLE = "55P03"  # SQLSTATE of a lock_timeout
+DIALECT = asyncpg_dialect()
+# How long a unit waits for a connection when every one is in use before it answers 503.
+ACQUIRE_TIMEOUT_SECONDS = 30.0
+# Prepared statements kept per connection: more than the distinct statements Kasir runs.
+STATEMENT_CACHE_SIZE = 1024
+_UNAVAILABLE: tuple[type[BaseException], ...] = (
+    OSError,  # refused, reset, unreachable (ConnectionError is one)
+    TimeoutError,  # no connection free in time, or a connect that did not answer
+    asyncpg.PostgresConnectionError,  # class 08, a connection that no longer exists included
+    asyncpg.InsufficientResourcesError,  # class 53: disk full, too many connections
+    asyncpg.OperatorInterventionError,  # class 57: shutting down, starting up, statement cancelled
+    asyncpg.TransactionRollbackError,  # class 40: deadlock, serialization failure: retry the request
+)
+
+
+def translated(error: BaseException) -> BaseException:
+    if isinstance(error, asyncpg.LockNotAvailableError):
+        return LockTimeout(f"PostgreSQL: {error}")
+    if isinstance(error, _UNAVAILABLE):
+        return DatabaseUnavailable(f"PostgreSQL: {type(error).__name__}: {error}")
+    if isinstance(error, asyncpg.InterfaceError) and "closed" in str(error):
+        return DatabaseUnavailable(f"PostgreSQL: {error}")
+    return error
+
+
+def dsn_of(url: str) -> str:
+    """The libpq URL asyncpg takes, from Kasir's `postgresql+asyncpg://` setting."""
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+async def _keep_session_state(_connection: asyncpg.Connection) -> None:
+    """The pool's reset on release: nothing beyond asyncpg's own (it rolls back an open transaction).
+
+    Units never change a connection's session state (no SET outside a transaction, no LISTEN, no
+    advisory lock, no cursor), so asyncpg's default reset (`RESET ALL`, `UNLISTEN *`, ...) would be
+    a round trip per unit for nothing.
+    """
 
 
 class PostgresStrategy:
+    dialect = DIALECT
+
     def __init__(self, settings: Settings, url: str) -> None:
         self.url = url
-        # Statement parameters never reach a log line or an exception message (merchant data, hashes, tokens).
-        self.engine: AsyncEngine = create_async_engine(
-            url,
-            hide_parameters=True,
-            pool_size=settings.db_pool_size,
-            max_overflow=0,  # the pool size is the most: a unit past it waits for a connection
-        )
-        _ping_when_idle(self.engine)
-        self._sessions = async_sessionmaker(self.engine, expire_on_commit=False)
-        # Read units run in autocommit: no BEGIN and no COMMIT to send (two round trips of an inquiry's
-        # three), no write transaction; each statement reads what is committed when it runs, as every
-        # statement of a READ COMMITTED transaction would. So do units that are not atomic: each of
-        # their statements commits by itself.
-        self._autocommit_sessions = async_sessionmaker(
-            self.engine.execution_options(isolation_level="AUTOCOMMIT"), expire_on_commit=False
-        )
-        # Units on a pooled connection (kasir.db.postgres_unit) where the adapter is the one known here;
-        # else through the session, as SQLAlchemy does it.
-        self._pooled = self.engine.dialect.driver == "asyncpg" and asyncpg_path_supported(
-            _adapter_type(), cast(Any, type(self.engine.dialect))
-        )
-        self._unit_sessions = unit_sessions(self.engine)
-        self._idle_sessions: list[AsyncSession] = []  # the pooled units' sessions, cleared for the next
-        self._turns = Turns(settings.db_pool_size, timeout=self.engine.sync_engine.pool.timeout())  # type: ignore[attr-defined]
+        self.dsn = dsn_of(url)
+        self.pool_size = settings.db_pool_size
+        self._pools: dict[asyncio.AbstractEventLoop, asyncio.Future[asyncpg.Pool]] = {}
 
-    def unit_of_work(self, *, read_only: bool, atomic: bool) -> AbstractAsyncContextManager[AsyncSession]:
-        autocommit = read_only or not atomic
-        if self._pooled:
-            return PooledUnit(
-                self.engine.sync_engine,
-                self._unit_sessions,
-                self._turns,
-                autocommit=autocommit,
-                idle_sessions=self._idle_sessions,
+    async def pool(self) -> asyncpg.Pool:
+        """This event loop's pool, made on first use (tests and the CLI run several loops)."""
+        loop = asyncio.get_running_loop()
+        made = self._pools.get(loop)
+        if made is None:
+            made = self._pools[loop] = loop.create_task(self._make_pool())
+        try:
+            return await asyncio.shield(made)
+        except BaseException:
+            if made.done() and self._pools.get(loop) is made:
+                del self._pools[loop]  # a pool that could not be made is tried again by the next unit
+            raise
+
+    async def _make_pool(self) -> asyncpg.Pool:
+        try:
+            pool = await asyncpg.create_pool(
+                self.dsn,
+                min_size=0,  # a process at rest holds no connection
+                max_size=self.pool_size,
+                statement_cache_size=STATEMENT_CACHE_SIZE,
+                reset=_keep_session_state,
             )
-        return session_unit_of_work(self._autocommit_sessions if autocommit else self._sessions)
+        except BaseException as error:
+            raise translated(error) from error
+        assert pool is not None
+        return pool
 
-    @property
-    def spare_connections(self) -> int:
-        """Connections units gave back a moment ago, kept for the next units (kasir.db.postgres_unit.Turns)."""
-        return self._turns.spares
+    def unit_of_work(self, *, read_only: bool, atomic: bool) -> AbstractAsyncContextManager[Session]:
+        return _Unit(self, autocommit=read_only or not atomic)
+
+    async def current_revision(self) -> str | None:
+        async with self.unit_of_work(read_only=True, atomic=True) as session:
+            found = await session.fetch_rows("SELECT to_regclass('alembic_version') IS NOT NULL", (), first=True)
+            if not found or not found[0][0]:
+                return None
+            rows = await session.fetch_rows("SELECT version_num FROM alembic_version", (), first=True)
+            return str(rows[0][0]) if rows else None
 
     async def listen(self, channel: str, on_wake: Callable[[], None]) -> Callable[[], None]:
         """Call `on_wake` after every commit that notifies `channel`, in this process or another."""
@@ -98,13 +134,10 @@ class PostgresStrategy:
         return stop
 
     async def _listen(self, channel: str, on_wake: Callable[[], None]) -> None:
-        import asyncpg
-
-        dsn = make_url(self.url).set(drivername="postgresql").render_as_string(hide_password=False)
         while True:
             connection: Any = None
             try:
-                connection = await asyncpg.connect(dsn)
+                connection = await asyncpg.connect(self.dsn)
                 await connection.add_listener(channel, lambda *_args: on_wake())
                 # A commit between the listener's last look and this LISTEN notified no one: look once more.
                 on_wake()
@@ -121,88 +154,132 @@ class PostgresStrategy:
                         await connection.close()
 
     async def dispose(self) -> None:
-        await self._turns.give_back_spares(self.engine.sync_engine)
-        await self.engine.dispose()
+        pools, self._pools = self._pools, {}
+        loop = asyncio.get_running_loop()
+        for pool_loop, made in pools.items():
+            if pool_loop is not loop:
+                continue  # a loop that has ended took its connections with it
+            with contextlib.suppress(Exception):
+                pool = await made
+                await pool.close()
 
 
-# A connection idle longer than this is checked (a ping) before it is used again.
-PING_AFTER_IDLE_SECONDS = 10.0
+class PostgresSession(Session):
+    __slots__ = ("autocommit", "connection", "pool", "strategy")
 
+    dialect = DIALECT
 
-def _ping_when_idle(engine: AsyncEngine) -> None:
-    """Ping a pooled connection at check-out only when it sat idle: not on every unit of work.
+    def __init__(self, strategy: PostgresStrategy, *, autocommit: bool) -> None:
+        super().__init__()
+        self.strategy = strategy
+        self.autocommit = autocommit
+        self.pool: asyncpg.Pool | None = None
+        self.connection: asyncpg.Connection | None = None
 
-    SQLAlchemy's `pool_pre_ping` checks every check-out with BEGIN, an empty query and ROLLBACK:
-    three round trips, more than a wallet payment's own. A connection in steady use was answering
-    a moment ago; one that sat idle may have been cut (a server restart, a firewall's idle timeout)
-    and is checked. A busy connection the server dropped fails its unit of work once (503, retried
-    by the client); SQLAlchemy then invalidates the pool, so the connections after it are new.
-    """
+    async def _connect(self) -> asyncpg.Connection:
+        """The unit's connection, taken at its first statement; in a transaction unless in autocommit."""
+        pool = self.pool = await self.strategy.pool()
+        try:
+            connection = await pool.acquire(timeout=ACQUIRE_TIMEOUT_SECONDS)
+        except BaseException as error:
+            raise translated(error) from error
+        self.connection = connection
+        if not self.autocommit:
+            await self._execute("BEGIN")
+        return connection
 
-    @event.listens_for(engine.sync_engine.pool, "connect")
-    def _on_connect(_dbapi_connection: Any, record: Any) -> None:
-        record.info["idle_since"] = time.monotonic()
+    async def _execute(self, sql: str) -> None:
+        assert self.connection is not None
+        try:
+            await self.connection.execute(sql)
+        except BaseException as error:
+            raise translated(error) from error
 
-    @event.listens_for(engine.sync_engine.pool, "checkin")
-    def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
-        if record is not None:
-            record.info["idle_since"] = time.monotonic()
+    async def fetch_rows(self, sql: str, values: Sequence[Any], *, first: bool = False) -> Sequence[Sequence[Any]]:
+        connection = self.connection or await self._connect()
+        try:
+            if first:
+                found = await connection.fetchrow(sql, *values)
+                return () if found is None else (found,)
+            return await connection.fetch(sql, *values)
+        except BaseException as error:
+            raise translated(error) from error
 
-    @event.listens_for(engine.sync_engine.pool, "checkout")
-    def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
-        if time.monotonic() - record.info.get("idle_since", 0.0) <= PING_AFTER_IDLE_SECONDS:
+    async def count_rows(self, sql: str, values: Sequence[Any]) -> int:
+        # kasir.db.statements gives a statement that changes rows `RETURNING 1`: one row per row changed.
+        return len(await self.fetch_rows(sql, values))
+
+    async def rollback(self) -> None:
+        if self.connection is not None and not self.autocommit:
+            await self._execute("ROLLBACK; BEGIN")
+
+    def lock_wait(self, seconds: float) -> AbstractAsyncContextManager[None]:
+        return self._lock_wait(seconds)
+
+    @asynccontextmanager
+    async def _lock_wait(self, seconds: float) -> AsyncIterator[None]:
+        await self.fetch_rows(f"SET LOCAL lock_timeout = {milliseconds(seconds)}", ())
+        yield
+        await self.fetch_rows("SET LOCAL lock_timeout TO DEFAULT", ())
+
+    async def commit(self) -> None:
+        notify = "".join(f"NOTIFY {channel}; " for channel in sorted(self.channels))
+        if self.autocommit:
+            if notify:
+                await self._execute(notify)
+        else:
+            await self._execute(f"{notify}COMMIT")
+
+    async def release(self, *, failed: bool) -> None:
+        connection, self.connection = self.connection, None
+        if connection is None or self.pool is None:
             return
         try:
-            dbapi_connection.ping()
-        except Exception as error:
-            raise DisconnectionError("a pooled connection did not answer its ping") from error  # the pool retries
+            if failed and not connection.is_closed() and connection.is_in_transaction():
+                await connection.execute("ROLLBACK")
+        except Exception:
+            connection.terminate()  # in a state nobody can vouch for: the pool opens a new one
+        finally:
+            await self.pool.release(connection)
 
 
-# --- what kasir.db asks of a PostgreSQL session ------------------------------------------
+class _Unit:
+    """`async with _Unit(...) as session`: committed on success, rolled back on any exception, the
+    after-commit actions run after the commit."""
 
+    __slots__ = ("autocommit", "session", "strategy")
 
-async def _run(session: AsyncSession, sql: str) -> None:
-    """A fixed statement without parameters on the unit's connection, as kasir.db statements run:
-    on the asyncpg adapter, without SQLAlchemy's execution machinery (or through it, when the
-    adapter is not the one this module knows)."""
-    adapter = await asyncpg_adapter(session)
-    if adapter is None:
-        await session.execute(text(sql))
-        return
-    bind = session.sync_session.bind
-    assert bind is not None, "sessions are made bound to the engine"
-    await run_on_adapter(adapter, bind.dialect, sql, ())
+    def __init__(self, strategy: PostgresStrategy, *, autocommit: bool) -> None:
+        self.strategy = strategy
+        self.autocommit = autocommit
 
+    async def __aenter__(self) -> Session:
+        self.session = PostgresSession(self.strategy, autocommit=self.autocommit)
+        return self.session
 
-async def rollback_unit(session: AsyncSession) -> None:
-    """Undo what the unit wrote so far; it goes on in a new transaction."""
-    unit = getattr(session.sync_session, "kasir_unit", None)
-    if unit is not None:
-        await unit.rollback()
-    else:
-        await session.rollback()
-
-
-async def notify_after_commit(session: AsyncSession, channel: str) -> None:
-    assert channel.isidentifier(), "channels are names written into the statement"
-    on_commit(session, lambda: wake(channel))  # this process's listeners, at once
-    unit = getattr(session.sync_session, "kasir_unit", None)
-    if unit is not None and await unit.notify_at_commit(channel):
-        return  # other processes', sent with the COMMIT
-    await _run(session, f"NOTIFY {channel}")  # other processes', at commit
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
+        session = self.session
+        if exc_type is not None:
+            await session.release(failed=True)
+            return
+        try:
+            if session.connection is not None:
+                await session.commit()
+            elif session.channels:
+                await session.fetch_rows("SELECT 1", ())  # a unit that notifies without a statement
+                await session.commit()
+        except BaseException:
+            await session.release(failed=True)
+            raise
+        await session.release(failed=False)
+        for channel in session.channels:
+            wake(channel)  # this process's listeners, at once
+        await run_after_commit(session.after_commit)
 
 
 def milliseconds(seconds: float) -> str:
     """A wait as `lock_timeout` takes it (whole milliseconds; 0 would mean no limit)."""
     return str(max(1, int(seconds * 1000)))
-
-
-@asynccontextmanager
-async def lock_wait_at_most(session: AsyncSession, seconds: float) -> AsyncIterator[None]:
-    """Statements of the block wait at most `seconds` for a row another transaction holds."""
-    await _run(session, f"SET LOCAL lock_timeout = {milliseconds(seconds)}")
-    yield
-    await _run(session, "SET LOCAL lock_timeout TO DEFAULT")
 
 
 def insert_waiting(table: Any, values: dict[str, Any], index_elements: Sequence[str]) -> Any:
@@ -230,75 +307,3 @@ def insert_waiting(table: Any, values: dict[str, Any], index_elements: Sequence[
         .on_conflict_do_nothing(index_elements=index_elements)
         .returning(restore)
     )
-
-
-def is_lock_timeout(error: BaseException) -> bool:
-    original = getattr(error, "orig", None)
-    code = getattr(original, "sqlstate", None) or getattr(original, "pgcode", None)
-    return isinstance(error, DBAPIError) and code == _LOCK_NOT_AVAILABLE
-
-
-async def asyncpg_adapter(session: AsyncSession) -> Any:
-    """SQLAlchemy's asyncpg connection adapter of the session's transaction (flushing the ORM first), or
-    None when the adapter is not the one this module knows."""
-    sync_session = session.sync_session
-    if not sync_session._is_clean():
-        await session.flush()
-    unit = getattr(sync_session, "kasir_unit", None)
-    if unit is not None:
-        return await unit.connected_adapter()
-    # One look-up per transaction: `session.connection()` crosses into SQLAlchemy's greenlet and its
-    # transaction bookkeeping each time, which costs more than a statement's own work here. The
-    # connection is the transaction's until it ends; a new transaction (after a rollback) looks again.
-    transaction = sync_session._transaction
-    cached = sync_session.info.get("kasir_adapter")
-    if cached is not None and cached[0] is transaction and transaction is not None and transaction.is_active:
-        return cached[1]
-    connection = await session.connection()
-    adapter: Any = connection.sync_connection.connection.dbapi_connection  # type: ignore[union-attr]
-    adapter_type: Any = type(adapter)
-    dialect_type: Any = type(connection.dialect)
-    adapter = adapter if asyncpg_path_supported(adapter_type, dialect_type) else None
-    sync_session.info["kasir_adapter"] = (sync_session._transaction, adapter)
-    return adapter
-
-
-ADAPTER_PARTS = (
-    "_execute_mutex",
-    "_transaction",
-    "_start_transaction",
-    "_prepare",
-    "_handle_exception",
-    "_connection",
-    "autocommit",
-)
-
-
-def _adapter_type() -> Any:
-    from sqlalchemy.dialects.postgresql.asyncpg import AsyncAdapt_asyncpg_connection
-
-    return AsyncAdapt_asyncpg_connection
-
-
-@lru_cache(maxsize=4)
-def asyncpg_path_supported(adapter_type: Any, dialect_type: Any) -> bool:
-    """Whether SQLAlchemy's asyncpg adapter has the private parts `run_on_adapter` uses, as it uses them."""
-    if not all(hasattr(adapter_type, name) for name in ADAPTER_PARTS):  # slots count: they are class attributes
-        return False
-    if not hasattr(dialect_type, "_invalidate_schema_cache_asof"):
-        return False
-    prepare = inspect.signature(adapter_type._prepare)
-    return list(prepare.parameters) == ["self", "operation", "invalidate_timestamp"]
-
-
-async def run_on_adapter(adapter: Any, dialect: Dialect, sql: str, values: Any) -> tuple[list[Any], str]:
-    """Run `sql` on the asyncpg connection of the session's transaction: (records, status message)."""
-    async with adapter._execute_mutex:
-        try:
-            if adapter._transaction is None:
-                await adapter._start_transaction()
-            statement, _ = await adapter._prepare(sql, dialect._invalidate_schema_cache_asof)  # type: ignore[attr-defined]
-            records = await statement.fetch(*values)
-        except Exception as error:
-            raise translated(adapter, dialect, sql, values, error) from error
-    return records, statement.get_statusmsg() or ""

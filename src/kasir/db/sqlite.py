@@ -1,18 +1,22 @@
-"""The SQLite strategy: the embedded default.
+"""The SQLite strategy, the embedded default: Python's sqlite3 on the event loop's thread.
 
-- Statements run on the event loop's own thread (kasir.db.sqlite_inline): a statement on a
-  local WAL file costs microseconds, a hop to a worker thread and back costs more than that.
+- Statements run inline: a statement on a local WAL file costs less than a hop to a worker
+  thread and back. `busy_timeout` is 0, so nothing blocks the loop waiting for a lock: a BEGIN
+  that finds the file busy is retried after an `asyncio.sleep`.
 - WAL mode, `synchronous=FULL`: a COMMIT waits for the disk.
-- Group commit (`GroupCommit`): the writers of one process share one write transaction; each
-  unit of work is a SAVEPOINT inside it, and the transaction is committed (one fsync) per batch
-  of units. Every unit answers only after its batch is durable; a unit that fails rolls back
-  to its own savepoint only.
-- The processes sharing the file take turns at its write lock (kasir.db.sqlite_turns).
-- After-commit wake-ups reach other processes through Unix datagram sockets (kasir.db.wakeup).
+- Group commit (`GroupCommit`): the write units of one process share one write transaction on one
+  connection; each unit is a SAVEPOINT inside it, and the transaction is committed (one fsync, on
+  a worker thread) per batch of units. A unit answers only after its batch is durable; a unit that
+  fails rolls back to its own savepoint only.
+- Read units run on query-only connections of their own, in autocommit: each statement reads what
+  is committed when it runs, and never waits for the write lock.
+- Several processes may share the file (`kasir serve --workers N`, a `kasir worker`, the CLI
+  beside a running server): they take turns at its write lock (kasir.db.sqlite_turns), and wake
+  each other's listeners through Unix datagram sockets (kasir.db.wakeup).
 
-The rule this strategy lives by: a unit of work holds the process's write seat from its first
-statement to its end, so it must never wait on anything slow (DNS, a network call) in
-between. `KASIR_DEBUG_WRITE_SEAT_SECONDS` (set in the tests) fails a unit that does.
+The rule this strategy lives by: a write unit holds the process's write seat from its first
+statement to its end, so it must never wait on anything slow (DNS, a network call) in between.
+`KASIR_DEBUG_WRITE_SEAT_SECONDS` (set in the tests) fails a unit that does.
 """
 
 from __future__ import annotations
@@ -23,37 +27,67 @@ import contextlib
 import logging
 import sqlite3
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import event
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlalchemy.engine import Connection
-from sqlalchemy.exc import DBAPIError, OperationalError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, AsyncSession, async_sessionmaker, create_async_engine
-from sqlalchemy.orm import Session
-from sqlalchemy.util import await_only
+from sqlalchemy.dialects.sqlite.pysqlite import dialect as sqlite_dialect
 
 from kasir.config import Settings
-from kasir.db.sqlite_inline import InlineConnection, inline_connector
+from kasir.db.session import DatabaseUnavailable, Session, run_after_commit
 from kasir.db.sqlite_turns import WriterTurns
-from kasir.db.unit import on_commit, run_after_commit
 from kasir.db.wakeup import WakeSocket, subscribe, wake, wake_directory
 
 log = logging.getLogger("kasir.db")
 
-# How long a statement may wait for another process's write lock before it fails.
+# How long a write may wait for another process's write lock before it fails (503).
 SQLITE_BUSY_SECONDS = 30.0
-
-_IDLE_SESSIONS_MAX = 256
 _IDLE_READERS_MAX = 64
-_READER_PRAGMAS = (
-    "PRAGMA busy_timeout=0",  # as the engine's connections: a busy file fails at once (kasir.db.sqlite_inline)
-    "PRAGMA query_only=ON",  # the read path cannot write, so it never takes the write lock
+_PRAGMAS = (
+    "PRAGMA journal_mode=WAL",
+    "PRAGMA synchronous=FULL",
+    "PRAGMA busy_timeout=0",  # a busy file fails at once; BEGIN and COMMIT are retried without blocking the loop
+    "PRAGMA foreign_keys=ON",
+    # The savepoints' sub-journal (one savepoint per unit under group commit) and the temporary tables
+    # of sorts no index serves live in memory: on files the sub-journal spills past 64 KiB, which a
+    # batch of card charges passes. What it holds is bounded by the batch (GroupCommit.max_batch).
     "PRAGMA temp_store=MEMORY",
 )
+_READER_PRAGMAS = ("PRAGMA query_only=ON",)  # the read path cannot write, so it never takes the write lock
+# Primary result codes that say the file cannot take the work now, not that the statement is wrong.
+_UNAVAILABLE = {
+    sqlite3.SQLITE_BUSY,
+    sqlite3.SQLITE_LOCKED,
+    sqlite3.SQLITE_FULL,
+    sqlite3.SQLITE_IOERR,
+    sqlite3.SQLITE_CANTOPEN,
+    sqlite3.SQLITE_READONLY,
+    sqlite3.SQLITE_PROTOCOL,
+    sqlite3.SQLITE_NOMEM,
+}
+DIALECT = sqlite_dialect()
+
+
+def translated(error: sqlite3.Error) -> Exception:
+    """DatabaseUnavailable for a file that cannot take the work now; the error itself (a bug) otherwise."""
+    code = getattr(error, "sqlite_errorcode", None)
+    if isinstance(error, sqlite3.OperationalError) and (code is None or code & 0xFF in _UNAVAILABLE):
+        return DatabaseUnavailable(f"SQLite: {error}")
+    return error
+
+
+def connect(path: str, *, reader: bool = False) -> sqlite3.Connection:
+    """A sqlite3 connection as every unit uses it: transactions under Kasir's control (autocommit)."""
+    try:
+        # check_same_thread=False: a batch's COMMIT runs on a worker thread.
+        connection = sqlite3.connect(path, timeout=0, check_same_thread=False, isolation_level=None)
+        for pragma in _PRAGMAS + (_READER_PRAGMAS if reader else ()):
+            connection.execute(pragma)
+    except sqlite3.Error as error:
+        raise translated(error) from error
+    return connection
 
 
 class WriteSeatHeldTooLong(RuntimeError):
@@ -67,66 +101,49 @@ class WriteSeatHeldTooLong(RuntimeError):
 
 
 class SqliteStrategy:
-    """One engine on one SQLite file, its group commit, and the sessions made from it."""
+    """One SQLite file: its write group (per event loop) and its query-only readers."""
+
+    dialect = DIALECT
 
     def __init__(self, settings: Settings, url: str) -> None:
         self.path = _ensure_sqlite_dir(url)
         if self.path == ":memory:":
             raise ValueError("KASIR_DATABASE_URL: an in-memory SQLite database is not supported; name a file")
-        # Statement parameters never reach a log line or an exception message (merchant data, hashes, tokens).
-        self.engine: AsyncEngine = create_async_engine(
-            url, hide_parameters=True, async_creator=inline_connector(self.path, busy_seconds=SQLITE_BUSY_SECONDS)
-        )
-        # Processes sharing the file take turns at its write lock.
-        self._turns = WriterTurns(self.path)
-        _configure_sqlite(self.engine, turns=self._turns)
-        self.group = GroupCommit(
-            self.engine,
-            max_batch=settings.sqlite_group_commit_max,
-            watchdog_seconds=settings.debug_write_seat_seconds,
-        )
-        self._write_sessions = async_sessionmaker(
-            self.engine,
-            expire_on_commit=False,
-            sync_session_class=_GroupSession,
-            join_transaction_mode="create_savepoint",
-        )
-        self._idle_sessions: list[AsyncSession] = []
-        # Read-only work starts a deferred transaction, so it never waits for the write lock.
-        self._read_sessions = async_sessionmaker(
-            self.engine.execution_options(sqlite_begin="DEFERRED"), expire_on_commit=False
-        )
-        # The read path (_ReadUnitOfWork): query-only connections of its own, and sessions kept for reuse.
+        self.max_batch = settings.sqlite_group_commit_max
+        self.watchdog_seconds = settings.debug_write_seat_seconds
+        self.turns = WriterTurns(self.path)  # processes sharing the file take turns at its write lock
+        self._groups: dict[asyncio.AbstractEventLoop, GroupCommit] = {}
         self._readers: list[sqlite3.Connection] = []
-        self._idle_read_sessions: list[AsyncSession] = []
 
-    def unit_of_work(self, *, read_only: bool, atomic: bool) -> AbstractAsyncContextManager[AsyncSession]:
-        # Not atomic (`atomic=False`) asks nothing of SQLite: a write unit's transaction costs no round
-        # trip here, and the group commit already shares its commit with the writers beside it.
-        if read_only:
-            return _ReadUnitOfWork(self)
-        return _GroupUnitOfWork(self)
+    def unit_of_work(self, *, read_only: bool, atomic: bool) -> AbstractAsyncContextManager[Session]:
+        # Not atomic asks nothing of SQLite: a write unit's transaction costs no round trip here, and
+        # the group commit already shares its COMMIT with the writers beside it.
+        return _ReadUnit(self) if read_only else _WriteUnit(self)
 
-    def _reader(self) -> sqlite3.Connection:
-        """A query-only sqlite3 connection of the read path (kept, not pooled by SQLAlchemy)."""
-        if self._readers:
-            return self._readers.pop()
-        connection = sqlite3.connect(self.path, timeout=0, check_same_thread=False, isolation_level=None)
-        for pragma in _READER_PRAGMAS:
-            connection.execute(pragma)
-        return connection
+    def group(self) -> GroupCommit:
+        """This event loop's write group (tests and the CLI run several loops in one process)."""
+        loop = asyncio.get_running_loop()
+        group = self._groups.get(loop)
+        if group is None:
+            group = self._groups[loop] = GroupCommit(self)
+        return group
 
-    def _give_back_reader(self, connection: sqlite3.Connection) -> None:
-        if connection.in_transaction:  # a statement interrupted half-way: do not hand on its state
-            connection.close()
-        elif len(self._readers) < _IDLE_READERS_MAX:
-            self._readers.append(connection)
+    def reader(self) -> sqlite3.Connection:
+        return self._readers.pop() if self._readers else connect(self.path, reader=True)
+
+    def give_back_reader(self, connection: sqlite3.Connection) -> None:
+        if connection.in_transaction or len(self._readers) >= _IDLE_READERS_MAX:
+            connection.close()  # a statement interrupted half-way: do not hand on its state
         else:
-            connection.close()
+            self._readers.append(connection)
 
-    def _read_session(self) -> AsyncSession:
-        idle = self._idle_read_sessions
-        return idle.pop() if idle else self._read_sessions()
+    async def current_revision(self) -> str | None:
+        async with self.unit_of_work(read_only=True, atomic=True) as session:
+            found = await session.fetch_rows("SELECT name FROM sqlite_master WHERE name = 'alembic_version'", ())
+            if not found:
+                return None
+            rows = await session.fetch_rows("SELECT version_num FROM alembic_version", (), first=True)
+            return str(rows[0][0]) if rows else None
 
     async def listen(self, channel: str, on_wake: Callable[[], None]) -> Callable[[], None]:
         """Call `on_wake` after every commit that notifies `channel`, in this process or another on the file."""
@@ -149,28 +166,18 @@ class SqliteStrategy:
 
         return stop
 
+    def wake(self, channels: Iterable[str]) -> None:
+        for channel in channels:
+            wake(channel, wake_directory(self.path, channel))
+
     async def dispose(self) -> None:
-        await self.group.close()
-        await self.engine.dispose()
-        self._turns.close()
+        groups, self._groups = self._groups, {}
+        for group in groups.values():
+            await group.close()
+        self.turns.close()
         readers, self._readers = self._readers, []
         for reader in readers:
             reader.close()
-
-    def _session(self) -> AsyncSession:
-        idle = self._idle_sessions
-        return idle.pop() if idle else self._write_sessions()
-
-    async def _recycle(self, session: AsyncSession) -> None:
-        """Keep a finished write session for the next unit: making one costs more than a card charge's SQL."""
-        if session.sync_session.in_transaction() or len(session.sync_session.identity_map):
-            await session.close()
-        session.sync_session.info.clear()
-        if len(self._idle_sessions) < _IDLE_SESSIONS_MAX:
-            self._idle_sessions.append(session)
-
-
-# --- what kasir.db asks of a SQLite session ------------------------------------------
 
 
 def insert_or_nothing(table: Any, values: dict[str, Any], index_elements: Sequence[str]) -> Any:
@@ -178,122 +185,112 @@ def insert_or_nothing(table: Any, values: dict[str, Any], index_elements: Sequen
     return sqlite_insert(table).values(values).on_conflict_do_nothing(index_elements=index_elements)
 
 
-async def rollback_unit(session: AsyncSession) -> None:
-    await session.rollback()
-    seat: _Seat | None = session.sync_session.info.get("group_seat")
-    if seat is not None:
-        seat.rollback_to_start()
+def _rows(connection: sqlite3.Connection, sql: str, values: Sequence[Any], first: bool) -> Sequence[Sequence[Any]]:
+    try:
+        cursor = connection.execute(sql, values)
+        if first:
+            found = cursor.fetchone()
+            cursor.close()
+            return () if found is None else (found,)
+        return cursor.fetchall()
+    except sqlite3.Error as error:
+        raise translated(error) from error
 
 
-async def notify_after_commit(session: AsyncSession, channel: str) -> None:
-    directory = wake_directory(session.bind.url.database, channel)  # type: ignore[union-attr]
-    on_commit(session, lambda: wake(channel, directory))
+def _count(connection: sqlite3.Connection, sql: str, values: Sequence[Any]) -> int:
+    try:
+        cursor = connection.execute(sql, values)
+    except sqlite3.Error as error:
+        raise translated(error) from error
+    changed = cursor.rowcount
+    cursor.close()
+    return changed
 
 
-async def raw_connection(session: AsyncSession) -> sqlite3.Connection:
-    """The unit's sqlite3 connection: the seat's in a write unit, the reader's in a read unit."""
-    info = session.sync_session.info
-    seat: _Seat | None = info.get("group_seat")
-    if seat is not None:
-        return seat.sqlite or await seat.sqlite_connection()
-    reader: sqlite3.Connection | None = info.get("reader")
-    if reader is not None:
-        return reader
-    driver = (await session.connection()).sync_connection.connection.driver_connection  # type: ignore[union-attr]
-    assert isinstance(driver, InlineConnection)
-    return driver.sqlite
+class SqliteSession(Session):
+    __slots__ = ("connection", "seat", "strategy")
+
+    dialect = DIALECT
+
+    def __init__(self, strategy: SqliteStrategy, *, reader: sqlite3.Connection | None = None) -> None:
+        super().__init__()
+        self.strategy = strategy
+        self.connection = reader  # a write unit's comes with its seat, at its first statement
+        self.seat: _Seat | None = None
+
+    async def _connection(self) -> sqlite3.Connection:
+        if self.connection is None:
+            self.seat = _Seat(self.strategy.group())
+            self.connection = await self.seat.take()
+        return self.connection
+
+    async def fetch_rows(self, sql: str, values: Sequence[Any], *, first: bool = False) -> Sequence[Sequence[Any]]:
+        return _rows(self.connection or await self._connection(), sql, values, first)
+
+    async def count_rows(self, sql: str, values: Sequence[Any]) -> int:
+        return _count(self.connection or await self._connection(), sql, values)
+
+    async def rollback(self) -> None:
+        if self.seat is not None:
+            self.seat.rollback_to_start()
+
+    def lock_wait(self, seconds: float) -> AbstractAsyncContextManager[None]:
+        return _NOTHING_TO_WAIT_FOR
 
 
-class _GroupUnitOfWork:
+class _NoWait:
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+_NOTHING_TO_WAIT_FOR = _NoWait()
+
+
+class _WriteUnit:
     """A write unit of work: a savepoint in the process's shared write transaction, done once that
-    transaction is durable.
+    transaction is durable. A class rather than an @asynccontextmanager: every write request enters one."""
 
-    The seat's savepoint holds all the unit's writes (ORM and kasir.db statements alike); the ORM
-    session, when the unit uses it, nests a savepoint of its own inside. A class rather than an
-    @asynccontextmanager: every write request enters one, and the generator machinery costs more.
-    """
-
-    __slots__ = ("_seat", "_session", "_strategy")
+    __slots__ = ("session", "strategy")
 
     def __init__(self, strategy: SqliteStrategy) -> None:
-        self._strategy = strategy
+        self.strategy = strategy
 
-    async def __aenter__(self) -> AsyncSession:
-        session = self._session = self._strategy._session()
-        seat = self._seat = _Seat(self._strategy.group)
-        session.sync_session.info["group_seat"] = seat
-        return session
+    async def __aenter__(self) -> Session:
+        self.session = SqliteSession(self.strategy)
+        return self.session
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
-        session = self._session
+        session = self.session
+        seat = session.seat
+        if seat is not None:
+            await seat.leave(ok=exc_type is None)  # on success, returns once the batch's COMMIT is on disk
         if exc_type is None:
-            try:
-                if session.sync_session.in_transaction():
-                    await session.commit()  # flushes, and releases the ORM's savepoint
-            except BaseException:
-                await self._undo()
-                raise
-            try:
-                await self._seat.leave(ok=True)  # returns once the batch's COMMIT is on disk
-            except BaseException:
-                await session.close()
-                raise
-            await run_after_commit(session)
-            await self._strategy._recycle(session)
-            return
-        await self._undo()  # and the unit's exception goes on
-
-    async def _undo(self) -> None:
-        session = self._session
-        try:
-            if session.sync_session.in_transaction():
-                await session.rollback()
-        finally:
-            try:
-                await self._seat.leave(ok=False)  # back to the unit's savepoint: the batch's other work stands
-            finally:
-                await session.close()
+            self.strategy.wake(session.channels)
+            await run_after_commit(session.after_commit)
 
 
-class _ReadUnitOfWork:
-    """A read unit of work: no write lock, no write transaction, no SQLAlchemy connection unless the ORM is used.
+class _ReadUnit:
+    """A read unit of work: a query-only connection in autocommit; no write lock, no transaction."""
 
-    kasir.db statements (the rooms' hot reads: an inquiry, a status, a credential) run on a sqlite3
-    connection of the strategy's own, with `query_only` on (a write through it fails instead of
-    taking the lock) and in autocommit: each statement reads what is committed when it runs, as
-    in PostgreSQL's READ COMMITTED; there is no BEGIN or COMMIT to send, and no pool check-out.
-    ORM queries of the unit, when it makes any, go through its session on a DEFERRED transaction
-    as before (a separate connection: each of its statements also reads what is committed).
-    """
-
-    __slots__ = ("_reader", "_session", "_strategy")
+    __slots__ = ("session", "strategy")
 
     def __init__(self, strategy: SqliteStrategy) -> None:
-        self._strategy = strategy
+        self.strategy = strategy
 
-    async def __aenter__(self) -> AsyncSession:
-        session = self._session = self._strategy._read_session()
-        self._reader = self._strategy._reader()
-        session.sync_session.info["reader"] = self._reader
-        return session
+    async def __aenter__(self) -> Session:
+        self.session = SqliteSession(self.strategy, reader=self.strategy.reader())
+        return self.session
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
-        session, strategy = self._session, self._strategy
-        strategy._give_back_reader(self._reader)
-        sync_session = session.sync_session
-        if exc_type is not None:
-            if sync_session.in_transaction():
-                await session.rollback()
-            await session.close()
-            return
-        if sync_session.in_transaction():
-            await session.commit()
-        await run_after_commit(session)
-        if sync_session.in_transaction() or len(sync_session.identity_map):
-            await session.close()
-        sync_session.info.clear()
-        if len(strategy._idle_read_sessions) < _IDLE_SESSIONS_MAX:
-            strategy._idle_read_sessions.append(session)
+        session = self.session
+        assert session.connection is not None
+        self.strategy.give_back_reader(session.connection)
+        if exc_type is None:
+            self.strategy.wake(session.channels)
+            await run_after_commit(session.after_commit)
 
 
 def _ensure_sqlite_dir(url: str) -> str:
@@ -303,72 +300,36 @@ def _ensure_sqlite_dir(url: str) -> str:
     return path or ":memory:"
 
 
-def _configure_sqlite(engine: AsyncEngine, *, turns: WriterTurns) -> None:
-    # One writer at a time is SQLite's rule. Writers of this process queue on a FIFO lock taken
-    # just before BEGIN IMMEDIATE and released when the connection returns to the pool, instead
-    # of polling SQLite's busy handler (which sleeps up to 100 ms between tries). The holder of
-    # that lock then waits for its process's turn among the processes sharing the file
-    # (kasir.db.sqlite_turns), and gives the turn back when it gives back the lock.
-    write_lock = _ProcessWriteLock(turns)
-
-    @event.listens_for(engine.sync_engine, "connect")
-    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
-        # Take transaction control away from the driver: SQLAlchemy emits BEGIN itself below.
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute("PRAGMA synchronous=FULL")
-        # 0: the inline driver retries SQLITE_BUSY itself without blocking the loop.
-        cursor.execute("PRAGMA busy_timeout=0")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        # The sub-journal of savepoints (one per unit of work under group commit) and of statements
-        # lives in memory: on files it spills past 64 KiB, which a batch of card charges passes, and
-        # from then on every page a unit changes is also written to a temporary file as well.
-        # What it holds is bounded by the batch (GroupCommit.max_batch).
-        # Temporary tables of sorts that no index serves (admin lists) live in memory too.
-        cursor.execute("PRAGMA temp_store=MEMORY")
-        cursor.close()
-
-    @event.listens_for(engine.sync_engine, "begin")
-    def _on_begin(connection: Any) -> None:
-        mode = connection.get_execution_options().get("sqlite_begin", "IMMEDIATE")
-        record_info = connection.connection._connection_record.info
-        if mode == "IMMEDIATE" and not record_info.get("holds_write_lock"):
-            await_only(write_lock.acquire())
-            record_info["holds_write_lock"] = True
-            try:
-                await_only(write_lock.take_turn())
-            except BaseException:
-                _release(record_info, write_lock)
-                raise
+async def _retry_busy(statement: Callable[[], Any], seconds: float) -> None:
+    """Run `statement`, retried while another process holds the file busy (it had no effect then)."""
+    deadline = time.monotonic() + seconds
+    delay = 0.001
+    while True:
         try:
-            _begin(connection, mode)
-        except BaseException:
-            _release(record_info, write_lock)
-            raise
+            statement()
+            return
+        except sqlite3.OperationalError as error:
+            busy = getattr(error, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+            if not busy or time.monotonic() + delay > deadline:
+                raise translated(error) from error
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.05)
 
-    @event.listens_for(engine.sync_engine.pool, "checkin")
-    def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
-        _release(record.info, write_lock)
 
-    # A connection whose reset failed (a task cancelled mid-transaction) is invalidated or closed
-    # instead of checked in: release there too, or every later writer of the process waits forever.
-    @event.listens_for(engine.sync_engine.pool, "invalidate")
-    def _on_invalidate(_dbapi_connection: Any, record: Any, _exception: Any) -> None:
-        _release(record.info, write_lock)
-
-    @event.listens_for(engine.sync_engine.pool, "close")
-    def _on_close(_dbapi_connection: Any, record: Any) -> None:
-        _release(record.info, write_lock)
-
-    @event.listens_for(engine.sync_engine, "commit")
-    def _on_commit(connection: Any) -> None:
-        # Released as COMMIT is sent; the next writer's BEGIN IMMEDIATE waits at most for the fsync.
-        _release(connection.connection._connection_record.info, write_lock)
-
-    @event.listens_for(engine.sync_engine, "rollback")
-    def _on_rollback(connection: Any) -> None:
-        _release(connection.connection._connection_record.info, write_lock)
+def _commit_sqlite(connection: sqlite3.Connection) -> None:
+    """COMMIT (on a worker thread), retried while another process's reader or checkpoint holds SQLite busy."""
+    deadline = time.monotonic() + SQLITE_BUSY_SECONDS
+    delay = 0.001
+    while True:
+        try:
+            connection.execute("COMMIT")
+            return
+        except sqlite3.OperationalError as error:
+            busy = getattr(error, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+            if not busy or time.monotonic() + delay > deadline:
+                raise
+        time.sleep(delay)
+        delay = min(delay * 2, 0.05)
 
 
 class GroupCommit:
@@ -378,31 +339,30 @@ class GroupCommit:
     time, so a process commits at most once per fsync however many requests wait. Here each
     unit of work is a SAVEPOINT inside one shared transaction: a unit that fails rolls back to
     its savepoint only; a unit that succeeds releases it and waits. The transaction is
-    committed when no other writer is waiting for it (so a lone request commits at once, as
-    before), or after `max_batch` units, and every unit of the batch returns only after that
-    COMMIT: nothing is answered, and no after-commit action runs, before its data is durable.
-    If the COMMIT fails, every unit of the batch fails.
+    committed when no other writer is waiting for it (so a lone request commits at once), or
+    after `max_batch` units, and every unit of the batch returns only after that COMMIT:
+    nothing is answered, and no after-commit action runs, before its data is durable. If the
+    COMMIT fails, every unit of the batch fails.
 
     The COMMIT (its fsync) runs on a worker thread, so the event loop goes on with the other
     requests meanwhile; the seat stays taken until it is done.
     """
 
-    def __init__(self, engine: AsyncEngine, *, max_batch: int, watchdog_seconds: float = 0.0) -> None:
-        self.engine = engine
-        self.max_batch = max_batch
-        self.watchdog_seconds = watchdog_seconds
-        self._lock = _LoopLocalLock(_Gate)
+    def __init__(self, strategy: SqliteStrategy) -> None:
+        self.strategy = strategy
+        self.max_batch = strategy.max_batch
+        self.watchdog_seconds = strategy.watchdog_seconds
+        self._gate = _Gate()
         self._waiting = 0
-        self._connection: AsyncConnection | None = None
-        # The last batch's connection, kept: checking one out costs more than a batch's statements.
-        self._idle: AsyncConnection | None = None
+        self._connection: sqlite3.Connection | None = None  # the shared transaction's, while one is open
+        self._idle: sqlite3.Connection | None = None  # the last batch's, kept for the next
         self._joined: list[asyncio.Future[None]] = []
 
-    async def enter(self) -> Connection:
+    async def enter(self) -> sqlite3.Connection:
         """Wait for the write seat; the shared transaction's connection (begun on first use)."""
         self._waiting += 1
         try:
-            await self._lock.acquire()
+            await self._gate.acquire()
         except BaseException:
             self._waiting -= 1
             self._commit_orphans()  # the units that left the COMMIT to this waiter must not wait forever
@@ -410,23 +370,30 @@ class GroupCommit:
         self._waiting -= 1
         try:
             if self._connection is None:
-                await self._begin()
+                self._connection = await self._begin()
         except BaseException:
-            self._lock.release()
+            self._gate.release()
             self._commit_orphans()
             raise
-        assert self._connection is not None
-        return self._connection.sync_connection  # type: ignore[return-value]
+        return self._connection
 
-    async def _begin(self) -> None:
-        """Begin the shared transaction (the seat is held)."""
-        connection, self._idle = self._idle or await self.engine.connect(), None
+    async def _begin(self) -> sqlite3.Connection:
+        """Take the process's turn at the file, then BEGIN IMMEDIATE (the seat is held)."""
+        connection, self._idle = self._idle or connect(self.strategy.path), None
         try:
-            await connection.begin()
+            await self.strategy.turns.take(timeout=SQLITE_BUSY_SECONDS)
+        except TimeoutError:
+            connection.close()
+            raise DatabaseUnavailable(
+                f"SQLite: database is locked: another process kept the write turn {SQLITE_BUSY_SECONDS:g} s"
+            ) from None
+        try:
+            await _retry_busy(lambda: connection.execute("BEGIN IMMEDIATE"), SQLITE_BUSY_SECONDS)
         except BaseException:
-            await connection.close()
+            self.strategy.turns.give_back()
+            connection.close()
             raise
-        self._connection = connection
+        return connection
 
     async def leave(self, *, joined: bool, broken: BaseException | None = None) -> None:
         """Give the seat back; with `joined`, return once the unit's batch is durable.
@@ -436,9 +403,9 @@ class GroupCommit:
         """
         if broken is not None:
             try:
-                await self._abort(broken)
+                self._abort(broken)
             finally:
-                self._lock.release()
+                self._gate.release()
             return
         done: asyncio.Future[None] | None = None
         if joined:
@@ -446,37 +413,30 @@ class GroupCommit:
             self._joined.append(done)
         try:
             if self._waiting == 0 and len(self._joined) < self.max_batch:
-                # Statements run without yielding (inline SQLite): give the requests that are ready
-                # one turn of the loop to reach the seat, so they join this batch instead of each
-                # paying an fsync of its own. Costs a lone request one loop iteration.
+                # Statements run without yielding: give the requests that are ready one turn of the
+                # loop to reach the seat, so they join this batch instead of each paying an fsync.
                 await asyncio.sleep(0)
             if self._waiting == 0 or len(self._joined) >= self.max_batch:
                 await self._commit()
         finally:
-            self._lock.release()
+            self._gate.release()
             if self._waiting == 0:
                 self._commit_orphans()  # cancelled on the way out, before committing what joined
         if done is not None:
-            # The unit holding the seat next commits the batch (or this one did, above).
-            await done
+            await done  # the unit holding the seat next commits the batch (or this one did, above)
 
     def _commit_orphans(self) -> None:
         """A batch that joined but was left to a writer that gave up (cancelled, failed): commit it."""
-        if self._joined and self._waiting == 0 and not self._lock.locked():
+        if self._joined and self._waiting == 0 and not self._gate.locked():
             asyncio.get_running_loop().create_task(self._commit_when_seated())
 
     async def _commit_when_seated(self) -> None:
-        async with self._seat():
+        await self._gate.acquire()
+        try:
             if self._joined:
                 await self._commit()
-
-    @asynccontextmanager
-    async def _seat(self) -> AsyncIterator[None]:
-        await self._lock.acquire()
-        try:
-            yield
         finally:
-            self._lock.release()
+            self._gate.release()
 
     async def _commit(self) -> None:
         # The batch is handed over whole to a task of its own: a COMMIT already on its way to the
@@ -487,126 +447,113 @@ class GroupCommit:
             _settle(joined, RuntimeError("no shared transaction to commit"))
             return
         loop = asyncio.get_running_loop()
-        raw = connection.sync_connection.connection.driver_connection.sqlite  # type: ignore[union-attr]
-        committed = loop.run_in_executor(None, _commit_sqlite, raw)  # the COMMIT is sent now, whatever follows
+        committed = loop.run_in_executor(None, _commit_sqlite, connection)  # sent now, whatever follows
         await asyncio.shield(loop.create_task(self._make_durable(connection, joined, committed)))
 
     async def _make_durable(
-        self, connection: AsyncConnection, joined: list[asyncio.Future[None]], committed: asyncio.Future[None]
+        self, connection: sqlite3.Connection, joined: list[asyncio.Future[None]], committed: asyncio.Future[None]
     ) -> None:
         """Wait for the batch's COMMIT (on a worker thread: the loop goes on) and tell its units."""
         try:
-            try:
-                await committed
-            except sqlite3.Error as exc:
-                # As SQLAlchemy's own COMMIT would say it: an OperationalError is a database that
-                # cannot take writes now (503 and Retry-After on every route), not a bug.
-                raise DBAPIError.instance("COMMIT", None, exc, sqlite3.Error, hide_parameters=True) from exc
-            # SQLAlchemy's COMMIT finds nothing left to commit, and keeps its bookkeeping (events,
-            # the process's write lock) as usual.
-            await connection.commit()
-        except BaseException as exc:
-            _settle(joined, exc)
-            await _discard(connection)
+            await committed
+        except BaseException as error:
+            _discard(connection)
+            _settle(joined, translated(error) if isinstance(error, sqlite3.Error) else error)
             return
+        finally:
+            self.strategy.turns.give_back()
         _settle(joined, None)
         if self._idle is None:
             self._idle = connection
         else:
-            await connection.close()
+            connection.close()
 
-    async def close(self) -> None:
-        """Give back the kept connection (when the database is disposed)."""
-        connection, self._idle = self._idle, None
-        if connection is not None:
-            await connection.close()
-
-    async def _abort(self, exc: BaseException) -> None:
-        """Roll the shared transaction back; every unit that joined it fails with `exc`."""
+    def _abort(self, error: BaseException) -> None:
+        """Roll the shared transaction back; every unit that joined it fails with `error`."""
         connection, self._connection = self._connection, None
         joined, self._joined = self._joined, []
-        _settle(joined, exc)
+        _settle(joined, error)
         if connection is not None:
-            await _discard(connection)
+            self.strategy.turns.give_back()
+            _discard(connection)
+
+    async def close(self) -> None:
+        """Give back the kept connections (when the database is disposed)."""
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            self.strategy.turns.give_back()
+            _discard(connection)
+        idle, self._idle = self._idle, None
+        if idle is not None:
+            idle.close()
 
 
-async def _discard(connection: AsyncConnection) -> None:
+def _discard(connection: sqlite3.Connection) -> None:
     """Roll back what the connection holds and close it."""
-    try:
-        with contextlib.suppress(Exception):
-            await connection.rollback()
-    finally:
-        await connection.close()
+    with contextlib.suppress(sqlite3.Error):
+        connection.rollback()
+    connection.close()
 
 
-def _settle(joined: Iterable[asyncio.Future[Any]], exc: BaseException | None) -> None:
-    error = exc if exc is None or isinstance(exc, Exception) else RuntimeError("commit interrupted")
+def _settle(joined: Iterable[asyncio.Future[Any]], error: BaseException | None) -> None:
+    failure = error if error is None or isinstance(error, Exception) else RuntimeError("commit interrupted")
     for waiter in joined:
         if not waiter.done():
-            if error is None:
+            if failure is None:
                 waiter.set_result(None)
             else:
-                waiter.set_exception(error)
+                waiter.set_exception(failure)
 
 
 class _Seat:
-    """One unit of work's place in the group: taken at its first statement, left at its end.
+    """One write unit's place in the group: taken at its first statement, left at its end.
 
     Taking it opens the unit's savepoint on the shared transaction; leaving releases it, or
-    first rolls back to it when the unit failed. Run on the sqlite3 connection directly: a
-    SAVEPOINT through SQLAlchemy costs a statement compilation each time (its name changes).
+    first rolls back to it when the unit failed.
     """
+
+    __slots__ = ("connection", "group", "taken_at")
 
     _SAVEPOINT = "kasir_unit"  # one at a time: units hold the seat in turn
 
     def __init__(self, group: GroupCommit) -> None:
         self.group = group
-        self.connection: Connection | None = None
-        self.sqlite: sqlite3.Connection | None = None
+        self.connection: sqlite3.Connection | None = None
         self.taken_at = 0.0
-        self.nested = 0  # savepoints opened inside the unit's own (Database.savepoint)
 
-    async def take(self) -> Connection:
-        if self.connection is None:
-            connection = await self.group.enter()
-            raw: sqlite3.Connection = connection.connection.driver_connection.sqlite  # type: ignore[union-attr]
-            try:
-                raw.execute(f"SAVEPOINT {self._SAVEPOINT}")
-            except BaseException:
-                await self.group.leave(joined=False)
-                raise
-            self.connection, self.sqlite = connection, raw
-            self.taken_at = time.monotonic()
-        return self.connection
-
-    async def sqlite_connection(self) -> sqlite3.Connection:
-        await self.take()
-        assert self.sqlite is not None
-        return self.sqlite
-
-    def connection_for_statement(self) -> Connection:
-        # Runs inside SQLAlchemy's greenlet (sync Session code), so it may wait on the event loop.
-        return self.connection if self.connection is not None else await_only(self.take())
+    async def take(self) -> sqlite3.Connection:
+        connection = await self.group.enter()
+        try:
+            connection.execute(f"SAVEPOINT {self._SAVEPOINT}")
+        except BaseException as error:
+            await self.group.leave(joined=False, broken=error)
+            raise translated(error) if isinstance(error, sqlite3.Error) else error from error
+        self.connection = connection
+        self.taken_at = time.monotonic()
+        return connection
 
     def rollback_to_start(self) -> None:
-        if self.sqlite is not None:
-            self.sqlite.execute(f"ROLLBACK TO {self._SAVEPOINT}")
+        if self.connection is not None:
+            try:
+                self.connection.execute(f"ROLLBACK TO {self._SAVEPOINT}")
+            except sqlite3.Error as error:
+                raise translated(error) from error
 
     async def leave(self, *, ok: bool) -> None:
-        if self.connection is None or self.sqlite is None:
-            return  # never wrote: nothing to join
-        raw, self.connection, self.sqlite = self.sqlite, None, None
+        connection, self.connection = self.connection, None
+        if connection is None:
+            return
         overheld = self._overheld()
         if overheld is not None:
             ok = False  # the watchdog fails the unit: its writes are undone with it
         try:
             if not ok:
-                raw.execute(f"ROLLBACK TO {self._SAVEPOINT}")
-            raw.execute(f"RELEASE {self._SAVEPOINT}")
-        except BaseException as exc:
+                connection.execute(f"ROLLBACK TO {self._SAVEPOINT}")
+            connection.execute(f"RELEASE {self._SAVEPOINT}")
+        except BaseException as error:
             # The shared transaction is in a state nobody can vouch for: the whole batch fails.
-            await self.group.leave(joined=False, broken=exc)
-            raise
+            await self.group.leave(joined=False, broken=error)
+            raise translated(error) if isinstance(error, sqlite3.Error) else error from error
         await self.group.leave(joined=ok)
         if overheld is not None:
             raise overheld
@@ -627,58 +574,14 @@ class _Seat:
         return WriteSeatHeldTooLong(held, limit)
 
 
-class _GroupSession(Session):
-    """A Session whose bind is the group's shared connection, taken lazily at the first statement."""
-
-    def get_bind(self, mapper: Any = None, **kwargs: Any) -> Any:
-        seat: _Seat | None = self.info.get("group_seat")
-        if seat is None:
-            return super().get_bind(mapper, **kwargs)
-        return seat.connection_for_statement()
-
-
-def _commit_sqlite(connection: sqlite3.Connection) -> None:
-    """COMMIT, retried while another process's reader or checkpoint holds SQLite busy (no-op outside a transaction)."""
-    deadline = time.monotonic() + SQLITE_BUSY_SECONDS
-    delay = 0.001
-    while True:
-        try:
-            connection.commit()
-            return
-        except sqlite3.OperationalError as exc:
-            busy = getattr(exc, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-            if not busy or time.monotonic() + delay > deadline:
-                raise
-        time.sleep(delay)
-        delay = min(delay * 2, 0.05)
-
-
-def _begin(connection: Connection, mode: str) -> None:
-    """BEGIN on the driver's cursor: `exec_driver_sql` would run SQLAlchemy's execution machinery for
-    every SQLite transaction (a read-only unit of work is one). Errors come out as SQLAlchemy's, as
-    they would from `exec_driver_sql`."""
-    statement = f"BEGIN {mode}"
-    try:
-        connection.connection.dbapi_connection.cursor().execute(statement)  # type: ignore[union-attr]
-    except sqlite3.Error as exc:
-        raise DBAPIError.instance(
-            statement, None, exc, sqlite3.Error, hide_parameters=True, dialect=connection.dialect
-        ) from exc
-
-
-def _release(record_info: dict[str, Any], lock: _ProcessWriteLock) -> None:
-    if record_info.pop("holds_write_lock", False):
-        lock.release()
-
-
 class _Gate:
     """A lock whose release wakes every waiter at once: the group-commit seat.
 
     asyncio.Lock hands itself to one waiter per release, and that waiter runs in the loop's next
-    iteration: the units waiting for a batch's COMMIT would get the seat one iteration (and one
-    epoll_wait) each. Units hold the seat without yielding (statements run inline), so when all
-    waiters are woken together, each finds the seat free in turn within one iteration. A woken
-    unit that finds it taken (its holder yielded: a busy retry) waits again.
+    iteration: the units waiting for a batch's COMMIT would get the seat one iteration each.
+    Units hold the seat without yielding (statements run inline), so when all waiters are woken
+    together, each finds the seat free in turn within one iteration. A woken unit that finds it
+    taken (its holder yielded: a busy retry) waits again.
     """
 
     __slots__ = ("_held", "_waiters")
@@ -714,51 +617,3 @@ class _Gate:
         for waiter in waiters:
             if not waiter.done():
                 waiter.set_result(None)
-
-
-class _LoopLocalLock:
-    """An asyncio.Lock (or `factory()`) per event loop (tests and the CLI run several loops in one process)."""
-
-    def __init__(self, factory: Callable[[], Any] = asyncio.Lock) -> None:
-        self._factory = factory
-        self._locks: dict[int, Any] = {}
-
-    def _lock(self) -> Any:
-        loop = asyncio.get_running_loop()
-        lock = self._locks.get(id(loop))
-        if lock is None:
-            lock = self._locks[id(loop)] = self._factory()
-        return lock
-
-    async def acquire(self) -> None:
-        await self._lock().acquire()
-
-    def locked(self) -> bool:
-        return self._lock().locked()
-
-    def release(self) -> None:
-        try:
-            lock = self._lock()
-        except RuntimeError:  # a connection checked in outside any loop (disposal): nothing to release
-            return
-        if lock.locked():
-            lock.release()
-
-
-class _ProcessWriteLock(_LoopLocalLock):
-    """The process's write lock, and with it the process's turn among those sharing the file."""
-
-    def __init__(self, turns: WriterTurns) -> None:
-        super().__init__()
-        self.turns = turns
-
-    async def take_turn(self) -> None:
-        try:
-            await self.turns.take(timeout=SQLITE_BUSY_SECONDS)
-        except TimeoutError:
-            message = f"database is locked: another process kept the write turn {SQLITE_BUSY_SECONDS:g} s"
-            raise OperationalError("BEGIN IMMEDIATE", None, sqlite3.OperationalError(message)) from None
-
-    def release(self) -> None:
-        self.turns.give_back()
-        super().release()

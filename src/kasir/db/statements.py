@@ -1,21 +1,17 @@
-"""Statements compiled once: the Core statements every repository runs through kasir.db.
+"""Statements: SQLAlchemy Core constructs, compiled for the unit's dialect and run by its driver.
 
-A repository writes its queries as SQLAlchemy Core constructs over the mapped tables and wraps
-them in `Statement`: compiled once per dialect with the column types' bind and result
-processors, then run on the unit of work's connection by the driver alone, without
-SQLAlchemy's per-execution machinery (cache-key generation, execution context, result set-up),
-which costs more than a hot path's statement itself.
+    S = Statement(select(T.a, T.b).where(T.id == bindparam("id")))   fixed: compiled once per dialect
+    await S.rows(session, id=...)  .first(...)  .scalar(...)  .execute(...) -> rows changed
 
-- SQLite: on the unit's sqlite3 connection (kasir.db.sqlite.raw_connection).
-- PostgreSQL: on the asyncpg connection of the unit's transaction (kasir.db.postgres), or
-  through `session.execute` when SQLAlchemy's adapter is not the one that module knows.
+    await fetch(session, select(...).where(T.c.in_(values)))          built per call: compiled each time
+    await fetch_one(...)  fetch_value(...)  run(...) -> rows changed
 
-Either way SQLAlchemy's execution events (`before_cursor_execute`) do not see these statements.
-Values go through the same type processors SQLAlchemy applies (a UTC datetime is stored exactly
-as the ORM stores it), and database errors come out as SQLAlchemy's exceptions
-(`IntegrityError`, `OperationalError`) with parameters hidden. Pending ORM changes of the
-session are flushed first, as `session.execute` would. Statements with expanding parameters
-(`IN` lists) are refused when built: their SQL depends on the values.
+A repository writes its queries as Core constructs over the mapped tables. The compiled SQL
+runs on the driver alone (sqlite3, asyncpg), with the column types' bind and result processors
+applied as SQLAlchemy's own execution would apply them (a UTC datetime is stored the same way),
+so a fixed statement costs its round trip and little else. Rows are tuples; `fetch`'s rows can
+also be read by column name (`row.amount`). A fixed statement cannot have expanding (IN)
+parameters, whose SQL depends on the values: such a statement is built per call.
 
 A statement that needs the dialect's own INSERT (for `ON CONFLICT DO NOTHING`) is given as a
 function of it: `Statement(lambda insert: insert(Table).values(...).on_conflict_do_nothing())`.
@@ -24,46 +20,101 @@ function of it: `Statement(lambda insert: insert(Table).values(...).on_conflict_
 from __future__ import annotations
 
 import operator
-import re
-import sqlite3
+from collections import namedtuple
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import bindparam
+from sqlalchemy import bindparam, literal_column
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Dialect
-from sqlalchemy.exc import DBAPIError
-from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.sql import Executable
+from sqlalchemy.sql.dml import UpdateBase
 from sqlalchemy.sql.elements import BindParameter
 
-from kasir.db import postgres, sqlite
+from kasir.db.session import Session
+
+InsertFactory = Callable[[Any], Any]
+_INSERTS: dict[str, InsertFactory] = {"sqlite": sqlite_insert, "postgresql": postgresql_insert}
 
 
 @dataclass(frozen=True, slots=True)
-class _Compiled:
+class Compiled:
     sql: str
     names: tuple[str, ...]  # the positional parameters, in order
-    defaults: dict[str, Any]  # values written into the statement (a LIMIT), used when not given
+    defaults: dict[str, Any]  # values the statement carries itself, used when not given
     bind: tuple[tuple[int, Callable[[Any], Any]], ...]  # (position, processor) of the parameters that have one
     result: tuple[tuple[int, Callable[[Any], Any]], ...]  # (column, processor) of the result columns that have one
+    keys: tuple[str, ...]  # the result columns' names
     pick: Callable[[dict[str, Any]], Sequence[Any]]  # the parameters' values, in order, from the dict
 
     def values(self, params: dict[str, Any]) -> Sequence[Any]:
-        """The positional parameters, through their types' bind processors.
-
-        Picked in one C call: a card order's INSERT has 28 parameters, and a Python loop over
-        every one of them shows in the charge's profile.
-        """
-        picked = self.pick(params)
+        """The positional parameters, through their types' bind processors (picked in one C call)."""
+        if self.defaults:
+            params = {**self.defaults, **params}
+        try:
+            picked = self.pick(params)
+        except KeyError as missing:
+            raise TypeError(f"kasir.db statement is missing the parameter {missing}") from None
         if not self.bind:
             return picked
         values = list(picked)
         for position, process in self.bind:
             values[position] = process(values[position])
         return values
+
+    def row(self, row: Sequence[Any]) -> tuple[Any, ...]:
+        """A driver's row as a tuple, through the processors of the columns that have one."""
+        if not self.result:
+            return tuple(row)
+        values = list(row)
+        for column, process in self.result:
+            values[column] = process(values[column])
+        return tuple(values)
+
+
+def compile_for(statement: Any, dialect: Dialect, *, per_call: bool = False) -> Compiled:
+    """`statement` compiled for `dialect`: its SQL, parameters and processors.
+
+    On PostgreSQL a statement that changes rows without answering any is given `RETURNING 1`: the
+    rows it changed are the rows it answers, counted from the driver's result.
+    """
+    if dialect.name == "postgresql" and isinstance(statement, UpdateBase) and not statement.exported_columns:
+        statement = statement.returning(literal_column("1"))  # type: ignore[attr-defined]
+    compiled = statement.compile(dialect=dialect, compile_kwargs={"render_postcompile": per_call})
+    if not per_call and (compiled.post_compile_params or compiled.literal_execute_params):
+        raise ValueError("a fixed kasir.db statement cannot have expanding (IN) parameters: build it per call")
+    names = tuple(compiled.positiontup or ())
+    if per_call:
+        defaults = dict(compiled.construct_params())
+    else:
+        # A value written in the statement (a LIMIT, None for NULL) is used when the call gives none.
+        defaults = {name: compiled.binds[name].value for name in names if not compiled.binds[name].required}
+    # Python-side column defaults (`default=0`) for the columns an INSERT or UPDATE does not name.
+    for column in (*compiled.insert_prefetch, *compiled.update_prefetch):
+        default = column.default if column in compiled.insert_prefetch else column.onupdate
+        if default is None or not default.is_scalar:
+            raise ValueError(f"kasir.db statements take scalar column defaults only ({column})")
+        if per_call or defaults.get(column.key) is None:
+            defaults[column.key] = default.arg
+    binds = compiled.binds
+    types = (_bind_of(binds, name).type for name in names)
+    processors = (type_.dialect_impl(dialect).bind_processor(dialect) for type_ in types)
+    bind = tuple((position, process) for position, process in enumerate(processors) if process is not None)
+    columns = list(statement.exported_columns) if hasattr(statement, "exported_columns") else []
+    results = (column.type.dialect_impl(dialect).result_processor(dialect, None) for column in columns)
+    result = tuple((position, process) for position, process in enumerate(results) if process is not None)
+    keys = tuple(getattr(column, "key", None) or column.name for column in columns)
+    return Compiled(str(compiled), names, defaults, bind, result, keys, _picker(names))
+
+
+def _bind_of(binds: dict[str, BindParameter[Any]], name: str) -> BindParameter[Any]:
+    found = binds.get(name)
+    if found is None:  # one value of an expanded IN list, named after its parameter: `id_1_2` of `id_1`
+        found = binds[name.rsplit("_", 1)[0]]
+    return found
 
 
 def _picker(names: tuple[str, ...]) -> Callable[[dict[str, Any]], Sequence[Any]]:
@@ -72,133 +123,52 @@ def _picker(names: tuple[str, ...]) -> Callable[[dict[str, Any]], Sequence[Any]]
     return lambda params: tuple(params[name] for name in names)  # itemgetter of one name gives the bare value
 
 
-_INSERTS: dict[str, Callable[[Any], Any]] = {"sqlite": sqlite_insert, "postgresql": postgresql_insert}
-
-InsertFactory = Callable[[Any], Any]
-
-
 class Statement:
     """A Core statement (or `build(insert)`, given the dialect's INSERT) compiled once per dialect."""
 
+    __slots__ = ("_build", "_compiled", "_statement")
+
     def __init__(self, statement: Executable | Callable[[InsertFactory], Executable]) -> None:
-        self._build = statement if callable(statement) and not isinstance(statement, Executable) else None
-        self._statement = None if self._build is not None else statement
-        self._statements: dict[str, Executable] = {}
-        self._compiled: dict[str, _Compiled] = {}
+        is_builder = callable(statement) and not isinstance(statement, Executable)
+        self._build: Callable[[InsertFactory], Executable] | None = statement if is_builder else None  # type: ignore[assignment]
+        self._statement = None if is_builder else statement
+        self._compiled: dict[str, Compiled] = {}
 
     def statement(self, dialect_name: str) -> Executable:
-        if self._build is None:
-            assert self._statement is not None
-            return self._statement  # type: ignore[return-value]
-        statement = self._statements.get(dialect_name)
-        if statement is None:
-            statement = self._statements[dialect_name] = self._build(_INSERTS[dialect_name])
-        return statement
+        if self._build is not None:
+            return self._build(_INSERTS[dialect_name])
+        assert self._statement is not None
+        return self._statement  # type: ignore[return-value]
 
-    def _compile(self, dialect: Dialect) -> _Compiled:
-        statement: Any = self.statement(dialect.name)
-        compiled = statement.compile(dialect=dialect)
-        if compiled.post_compile_params or compiled.literal_execute_params:
-            raise ValueError("kasir.db statements cannot have expanding (IN) or literal-execute parameters")
-        names = tuple(compiled.positiontup or ())
-        defaults = {
-            name: compiled.binds[name].value
-            for name in names
-            if not compiled.binds[name].required  # a value written in the statement, None (NULL) included
-        }
-        # The dialect's own implementation of each type does the conversion (SQLite's DATETIME
-        # writes text): what SQLAlchemy's execution would apply.
-        processors = (compiled.binds[name].type.dialect_impl(dialect).bind_processor(dialect) for name in names)
-        bind = tuple((position, process) for position, process in enumerate(processors) if process is not None)
-        # The columns a SELECT or a RETURNING clause answers with, in order.
-        processors_out = (
-            column.type.dialect_impl(dialect).result_processor(dialect, None) for column in statement.exported_columns
-        )
-        result = tuple((column, process) for column, process in enumerate(processors_out) if process is not None)
-        return _Compiled(str(compiled), names, defaults, bind, result, _picker(names))
-
-    def _for(self, dialect: Dialect) -> _Compiled:
+    def compiled(self, dialect: Dialect) -> Compiled:
         compiled = self._compiled.get(dialect.name)
         if compiled is None:
-            compiled = self._compiled[dialect.name] = self._compile(dialect)
+            compiled = self._compiled[dialect.name] = compile_for(self.statement(dialect.name), dialect)
         return compiled
 
-    # --- running ------------------------------------------------------------------------
-
-    async def rows(self, session: AsyncSession, **params: Any) -> list[tuple[Any, ...]]:
+    async def rows(self, session: Session, **params: Any) -> list[tuple[Any, ...]]:
         """Every row, as tuples."""
-        compiled, rows, _ = await self._run(session, params)
+        compiled = self._compiled.get(session.dialect.name) or self.compiled(session.dialect)
+        rows = await session.fetch_rows(compiled.sql, compiled.values(params))
         if not compiled.result:
             return [tuple(row) for row in rows]
-        return [_processed(compiled, row) for row in rows]
+        return [compiled.row(row) for row in rows]
 
-    async def first(self, session: AsyncSession, **params: Any) -> tuple[Any, ...] | None:
+    async def first(self, session: Session, **params: Any) -> tuple[Any, ...] | None:
         """The first row, or None."""
-        compiled, rows, _ = await self._run(session, params, first=True)
-        if not rows:
-            return None
-        return _processed(compiled, rows[0])
+        compiled = self._compiled.get(session.dialect.name) or self.compiled(session.dialect)
+        rows = await session.fetch_rows(compiled.sql, compiled.values(params), first=True)
+        return compiled.row(rows[0]) if rows else None
 
-    async def scalar(self, session: AsyncSession, **params: Any) -> Any:
+    async def scalar(self, session: Session, **params: Any) -> Any:
         """The first column of the first row, or None."""
         row = await self.first(session, **params)
         return None if row is None else row[0]
 
-    async def execute(self, session: AsyncSession, **params: Any) -> int:
-        """Run a statement without rows (INSERT, UPDATE, DELETE); how many rows it changed."""
-        _, _, changed = await self._run(session, params, rows=False)
-        return changed
-
-    async def _run(
-        self, session: AsyncSession, params: dict[str, Any], *, first: bool = False, rows: bool = True
-    ) -> tuple[_Compiled, Sequence[Any], int]:
-        """(compiled, the driver's rows, rows changed) on the unit of work's connection."""
-        sync_session = session.sync_session  # its own attributes: AsyncSession proxies each one
-        bind = sync_session.bind
-        assert bind is not None, "sessions are made bound to the engine"
-        dialect = bind.dialect
-        if dialect.name == "sqlite":
-            if not sync_session._is_clean():  # what session.execute's autoflush does
-                await session.flush()
-            seat = sync_session.info.get("group_seat")
-            raw = seat.sqlite if seat is not None and seat.sqlite is not None else await sqlite.raw_connection(session)
-            compiled, values = self._bound(dialect, params)
-            try:
-                cursor = raw.execute(compiled.sql, values)
-            except sqlite3.Error as exc:
-                raise DBAPIError.instance(
-                    compiled.sql, values, exc, sqlite3.Error, hide_parameters=True, dialect=dialect
-                ) from exc
-            if not rows:
-                changed = cursor.rowcount
-                cursor.close()
-                return compiled, (), int(changed)
-            if first:
-                found = cursor.fetchone()
-                cursor.close()
-                return compiled, () if found is None else (found,), -1
-            return compiled, cursor.fetchall(), -1
-        adapter = await postgres.asyncpg_adapter(session)
-        if adapter is not None:
-            compiled, values = self._bound(dialect, params)
-            records, status = await postgres.run_on_adapter(adapter, dialect, compiled.sql, values)
-            count = _CHANGED.match(status)
-            return compiled, records, int(count.group(1)) if count else -1
-        compiled = self._for(dialect)
-        result = await session.execute(self.statement(dialect.name), params)
-        if not rows:
-            return compiled, (), int(getattr(result, "rowcount", 0))
-        return compiled, [tuple(row) for row in result.all()], -1
-
-    def _bound(self, dialect: Dialect, params: dict[str, Any]) -> tuple[_Compiled, Sequence[Any]]:
-        """The statement compiled for `dialect`, and its positional values from `params`."""
-        compiled = self._compiled.get(dialect.name) or self._for(dialect)
-        if compiled.defaults:
-            params = {**compiled.defaults, **params}
-        try:
-            return compiled, compiled.values(params)
-        except KeyError as missing:
-            raise TypeError(f"kasir.db statement is missing the parameter {missing}") from None
+    async def execute(self, session: Session, **params: Any) -> int:
+        """Run a statement that changes rows (INSERT, UPDATE, DELETE); how many it changed."""
+        compiled = self._compiled.get(session.dialect.name) or self.compiled(session.dialect)
+        return await session.count_rows(compiled.sql, compiled.values(params))
 
 
 def binds(table: Any, names: Sequence[str] | None = None) -> dict[str, BindParameter[Any]]:
@@ -208,18 +178,36 @@ def binds(table: Any, names: Sequence[str] | None = None) -> dict[str, BindParam
     return {name: bindparam(name, type_=columns[name].type) for name in chosen}
 
 
-def _processed(compiled: _Compiled, row: Sequence[Any]) -> tuple[Any, ...]:
-    """A driver's row as a tuple, through the result columns' processors when any has one.
-
-    Only the columns with a processor are visited: a wallet transaction's row has 25 columns, a
-    few of them datetimes or amounts, and every inquiry reads one.
-    """
-    if not compiled.result:
-        return tuple(row)  # a sqlite3 row is a tuple already: no copy
-    values = list(row)
-    for column, process in compiled.result:
-        values[column] = process(values[column])
-    return tuple(values)
+# --- statements built per call ------------------------------------------------------------
 
 
-_CHANGED = re.compile(r"(?:SELECT|UPDATE|DELETE|INSERT \d+) (\d+)")
+@lru_cache(maxsize=256)
+def _row_type(keys: tuple[str, ...]) -> Any:
+    return namedtuple("Row", keys, rename=True)  # type: ignore[misc]  # noqa: PYI024
+
+
+async def fetch(session: Session, statement: Executable) -> list[Any]:
+    """Every row of a statement built per call, readable by position and by column name."""
+    compiled = compile_for(statement, session.dialect, per_call=True)
+    rows = await session.fetch_rows(compiled.sql, compiled.values({}))
+    make = _row_type(compiled.keys)._make
+    return [make(compiled.row(row)) for row in rows]
+
+
+async def fetch_one(session: Session, statement: Executable) -> Any:
+    """The first row, or None."""
+    compiled = compile_for(statement, session.dialect, per_call=True)
+    rows = await session.fetch_rows(compiled.sql, compiled.values({}), first=True)
+    return _row_type(compiled.keys)._make(compiled.row(rows[0])) if rows else None
+
+
+async def fetch_value(session: Session, statement: Executable) -> Any:
+    """The first column of the first row, or None."""
+    row = await fetch_one(session, statement)
+    return None if row is None else row[0]
+
+
+async def run(session: Session, statement: Executable) -> int:
+    """Run a statement built per call that changes rows; how many it changed."""
+    compiled = compile_for(statement, session.dialect, per_call=True)
+    return await session.count_rows(compiled.sql, compiled.values({}))

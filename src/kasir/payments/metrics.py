@@ -9,7 +9,7 @@ from __future__ import annotations
 from prometheus_client import Counter
 
 from kasir.db import Session
-from kasir.db.unit import on_commit, on_commit_of
+from kasir.db import on_commit
 
 CREATED = Counter(
     "kasir_payments_created_total", "Payments created, by product and status at creation", ["product", "status"]
@@ -28,10 +28,3 @@ def created(session: Session, product: str, status: str) -> None:
 def settled_in(session: Session, product: str, status: str) -> None:
     """A payment of the unit of work moved to `status`: counted when the unit commits."""
     on_commit(session, SETTLED.labels(product, status).inc)
-
-
-def settled(payment: object, product: str, status: str) -> None:
-    """`payment` (a model in a unit of work) moved to `status`: counted when its unit commits.
-
-    Nothing for a plain object outside a unit of work (the state machines' own tests)."""
-    on_commit_of(payment, SETTLED.labels(product, status).inc)
