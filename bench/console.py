@@ -51,7 +51,7 @@ async def fill(env: dict[str, str], merchant_id: str) -> list[str]:
     from kasir.bnpl.models import BnplTransaction
     from kasir.card.models import CardOrder
     from kasir.config import Settings
-    from kasir.db import Database
+    from kasir.db import Database, run
     from kasir.models import import_all_models
     from kasir.wallet.models import WalletTransaction
 
@@ -140,9 +140,9 @@ async def fill(env: dict[str, str], merchant_id: str) -> list[str]:
             )
     try:
         for model, rows in ((WalletTransaction, wallet), (CardOrder, card), (BnplTransaction, bnpl)):
-            for start in range(0, len(rows), 5000):
+            for start in range(0, len(rows), 1000):  # a multi-row INSERT's values stay under both databases' limits
                 async with database.unit_of_work() as session:
-                    await session.execute(insert(model.__table__), rows[start : start + 5000])
+                    await run(session, insert(model.__table__).values(rows[start : start + 1000]))
     finally:
         await database.dispose()
     return [row["order_id"] for row in rng.sample(wallet + card, 50)]

@@ -268,14 +268,14 @@ def raw_floors(url: str, merchant_id: str, new_key: Any, answer: Any) -> dict[st
     postgres = dialect()
 
     def claim(key: Any) -> tuple[str, Any]:
-        compiled, values = repository._CLAIM._postgres._bound(postgres, {**key.values(), "lock_wait": "1000"})
-        return compiled.sql, values
+        compiled = repository._CLAIM.statement("postgresql").compiled(postgres)
+        return compiled.sql, compiled.values({**key.values(), "lock_wait": "1000"})
 
     def answered(key: Any) -> tuple[str, Any]:
         params = {"merchant_id": merchant_id, "scope": key.scope, "key": key.key}
         params |= {"response_status": 200, "response_headers": "{}", "response_body": "{}"}
-        compiled, values = repository._ANSWER._bound(postgres, params)
-        return compiled.sql, values
+        compiled = repository._ANSWER.compiled(postgres)
+        return compiled.sql, compiled.values(params)
 
     async def raw_1(request: Request) -> JSONResponse:
         body = json.loads(await request.body())

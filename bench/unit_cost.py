@@ -72,7 +72,8 @@ async def _measure(url: str, merchant_id: str) -> dict[str, list[tuple[float, fl
             await idempotency_repository.claim(session, new_key(), wait_seconds=1)
 
     async def on_asyncpg(atomic: bool) -> None:
-        compiled, values = repository._CLAIM._postgres._bound(postgres, {**new_key().values(), "lock_wait": "1000"})
+        compiled = repository._CLAIM.statement("postgresql").compiled(postgres)
+        values = compiled.values({**new_key().values(), "lock_wait": "1000"})
         connection = await connections.get()
         try:
             if atomic:

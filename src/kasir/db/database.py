@@ -24,7 +24,7 @@ from starlette.requests import Request
 from kasir.config import Settings
 from kasir.db import postgres, sqlite
 from kasir.db.postgres import PostgresStrategy
-from kasir.db.session import DatabaseUnavailable, Session
+from kasir.db.session import DatabaseUnavailable, Session, UnsupportedDatabaseUrl
 from kasir.db.sqlite import SqliteStrategy
 from kasir.db.statements import Statement, binds
 
@@ -39,12 +39,14 @@ class Database:
     """One per process: its strategy, chosen once at start-up, and the units of work made from it."""
 
     def __init__(self, settings: Settings) -> None:
-        self.url = settings.resolved_database_url
-        self.strategy: SqliteStrategy | PostgresStrategy = (
-            SqliteStrategy(settings, self.url)
-            if self.url.startswith("sqlite")
-            else PostgresStrategy(settings, self.url)
-        )
+        self.url = url = settings.resolved_database_url
+        self.strategy: SqliteStrategy | PostgresStrategy
+        if url.startswith(("sqlite+aiosqlite:///", "sqlite:///")):
+            self.strategy = SqliteStrategy(settings, url)
+        elif url.startswith(("postgresql+asyncpg://", "postgresql://", "postgres://")):
+            self.strategy = PostgresStrategy(settings, url)
+        else:
+            raise UnsupportedDatabaseUrl(f"{url.partition('://')[0] or url!r} is neither SQLite nor PostgreSQL")
 
     @property
     def keeps_counters(self) -> bool:
@@ -94,6 +96,10 @@ class InsertUnlessTaken:
             "sqlite": Statement(sqlite.insert_or_nothing(table, values, index_elements)),
             "postgresql": Statement(postgres.insert_waiting(table, values, index_elements)),
         }
+
+    def statement(self, dialect_name: str) -> Statement:
+        """The statement run on that dialect (its `lock_wait` parameter is the wait, in milliseconds)."""
+        return self._statements[dialect_name]
 
     async def execute(self, session: Session, seconds: float, **params: Any) -> bool:
         """True when the row went in; False when another unit's row has the name."""

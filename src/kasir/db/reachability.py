@@ -7,7 +7,9 @@ import socket
 import sqlite3
 from collections.abc import Iterator
 
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError
+from sqlalchemy.exc import ArgumentError
+
+from kasir.db.session import UnsupportedDatabaseUrl
 
 # PostgreSQL's SQLSTATE codes a failed connection carries (asyncpg puts them on its exceptions).
 _SQLSTATE_REASONS = {
@@ -24,7 +26,7 @@ def database_failure(exc: BaseException, url: str) -> str | None:
     shown = masked_url(url)
     sqlite = url.startswith("sqlite")
     for error in _chain(exc):
-        if isinstance(error, ArgumentError | NoSuchModuleError) or (
+        if isinstance(error, ArgumentError | UnsupportedDatabaseUrl) or (
             isinstance(error, ImportError) and not url.startswith(("sqlite+aiosqlite:", "postgresql+asyncpg:"))
         ):
             return (

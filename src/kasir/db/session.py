@@ -5,6 +5,7 @@ database's driver (kasir.db.sqlite, kasir.db.postgres); what it keeps besides is
 own: the actions to run after the commit, the channels to wake, the rows read locked.
 
     DatabaseError
+     ├── UnsupportedDatabaseUrl  KASIR_DATABASE_URL is neither sqlite+aiosqlite:/// nor postgresql+asyncpg://
      ├── DatabaseUnavailable   cannot be reached or cannot take the work now: 503 + Retry-After
      └── LockTimeout           a row another unit holds was not free in time (lock_wait_at_most)
 
@@ -27,6 +28,10 @@ AfterCommit = Callable[[], Awaitable[None] | None]
 
 class DatabaseError(Exception):
     """What kasir.db raises of its own."""
+
+
+class UnsupportedDatabaseUrl(DatabaseError, ValueError):
+    """KASIR_DATABASE_URL names no database Kasir can use."""
 
 
 class DatabaseUnavailable(DatabaseError):

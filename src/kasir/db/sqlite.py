@@ -114,6 +114,9 @@ class SqliteStrategy:
         self.turns = WriterTurns(self.path)  # processes sharing the file take turns at its write lock
         self._groups: dict[asyncio.AbstractEventLoop, GroupCommit] = {}
         self._readers: list[sqlite3.Connection] = []
+        # What the group commit has made durable: COMMITs (one fsync each) and the units they carried.
+        self.batches_committed = 0
+        self.units_committed = 0
 
     def unit_of_work(self, *, read_only: bool, atomic: bool) -> AbstractAsyncContextManager[Session]:
         # Not atomic asks nothing of SQLite: a write unit's transaction costs no round trip here, and
@@ -463,6 +466,8 @@ class GroupCommit:
         finally:
             self.strategy.turns.give_back()
         _settle(joined, None)
+        self.strategy.batches_committed += 1
+        self.strategy.units_committed += len(joined)
         if self._idle is None:
             self._idle = connection
         else:

@@ -38,6 +38,14 @@ requests of a connection):
 
 These answers are written straight to the socket (the request never reached the app) and
 logged by no one: a flood of them costs a write and a close each.
+
+What this depends on in uvicorn's `HttpToolsProtocol` (pinned in pyproject.toml to the minor range it
+was tested with; tests/test_pins.py fails by name outside it): `connection_made`, `data_received`,
+`on_headers_complete`, `on_message_complete`, `on_response_complete` and `connection_lost` are its hooks;
+`self.transport`, `self.loop`, `self.connections` (the server's set of open connections) and
+`self.cycle` (the request's response cycle, made in `on_headers_complete`) are its attributes; the cycle
+writes through `cycle.transport` (`write`, `close`, `is_closing`) and says `cycle.more_body` while a
+body is still arriving.
 """
 
 from __future__ import annotations

@@ -19,7 +19,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from starlette._utils import get_route_path
 from starlette.datastructures import URLPath
 from starlette.routing import BaseRoute, Host, Match, NoMatchFound, Route
 from starlette.types import Receive, Scope, Send
@@ -78,3 +77,15 @@ def _may_match(earlier: BaseRoute, static: Route) -> bool:
         if match is not Match.NONE:
             return True
     return False
+
+
+def get_route_path(scope: Scope) -> str:
+    """The path a route matches: the request's path less the app's `root_path` (as Starlette's routes
+    take it; Starlette's own helper for this is private, so it is written here, to the same rules)."""
+    path: str = scope["path"]
+    root_path: str = scope.get("root_path", "")
+    if not root_path or not path.startswith(root_path):
+        return path
+    if path == root_path:
+        return ""
+    return path[len(root_path) :] if path[len(root_path)] == "/" else path
