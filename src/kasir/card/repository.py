@@ -148,8 +148,8 @@ def _add_order(insert: Any) -> Any:
     rows = select(*(value.label(name) for name, value in values.items())).where(
         ~same_order_id.exists(), ~same_external_id.exists()
     )
-    # On the table, not the mapped class: the ORM's bulk INSERT (session.execute, on PostgreSQL)
-    # does not take an INSERT ... SELECT.
+    # On the table, not the mapped class: the ORM's bulk INSERT (what an ORM session makes of an
+    # INSERT of a mapped class, on PostgreSQL) does not take an INSERT ... SELECT.
     table = CardOrder.__table__
     return insert(table).from_select([table.c[name] for name in values], rows).on_conflict_do_nothing()
 
