@@ -19,19 +19,22 @@ async def receiver(app: Any) -> AsyncIterator[Any]:
 
     from kasir.callbacks.models import Callback
     from kasir.card.models import CardOrder
+    from kasir.db import run
     from tests.support.receiver import CallbackReceiver
 
     async with CallbackReceiver() as callback_receiver:
         yield callback_receiver
     prefix = callback_receiver.url("/")
     async with app.state.database.unit_of_work() as session:
-        await session.execute(
+        await run(
+            session,
             update(CardOrder)
             .where(CardOrder.callback_url.startswith(prefix), CardOrder.status.in_(("PENDING", "AUTHENTICATING")))
-            .values(callback_url=None)
+            .values(callback_url=None),
         )
-        await session.execute(
+        await run(
+            session,
             update(Callback)
             .where(Callback.url.startswith(prefix), Callback.status.in_(("pending", "delivering")))
-            .values(status="failed", last_error="test receiver closed")
+            .values(status="failed", last_error="test receiver closed"),
         )

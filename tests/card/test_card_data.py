@@ -12,7 +12,7 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import MetaData, select
 
-from kasir.card.models import CardAttempt, CardOrder
+from kasir.card.repository import card_repository
 from tests.card.helpers import APPROVED, CHALLENGE, DECLINED, INSUFFICIENT, card, charge_body, future_year, post_charge
 from tests.support.builders import make_merchant
 from tests.support.receiver import CallbackReceiver
@@ -123,13 +123,9 @@ async def test_no_card_data_anywhere(
 
     # what is kept: the masked number, the brand, the expiry
     async with app.state.database.unit_of_work(read_only=True) as session:
-        order = await session.get(CardOrder, data["transactionId"])
+        order = await card_repository.get(session, data["transactionId"])
         assert order is not None
-        attempts = (
-            await session.scalars(
-                select(CardAttempt).where(CardAttempt.card_order_id == order.id).order_by(CardAttempt.number)
-            )
-        ).all()
+        attempts = await card_repository.attempts(session, order.id)
     assert [(a.masked_card, a.card_brand, a.card_exp_month) for a in attempts] == [
         ("400000******0002", "VISA", "10"),
         ("400000******3220", "VISA", "10"),

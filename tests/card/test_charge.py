@@ -11,8 +11,9 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import select, update
 
-from kasir.card.models import CardAttempt, CardOrder
+from kasir.card.repository import CardAttemptRow, CardOrderRow, card_repository
 from kasir.config import get_settings
+from kasir.db import fetch, fetch_one, run
 from kasir.kit.clock import parse_aware
 from tests.card.helpers import (
     APPROVED,
@@ -31,12 +32,11 @@ from tests.support.builders import make_merchant
 from tests.support.receiver import CallbackReceiver
 
 
-async def stored(app: FastAPI, transaction_id: str) -> tuple[CardOrder, list[CardAttempt]]:
+async def stored(app: FastAPI, transaction_id: str) -> tuple[CardOrderRow, list[CardAttemptRow]]:
     async with app.state.database.unit_of_work(read_only=True) as session:
-        order = await session.get(CardOrder, transaction_id)
+        order = await card_repository.get(session, transaction_id)
         assert order is not None
-        attempts = (await session.scalars(select(CardAttempt).where(CardAttempt.card_order_id == transaction_id))).all()
-        return order, list(attempts)
+        return order, await card_repository.attempts(session, transaction_id)
 
 
 async def test_frictionless_card_is_charged_at_once(
@@ -190,8 +190,8 @@ async def test_merchant_default_callback_url_and_none_at_all(
     async with app.state.database.unit_of_work(read_only=True) as session:
         from kasir.callbacks.models import Callback
 
-        rows = (await session.scalars(select(Callback).where(Callback.merchant_id == silent.id))).all()
-    assert rows == []
+        rows = await fetch(session, select(Callback.id).where(Callback.merchant_id == silent.id))
+    assert list(rows) == []
 
 
 async def test_open_mode_links_to_the_payment_page(app: FastAPI, client: httpx.AsyncClient) -> None:
@@ -228,7 +228,9 @@ async def test_callbacks_follow_the_payment_page_acceptance_rule(
     await receiver.wait_for(1, path="/card/picky")
     for _ in range(50):
         async with app.state.database.unit_of_work(read_only=True) as session:
-            callback = await session.scalar(select(Callback).where(Callback.transaction_ref == transaction_id))
+            callback = await fetch_one(
+                session, select(*Callback.__table__.c).where(Callback.transaction_ref == transaction_id)
+            )
         assert callback is not None
         if callback.attempts_made == 1:
             break
@@ -237,7 +239,7 @@ async def test_callbacks_follow_the_payment_page_acceptance_rule(
     assert (callback.status, callback.attempts_made) == ("pending", 1)
     assert callback.last_error == "HTTP 200 not accepted"
     async with app.state.database.unit_of_work() as session:  # no retry may reach a later test's receiver
-        await session.execute(update(Callback).where(Callback.id == callback.id).values(status="failed"))
+        await run(session, update(Callback).where(Callback.id == callback.id).values(status="failed"))
 
 
 async def test_the_request_log_line_names_the_order_it_created(

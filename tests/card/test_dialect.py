@@ -13,8 +13,10 @@ from fastapi import FastAPI
 from kasir_client import SignatureError, verify_payment_page_callback
 from sqlalchemy import select
 
-from kasir.card.models import CardAttempt, CardOrder, StoredCard
+from kasir.card.models import CardOrder, StoredCard
+from kasir.card.repository import CardAttemptRow, CardOrderRow, card_repository
 from kasir.config import get_settings
+from kasir.db import fetch_one, fetch_value
 from tests.card.dialect_helpers import (
     APPROVED,
     CHALLENGE,
@@ -40,12 +42,11 @@ ADMIN = {"Authorization": f"Bearer {TEST_ADMIN_TOKEN}"}
 DIALECT_CALLBACK_FIELDS = {"payment_mode", "tenor", "sub_merchant_id"}
 
 
-async def stored(app: FastAPI, transaction_id: str) -> tuple[CardOrder, list[CardAttempt]]:
+async def stored(app: FastAPI, transaction_id: str) -> tuple[CardOrderRow, list[CardAttemptRow]]:
     async with app.state.database.unit_of_work(read_only=True) as session:
-        order = await session.get(CardOrder, transaction_id)
+        order = await card_repository.get(session, transaction_id)
         assert order is not None
-        attempts = (await session.scalars(select(CardAttempt).where(CardAttempt.card_order_id == transaction_id))).all()
-        return order, list(attempts)
+        return order, await card_repository.attempts(session, transaction_id)
 
 
 def callback_of(
@@ -158,7 +159,10 @@ async def test_a_3ds_card_goes_to_the_challenge_and_a_sub_merchants_callback_is_
         "response_message": "sub-merchant-id is not a sub-merchant of this merchant",
     }
     async with app.state.database.unit_of_work(read_only=True) as session:
-        assert await session.scalar(select(CardOrder).where(CardOrder.external_id == other["external_id"])) is None
+        assert (
+            await fetch_value(session, select(CardOrder.id).where(CardOrder.external_id == other["external_id"]))
+            is None
+        )
 
 
 # --- the direct charges ----------------------------------------------------------------------
@@ -244,10 +248,10 @@ async def test_a_stored_card_is_charged_by_its_token_by_its_merchant_only(
     first = dialect_body(number=APPROVED)
     token = (await post_dialect(client, merchant, DIRECT_V1, first)).json()["data"]["token"]
     async with app.state.database.unit_of_work(read_only=True) as session:
-        card = await session.get(StoredCard, token)
+        card = await fetch_one(session, select(*StoredCard.__table__.c).where(StoredCard.token == token))
         assert card is not None
         assert (card.merchant_id, card.masked_card, card.card_brand) == (merchant.id, "481111******1114", "VISA")
-        values = [str(getattr(card, c.name)) for c in StoredCard.__table__.columns]
+        values = [str(value) for value in card]
         assert not any(APPROVED in value for value in values)  # never the number
         assert "123" not in values  # never the CVN
 
@@ -284,8 +288,9 @@ async def test_a_stored_card_is_charged_by_its_token_by_its_merchant_only(
     data = (await post_dialect(client, merchant, DIRECT_V1, unstored)).json()["data"]
     assert (data["status"], data["token"]) == ("SUCCESS", None)
     async with app.state.database.unit_of_work(read_only=True) as session:
-        count = await session.scalar(
-            select(StoredCard.token).where(StoredCard.card_order_id == data["transaction_data"]["transaction_id"])
+        count = await fetch_value(
+            session,
+            select(StoredCard.token).where(StoredCard.card_order_id == data["transaction_data"]["transaction_id"]),
         )
         assert count is None
 

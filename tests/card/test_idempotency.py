@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 
 from kasir.card.models import CardOrder
 from kasir.card.service import card_service
+from kasir.db import fetch_one, fetch_value
 from kasir.idempotency.models import IdempotencyKey
 from kasir.kit.clock import clock
 from tests.card.helpers import DECLINED, charge_body, post_charge
@@ -29,8 +30,8 @@ def new_key() -> str:
 
 async def orders_for(app: FastAPI, merchant: builders.TestMerchant) -> int:
     async with app.state.database.unit_of_work(read_only=True) as session:
-        count = await session.scalar(
-            select(func.count()).select_from(CardOrder).where(CardOrder.merchant_id == merchant.id)
+        count = await fetch_value(
+            session, select(func.count()).select_from(CardOrder).where(CardOrder.merchant_id == merchant.id)
         )
         return int(count or 0)
 
@@ -164,7 +165,7 @@ async def test_keys_expire_after_24_hours(app: FastAPI, client: httpx.AsyncClien
     key = new_key()
     assert (await post_charge(client, merchant, charge_body(), key=key)).status_code == 200
     async with app.state.database.unit_of_work(read_only=True) as session:
-        row = await session.scalar(select(IdempotencyKey).where(IdempotencyKey.key == key))
+        row = await fetch_one(session, select(*IdempotencyKey.__table__.c).where(IdempotencyKey.key == key))
         assert row is not None
         assert row.scope == "POST /card-v2/v1/charge"
         assert row.response_status == 200
@@ -229,9 +230,10 @@ async def test_open_mode_charges_replay_and_refuse_as_every_charge_does(
         assert replayed.content == refused.content
     assert await orders_for(app, merchant) == 1
     async with app.state.database.unit_of_work(read_only=True) as session:
-        stored = await session.scalar(
+        stored = await fetch_value(
+            session,
             select(IdempotencyKey.response_body).where(
                 IdempotencyKey.merchant_id == merchant.id, IdempotencyKey.key == key
-            )
+            ),
         )
     assert stored == first.text

@@ -11,9 +11,8 @@ from typing import Any
 
 from fastapi import FastAPI
 from kasir_client import verify_payment_page_callback
-from sqlalchemy import select
 
-from kasir.card.models import CardOrder
+from kasir.card.repository import card_repository
 from kasir.kit.clock import clock
 from tests.support.builders import make_merchant
 from tests.support.receiver import CallbackReceiver
@@ -58,7 +57,7 @@ async def test_the_node_sdks_requests_are_answered_as_it_reads_them(
 
     transaction_id = direct["data"]["transactionData"]["transactionId"]
     async with app.state.database.unit_of_work(read_only=True) as session:
-        order = await session.scalar(select(CardOrder).where(CardOrder.id == transaction_id))
+        order = await card_repository.get(session, transaction_id)
         assert order is not None
         assert (order.status, order.tenor, order.dialect, order.merchant_id) == (
             "SUCCESS",

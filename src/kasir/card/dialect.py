@@ -42,7 +42,7 @@ from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Fie
 from pydantic_core import PydanticCustomError
 
 from kasir.card.cards import InvalidCardData, ParsedCard, card_channels, parse_card
-from kasir.card.models import CardAttempt, CardOrder, StoredCard
+from kasir.card.repository import CardAttemptRow, CardOrderRow, StoredCardRow
 from kasir.card.schemas import (
     Amount,
     CardAddress,
@@ -310,7 +310,7 @@ def _card(details: DialectCard, *, now: datetime, cvn_required: bool) -> ParsedC
     return card if cvn else replace(card, cvn="")
 
 
-def stored_card(stored: StoredCard, cvn: str, *, now: datetime) -> ParsedCard:
+def stored_card(stored: StoredCardRow, cvn: str, *, now: datetime) -> ParsedCard:
     """The card a token names: what was kept of it, the CVN if sent; refused once expired."""
     if cvn and not (cvn.isdigit() and len(cvn) in (3, 4)):
         raise DialectValidationError([FieldError("card_details.card_cvn", "must be 3 or 4 digits")])
@@ -439,14 +439,14 @@ def refuses_challenge(details: dict[str, Any]) -> bool:
     return isinstance(answer, dict) and answer.get("kind") == "direct"
 
 
-def dialect_body(answer: dict[str, Any], order: CardOrder, attempt: CardAttempt, link: str) -> dict[str, Any]:
+def dialect_body(answer: dict[str, Any], order: CardOrderRow, attempt: CardAttemptRow, link: str) -> dict[str, Any]:
     """The dialect's answer to a charge the acquirer decided (`link`: the camelCase answer's)."""
     if answer.get("kind") == "direct":
         return direct_answer(order, attempt, token=order.card_token or answer.get("token"))
     return charge_answer(link, str(answer.get("kind")))
 
 
-def direct_answer(order: CardOrder, attempt: CardAttempt | None, *, token: str | None) -> dict[str, Any]:
+def direct_answer(order: CardOrderRow, attempt: CardAttemptRow | None, *, token: str | None) -> dict[str, Any]:
     """The direct charge's outcome: SUCCESS (with the stored card's `token`), or FAILED with the decline's
     code and description."""
     succeeded = order.status == CardOrderStatus.SUCCESS.value

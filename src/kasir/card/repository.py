@@ -1,19 +1,115 @@
-"""Every card query."""
+"""Every card query.
+
+Orders, attempts and stored cards come back as plain rows (`CardOrderRow`, `CardAttemptRow`,
+`StoredCardRow`), never ORM objects: a service that changes an order or an attempt writes it
+back itself (`save`, `save_attempt`), the columns that change, keyed by id.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, select, union_all
+from sqlalchemy import bindparam, delete, insert, select, union_all, update
 
 from kasir.card.models import CardAttempt, CardOrder, StoredCard
 from kasir.card.states import CardOrderStatus
-from kasir.db import Session, Statement, binds
+from kasir.db import Session, Statement, binds, fetch, held_rows
 from kasir.wallet.models import WalletTransaction
 
 OPEN_STATUSES = (CardOrderStatus.PENDING.value, CardOrderStatus.AUTHENTICATING.value)
+
+
+@dataclass(slots=True)
+class CardOrderRow:
+    """A card order as read: every column of `card_order`.
+
+    Changed only by the service (an attempt, its outcome, expiry), on a row read locked, and
+    written back by `CardRepository.save`.
+    """
+
+    id: str
+    merchant_id: str
+    external_id: str
+    order_id: str
+    currency: str
+    amount: int
+    payment_method: str
+    payment_channel: str
+    payment_mode: str
+    status: str
+    tenor: str | None
+    attempts_made: int
+    attempts_failed: int
+    details: str
+    return_url: str
+    callback_url: str | None
+    acq: str | None
+    response_message: str | None
+    save_card: bool
+    card_token: str | None
+    created_at: datetime
+    expires_at: datetime
+    updated_at: datetime
+    paid_at: datetime | None
+    dialect: str | None
+    sub_merchant_id: str | None
+
+
+@dataclass(slots=True)
+class CardAttemptRow:
+    """One attempt as read: every column of `card_attempt`; its outcome is written back by `save_attempt`."""
+
+    id: int
+    card_order_id: str
+    number: int
+    status: str
+    masked_card: str
+    card_brand: str
+    card_exp_month: str
+    card_exp_year: str
+    tenor: str
+    acq: str
+    response_message: str
+    challenge_url: str | None
+    created_at: datetime
+    completed_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredCardRow:
+    """A stored card as read: every column of `card_stored` (never the number, never the CVN)."""
+
+    token: str
+    merchant_id: str
+    card_order_id: str
+    masked_card: str
+    card_brand: str
+    card_exp_month: str
+    card_exp_year: str
+    created_at: datetime
+
+
+ORDER_COLUMNS = tuple(field.name for field in fields(CardOrderRow))
+ATTEMPT_COLUMNS = tuple(field.name for field in fields(CardAttemptRow))
+STORED_CARD_COLUMNS = tuple(field.name for field in fields(StoredCardRow))
+# What an attempt, its outcome or expiry changes of an order; the rest is written once, at creation.
+ORDER_CHANGING_COLUMNS = (
+    "status",
+    "tenor",
+    "attempts_made",
+    "attempts_failed",
+    "acq",
+    "response_message",
+    "save_card",
+    "card_token",
+    "updated_at",
+    "paid_at",
+)
+# What the acquirer's decision (or expiry) changes of an attempt.
+ATTEMPT_CHANGING_COLUMNS = ("status", "response_message", "challenge_url", "completed_at")
 
 
 def _reference_queries(table: Any, values: dict[str, Any] | None = None) -> tuple[Any, Any]:
@@ -52,13 +148,51 @@ def _add_order(insert: Any) -> Any:
     rows = select(*(value.label(name) for name, value in values.items())).where(
         ~same_order_id.exists(), ~same_external_id.exists()
     )
-    # On the table, not the mapped class: the ORM's bulk INSERT (session.execute, on PostgreSQL)
-    # does not take an INSERT ... SELECT.
+    # On the table, not the mapped class: the ORM's bulk INSERT (what an ORM session makes of an
+    # INSERT of a mapped class, on PostgreSQL) does not take an INSERT ... SELECT.
     table = CardOrder.__table__
     return insert(table).from_select([table.c[name] for name in values], rows).on_conflict_do_nothing()
 
 
 _ADD_ORDER = Statement(_add_order)
+
+
+def _columns(model: Any, names: Sequence[str]) -> list[Any]:
+    return [model.__table__.c[name] for name in names]
+
+
+_order = select(*_columns(CardOrder, ORDER_COLUMNS)).where(CardOrder.id == bindparam("card_order_id"))
+_ORDER = Statement(_order)
+_LOCKED_ORDER = Statement(_order.with_for_update())
+_SAVE_ORDER = Statement(
+    update(CardOrder).where(CardOrder.id == bindparam("card_order_id")).values(binds(CardOrder, ORDER_CHANGING_COLUMNS))
+)
+_REMOVE_ORDER = Statement(delete(CardOrder).where(CardOrder.id == bindparam("card_order_id")))
+
+# Every column but the id, which the database numbers.
+_ADD_ATTEMPT = Statement(insert(CardAttempt).values(binds(CardAttempt, ATTEMPT_COLUMNS[1:])))
+_attempts = select(*_columns(CardAttempt, ATTEMPT_COLUMNS)).where(
+    CardAttempt.card_order_id == bindparam("card_order_id")
+)
+_ATTEMPTS = Statement(_attempts.order_by(CardAttempt.number))
+_ATTEMPT = Statement(_attempts.where(CardAttempt.number == bindparam("number")))
+_SAVE_ATTEMPT = Statement(
+    update(CardAttempt)
+    .where(CardAttempt.id == bindparam("attempt_id"))
+    .values(binds(CardAttempt, ATTEMPT_CHANGING_COLUMNS))
+)
+_REMOVE_ATTEMPT = Statement(
+    delete(CardAttempt).where(
+        CardAttempt.card_order_id == bindparam("card_order_id"), CardAttempt.number == bindparam("number")
+    )
+)
+
+_ADD_STORED_CARD = Statement(insert(StoredCard).values(binds(StoredCard, STORED_CARD_COLUMNS)))
+_STORED_CARD = Statement(
+    select(*_columns(StoredCard, STORED_CARD_COLUMNS)).where(
+        StoredCard.token == bindparam("token"), StoredCard.merchant_id == bindparam("merchant_id")
+    )
+)
 
 
 class CardRepository:
@@ -79,73 +213,87 @@ class CardRepository:
         row = await _USED_REFERENCE.first(session, merchant_id=merchant_id, order_id=order_id, external_id=external_id)
         return (row[0], row[1]) if row is not None else None
 
-    async def get(self, session: Session, order_id: str, *, lock: bool = False) -> CardOrder | None:
-        query = select(CardOrder).where(CardOrder.id == order_id)
-        if lock:
-            query = query.with_for_update()
-        return await session.scalar(query.execution_options(populate_existing=True))
+    async def get(self, session: Session, order_id: str, *, lock: bool = False) -> CardOrderRow | None:
+        """The order; with `lock`, locked until the unit of work ends (PostgreSQL: FOR UPDATE; SQLite:
+        the unit holds the database's one write seat already), and read once per unit: a second
+        locked read (the processor call's lock, then its record) is the first's row, with the
+        changes the unit made to it."""
+        if not lock:
+            found = await _ORDER.first(session, card_order_id=order_id)
+            return None if found is None else CardOrderRow(*found)
+        held = held_rows(session)
+        row: CardOrderRow | None = held.get((CardOrder, order_id))
+        if row is None:
+            found = await _LOCKED_ORDER.first(session, card_order_id=order_id)
+            if found is None:
+                return None
+            row = held[(CardOrder, order_id)] = CardOrderRow(*found)
+        return row
+
+    async def save(self, session: Session, order: CardOrderRow) -> None:
+        """Write the changes (`ORDER_CHANGING_COLUMNS`) of an order read locked, or just added."""
+        values = {name: getattr(order, name) for name in ORDER_CHANGING_COLUMNS}
+        await _SAVE_ORDER.execute(session, card_order_id=order.id, **values)
 
     async def due_for_expiry(self, session: Session, now: datetime, limit: int = 500) -> Sequence[str]:
-        result = await session.scalars(
+        """Open orders past their expiredTime, the longest due first (built per call: a Statement takes no IN list)."""
+        rows = await fetch(
+            session,
             select(CardOrder.id)
             .where(CardOrder.status.in_(OPEN_STATUSES), CardOrder.expires_at <= now)
             .order_by(CardOrder.expires_at)
-            .limit(limit)
+            .limit(limit),
         )
-        return result.all()
+        return [row.id for row in rows]
+
+    async def remove_order(self, session: Session, order: CardOrderRow) -> None:
+        """An order no one has seen: its charge was taken back before it was answered."""
+        await _REMOVE_ORDER.execute(session, card_order_id=order.id)
+        held_rows(session).pop((CardOrder, order.id), None)
 
     # --- attempts ----------------------------------------------------------------------
 
-    async def add_attempt(self, session: Session, attempt: CardAttempt) -> None:
-        session.add(attempt)
-        await session.flush()
+    async def add_attempt(self, session: Session, values: dict[str, Any]) -> None:
+        """Insert an attempt: every column but `id`."""
+        await _ADD_ATTEMPT.execute(session, **values)
+
+    async def save_attempt(self, session: Session, attempt: CardAttemptRow) -> None:
+        """Write an attempt's outcome (`ATTEMPT_CHANGING_COLUMNS`); its order is locked by the unit."""
+        values = {name: getattr(attempt, name) for name in ATTEMPT_CHANGING_COLUMNS}
+        await _SAVE_ATTEMPT.execute(session, attempt_id=attempt.id, **values)
 
     async def remove_attempt(self, session: Session, order_id: str, number: int) -> None:
-        attempt = await self.attempt(session, order_id, number)
-        if attempt is not None:
-            await session.delete(attempt)
-            await session.flush()
+        await _REMOVE_ATTEMPT.execute(session, card_order_id=order_id, number=number)
 
-    async def remove_order(self, session: Session, order: CardOrder) -> None:
-        """An order no one has seen: its charge was taken back before it was answered."""
-        await session.delete(order)
-        await session.flush()
+    async def attempts(self, session: Session, order_id: str) -> list[CardAttemptRow]:
+        """The order's attempts, first to last."""
+        return [CardAttemptRow(*row) for row in await _ATTEMPTS.rows(session, card_order_id=order_id)]
 
-    async def attempts(self, session: Session, order_id: str) -> Sequence[CardAttempt]:
-        result = await session.scalars(
-            select(CardAttempt).where(CardAttempt.card_order_id == order_id).order_by(CardAttempt.number)
-        )
-        return result.all()
-
-    async def attempt(self, session: Session, order_id: str, number: int) -> CardAttempt | None:
-        return await session.scalar(
-            select(CardAttempt).where(CardAttempt.card_order_id == order_id, CardAttempt.number == number)
-        )
+    async def attempt(self, session: Session, order_id: str, number: int) -> CardAttemptRow | None:
+        found = await _ATTEMPT.first(session, card_order_id=order_id, number=number)
+        return None if found is None else CardAttemptRow(*found)
 
     # --- stored cards (kasir.card.dialect) -----------------------------------------------
 
-    async def store_card(self, session: Session, order: CardOrder, attempt: CardAttempt, now: datetime) -> None:
+    async def store_card(self, session: Session, order: CardOrderRow, attempt: CardAttemptRow, now: datetime) -> None:
         """The order's card under its `card_token`: what the attempt kept of it (never the number, the CVN)."""
         assert order.card_token is not None
-        session.add(
-            StoredCard(
-                token=order.card_token,
-                merchant_id=order.merchant_id,
-                card_order_id=order.id,
-                masked_card=attempt.masked_card,
-                card_brand=attempt.card_brand,
-                card_exp_month=attempt.card_exp_month,
-                card_exp_year=attempt.card_exp_year,
-                created_at=now,
-            )
+        await _ADD_STORED_CARD.execute(
+            session,
+            token=order.card_token,
+            merchant_id=order.merchant_id,
+            card_order_id=order.id,
+            masked_card=attempt.masked_card,
+            card_brand=attempt.card_brand,
+            card_exp_month=attempt.card_exp_month,
+            card_exp_year=attempt.card_exp_year,
+            created_at=now,
         )
-        await session.flush()
 
-    async def stored_card(self, session: Session, merchant_id: str, token: str) -> StoredCard | None:
+    async def stored_card(self, session: Session, merchant_id: str, token: str) -> StoredCardRow | None:
         """The merchant's card stored under `token`; None for an unknown token or another merchant's."""
-        return await session.scalar(
-            select(StoredCard).where(StoredCard.token == token, StoredCard.merchant_id == merchant_id)
-        )
+        found = await _STORED_CARD.first(session, token=token, merchant_id=merchant_id)
+        return None if found is None else StoredCardRow(*found)
 
 
 card_repository = CardRepository()

@@ -46,8 +46,7 @@ from kasir.callbacks.signing import svc_signature, x_req_signature
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.card.cards import InvalidCardData, ParsedCard, acquirer_for, card_channels, parse_card
 from kasir.card.dialect import DIALECT_ANSWER, DIRECT_3DS_REFUSED, dialect_body, refuses_challenge
-from kasir.card.models import CardAttempt, CardOrder
-from kasir.card.repository import card_repository
+from kasir.card.repository import CardAttemptRow, CardOrderRow, card_repository
 from kasir.card.schemas import TENORS, CardValidationError, ChargeRequest, parse_charge_request
 from kasir.card.states import (
     MAX_FAILED_ATTEMPTS,
@@ -148,7 +147,7 @@ def challenge_return_url(order_id: str, attempt: int) -> str:
     return f"{page_url(order_id)}/return?attempt={attempt}"
 
 
-def return_redirect(order: CardOrder, status: str) -> str:
+def return_redirect(order: CardOrderRow, status: str) -> str:
     """returnUrl with transaction_id, order_id and status added to its query."""
     parts = urlsplit(order.return_url)
     query = parse_qsl(parts.query, keep_blank_values=True)
@@ -156,7 +155,7 @@ def return_redirect(order: CardOrder, status: str) -> str:
     return urlunsplit(parts._replace(query=urlencode(query)))
 
 
-def payment_status(order: CardOrder) -> str:
+def payment_status(order: CardOrderRow) -> str:
     return PAYMENT_STATUS[CardOrderStatus(order.status)]
 
 
@@ -170,7 +169,7 @@ class ChargeOutcome:
     link: str
 
     @classmethod
-    def of(cls, order: CardOrder, challenge_url: str | None = None) -> ChargeOutcome:
+    def of(cls, order: CardOrderRow, challenge_url: str | None = None) -> ChargeOutcome:
         """`link`: the challenge's page while the card is behind 3-D Secure, else the payment page."""
         link = page_url(order.id)
         if order.status == CardOrderStatus.AUTHENTICATING.value and challenge_url:
@@ -364,18 +363,18 @@ class CardService:
 
     # --- attempts -------------------------------------------------------------------------
 
-    async def get(self, session: Session, order_id: str, *, lock: bool = False) -> CardOrder:
+    async def get(self, session: Session, order_id: str, *, lock: bool = False) -> CardOrderRow:
         order = await card_repository.get(session, order_id, lock=lock)
         if order is None or order.payment_method != "card":
             raise CardOrderNotFound("Payment not found")
         return order
 
-    def is_due(self, order: CardOrder) -> bool:
+    def is_due(self, order: CardOrderRow) -> bool:
         """Open but past expiredTime: as good as expired (the expiry job records it within a second)."""
         open_statuses = (CardOrderStatus.PENDING.value, CardOrderStatus.AUTHENTICATING.value)
         return order.status in open_statuses and order.expires_at <= clock.now()
 
-    def _refuse_unless_open(self, order: CardOrder, now: datetime, expected: CardOrderStatus) -> None:
+    def _refuse_unless_open(self, order: CardOrderRow, now: datetime, expected: CardOrderStatus) -> None:
         if order.status != expected.value:
             raise CardOrderClosed(f"The payment is {order.status.lower()}")
         if order.expires_at <= now:
@@ -393,7 +392,7 @@ class CardService:
         return await self._begin_attempt(session, order, card, tenor, save_card=save_card, new_order=False)
 
     async def _begin_attempt(
-        self, session: Session, order: CardOrder, card: ParsedCard, tenor: str, *, save_card: bool, new_order: bool
+        self, session: Session, order: CardOrderRow, card: ParsedCard, tenor: str, *, save_card: bool, new_order: bool
     ) -> PendingCall:
         """The attempt, SUBMITTED: the acquirer is asked once this unit of work has committed."""
         now = clock.now()
@@ -403,20 +402,22 @@ class CardService:
         acq = acquirer_for(order.payment_channel, card.brand)
         order.acq, order.tenor, order.save_card = acq, tenor, save_card
         order.updated_at = now
-        attempt = CardAttempt(
-            card_order_id=order.id,
-            number=order.attempts_made,
-            status=CardAttemptStatus.SUBMITTED.value,
-            masked_card=card.masked,
-            card_brand=card.brand,
-            card_exp_month=card.exp_month,
-            card_exp_year=card.exp_year,
-            tenor=tenor,
-            acq=acq,
-            response_message="",
-            created_at=now,
-            completed_at=None,
-        )
+        await card_repository.save(session, order)
+        attempt = {
+            "card_order_id": order.id,
+            "number": order.attempts_made,
+            "status": CardAttemptStatus.SUBMITTED.value,
+            "masked_card": card.masked,
+            "card_brand": card.brand,
+            "card_exp_month": card.exp_month,
+            "card_exp_year": card.exp_year,
+            "tenor": tenor,
+            "acq": acq,
+            "response_message": "",
+            "challenge_url": None,
+            "created_at": now,
+            "completed_at": None,
+        }
         await card_repository.add_attempt(session, attempt)
         charge = CardCharge(
             reference=order.id,
@@ -439,7 +440,7 @@ class CardService:
 
     async def record_attempt(
         self, session: Session, order_id: str, number: int, decision: CardDecision | None
-    ) -> tuple[CardOrder, CardAttempt, CardDecision | None]:
+    ) -> tuple[CardOrderRow, CardAttemptRow, CardDecision | None]:
         """The acquirer's decision on a SUBMITTED attempt (None: recorded already, read it back)."""
         order = await self.get(session, order_id, lock=True)
         attempt = await card_repository.attempt(session, order.id, number)
@@ -451,16 +452,19 @@ class CardService:
         attempt.response_message, attempt.completed_at = decision.message, now
         if decision.result is CardResult.APPROVED:
             attempt.status = CardAttemptStatus.SUCCESS.value
+            await card_repository.save_attempt(session, attempt)
             await self._succeed(session, order, now)
         elif decision.result is CardResult.CHALLENGE:
             attempt.status, attempt.completed_at = CardAttemptStatus.CHALLENGE.value, None
             attempt.challenge_url = decision.redirect_url
+            await card_repository.save_attempt(session, attempt)
             transition(order, CardOrderStatus.AUTHENTICATING)
             order.response_message = CHALLENGE_REQUIRED
             order.updated_at = now
-            await session.flush()
+            await card_repository.save(session, order)
         else:
             attempt.status = CardAttemptStatus.FAILED.value
+            await card_repository.save_attempt(session, attempt)
             await self._fail(session, order, decision.message, now)
         log.info(
             "card attempt",
@@ -477,9 +481,9 @@ class CardService:
             await card_repository.remove_order(session, order)
         else:
             order.attempts_made -= 1
-            await session.flush()
+            await card_repository.save(session, order)
 
-    async def challenge(self, session: Session, order_id: str) -> tuple[CardOrder, CardAttempt | None]:
+    async def challenge(self, session: Session, order_id: str) -> tuple[CardOrderRow, CardAttemptRow | None]:
         """The order and its attempt waiting behind a challenge (None when none waits)."""
         order = await self.get(session, order_id)
         if order.status != CardOrderStatus.AUTHENTICATING.value:
@@ -491,7 +495,7 @@ class CardService:
 
     async def finish_challenge(
         self, session: Session, order_id: str, attempt_number: int, decision: CardDecision
-    ) -> CardOrder:
+    ) -> CardOrderRow:
         """The acquirer's result of a challenge (APPROVED or not): SUCCESS, or a failed attempt."""
         order = await self.get(session, order_id, lock=True)
         now = clock.now()
@@ -507,15 +511,17 @@ class CardService:
         if decision.result is CardResult.APPROVED:
             attempt.status = CardAttemptStatus.SUCCESS.value
             attempt.response_message = APPROVED
+            await card_repository.save_attempt(session, attempt)
             await self._succeed(session, order, now)
         else:
             attempt.status = CardAttemptStatus.FAILED.value
             attempt.response_message = decision.message
+            await card_repository.save_attempt(session, attempt)
             await self._fail(session, order, decision.message, now)
         return order
 
-    async def _succeed(self, session: Session, order: CardOrder, now: datetime) -> None:
-        transition(order, CardOrderStatus.SUCCESS)
+    async def _succeed(self, session: Session, order: CardOrderRow, now: datetime) -> None:
+        self._settle(session, order, CardOrderStatus.SUCCESS)
         order.paid_at = now
         order.response_message = APPROVED
         if order.save_card:
@@ -525,7 +531,7 @@ class CardService:
                 await card_repository.store_card(session, order, attempt, now)
         await self._changed(session, order, "SUCCESS", now)
 
-    async def _fail(self, session: Session, order: CardOrder, message: str, now: datetime) -> None:
+    async def _fail(self, session: Session, order: CardOrderRow, message: str, now: datetime) -> None:
         order.attempts_failed += 1
         order.response_message = message
         final = order.attempts_failed >= MAX_FAILED_ATTEMPTS
@@ -533,7 +539,7 @@ class CardService:
             transition(order, CardOrderStatus.PENDING)
         await self._changed(session, order, "FAILED", now)
         if final:
-            transition(order, CardOrderStatus.EXPIRED)
+            self._settle(session, order, CardOrderStatus.EXPIRED)
             order.response_message = EXPIRED_BY_ATTEMPTS
             await self._changed(session, order, "EXPIRED", now)
 
@@ -551,16 +557,24 @@ class CardService:
             if challenge is not None and challenge.status == CardAttemptStatus.CHALLENGE.value:
                 challenge.status, challenge.completed_at = CardAttemptStatus.FAILED.value, now
                 challenge.response_message = EXPIRED_BY_TIME
-        transition(order, CardOrderStatus.EXPIRED)
+                await card_repository.save_attempt(session, challenge)
+        self._settle(session, order, CardOrderStatus.EXPIRED)
         order.response_message = EXPIRED_BY_TIME
         await self._changed(session, order, "EXPIRED", now)
         return True
 
+    def _settle(self, session: Session, order: CardOrderRow, to: CardOrderStatus) -> None:
+        """A transition to an outcome (SUCCESS, EXPIRED), counted in the payment metrics once the unit
+        commits; `_changed` saves it."""
+        transition(order, to)
+        payment_metrics.settled_in(session, "card", to.name)
+
     # --- payment-page callbacks -------------------------------------------------------------
 
-    async def _changed(self, session: Session, order: CardOrder, event: str, now: datetime) -> None:
+    async def _changed(self, session: Session, order: CardOrderRow, event: str, now: datetime) -> None:
+        """Save the order's change and record its payment-page callback (sent after commit)."""
         order.updated_at = now
-        await session.flush()
+        await card_repository.save(session, order)
         if not order.callback_url:
             return  # neither the request nor the merchant named a callback URL
         hash_key = await merchant_service.hash_key(session, order.merchant_id)
@@ -602,7 +616,7 @@ class CardChargeAction:
 
     async def record(
         self, session: Session, call: Call, answer: CardDecision, *, fresh: bool
-    ) -> tuple[CardOrder, CardAttempt, CardDecision | None]:
+    ) -> tuple[CardOrderRow, CardAttemptRow, CardDecision | None]:
         order, attempt, decision = await card_service.record_attempt(
             session, call.reference, call.details["attempt"], answer if fresh else None
         )
@@ -610,6 +624,10 @@ class CardChargeAction:
             # A direct charge of the provider SDK's dialect: no one will pass the challenge, the attempt fails.
             refused = CardDecision(CardResult.DECLINED, DIRECT_3DS_REFUSED)
             order = await card_service.finish_challenge(session, order.id, attempt.number, refused)
+            # As finished: the dialect's answer says why the attempt failed.
+            finished = await card_repository.attempt(session, order.id, attempt.number)
+            assert finished is not None
+            attempt = finished
         return order, attempt, decision
 
     async def undo(self, session: Session, call: Call, error: KasirError) -> None:
@@ -618,7 +636,7 @@ class CardChargeAction:
         )
 
     async def respond(
-        self, session: Session, call: Call, recorded: tuple[CardOrder, CardAttempt, CardDecision | None]
+        self, session: Session, call: Call, recorded: tuple[CardOrderRow, CardAttemptRow, CardDecision | None]
     ) -> Response:
         order, attempt, _decision = recorded
         outcome = ChargeOutcome.of(order, attempt.challenge_url)
@@ -712,7 +730,7 @@ def _address(address: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def callback_payload(order: CardOrder, transaction_status: str) -> dict[str, Any]:
+def callback_payload(order: CardOrderRow, transaction_status: str) -> dict[str, Any]:
     """interface.md "Payment-page callback payload": every field, snake_case."""
     details: dict[str, Any] = json.loads(order.details)
     customer = details.get("customerDetails", {})
@@ -758,7 +776,7 @@ def callback_payload(order: CardOrder, transaction_status: str) -> dict[str, Any
     } | (dialect_callback_fields(order) if order.dialect else {})
 
 
-def dialect_callback_fields(order: CardOrder) -> dict[str, Any]:
+def dialect_callback_fields(order: CardOrderRow) -> dict[str, Any]:
     """What a payment in the provider SDK's dialect adds to its callbacks: the instalments, the sub-merchant."""
     tenor = int(order.tenor or "0")
     return {

@@ -16,7 +16,7 @@ from typing import Any
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-from kasir.card.models import CardOrder
+from kasir.card.repository import CardOrderRow
 from kasir.card.schemas import TENORS
 from kasir.card.states import MAX_FAILED_ATTEMPTS, CardOrderStatus
 from kasir.db import Session
@@ -55,7 +55,7 @@ def chosen_installment(amount: int, tenor: str) -> str:
     return f"{tenor} × {rupiah(installment(amount, tenor))} per month (0% interest)"
 
 
-async def common(session: Session, order: CardOrder) -> dict[str, Any]:
+async def common(session: Session, order: CardOrderRow) -> dict[str, Any]:
     merchant = await merchant_service.get(session, order.merchant_id)
     details: dict[str, Any] = json.loads(order.details)
     items = [
@@ -76,7 +76,7 @@ async def common(session: Session, order: CardOrder) -> dict[str, Any]:
 
 async def render_payment(
     session: Session,
-    order: CardOrder,
+    order: CardOrderRow,
     *,
     csrf: str,
     message: str | None = None,
@@ -108,7 +108,7 @@ async def render_payment(
 
 async def render_closed(
     session: Session,
-    order: CardOrder,
+    order: CardOrderRow,
     *,
     return_url: str | None,
     message: str | None = None,
@@ -127,7 +127,7 @@ async def render_closed(
     )
 
 
-async def render_notice(session: Session, order: CardOrder, *, heading: str, message: str, link: str) -> str:
+async def render_notice(session: Session, order: CardOrderRow, *, heading: str, message: str, link: str) -> str:
     """A refused form (sent twice, stale token): say so and link back to the page."""
     return _env.get_template("closed.html").render(
         **await common(session, order),
