@@ -398,16 +398,18 @@ async def claims_held(database: Database, process: Process) -> int:
     from sqlalchemy import func, select
 
     from kasir.callbacks.models import Callback, CallbackStatus
+    from kasir.db import fetch_value
 
     assert process.process is not None
     async with database.unit_of_work(read_only=True) as session:
-        count = await session.scalar(
+        count = await fetch_value(
+            session,
             select(func.count())
             .select_from(Callback)
             .where(
                 Callback.status == CallbackStatus.DELIVERING.value,
                 Callback.lease_owner.like(f"%:{process.process.pid}:%"),
-            )
+            ),
         )
     return int(count or 0)
 
@@ -500,35 +502,32 @@ async def read_database(database: Database, merchant_id: str) -> dict[str, Any]:
 
     from kasir.callbacks.models import Callback
     from kasir.card.models import CardAttempt, CardOrder
+    from kasir.db import fetch, fetch_value
     from kasir.processors.models import ProcessorCall
 
     async with database.unit_of_work(read_only=True) as session:
-        orders = (
-            await session.execute(
-                select(CardOrder.id, CardOrder.external_id).where(CardOrder.merchant_id == merchant_id)
-            )
-        ).all()
-        attempts = (
-            await session.execute(
-                select(CardAttempt.card_order_id, func.count())
-                .join(CardOrder, CardOrder.id == CardAttempt.card_order_id)
-                .where(CardOrder.merchant_id == merchant_id)
-                .group_by(CardAttempt.card_order_id)
-            )
-        ).all()
-        calls_in_flight = (await session.execute(select(func.count()).select_from(ProcessorCall))).scalar_one()
-        callbacks = (
-            await session.execute(
-                select(
-                    Callback.id,
-                    Callback.transaction_ref,
-                    Callback.status,
-                    Callback.attempts_made,
-                    Callback.max_attempts,
-                    Callback.url,
-                ).where(Callback.merchant_id == merchant_id)
-            )
-        ).all()
+        orders = await fetch(
+            session, select(CardOrder.id, CardOrder.external_id).where(CardOrder.merchant_id == merchant_id)
+        )
+        attempts = await fetch(
+            session,
+            select(CardAttempt.card_order_id, func.count())
+            .join(CardOrder, CardOrder.id == CardAttempt.card_order_id)
+            .where(CardOrder.merchant_id == merchant_id)
+            .group_by(CardAttempt.card_order_id),
+        )
+        calls_in_flight = await fetch_value(session, select(func.count()).select_from(ProcessorCall))
+        callbacks = await fetch(
+            session,
+            select(
+                Callback.id,
+                Callback.transaction_ref,
+                Callback.status,
+                Callback.attempts_made,
+                Callback.max_attempts,
+                Callback.url,
+            ).where(Callback.merchant_id == merchant_id),
+        )
     return {
         "orders": [(row.id, row.external_id) for row in orders],
         "attempts": {row[0]: row[1] for row in attempts},

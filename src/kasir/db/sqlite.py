@@ -238,18 +238,7 @@ class SqliteSession(Session):
             self.seat.rollback_to_start()
 
     def lock_wait(self, seconds: float) -> AbstractAsyncContextManager[None]:
-        return _NOTHING_TO_WAIT_FOR
-
-
-class _NoWait:
-    async def __aenter__(self) -> None:
-        return None
-
-    async def __aexit__(self, *exc: object) -> None:
-        return None
-
-
-_NOTHING_TO_WAIT_FOR = _NoWait()
+        return contextlib.nullcontext()  # no other unit holds rows while a write unit runs
 
 
 class _WriteUnit:
@@ -303,17 +292,19 @@ def _ensure_sqlite_dir(url: str) -> str:
     return path or ":memory:"
 
 
+def _busy(error: sqlite3.OperationalError) -> bool:
+    return getattr(error, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
 async def _retry_busy(statement: Callable[[], Any], seconds: float) -> None:
     """Run `statement`, retried while another process holds the file busy (it had no effect then)."""
-    deadline = time.monotonic() + seconds
-    delay = 0.001
+    deadline, delay = time.monotonic() + seconds, 0.001
     while True:
         try:
             statement()
             return
         except sqlite3.OperationalError as error:
-            busy = getattr(error, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-            if not busy or time.monotonic() + delay > deadline:
+            if not _busy(error) or time.monotonic() + delay > deadline:
                 raise translated(error) from error
         await asyncio.sleep(delay)
         delay = min(delay * 2, 0.05)
@@ -321,15 +312,13 @@ async def _retry_busy(statement: Callable[[], Any], seconds: float) -> None:
 
 def _commit_sqlite(connection: sqlite3.Connection) -> None:
     """COMMIT (on a worker thread), retried while another process's reader or checkpoint holds SQLite busy."""
-    deadline = time.monotonic() + SQLITE_BUSY_SECONDS
-    delay = 0.001
+    deadline, delay = time.monotonic() + SQLITE_BUSY_SECONDS, 0.001
     while True:
         try:
             connection.execute("COMMIT")
             return
         except sqlite3.OperationalError as error:
-            busy = getattr(error, "sqlite_errorcode", None) in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-            if not busy or time.monotonic() + delay > deadline:
+            if not _busy(error) or time.monotonic() + delay > deadline:
                 raise
         time.sleep(delay)
         delay = min(delay * 2, 0.05)
