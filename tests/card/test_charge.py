@@ -256,7 +256,7 @@ async def test_the_request_log_line_names_the_order_it_created(
 
 
 async def test_concurrent_charges_each_get_their_own_parse(app: FastAPI, client: httpx.AsyncClient) -> None:
-    """The bodies of concurrent charges are parsed together (kit/back_to_back.py): each answer is its own."""
+    """Concurrent charges, good and bad: each answer is its own."""
     merchant = await make_merchant(app)
     good = [charge_body(mode="OPEN"), charge_body(), charge_body(mode="OPEN")]
     negative = charge_body(mode="OPEN")

@@ -167,7 +167,7 @@ async def test_signature_made_with_another_key(app, client):
 
 
 async def test_concurrent_requests_each_get_their_own_verification(app, client):
-    """The verifications of concurrent requests run together (kit/back_to_back.py): each answer is its own."""
+    """Concurrent token requests, signed well and forged: each answer is its own."""
     first, second = await make_merchant(app), await make_merchant(app, key_slot=2)
     timestamp = snap_timestamp()
     forged = token_signature(second.private_key, first.client_id, timestamp)  # the other merchant's key

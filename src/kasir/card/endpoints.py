@@ -42,17 +42,12 @@ from kasir.config import get_settings
 from kasir.db import ReadSession, Session
 from kasir.errors import FieldError, KasirError, NotFound, WireFormat, wire
 from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
-from kasir.kit.back_to_back import BackToBack
 from kasir.kit.clock import clock
 from kasir.kit.pages import html_page
 from kasir.processors.calls import CallInProgress, PendingCall
 from kasir.processors.registry import card_acquirer, page_of
 from kasir.ratelimit.service import source_address
 from kasir.snap.openapi import snap_route
-
-# The charge bodies of one event-loop iteration are parsed and validated together, with
-# pydantic-core's code and the schema warm in the CPU's caches (kit/back_to_back.py).
-_charge_parsings = BackToBack()
 
 router = APIRouter(tags=["card"])
 
@@ -100,7 +95,7 @@ async def charge(request: Request) -> Response:
     )
     key = idempotency_key(request)
     body = await request.body()
-    charge_request, card = await _charge_parsings.run(card_service.parse, body)
+    charge_request, card = card_service.parse(body)
     await card_service.check_callback_url(caller, charge_request)
     card_service.require_processor(charge_request)
 

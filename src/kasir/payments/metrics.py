@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from prometheus_client import Counter
 
-from kasir.db import Session
-from kasir.db import on_commit
+from kasir.db import Session, on_commit
 
 CREATED = Counter(
     "kasir_payments_created_total", "Payments created, by product and status at creation", ["product", "status"]

@@ -2,15 +2,8 @@
 
 from __future__ import annotations
 
-from asyncio import Future
-
-from kasir.kit.back_to_back import BackToBack
 from kasir.kit.crypto import constant_time_equals, hmac_sha512_b64, rsa_sha256_verify, sha256_hex
 from kasir.kit.minify import minify
-
-# The RSA verifications of one event-loop iteration run together, with OpenSSL's code and the
-# keys' tables warm in the cache (kit/back_to_back.py).
-_rsa_verifications = BackToBack()
 
 
 def token_string_to_sign(client_id: str, timestamp: str) -> str:
@@ -41,15 +34,6 @@ def verify_asymmetric(public_key_pem: str, string_to_sign: str, signature: bytes
     """SHA256withRSA of `string_to_sign` under the merchant's key; `signature` already Base64-decoded
     (its callers decode it to check its form)."""
     return rsa_sha256_verify(public_key_pem, string_to_sign, signature)
-
-
-def verify_asymmetric_back_to_back(public_key_pem: str, string_to_sign: str, signature: bytes) -> Future[bool]:
-    """`verify_asymmetric`, run with the other verifications of this loop iteration in the next one.
-
-    For callers that hold nothing while they wait (the token endpoint). Inside a unit of work,
-    which may hold the write seat, verify inline: waiting would keep the seat an iteration longer.
-    """
-    return _rsa_verifications.run(rsa_sha256_verify, public_key_pem, string_to_sign, signature)
 
 
 def notify_signature(client_secret: str, callback_url: str, body: bytes, timestamp: str) -> str:

@@ -23,7 +23,7 @@ from kasir.errors import InvalidFieldFormat, InvalidMandatoryField, InvalidToken
 from kasir.kit.clock import clock
 from kasir.kit.crypto import HmacKey, b64decode_strict, constant_time_equals, derive_key
 from kasir.merchants.service import merchant_service
-from kasir.snap.signatures import token_string_to_sign, verify_asymmetric_back_to_back
+from kasir.snap.signatures import token_string_to_sign, verify_asymmetric
 
 ACCESS_TOKEN_TTL_SECONDS = 900  # interface.md: a token is valid 900 seconds
 GRANT_TYPE = "client_credentials"
@@ -125,11 +125,11 @@ class AccessTokenService:
         if signer is None:
             raise Unauthorized("Unknown X-CLIENT-KEY")
         string_to_sign = token_string_to_sign(client_key, timestamp)
-        if not await verify_asymmetric_back_to_back(signer.public_key_pem, string_to_sign, signature_bytes):
+        if not verify_asymmetric(signer.public_key_pem, string_to_sign, signature_bytes):
             # A rotated key verifies until its grace period ends (kasir.merchants.service.rotate).
             previous = signer.previous_public_keys()
             if not any(
-                [await verify_asymmetric_back_to_back(pem, string_to_sign, signature_bytes) for pem in previous]
+                [verify_asymmetric(pem, string_to_sign, signature_bytes) for pem in previous]
             ):
                 raise Unauthorized("X-SIGNATURE does not verify with the registered public key")
         return mint_access_token(signer.merchant_id, product)
