@@ -49,6 +49,7 @@ from kasir.payments.repository import (
 from kasir.processors.protocols import Event, Notification
 from kasir.processors.registry import SIMULATOR, simulator_serves
 from kasir.processors.service import apply
+from kasir.wallet.repository import TransactionRow as WalletTransactionRow
 from kasir.wallet.service import wallet_service
 
 PAGE_SIZE = 50
@@ -562,7 +563,7 @@ class PaymentActions:
         )
         return replays
 
-    async def _wallet(self, session: Session, scope: str | None, payment_id: str) -> Any:
+    async def _wallet(self, session: Session, scope: str | None, payment_id: str) -> WalletTransactionRow:
         row = await payments_service.get(session, scope, payment_id)
         if row.product != "wallet":
             raise ActionRefused("refund and void are for wallet payments")
