@@ -70,6 +70,27 @@ async def test_per_merchant_pricing_table(app: FastAPI, client: httpx.AsyncClien
     assert len(default.json()["payments"]) == 3
 
 
+async def test_a_pricing_table_set_again_replaces_the_one_before(app: FastAPI, client: httpx.AsyncClient) -> None:
+    """One row per merchant: a second table replaces the first, and None goes back to the shipped default."""
+    merchant = await make_merchant(app)
+
+    async def tenures() -> list[int]:
+        response = await post_signed(client, merchant, CALC, calculation_body())
+        assert response.status_code == 200, response.text
+        return [option["tenure"] for option in response.json()["payments"]]
+
+    shipped = await tenures()
+    for plans, expected in (
+        ([Plan(tenure=4, rate=1, provision=Decimal("0"))], [4]),
+        ([Plan(tenure=2, rate=1, provision=Decimal("0")), Plan(tenure=5, rate=1, provision=Decimal("0"))], [2, 5]),
+        (None, shipped),
+    ):
+        async with app.state.database.unit_of_work() as session:
+            await bnpl_service.set_pricing(session, merchant.id, plans)
+        assert await tenures() == expected
+    assert len(shipped) == 3
+
+
 async def test_amount_must_equal_items_total(app: FastAPI, client: httpx.AsyncClient) -> None:
     merchant = await make_merchant(app)
     response = await post_signed(client, merchant, CALC, calculation_body("100000.01"))

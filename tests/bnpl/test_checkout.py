@@ -10,7 +10,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from kasir.bnpl.models import BnplTransaction
+from kasir.bnpl.repository import bnpl_repository
 from kasir.kit.clock import parse_aware
 from tests.bnpl.helpers import access_token, checkout_body, item, post_signed
 from tests.support.builders import make_merchant
@@ -88,7 +88,7 @@ async def test_checkout_stores_what_it_answers(app: FastAPI, client: httpx.Async
     assert response.status_code == 200, response.text
     data = response.json()
     async with app.state.database.unit_of_work(read_only=True) as session:
-        tx = await session.get(BnplTransaction, data["referenceNo"])
+        tx = await bnpl_repository.row(session, data["referenceNo"])
     assert tx is not None
     assert (tx.merchant_id, tx.partner_reference_no) == (merchant.id, body["partnerReferenceNo"])
     assert (tx.amount_cents, tx.currency, tx.channel_id) == (12345678, "IDR", "WEB")

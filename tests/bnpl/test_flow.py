@@ -297,25 +297,21 @@ async def test_old_external_ids_are_forgotten(app: FastAPI) -> None:
     from sqlalchemy import func, select
 
     from kasir.bnpl.models import BnplExternalId
+    from kasir.bnpl.repository import bnpl_repository
+    from kasir.db import fetch_value
 
     merchant = await make_merchant(app)
     async with app.state.database.unit_of_work() as session:
-        session.add(
-            BnplExternalId(
-                merchant_id=merchant.id,
-                day=clock.local_now().date() - timedelta(days=3),
-                external_id="1",
-                created_at=clock.now(),
-            )
-        )
+        old = clock.local_now().date() - timedelta(days=3)
+        assert await bnpl_repository.claim_external_id(session, merchant.id, old, "1", clock.now())
     clock.advance(86400)  # a new day: the purge runs again
     # ...unless an earlier test (the app is the session's, the clock is reset per test) already purged
     # on that day: then this one would find its row kept, whatever the purge does.
     _purged_on.pop(app.state.database, None)
     await expire_due_bnpl_transactions(app.state.database)
     async with app.state.database.unit_of_work(read_only=True) as session:
-        count = await session.scalar(
-            select(func.count()).select_from(BnplExternalId).where(BnplExternalId.merchant_id == merchant.id)
+        count = await fetch_value(
+            session, select(func.count()).select_from(BnplExternalId).where(BnplExternalId.merchant_id == merchant.id)
         )
     assert count == 0
 

@@ -6,9 +6,10 @@ from typing import Any
 from fastapi import FastAPI
 from sqlalchemy import select
 
-from kasir.callbacks.models import Callback, CallbackAttempt, CallbackKind
+from kasir.callbacks.models import Callback, CallbackKind
+from kasir.callbacks.repository import CallbackAttemptRow, CallbackRow, callback_repository
 from kasir.callbacks.service import callback_outbox
-from kasir.db import Database
+from kasir.db import Database, fetch_value
 
 
 async def record(
@@ -40,28 +41,17 @@ async def record(
             .order_by(Callback.id.desc())
             .limit(1)
         )
-        return int((await session.execute(newest)).scalar_one())  # the outbox hands back no id: none needs it
+        return int(await fetch_value(session, newest))  # the outbox hands back no id: none needs it
 
 
-async def load(database: Database, callback_id: int) -> tuple[Callback, list[CallbackAttempt]]:
+async def load(database: Database, callback_id: int) -> tuple[CallbackRow, list[CallbackAttemptRow]]:
     async with database.unit_of_work(read_only=True) as session:
-        callback = await session.get(Callback, callback_id)
+        callback = await callback_repository.get(session, callback_id)
         assert callback is not None
-        attempts = (
-            (
-                await session.execute(
-                    select(CallbackAttempt)
-                    .where(CallbackAttempt.callback_id == callback_id)
-                    .order_by(CallbackAttempt.id)
-                )
-            )
-            .scalars()
-            .all()
-        )
-        return callback, list(attempts)
+        return callback, await callback_repository.attempts(session, callback_id)
 
 
-async def wait_status(database: Database, callback_id: int, status: str, timeout: float = 15) -> Callback:
+async def wait_status(database: Database, callback_id: int, status: str, timeout: float = 15) -> CallbackRow:
     deadline = asyncio.get_running_loop().time() + timeout
     while True:
         callback, _ = await load(database, callback_id)
@@ -76,7 +66,7 @@ def db(app: FastAPI) -> Database:
     return app.state.database
 
 
-async def wait_attempts(database: Database, callback_id: int, count: int, timeout: float = 15) -> Callback:
+async def wait_attempts(database: Database, callback_id: int, count: int, timeout: float = 15) -> CallbackRow:
     """Wait until `count` attempts of the callback are recorded (not merely received)."""
     deadline = asyncio.get_running_loop().time() + timeout
     while True:

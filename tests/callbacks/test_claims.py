@@ -16,7 +16,7 @@ from sqlalchemy import make_url, text
 
 from kasir.callbacks.repository import _CLAIM, CLAIMED_COLUMNS, callback_repository
 from kasir.config import Settings
-from kasir.db import Database, upgrade_schema
+from kasir.db import Database, run, upgrade_schema
 from kasir.merchants.service import merchant_service
 from tests.support.builders import public_pem, rsa_key, unique_name
 from tests.support.postgres import PostgresCluster
@@ -43,16 +43,18 @@ async def quiet_then_backlog(settings: Settings, postgres: PostgresCluster | Non
     """
     async with database.unit_of_work() as session:
         old = {"merchant": merchant.id, "prefix": "OLD-", "status": "delivered", "count": SETTLED}
-        await session.execute(text(insert), old)
+        await run(session, text(insert).bindparams(**old))
     async with database.unit_of_work() as session:
-        await session.execute(text("ANALYZE callback"))
+        await run(session, text("ANALYZE callback"))
     async with database.unit_of_work() as session:
         new = {"merchant": merchant.id, "prefix": "NEW-", "status": "pending", "count": WAITING}
-        await session.execute(text(insert), new)
+        await run(session, text(insert).bindparams(**new))
         # A second callback of the first waiting transaction, due before every other: it waits for the first.
-        await session.execute(
-            text(insert.replace("FROM generate_series(1, :count) AS n", "FROM generate_series(1, 1) AS n")),
-            {**new, "count": 10 * WAITING},
+        await run(
+            session,
+            text(insert.replace("FROM generate_series(1, :count) AS n", "FROM generate_series(1, 1) AS n")).bindparams(
+                **{**new, "count": 10 * WAITING}
+            ),
         )
     yield database
     await database.dispose()

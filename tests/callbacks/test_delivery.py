@@ -9,6 +9,7 @@ import pytest
 
 from kasir.callbacks.models import Callback, CallbackKind
 from kasir.callbacks.service import callback_outbox
+from kasir.db import fetch
 from kasir.kit.clock import clock
 from tests.callbacks.helpers import db, load, record, wait_attempts, wait_status
 from tests.support.builders import make_merchant
@@ -64,7 +65,7 @@ async def test_rolled_back_request_sends_nothing(app, receiver):
     async with database.unit_of_work(read_only=True) as session:
         from sqlalchemy import select
 
-        found = (await session.execute(select(Callback).where(Callback.merchant_id == merchant.id))).all()
+        found = await fetch(session, select(Callback.id).where(Callback.merchant_id == merchant.id))
     assert found == []
 
 

@@ -24,6 +24,7 @@ from sqlalchemy import select, update
 
 from kasir.bnpl.models import BnplTransaction
 from kasir.bnpl.service import expire_due_bnpl_transactions
+from kasir.db import fetch_value, run
 from kasir.kit.clock import clock
 from tests.bnpl.helpers import checkout_body, post_signed
 from tests.card.helpers import APPROVED, DECLINED, charge_body, jakarta_in, post_charge
@@ -329,8 +330,9 @@ async def test_bnpl_notifications_follow_the_decided_body(
     assert (await submit(client, page_path(approved), "approve-form", tenure=3)).status_code == 303
     assert (await submit(client, page_path(rejected), "reject-form")).status_code == 303
     async with app.state.database.unit_of_work() as session:
-        await session.execute(
-            update(BnplTransaction).where(BnplTransaction.id == expiring["referenceNo"]).values(expires_at=clock.now())
+        await run(
+            session,
+            update(BnplTransaction).where(BnplTransaction.id == expiring["referenceNo"]).values(expires_at=clock.now()),
         )
     # The embedded worker's expiry job may take it first: either way one 05 notification follows.
     await expire_due_bnpl_transactions(app.state.database)
@@ -349,9 +351,9 @@ async def test_bnpl_notifications_follow_the_decided_body(
         assert_no_null(status.json(), "status answer")
     # The phones are kept exactly as sent.
     async with app.state.database.unit_of_work(read_only=True) as session:
-        stored = (
-            await session.execute(select(BnplTransaction.details).where(BnplTransaction.id == approved["referenceNo"]))
-        ).scalar_one()
+        stored = await fetch_value(
+            session, select(BnplTransaction.details).where(BnplTransaction.id == approved["referenceNo"])
+        )
     details = json.loads(stored)
     assert details["customerDetails"]["phone"] == BNPL_PHONE
     assert details["sellers"][0]["address"]["phone"] == "(021) 555-0100"

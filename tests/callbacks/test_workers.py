@@ -14,7 +14,7 @@ import pytest
 from sqlalchemy import func, make_url, select
 
 from kasir.callbacks.models import Callback, CallbackAttempt
-from kasir.db import Database, upgrade_schema
+from kasir.db import Database, fetch, upgrade_schema
 from kasir.merchants.service import merchant_service
 from tests.callbacks.helpers import record
 from tests.support.builders import public_pem, rsa_key, unique_name
@@ -80,7 +80,7 @@ class WorkerProcess:
 
 async def statuses(database: Database) -> Counter[str]:
     async with database.unit_of_work(read_only=True) as session:
-        rows = (await session.execute(select(Callback.status, func.count()).group_by(Callback.status))).all()
+        rows = await fetch(session, select(Callback.status, func.count()).group_by(Callback.status))
     return Counter({status: count for status, count in rows})
 
 
@@ -145,7 +145,7 @@ async def test_several_workers_share_the_work_without_double_sends(isolated, set
     leases_lost = sum((tmp_path / f"w{n}.log").read_text().count("lease lost") for n in range(workers))
     assert sum(sends.values()) - len(sends) <= leases_lost, (sends.most_common(3), leases_lost)
     async with database.unit_of_work(read_only=True) as session:
-        attempts = (await session.execute(select(CallbackAttempt.callback_id, CallbackAttempt.worker))).all()
+        attempts = await fetch(session, select(CallbackAttempt.callback_id, CallbackAttempt.worker))
     assert sorted(a.callback_id for a in attempts) == sorted(ids)
     if not database.url.startswith("sqlite"):
         assert len({a.worker for a in attempts}) > 1  # the work was shared

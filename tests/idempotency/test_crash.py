@@ -19,6 +19,7 @@ from fastapi import FastAPI
 from sqlalchemy import func, select
 
 from kasir.card.models import CardOrder
+from kasir.db import fetch_value
 from tests.card.helpers import charge_body, post_charge
 from tests.support.builders import make_merchant
 from tests.support.server import ServedKasir
@@ -90,8 +91,8 @@ async def test_killed_mid_charge_the_retries_with_the_same_key_get_one_charge_ea
     assert len(outcomes) == CLIENTS * KEYS_PER_CLIENT
     assert {answer.status_code for answer in outcomes.values()} == {200}
     async with app.state.database.unit_of_work(read_only=True) as session:
-        orders = await session.scalar(
-            select(func.count()).select_from(CardOrder).where(CardOrder.merchant_id == merchant.id)
+        orders = await fetch_value(
+            session, select(func.count()).select_from(CardOrder).where(CardOrder.merchant_id == merchant.id)
         )
     assert orders == len(outcomes)  # one charge per key, none lost, none doubled
     transaction_ids = {answer.json()["data"]["transactionId"] for answer in outcomes.values()}

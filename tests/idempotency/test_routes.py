@@ -18,6 +18,7 @@ from fastapi import FastAPI
 from sqlalchemy import func, select
 
 from kasir.bnpl.models import BnplTransaction
+from kasir.db import fetch_value
 from kasir.wallet.models import WalletRefund, WalletTransaction
 from tests.bnpl import helpers as bnpl
 from tests.support import builders
@@ -73,7 +74,7 @@ def _checkout(merchant: builders.TestMerchant, state: dict[str, Any]) -> tuple[s
 
 async def _count(app: FastAPI, query: Any) -> int:
     async with app.state.database.unit_of_work(read_only=True) as session:
-        return int(await session.scalar(query) or 0)
+        return int(await fetch_value(session, query) or 0)
 
 
 async def _transactions(app: FastAPI, merchant: builders.TestMerchant, state: dict[str, Any]) -> int:

@@ -13,7 +13,7 @@ from fastapi.responses import Response
 from sqlalchemy import select, text
 
 from kasir.config import Settings
-from kasir.db import Session
+from kasir.db import Session, fetch_value
 from kasir.errors import RequestInProgress, UnprocessableEntity
 from kasir.idempotency import service
 from kasir.idempotency.models import IdempotencyKey
@@ -70,13 +70,13 @@ async def test_a_claim_leaves_the_wait_of_the_rest_of_its_unit_as_it_was_on_post
     database = app.state.database
     merchant = await make_merchant(app)
     async with database.unit_of_work() as session:
-        before = await session.scalar(text("SHOW lock_timeout"))
+        before = await fetch_value(session, text("SHOW lock_timeout"))
         assert await service._claim(session, merchant.id, SCOPE, "restored", "hash-1", b"{}") is None
-        assert await session.scalar(text("SHOW lock_timeout")) == before
+        assert await fetch_value(session, text("SHOW lock_timeout")) == before
         await idempotency_repository.answer(session, merchant.id, SCOPE, "restored", 200, "{}", "{}")
     async with database.unit_of_work() as session:
         assert await service._claim(session, merchant.id, SCOPE, "restored", "hash-1", b"{}") is not None
-        assert await session.scalar(text("SHOW lock_timeout")) == before
+        assert await fetch_value(session, text("SHOW lock_timeout")) == before
     assert before == "0"  # no limit: what a row lock of the handler waits, as PostgreSQL's default
 
 
@@ -94,7 +94,7 @@ async def test_an_expired_key_is_a_new_key_and_the_purge_removes_it(app: FastAPI
     clock.advance(24 * 3600 + 1)
     assert await service.purge_expired_keys(database) >= 1
     async with database.unit_of_work(read_only=True) as session:
-        left = await session.scalar(select(IdempotencyKey.id).where(IdempotencyKey.merchant_id == merchant.id))
+        left = await fetch_value(session, select(IdempotencyKey.id).where(IdempotencyKey.merchant_id == merchant.id))
     assert left is None
     clock.advance(timedelta(seconds=10).total_seconds())
     assert await service.purge_expired_keys(database) == 0  # at most once a minute

@@ -23,6 +23,7 @@ from sqlalchemy import func, select
 from kasir.card.models import CardAttempt, CardOrder
 from kasir.card.service import card_service
 from kasir.card.states import CardAttemptStatus
+from kasir.db import fetch
 from kasir.idempotency.repository import NewKey, idempotency_repository
 from kasir.idempotency.service import KeyRef, request_fingerprint
 from kasir.kit.clock import clock
@@ -41,7 +42,9 @@ TIMEOUT = 30  # seconds: far beyond any of these steps on a loaded machine; only
 
 async def scalar(app: FastAPI, statement: Any) -> Any:
     async with app.state.database.unit_of_work(read_only=True) as session:
-        return (await session.execute(statement)).scalar_one_or_none()
+        rows = await fetch(session, statement)
+    assert len(rows) <= 1, rows
+    return rows[0][0] if rows else None
 
 
 def hold_processor(

@@ -27,7 +27,7 @@ from sqlalchemy import select
 
 from kasir.card.models import CardAttempt
 from kasir.config import Settings
-from kasir.db import Database, upgrade_schema
+from kasir.db import Database, fetch, upgrade_schema
 from tests.bnpl.helpers import checkout_body, post_signed
 from tests.bnpl.test_flow import CHECKOUT, STATUS, check_notification
 from tests.card.helpers import charge_body, post_charge
@@ -173,7 +173,7 @@ async def test_close_charges_approved_declined_and_challenged(
     charges = [call.body for call in fake.calls if call.path == "/v1/card/charges"]
     assert {c["card"]["number"] for c in charges} >= {APPROVED, DECLINED, CHALLENGED}
     async with production.database.unit_of_work(read_only=True) as session:
-        masked = set((await session.execute(select(CardAttempt.masked_card))).scalars())
+        masked = {row.masked_card for row in await fetch(session, select(CardAttempt.masked_card))}
     assert "424242******4242" in masked
     assert not any(number in masked for number in (APPROVED, DECLINED, CHALLENGED))
     assert fake.refused == 0

@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 from kasir.bnpl.models import BnplTransaction
 from kasir.card.models import CardOrder
 from kasir.config import get_settings
+from kasir.db import fetch_value
 from tests.bnpl.helpers import checkout_body, post_signed
 from tests.bnpl.test_checkout import CHECKOUT
 from tests.card.helpers import APPROVED, CHALLENGE, charge_body, post_charge
@@ -38,7 +39,7 @@ def production(monkeypatch: pytest.MonkeyPatch) -> None:
 
 async def count(app: FastAPI, model: Any, *where: Any) -> int:
     async with app.state.database.unit_of_work(read_only=True) as session:
-        return int((await session.execute(select(func.count()).select_from(model).where(*where))).scalar_one())
+        return int(await fetch_value(session, select(func.count()).select_from(model).where(*where)))
 
 
 @pytest.mark.parametrize(("mode", "number"), [("CLOSE", APPROVED), ("CLOSE", CHALLENGE), ("OPEN", None)])

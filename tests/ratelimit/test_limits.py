@@ -21,7 +21,7 @@ from fastapi import FastAPI
 from sqlalchemy import func, select
 
 from kasir.config import get_settings
-from kasir.db import Database
+from kasir.db import Database, fetch_value
 from kasir.kit.clock import clock
 from kasir.ratelimit.models import RateLimitCounter
 from kasir.ratelimit.service import AuthenticationLocked, purge_expired_counters, rate_limits
@@ -361,7 +361,7 @@ async def test_ended_windows_are_purged(app: FastAPI, limits: Callable[..., None
 
     async def rows() -> int:
         async with database.unit_of_work(read_only=True) as session:
-            return int(await session.scalar(select(func.count()).where(RateLimitCounter.key == key)) or 0)
+            return int(await fetch_value(session, select(func.count()).where(RateLimitCounter.key == key)) or 0)
 
     assert await rows() == 1
     clock.advance(301 + 60)  # past the window, and past the purge's once-a-minute

@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from sqlalchemy import func, select
 
 from kasir.config import get_settings
+from kasir.db import fetch_value
 from kasir.kit.clock import clock
 from kasir.wallet.models import WalletTransaction
 from tests.support.builders import make_merchant
@@ -36,8 +37,9 @@ from tests.wallet.helpers import (
 
 async def stored(app: FastAPI, merchant_id: str) -> int:
     async with app.state.database.unit_of_work(read_only=True) as session:
-        count = await session.scalar(
-            select(func.count()).select_from(WalletTransaction).where(WalletTransaction.merchant_id == merchant_id)
+        count = await fetch_value(
+            session,
+            select(func.count()).select_from(WalletTransaction).where(WalletTransaction.merchant_id == merchant_id),
         )
     return int(count or 0)
 

@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from sqlalchemy import select
 
 from kasir.callbacks.models import Callback
+from kasir.db import fetch, fetch_value
 from kasir.kit.clock import clock, parse_aware
 from kasir.wallet.service import expire_due_wallet_transactions
 from tests.support.builders import make_merchant
@@ -28,18 +29,18 @@ from tests.wallet.helpers import (
 
 async def recorded_callbacks(app: FastAPI, transaction_id: str) -> list[str]:
     async with app.state.database.unit_of_work(read_only=True) as session:
-        rows = await session.scalars(
-            select(Callback.event).where(Callback.transaction_ref == transaction_id).order_by(Callback.id)
+        rows = await fetch(
+            session, select(Callback.event).where(Callback.transaction_ref == transaction_id).order_by(Callback.id)
         )
-        return list(rows.all())
+        return [row.event for row in rows]
 
 
 async def attempts_recorded(app: FastAPI, transaction_id: str, count: int) -> None:
     """Wait until the dispatcher has recorded `count` attempts (and so scheduled the next one)."""
     for _ in range(100):
         async with app.state.database.unit_of_work(read_only=True) as session:
-            made = await session.scalar(
-                select(Callback.attempts_made).where(Callback.transaction_ref == transaction_id)
+            made = await fetch_value(
+                session, select(Callback.attempts_made).where(Callback.transaction_ref == transaction_id)
             )
         if made is not None and made >= count:
             return

@@ -2,23 +2,56 @@
 
 Every SNAP request claims its X-EXTERNAL-ID and reads its merchant; the calculation reads the
 pricing table and the checkout inserts its transaction. Those statements are compiled once
-(kasir.db.Statement) and hand back plain rows. The transitions (approve, reject, expiry) and the
-status inquiry lock or read the transaction through the ORM.
+(kasir.db.Statement) and hand back plain rows (`TransactionRow`). A transition (approve, reject,
+expiry) reads its row locked, changes it, and `save`s the columns a transition changes.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import date, datetime
+from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import bindparam, delete, select
+from sqlalchemy import Integer, bindparam, delete, select, update
 
-from kasir.bnpl.models import BnplExternalId, BnplPricing, BnplTransaction
+from kasir.bnpl.models import BnplExternalId, BnplPricing, BnplTransaction, amount_of
 from kasir.bnpl.states import BnplStatus
-from kasir.db import Session, Statement, binds
+from kasir.db import Session, Statement, binds, held_rows
 from kasir.merchants.models import Merchant
+
+
+@dataclass(slots=True)
+class TransactionRow:
+    """A BNPL transaction as read: every column of `bnpl_transaction`.
+
+    Changed only by the service's transitions, on a row read locked, and written back by `save`.
+    """
+
+    id: str
+    merchant_id: str
+    partner_reference_no: str
+    amount_cents: int
+    currency: str
+    status: str
+    status_desc: str
+    callback_url: str
+    channel_id: str
+    details: str
+    tenure: int | None
+    created_at: datetime
+    expires_at: datetime
+    updated_at: datetime
+    paid_at: datetime | None
+
+    @property
+    def amount(self) -> Decimal:
+        return amount_of(self.amount_cents)
+
+
+TRANSACTION_COLUMNS = tuple(field.name for field in fields(TransactionRow))
+# What a transition changes; the rest is written once, at the checkout.
+CHANGING_COLUMNS = ("status", "status_desc", "tenure", "updated_at", "paid_at")
 
 # The unique constraint decides races, with no look-up before it and no savepoint around it.
 _CLAIM_EXTERNAL_ID = Statement(
@@ -43,6 +76,45 @@ _SNAP_MERCHANT = Statement(
         Merchant.id == bindparam("merchant_id")
     )
 )
+
+_transaction = select(*(BnplTransaction.__table__.c[name] for name in TRANSACTION_COLUMNS))
+_TRANSACTION = Statement(_transaction.where(BnplTransaction.id == bindparam("reference_no")))
+_LOCKED_TRANSACTION = Statement(_transaction.where(BnplTransaction.id == bindparam("reference_no")).with_for_update())
+_BY_PARTNER_REFERENCE = Statement(
+    _transaction.where(
+        BnplTransaction.merchant_id == bindparam("merchant_id"),
+        BnplTransaction.partner_reference_no == bindparam("partner_reference_no"),
+    )
+)
+_SAVE_TRANSACTION = Statement(
+    update(BnplTransaction)
+    .where(BnplTransaction.id == bindparam("reference_no"))
+    .values(binds(BnplTransaction, CHANGING_COLUMNS))
+)
+_DUE_FOR_EXPIRY = Statement(
+    select(BnplTransaction.id)
+    .where(
+        BnplTransaction.status == BnplStatus.INITIATED.value,
+        BnplTransaction.expires_at <= bindparam("now", type_=BnplTransaction.expires_at.type),
+    )
+    .order_by(BnplTransaction.expires_at)
+    .limit(bindparam("due_limit", type_=Integer()))
+)
+_FORGET_EXTERNAL_IDS = Statement(
+    delete(BnplExternalId).where(BnplExternalId.day < bindparam("day", type_=BnplExternalId.day.type))
+)
+
+
+def _upsert_pricing(insert: Any) -> Any:
+    """One statement whether or not the merchant has a table already: the primary key decides."""
+    statement = insert(BnplPricing).values(binds(BnplPricing, ("merchant_id", "plans", "updated_at")))
+    return statement.on_conflict_do_update(
+        index_elements=[BnplPricing.merchant_id],
+        set_={"plans": statement.excluded.plans, "updated_at": statement.excluded.updated_at},
+    )
+
+
+_SAVE_PRICING = Statement(_upsert_pricing)
 
 _PLANS = Statement(select(BnplPricing.plans).where(BnplPricing.merchant_id == bindparam("merchant_id")))
 
@@ -72,7 +144,7 @@ class BnplRepository:
         return claimed is not None
 
     async def forget_external_ids_before(self, session: Session, day: date) -> None:
-        await session.execute(delete(BnplExternalId).where(BnplExternalId.day < day))
+        await _FORGET_EXTERNAL_IDS.execute(session, day=day)
 
     async def snap_merchant(self, session: Session, merchant_id: str) -> SnapMerchant | None:
         row = await _SNAP_MERCHANT.first(session, merchant_id=merchant_id)
@@ -87,37 +159,49 @@ class BnplRepository:
 
     async def by_partner_reference(
         self, session: Session, merchant_id: str, partner_reference_no: str
-    ) -> BnplTransaction | None:
-        return await session.scalar(
-            select(BnplTransaction).where(
-                BnplTransaction.merchant_id == merchant_id,
-                BnplTransaction.partner_reference_no == partner_reference_no,
-            )
+    ) -> TransactionRow | None:
+        found = await _BY_PARTNER_REFERENCE.first(
+            session, merchant_id=merchant_id, partner_reference_no=partner_reference_no
         )
+        return None if found is None else TransactionRow(*found)
 
-    async def get(self, session: Session, reference_no: str, *, lock: bool = False) -> BnplTransaction | None:
-        query = select(BnplTransaction).where(BnplTransaction.id == reference_no)
-        if lock:
-            query = query.with_for_update()
-        return await session.scalar(query.execution_options(populate_existing=True))
+    async def row(self, session: Session, reference_no: str) -> TransactionRow | None:
+        """The transaction as it is now (no lock, no ORM object)."""
+        found = await _TRANSACTION.first(session, reference_no=reference_no)
+        return None if found is None else TransactionRow(*found)
 
-    async def due_for_expiry(self, session: Session, now: datetime, limit: int = 500) -> Sequence[str]:
-        result = await session.scalars(
-            select(BnplTransaction.id)
-            .where(BnplTransaction.status == BnplStatus.INITIATED.value, BnplTransaction.expires_at <= now)
-            .order_by(BnplTransaction.expires_at)
-            .limit(limit)
-        )
-        return result.all()
+    async def get(self, session: Session, reference_no: str, *, lock: bool = False) -> TransactionRow | None:
+        """The transaction; with `lock`, locked until the unit of work ends, and read once per unit:
+        a second locked read (the simulator's page locks before the notification applies) is the
+        first's row, with the changes the unit made to it."""
+        if not lock:
+            return await self.row(session, reference_no)
+        held = held_rows(session)
+        row: TransactionRow | None = held.get((BnplTransaction, reference_no))
+        if row is None:
+            found = await _LOCKED_TRANSACTION.first(session, reference_no=reference_no)
+            if found is None:
+                return None
+            row = held[(BnplTransaction, reference_no)] = TransactionRow(*found)
+        return row
+
+    async def save(self, session: Session, tx: TransactionRow) -> None:
+        """Write a transition's changes (`CHANGING_COLUMNS`) of a row read locked."""
+        values = {name: getattr(tx, name) for name in CHANGING_COLUMNS}
+        await _SAVE_TRANSACTION.execute(session, reference_no=tx.id, **values)
+
+    async def due_for_expiry(self, session: Session, now: datetime, limit: int = 500) -> list[str]:
+        """Up to `limit` Initiated transactions past their validityPeriod, the longest due first."""
+        return [row[0] for row in await _DUE_FOR_EXPIRY.rows(session, now=now, due_limit=limit)]
 
     async def plans(self, session: Session, merchant_id: str) -> str | None:
         """The merchant's own pricing table (JSON), or None without one."""
         plans: str | None = await _PLANS.scalar(session, merchant_id=merchant_id)
         return plans
 
-    async def save_pricing(self, session: Session, pricing: BnplPricing) -> None:
-        await session.merge(pricing)
-        await session.flush()
+    async def save_pricing(self, session: Session, merchant_id: str, plans: str | None, updated_at: datetime) -> None:
+        """The merchant's own pricing table (JSON), or None for the shipped default; replaces any before."""
+        await _SAVE_PRICING.execute(session, merchant_id=merchant_id, plans=plans, updated_at=updated_at)
 
 
 bnpl_repository = BnplRepository()

@@ -26,7 +26,7 @@ from weakref import WeakKeyDictionary
 
 from pydantic import BaseModel, ValidationError
 
-from kasir.bnpl.models import BnplPricing, BnplTransaction, amount_of, cents_of
+from kasir.bnpl.models import amount_of, cents_of
 from kasir.bnpl.pricing import (
     DEFAULT_PLANS,
     InstallmentOption,
@@ -35,9 +35,9 @@ from kasir.bnpl.pricing import (
     plans_from_json,
     plans_to_json,
 )
-from kasir.bnpl.repository import bnpl_repository
+from kasir.bnpl.repository import TransactionRow, bnpl_repository
 from kasir.bnpl.security import SnapCaller
-from kasir.bnpl.states import DESCRIPTIONS, NOTIFIED, BnplStatus, TransactionNotInitiated, transition
+from kasir.bnpl.states import DESCRIPTIONS, IS_TERMINAL, NOTIFIED, BnplStatus, TransactionNotInitiated, transition
 from kasir.callbacks.models import CallbackKind
 from kasir.callbacks.service import callback_outbox
 from kasir.callbacks.signing import bnpl_svc_signature
@@ -125,7 +125,7 @@ class NewTransaction:
 
 
 class TransactionFields(Protocol):
-    """What `transaction_body` reads: a stored BnplTransaction or a NewTransaction."""
+    """What `transaction_body` reads: a stored transaction's row or a NewTransaction."""
 
     @property
     def id(self) -> str: ...
@@ -155,9 +155,7 @@ class BnplService:
     async def set_pricing(self, session: Session, merchant_id: str, plans: Sequence[Plan] | None) -> None:
         """A merchant's own pricing table; None goes back to the shipped default."""
         encoded = json.dumps(plans_to_json(plans)) if plans else None
-        await bnpl_repository.save_pricing(
-            session, BnplPricing(merchant_id=merchant_id, plans=encoded, updated_at=clock.now())
-        )
+        await bnpl_repository.save_pricing(session, merchant_id, encoded, clock.now())
 
     async def options(self, session: Session, merchant_id: str, total: Decimal) -> list[InstallmentOption]:
         return installment_options(total, await self.plans(session, merchant_id))
@@ -228,7 +226,7 @@ class BnplService:
 
     # --- approval (the lender's page, its notification) -------------------------------
 
-    async def get(self, session: Session, reference_no: str, *, lock: bool = False) -> BnplTransaction:
+    async def get(self, session: Session, reference_no: str, *, lock: bool = False) -> TransactionRow:
         tx = await bnpl_repository.get(session, reference_no, lock=lock)
         if tx is None:
             raise BnplTransactionNotFound()
@@ -255,7 +253,7 @@ class BnplService:
             tenure=tx.tenure,
         )
 
-    async def approve(self, session: Session, reference_no: str, tenure: int) -> BnplTransaction:
+    async def approve(self, session: Session, reference_no: str, tenure: int) -> TransactionRow:
         tx = await self.get(session, reference_no, lock=True)
         self._refuse_if_due(tx)
         offered = {option.tenure for option in await self.options(session, tx.merchant_id, tx.amount)}
@@ -267,14 +265,14 @@ class BnplService:
         await self._changed(session, tx)
         return tx
 
-    async def reject(self, session: Session, reference_no: str) -> BnplTransaction:
+    async def reject(self, session: Session, reference_no: str) -> TransactionRow:
         tx = await self.get(session, reference_no, lock=True)
         self._refuse_if_due(tx)
         transition(tx, BnplStatus.FAILED, REJECTED_DESC)
         await self._changed(session, tx)
         return tx
 
-    def _refuse_if_due(self, tx: BnplTransaction) -> None:
+    def _refuse_if_due(self, tx: TransactionRow) -> None:
         # Past validityPeriod the transaction is as good as expired; the expiry job records 05.
         if tx.status == BnplStatus.INITIATED.value and tx.expires_at <= clock.now():
             raise TransactionNotInitiated("Transaction has expired")
@@ -287,9 +285,11 @@ class BnplService:
         await self._changed(session, tx)
         return True
 
-    async def _changed(self, session: Session, tx: BnplTransaction) -> None:
+    async def _changed(self, session: Session, tx: TransactionRow) -> None:
         tx.updated_at = clock.now()
-        await session.flush()
+        await bnpl_repository.save(session, tx)
+        if IS_TERMINAL[BnplStatus(tx.status)]:
+            payment_metrics.settled_in(session, "bnpl", BnplStatus(tx.status).name)
         if BnplStatus(tx.status) in NOTIFIED:
             hash_key = await merchant_service.hash_key(session, tx.merchant_id)
             await callback_outbox.record(
@@ -303,7 +303,7 @@ class BnplService:
                 svc_signature=bnpl_svc_signature(hash_key, tx.id, tx.partner_reference_no),
             )
 
-    async def notification_payload(self, session: Session, tx: BnplTransaction) -> dict[str, Any]:
+    async def notification_payload(self, session: Session, tx: TransactionRow) -> dict[str, Any]:
         """docs/decisions.md §6: the body of a BNPL notification."""
         payload: dict[str, Any] = {
             "originalPartnerReferenceNo": tx.partner_reference_no,
@@ -325,11 +325,11 @@ class BnplService:
 
     # --- status inquiry (service 93) --------------------------------------------------
 
-    async def inquire(self, session: Session, merchant_id: str, request: Any) -> BnplTransaction:
+    async def inquire(self, session: Session, merchant_id: str, request: Any) -> TransactionRow:
         partner_ref, reference_no = request.original_partner_reference_no, request.original_reference_no
         if not partner_ref and not reference_no:
             raise InvalidMandatoryField("originalReferenceNo")
-        tx: BnplTransaction | None
+        tx: TransactionRow | None
         if reference_no:
             tx = await bnpl_repository.get(session, reference_no)
             if tx is not None and partner_ref and tx.partner_reference_no != partner_ref:

@@ -1,6 +1,12 @@
+"""Every callback query: the outbox's inserts, the workers' claims and outcomes, the admin's reads.
+
+Reads hand back plain rows (`CallbackRow`, `CallbackAttemptRow`), never ORM objects: a callback
+is changed only by the statements here (claim, record_outcome), keyed by its id and fence.
+"""
+
 from __future__ import annotations
 
-from collections.abc import Sequence
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
@@ -8,7 +14,57 @@ from sqlalchemy import Integer, and_, bindparam, func, insert, null, or_, select
 from sqlalchemy.orm import aliased
 
 from kasir.callbacks.models import Callback, CallbackAttempt, CallbackStatus
-from kasir.db import Session, Statement, binds
+from kasir.db import Session, Statement, binds, fetch
+
+
+@dataclass(frozen=True, slots=True)
+class CallbackRow:
+    """A callback as read: every column of `callback`."""
+
+    id: int
+    merchant_id: str
+    kind: str
+    transaction_ref: str
+    event: str
+    url: str
+    payload: str
+    svc_signature: str | None
+    status: str
+    attempts_made: int
+    max_attempts: int
+    next_attempt_at: datetime
+    lease_owner: str | None
+    lease_expires_at: datetime | None
+    fence: int
+    replay_of: int | None
+    created_at: datetime
+    delivered_at: datetime | None
+    last_error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CallbackAttemptRow:
+    """One attempt as read: every column of `callback_attempt`."""
+
+    id: int
+    callback_id: int
+    number: int
+    fence: int
+    worker: str
+    started_at: datetime
+    latency_ms: int
+    http_status: int | None
+    error: str | None
+    response_excerpt: str | None
+    accepted: bool
+    request_url: str | None
+    request_headers: str | None
+
+
+CALLBACK_COLUMNS = tuple(field.name for field in fields(CallbackRow))
+ATTEMPT_COLUMNS = tuple(field.name for field in fields(CallbackAttemptRow))
+CALLBACK_SELECT = select(*(Callback.__table__.c[name] for name in CALLBACK_COLUMNS))
+ATTEMPT_SELECT = select(*(CallbackAttempt.__table__.c[name] for name in ATTEMPT_COLUMNS))
 
 # Every attempt writes these two (kasir.db.Statement: compiled once, no ORM unit of work per attempt).
 _ATTEMPT_COLUMNS = (
@@ -43,6 +99,17 @@ _NEW_COLUMNS = (
     "created_at",
 )
 _ADD_CALLBACK = Statement(insert(Callback).values(binds(Callback, _NEW_COLUMNS)))
+# A replay: every column but the id, which the database gives (and hands back).
+_REPLAY_COLUMNS = tuple(name for name in CALLBACK_COLUMNS if name != "id")
+_ADD_REPLAY = Statement(insert(Callback).values(binds(Callback, _REPLAY_COLUMNS)).returning(Callback.id))
+_CALLBACK = Statement(CALLBACK_SELECT.where(Callback.id == bindparam("callback_id")))
+_ATTEMPTS = Statement(
+    ATTEMPT_SELECT.where(CallbackAttempt.callback_id == bindparam("callback_id")).order_by(CallbackAttempt.id)
+)
+_COUNT_BY_STATUS = Statement(select(Callback.status, func.count()).group_by(Callback.status))
+_FOR_TRANSACTION = Statement(
+    CALLBACK_SELECT.where(Callback.transaction_ref == bindparam("transaction_ref")).order_by(Callback.id)
+)
 _OUTCOME_COLUMNS = ("status", "attempts_made", "next_attempt_at", "delivered_at", "last_error")
 _RECORD_OUTCOME = Statement(
     update(Callback)
@@ -134,10 +201,10 @@ class CallbackRepository:
         """A new callback: every column of `_NEW_COLUMNS`."""
         await _ADD_CALLBACK.execute(session, **values)
 
-    async def add_replay(self, session: Session, replay: Callback) -> None:
-        """A replay, through the ORM: its id is handed back to whoever asked for it."""
-        session.add(replay)
-        await session.flush()
+    async def add_replay(self, session: Session, **values: Any) -> CallbackRow:
+        """A replay (every column of `_REPLAY_COLUMNS`), as written: its id is handed back to whoever asked for it."""
+        callback_id = await _ADD_REPLAY.scalar(session, **values)
+        return CallbackRow(id=int(callback_id), **values)
 
     async def add_attempt(self, session: Session, **values: Any) -> None:
         """One attempt as it went: every column of `_ATTEMPT_COLUMNS`."""
@@ -147,14 +214,12 @@ class CallbackRepository:
         """The callback's state after an attempt, and its lease let go; False when the fence moved on."""
         return await _RECORD_OUTCOME.execute(session, callback_id=callback_id, held_fence=fence, **values) == 1
 
-    async def get(self, session: Session, callback_id: int) -> Callback | None:
-        return await session.get(Callback, callback_id)
+    async def get(self, session: Session, callback_id: int) -> CallbackRow | None:
+        found = await _CALLBACK.first(session, callback_id=callback_id)
+        return None if found is None else CallbackRow(*found)
 
-    async def attempts(self, session: Session, callback_id: int) -> Sequence[CallbackAttempt]:
-        result = await session.execute(
-            select(CallbackAttempt).where(CallbackAttempt.callback_id == callback_id).order_by(CallbackAttempt.id)
-        )
-        return result.scalars().all()
+    async def attempts(self, session: Session, callback_id: int) -> list[CallbackAttemptRow]:
+        return [CallbackAttemptRow(*row) for row in await _ATTEMPTS.rows(session, callback_id=callback_id)]
 
     async def search(
         self,
@@ -164,25 +229,21 @@ class CallbackRepository:
         merchant_id: str | None = None,
         transaction_ref: str | None = None,
         limit: int = 100,
-    ) -> Sequence[Callback]:
-        query = select(Callback).order_by(Callback.id.desc()).limit(limit)
+    ) -> list[CallbackRow]:
+        query = CALLBACK_SELECT.order_by(Callback.id.desc()).limit(limit)
         if status is not None:
             query = query.where(Callback.status == status)
         if merchant_id is not None:
             query = query.where(Callback.merchant_id == merchant_id)
         if transaction_ref is not None:
             query = query.where(Callback.transaction_ref == transaction_ref)
-        return (await session.execute(query)).scalars().all()
+        return [CallbackRow(*row) for row in await fetch(session, query)]
 
     async def count_by_status(self, session: Session) -> dict[str, int]:
-        result = await session.execute(select(Callback.status, func.count()).group_by(Callback.status))
-        return {status: count for status, count in result.all()}
+        return {status: int(count) for status, count in await _COUNT_BY_STATUS.rows(session)}
 
-    async def for_transaction(self, session: Session, transaction_ref: str) -> Sequence[Callback]:
-        result = await session.execute(
-            select(Callback).where(Callback.transaction_ref == transaction_ref).order_by(Callback.id)
-        )
-        return result.scalars().all()
+    async def for_transaction(self, session: Session, transaction_ref: str) -> list[CallbackRow]:
+        return [CallbackRow(*row) for row in await _FOR_TRANSACTION.rows(session, transaction_ref=transaction_ref)]
 
 
 callback_repository = CallbackRepository()

@@ -7,7 +7,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from kasir.callbacks.models import Callback, CallbackAttempt
+from kasir.callbacks.repository import CallbackAttemptRow, CallbackRow
 
 
 class CallbackAttemptView(BaseModel):
@@ -21,7 +21,7 @@ class CallbackAttemptView(BaseModel):
     accepted: bool
 
     @classmethod
-    def of(cls, attempt: CallbackAttempt) -> CallbackAttemptView:
+    def of(cls, attempt: CallbackAttemptRow) -> CallbackAttemptView:
         return cls(
             number=attempt.number,
             worker=attempt.worker,
@@ -54,7 +54,7 @@ class CallbackView(BaseModel):
 
     @classmethod
     def of(
-        cls, callback: Callback, attempts: list[CallbackAttempt] | None = None, *, with_payload: bool = False
+        cls, callback: CallbackRow, attempts: list[CallbackAttemptRow] | None = None, *, with_payload: bool = False
     ) -> CallbackView:
         return cls(
             id=callback.id,

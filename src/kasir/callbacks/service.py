@@ -14,9 +14,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from kasir.callbacks.models import Callback, CallbackAttempt, CallbackKind, CallbackStatus
+from kasir.callbacks.models import CallbackKind, CallbackStatus
 from kasir.callbacks.policies import POLICIES
-from kasir.callbacks.repository import callback_repository
+from kasir.callbacks.repository import CallbackAttemptRow, CallbackRow, callback_repository
 from kasir.db import Session, notify_after_commit
 from kasir.errors import NotFound
 from kasir.kit.clock import clock
@@ -65,14 +65,15 @@ class CallbackOutbox:
         )
         await notify_after_commit(session, CALLBACKS_CHANNEL)  # the delivery workers, woken at commit
 
-    async def replay(self, session: Session, callback_id: int, *, url: str | None = None) -> Callback:
+    async def replay(self, session: Session, callback_id: int, *, url: str | None = None) -> CallbackRow:
         """A new delivery of the same payload, byte for byte, to `url` (else the original's); its signature
         headers are computed afresh when sent."""
         original = await callback_repository.get(session, callback_id)
         if original is None:
             raise CallbackNotFound(f"no callback {callback_id}")
         now = clock.now()
-        replay = Callback(
+        replay = await callback_repository.add_replay(
+            session,
             merchant_id=original.merchant_id,
             kind=original.kind,
             transaction_ref=original.transaction_ref,
@@ -84,19 +85,22 @@ class CallbackOutbox:
             attempts_made=0,
             max_attempts=POLICIES[CallbackKind(original.kind)].max_attempts,
             next_attempt_at=now,
+            lease_owner=None,
+            lease_expires_at=None,
             fence=0,
             replay_of=original.id,
             created_at=now,
+            delivered_at=None,
+            last_error=None,
         )
-        await callback_repository.add_replay(session, replay)
         await notify_after_commit(session, CALLBACKS_CHANNEL)
         return replay
 
-    async def show(self, session: Session, callback_id: int) -> tuple[Callback, list[CallbackAttempt]]:
+    async def show(self, session: Session, callback_id: int) -> tuple[CallbackRow, list[CallbackAttemptRow]]:
         callback = await callback_repository.get(session, callback_id)
         if callback is None:
             raise CallbackNotFound(f"no callback {callback_id}")
-        return callback, list(await callback_repository.attempts(session, callback_id))
+        return callback, await callback_repository.attempts(session, callback_id)
 
 
 callback_outbox = CallbackOutbox()

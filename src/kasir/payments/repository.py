@@ -3,23 +3,32 @@
 Each product is read by its own statement with the same shape (newest first, keyset by
 (created_at, id)), and the rows are merged in Python: every statement walks an index
 (kasir.payments.models) and stops after one page, whatever the number of payments.
+
+One payment's details are plain rows too: the wallet's and BNPL's own (read through their
+repositories), a card order's and its attempts' as `CardOrderRow` and `CardAttemptRow` (read-only
+views, named as the columns), callbacks as kasir.callbacks.repository's rows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import String, and_, func, literal, or_, select
+from sqlalchemy import String, and_, bindparam, func, literal, or_, select
 
 from kasir.bnpl.models import BnplTransaction, amount_of
+from kasir.bnpl.repository import TransactionRow as BnplTransactionRow
+from kasir.bnpl.repository import bnpl_repository
 from kasir.callbacks.models import Callback, CallbackAttempt
+from kasir.callbacks.repository import ATTEMPT_SELECT, CALLBACK_SELECT, CallbackAttemptRow, CallbackRow
 from kasir.card.models import CardAttempt, CardOrder
-from kasir.db import Session
-from kasir.wallet.models import WalletRefund, WalletTransaction
+from kasir.db import Session, Statement, fetch, fetch_value
+from kasir.wallet.models import WalletTransaction
+from kasir.wallet.repository import RefundRow, wallet_repository
+from kasir.wallet.repository import TransactionRow as WalletTransactionRow
 
 PRODUCTS = ("wallet", "bnpl", "card")
 
@@ -85,6 +94,83 @@ class PaymentFilter:
     query: str | None = None  # any id a merchant or customer quotes, exact
 
 
+@dataclass(frozen=True, slots=True)
+class CardOrderRow:
+    """A card order as the payment's page shows it: every column of `card_order` (read only)."""
+
+    id: str
+    merchant_id: str
+    external_id: str
+    order_id: str
+    currency: str
+    amount: int
+    payment_method: str
+    payment_channel: str
+    payment_mode: str
+    status: str
+    tenor: str | None
+    attempts_made: int
+    attempts_failed: int
+    details: str
+    return_url: str
+    callback_url: str | None
+    acq: str | None
+    response_message: str | None
+    save_card: bool
+    card_token: str | None
+    created_at: datetime
+    expires_at: datetime
+    updated_at: datetime
+    paid_at: datetime | None
+    dialect: str | None
+    sub_merchant_id: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CardAttemptRow:
+    """One attempt of a card order, as the payment's timeline shows it: every column of `card_attempt`."""
+
+    id: int
+    card_order_id: str
+    number: int
+    status: str
+    masked_card: str
+    card_brand: str
+    card_exp_month: str
+    card_exp_year: str
+    tenor: str
+    acq: str
+    response_message: str
+    challenge_url: str | None
+    created_at: datetime
+    completed_at: datetime | None
+
+
+_CARD_ORDER = Statement(
+    select(*(CardOrder.__table__.c[field.name] for field in fields(CardOrderRow))).where(
+        CardOrder.id == bindparam("payment_id")
+    )
+)
+_CARD_ATTEMPTS = Statement(
+    select(*(CardAttempt.__table__.c[field.name] for field in fields(CardAttemptRow)))
+    .where(CardAttempt.card_order_id == bindparam("payment_id"))
+    .order_by(CardAttempt.number)
+)
+_CALLBACKS_OF_PAYMENT = Statement(
+    CALLBACK_SELECT.where(
+        Callback.merchant_id == bindparam("merchant_id"), Callback.transaction_ref == bindparam("payment_id")
+    ).order_by(Callback.id)
+)
+_CALLBACK = Statement(CALLBACK_SELECT.where(Callback.id == bindparam("callback_id")))
+_GIVEN_UP_SINCE = Statement(
+    CALLBACK_SELECT.where(
+        Callback.merchant_id == bindparam("merchant_id"),
+        Callback.status == "failed",
+        Callback.created_at >= bindparam("since", type_=Callback.created_at.type),
+    ).order_by(Callback.id)
+)
+
+
 class _Table:
     """How one product's table answers the list's questions."""
 
@@ -106,6 +192,7 @@ class _Table:
         self.channel = channel
         self.amount = amount
         self.searchable = searchable
+        self.by_id = Statement(select(*self.columns()).where(model.id == bindparam("payment_id")))
 
     def columns(self) -> list[Any]:
         m = self.model
@@ -226,13 +313,13 @@ class PaymentsRepository:
             statement = (
                 select(*table.columns()).where(*conditions).order_by(m.created_at.desc(), m.id.desc()).limit(limit)
             )
-            rows.extend(table.row(values) for values in (await session.execute(statement)).all())
+            rows.extend(table.row(values) for values in await fetch(session, statement))
         rows.sort(key=lambda row: row.sort_key, reverse=True)
         return rows[:limit]
 
     async def get(self, session: Session, payment_id: str) -> PaymentRow | None:
         for table in _TABLES.values():
-            values = (await session.execute(select(*table.columns()).where(table.model.id == payment_id))).first()
+            values = await table.by_id.first(session, payment_id=payment_id)
             if values is not None:
                 return table.row(values)
         return None
@@ -249,7 +336,7 @@ class PaymentsRepository:
             )
             if merchant_id:
                 statement = statement.where(m.merchant_id == merchant_id)
-            for status, count, total in (await session.execute(statement.group_by(m.status))).all():
+            for status, count, total in await fetch(session, statement.group_by(m.status)):
                 money = amount_of(int(total)) if table.product == "bnpl" else Decimal(int(total))
                 key = (table.product, outcome_of(table.product, status))
                 old_count, old_total = found.get(key, (0, Decimal(0)))
@@ -260,8 +347,7 @@ class PaymentsRepository:
         statement = select(Callback.status, func.count()).where(Callback.created_at >= since)
         if merchant_id:
             statement = statement.where(Callback.merchant_id == merchant_id)
-        result = await session.execute(statement.group_by(Callback.status))
-        return {status: int(count) for status, count in result.all()}
+        return {status: int(count) for status, count in await fetch(session, statement.group_by(Callback.status))}
 
     async def retrying(self, session: Session, merchant_id: str | None, since: datetime) -> int:
         """Callbacks still to deliver that have been tried and refused at least once."""
@@ -272,7 +358,7 @@ class PaymentsRepository:
         )
         if merchant_id:
             statement = statement.where(Callback.merchant_id == merchant_id)
-        return int(await session.scalar(statement) or 0)
+        return int(await fetch_value(session, statement) or 0)
 
     async def delivery_latencies(
         self, session: Session, merchant_id: str | None, since: datetime, limit: int = 5000
@@ -288,49 +374,43 @@ class PaymentsRepository:
             statement = statement.where(Callback.merchant_id == merchant_id)
         return [
             (delivered - created).total_seconds()
-            for created, delivered in (await session.execute(statement)).all()
+            for created, delivered in await fetch(session, statement)
             if delivered is not None
         ]
 
     # --- one payment's details ---------------------------------------------------------
 
-    async def wallet(self, session: Session, payment_id: str) -> WalletTransaction | None:
-        return await session.get(WalletTransaction, payment_id)
+    async def wallet(self, session: Session, payment_id: str) -> WalletTransactionRow | None:
+        return await wallet_repository.row(session, payment_id)
 
-    async def wallet_refunds(self, session: Session, payment_id: str) -> Sequence[WalletRefund]:
-        statement = select(WalletRefund).where(WalletRefund.transaction_id == payment_id).order_by(WalletRefund.id)
-        return (await session.scalars(statement)).all()
+    async def wallet_refunds(self, session: Session, payment_id: str) -> list[RefundRow]:
+        return await wallet_repository.refunds(session, payment_id)
 
-    async def bnpl(self, session: Session, payment_id: str) -> BnplTransaction | None:
-        return await session.get(BnplTransaction, payment_id)
+    async def bnpl(self, session: Session, payment_id: str) -> BnplTransactionRow | None:
+        return await bnpl_repository.row(session, payment_id)
 
-    async def card(self, session: Session, payment_id: str) -> CardOrder | None:
-        return await session.get(CardOrder, payment_id)
+    async def card(self, session: Session, payment_id: str) -> CardOrderRow | None:
+        found = await _CARD_ORDER.first(session, payment_id=payment_id)
+        return None if found is None else CardOrderRow(*found)
 
-    async def card_attempts(self, session: Session, payment_id: str) -> Sequence[CardAttempt]:
-        statement = select(CardAttempt).where(CardAttempt.card_order_id == payment_id).order_by(CardAttempt.number)
-        return (await session.scalars(statement)).all()
+    async def card_attempts(self, session: Session, payment_id: str) -> list[CardAttemptRow]:
+        return [CardAttemptRow(*row) for row in await _CARD_ATTEMPTS.rows(session, payment_id=payment_id)]
 
-    async def callbacks(self, session: Session, merchant_id: str, payment_id: str) -> Sequence[Callback]:
-        statement = (
-            select(Callback)
-            .where(Callback.merchant_id == merchant_id, Callback.transaction_ref == payment_id)
-            .order_by(Callback.id)
-        )
-        return (await session.scalars(statement)).all()
+    async def callbacks(self, session: Session, merchant_id: str, payment_id: str) -> list[CallbackRow]:
+        found = await _CALLBACKS_OF_PAYMENT.rows(session, merchant_id=merchant_id, payment_id=payment_id)
+        return [CallbackRow(*row) for row in found]
 
-    async def attempts(self, session: Session, callback_ids: Sequence[int]) -> Sequence[CallbackAttempt]:
+    async def attempts(self, session: Session, callback_ids: Sequence[int]) -> list[CallbackAttemptRow]:
         if not callback_ids:
             return []
-        statement = (
-            select(CallbackAttempt)
-            .where(CallbackAttempt.callback_id.in_(callback_ids))
-            .order_by(CallbackAttempt.callback_id, CallbackAttempt.number, CallbackAttempt.id)
+        statement = ATTEMPT_SELECT.where(CallbackAttempt.callback_id.in_(callback_ids)).order_by(
+            CallbackAttempt.callback_id, CallbackAttempt.number, CallbackAttempt.id
         )
-        return (await session.scalars(statement)).all()
+        return [CallbackAttemptRow(*row) for row in await fetch(session, statement)]
 
-    async def callback(self, session: Session, callback_id: int) -> Callback | None:
-        return await session.get(Callback, callback_id)
+    async def callback(self, session: Session, callback_id: int) -> CallbackRow | None:
+        found = await _CALLBACK.first(session, callback_id=callback_id)
+        return None if found is None else CallbackRow(*found)
 
     async def callback_queue(
         self,
@@ -342,8 +422,8 @@ class PaymentsRepository:
         retrying_only: bool = False,
         before_id: int | None = None,
         limit: int = 50,
-    ) -> Sequence[Callback]:
-        statement = select(Callback).where(Callback.status.in_(statuses)).order_by(Callback.id.desc()).limit(limit)
+    ) -> list[CallbackRow]:
+        statement = CALLBACK_SELECT.where(Callback.status.in_(statuses)).order_by(Callback.id.desc()).limit(limit)
         if merchant_id:
             statement = statement.where(Callback.merchant_id == merchant_id)
         if kind:
@@ -352,15 +432,11 @@ class PaymentsRepository:
             statement = statement.where(Callback.attempts_made > 0)
         if before_id is not None:
             statement = statement.where(Callback.id < before_id)
-        return (await session.scalars(statement)).all()
+        return [CallbackRow(*row) for row in await fetch(session, statement)]
 
-    async def given_up_since(self, session: Session, merchant_id: str, since: datetime) -> Sequence[Callback]:
-        statement = (
-            select(Callback)
-            .where(Callback.merchant_id == merchant_id, Callback.status == "failed", Callback.created_at >= since)
-            .order_by(Callback.id)
-        )
-        return (await session.scalars(statement)).all()
+    async def given_up_since(self, session: Session, merchant_id: str, since: datetime) -> list[CallbackRow]:
+        found = await _GIVEN_UP_SINCE.rows(session, merchant_id=merchant_id, since=since)
+        return [CallbackRow(*row) for row in found]
 
 
 payments_repository = PaymentsRepository()

@@ -28,7 +28,8 @@ from typing import Any
 
 from kasir.audit.service import Actor, audit
 from kasir.bnpl.service import bnpl_service
-from kasir.callbacks.models import Callback, CallbackAttempt, CallbackKind
+from kasir.callbacks.models import CallbackKind
+from kasir.callbacks.repository import CallbackAttemptRow, CallbackRow
 from kasir.callbacks.service import callback_outbox
 from kasir.callbacks.signing import svc_signature_header
 from kasir.callbacks.ssrf import check_callback_url
@@ -48,6 +49,7 @@ from kasir.payments.repository import (
 from kasir.processors.protocols import Event, Notification
 from kasir.processors.registry import SIMULATOR, simulator_serves
 from kasir.processors.service import apply
+from kasir.wallet.repository import TransactionRow as WalletTransactionRow
 from kasir.wallet.service import wallet_service
 
 PAGE_SIZE = 50
@@ -146,8 +148,8 @@ class TimelineEntry:
 
 @dataclass
 class CallbackWithAttempts:
-    callback: Callback
-    attempts: list[CallbackAttempt] = field(default_factory=list)
+    callback: CallbackRow
+    attempts: list[CallbackAttemptRow] = field(default_factory=list)
 
     @property
     def sent(self) -> tuple[int, str, dict[str, str]] | None:
@@ -344,7 +346,7 @@ class PaymentsService:
                 timeline.append(TimelineEntry(order.updated_at, "Expired"))
         callbacks = await payments_repository.callbacks(session, row.merchant_id, row.id)
         attempts = await payments_repository.attempts(session, [c.id for c in callbacks])
-        by_callback: dict[int, list[CallbackAttempt]] = {}
+        by_callback: dict[int, list[CallbackAttemptRow]] = {}
         for callback_attempt in attempts:
             by_callback.setdefault(callback_attempt.callback_id, []).append(callback_attempt)
         detail.callbacks = [CallbackWithAttempts(c, by_callback.get(c.id, [])) for c in callbacks]
@@ -505,7 +507,7 @@ class PaymentActions:
         actor: Actor,
         *,
         url: str | None = None,
-    ) -> Callback:
+    ) -> CallbackRow:
         """Deliver a callback again, to the URL it was first sent to (`original`), to the merchant's current
         default callback URL (`current`) or to `url` (`url`, checked as every callback URL is, before the
         first statement: in production the check resolves the host): the same body, signatures computed afresh."""
@@ -541,7 +543,7 @@ class PaymentActions:
 
     async def replay_given_up(
         self, session: Session, scope: str | None, merchant_id: str, since: datetime, actor: Actor
-    ) -> list[Callback]:
+    ) -> list[CallbackRow]:
         """Every given-up callback of the merchant recorded since `since`, delivered again (one audited action)."""
         if scope is not None and merchant_id != scope:
             raise CallbackNotFound()
@@ -561,7 +563,7 @@ class PaymentActions:
         )
         return replays
 
-    async def _wallet(self, session: Session, scope: str | None, payment_id: str) -> Any:
+    async def _wallet(self, session: Session, scope: str | None, payment_id: str) -> WalletTransactionRow:
         row = await payments_service.get(session, scope, payment_id)
         if row.product != "wallet":
             raise ActionRefused("refund and void are for wallet payments")

@@ -8,12 +8,11 @@ changes.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, select, update
+from sqlalchemy import Integer, bindparam, insert, select, update
 
 from kasir.db import Session, Statement, binds, held_rows
 from kasir.wallet.models import WalletRefund, WalletTransaction
@@ -97,6 +96,18 @@ _SAVE_TRANSACTION = Statement(
     .where(WalletTransaction.id == bindparam("transaction_id"))
     .values(binds(WalletTransaction, CHANGING_COLUMNS))
 )
+_ADD_REFUND = Statement(
+    insert(WalletRefund).values(binds(WalletRefund, ("transaction_id", "amount", "reason", "refunded_at")))
+)
+_DUE_FOR_EXPIRY = Statement(
+    select(WalletTransaction.id)
+    .where(
+        WalletTransaction.status == WalletStatus.PENDING.value,
+        WalletTransaction.expires_at <= bindparam("now", type_=WalletTransaction.expires_at.type),
+    )
+    .order_by(WalletTransaction.expires_at)
+    .limit(bindparam("due_limit", type_=Integer()))
+)
 _REFUNDS = Statement(
     select(WalletRefund.refunded_at, WalletRefund.amount)
     .where(WalletRefund.transaction_id == bindparam("transaction_id"))
@@ -137,22 +148,21 @@ class WalletRepository:
         values = {name: getattr(tx, name) for name in CHANGING_COLUMNS}
         await _SAVE_TRANSACTION.execute(session, transaction_id=tx.id, **values)
 
-    async def add_refund(self, session: Session, refund: WalletRefund) -> None:
-        session.add(refund)
-        await session.flush()
+    async def add_refund(
+        self, session: Session, transaction_id: str, amount: int, reason: str | None, refunded_at: datetime
+    ) -> None:
+        """Record one refund (its id is the table's own)."""
+        await _ADD_REFUND.execute(
+            session, transaction_id=transaction_id, amount=amount, reason=reason, refunded_at=refunded_at
+        )
 
     async def refunds(self, session: Session, transaction_id: str) -> list[RefundRow]:
         """The transaction's refunds, oldest first."""
         return [RefundRow(*row) for row in await _REFUNDS.rows(session, transaction_id=transaction_id)]
 
-    async def due_for_expiry(self, session: Session, now: datetime, limit: int = 500) -> Sequence[str]:
-        result = await session.scalars(
-            select(WalletTransaction.id)
-            .where(WalletTransaction.status == WalletStatus.PENDING.value, WalletTransaction.expires_at <= now)
-            .order_by(WalletTransaction.expires_at)
-            .limit(limit)
-        )
-        return result.all()
+    async def due_for_expiry(self, session: Session, now: datetime, limit: int = 500) -> list[str]:
+        """Up to `limit` PENDING transactions past their expired_time, the longest due first."""
+        return [row[0] for row in await _DUE_FOR_EXPIRY.rows(session, now=now, due_limit=limit)]
 
 
 wallet_repository = WalletRepository()

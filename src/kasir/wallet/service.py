@@ -49,7 +49,6 @@ from kasir.payments import metrics as payment_metrics
 from kasir.processors.calls import Call, PendingCall, register
 from kasir.processors.protocols import WalletItem, WalletPayment
 from kasir.processors.registry import wallet_issuer
-from kasir.wallet.models import WalletRefund
 from kasir.wallet.qris import QrisPayment, build_payload
 from kasir.wallet.repository import TRANSACTION_COLUMNS, RefundRow, TransactionRow, wallet_repository
 from kasir.wallet.schemas import (
@@ -372,10 +371,7 @@ class WalletService:
         transition(tx, WalletStatus.REFUNDED)
         amount = int(call.details["amount"])
         tx.refunded_amount += amount
-        await wallet_repository.add_refund(
-            session,
-            WalletRefund(transaction_id=tx.id, amount=amount, reason=call.details["reason"], refunded_at=clock.now()),
-        )
+        await wallet_repository.add_refund(session, tx.id, amount, call.details["reason"], clock.now())
         await self._changed(session, tx)
         return tx
 
