@@ -107,9 +107,6 @@ _ATTEMPTS = Statement(
     ATTEMPT_SELECT.where(CallbackAttempt.callback_id == bindparam("callback_id")).order_by(CallbackAttempt.id)
 )
 _COUNT_BY_STATUS = Statement(select(Callback.status, func.count()).group_by(Callback.status))
-_FOR_TRANSACTION = Statement(
-    CALLBACK_SELECT.where(Callback.transaction_ref == bindparam("transaction_ref")).order_by(Callback.id)
-)
 _OUTCOME_COLUMNS = ("status", "attempts_made", "next_attempt_at", "delivered_at", "last_error")
 _RECORD_OUTCOME = Statement(
     update(Callback)
@@ -241,9 +238,6 @@ class CallbackRepository:
 
     async def count_by_status(self, session: Session) -> dict[str, int]:
         return {status: int(count) for status, count in await _COUNT_BY_STATUS.rows(session)}
-
-    async def for_transaction(self, session: Session, transaction_ref: str) -> list[CallbackRow]:
-        return [CallbackRow(*row) for row in await _FOR_TRANSACTION.rows(session, transaction_ref=transaction_ref)]
 
 
 callback_repository = CallbackRepository()
