@@ -25,6 +25,8 @@ from kasir.app import create_app
 from kasir.callbacks.dispatcher import retry_delay
 from kasir.config import Settings, configure
 from kasir.db import Database
+from kasir.db.postgres import PostgresStrategy
+from kasir.db.sqlite import SqliteStrategy
 from kasir.errors import Unauthorized
 from kasir.kit.crypto import SecretBox
 from kasir.kit.logs import configure_logging
@@ -122,29 +124,21 @@ def test_the_clock_skew_bounds_x_timestamp() -> None:
 
 
 async def test_the_sqlite_group_commit_max_bounds_a_batch(tmp_path: Path) -> None:
-    from sqlalchemy import text
-
     database = Database(Settings(data_dir=tmp_path, secret_key="k", sqlite_group_commit_max=2))
     try:
         async with database.unit_of_work() as session:
-            await session.execute(text("CREATE TABLE item (name TEXT)"))
-        batches: list[int] = []
-        group = database.strategy.group  # type: ignore[union-attr]
-        commit = group._commit
-
-        async def counted() -> None:
-            batches.append(len(group._joined))
-            await commit()
-
-        group._commit = counted  # type: ignore[method-assign]
+            await session.count_rows("CREATE TABLE item (name TEXT)", ())
 
         async def write(n: int) -> None:
             async with database.unit_of_work() as session:
-                await session.execute(text("INSERT INTO item (name) VALUES (:n)"), {"n": str(n)})
+                await session.count_rows("INSERT INTO item (name) VALUES (?)", (str(n),))
 
+        strategy = database.strategy
+        assert isinstance(strategy, SqliteStrategy)
+        batches_before = strategy.batches_committed
         await asyncio.gather(*(write(n) for n in range(7)))
-        assert sum(batches) == 7
-        assert max(batches) <= 2
+        assert strategy.units_committed - 1 == 7  # the CREATE TABLE's unit, then the seven
+        assert strategy.batches_committed - batches_before >= 4  # at most 2 units a batch
     finally:
         await database.dispose()
 
@@ -154,7 +148,32 @@ async def test_the_postgresql_pool_size(settings: Settings) -> None:
         pytest.skip("a PostgreSQL setting")
     database = Database(settings.model_copy(update={"db_pool_size": 3}))
     try:
-        assert database.engine.pool.size() == 3  # type: ignore[attr-defined]
+        held = asyncio.Event()
+        release = asyncio.Event()
+        in_units = 0
+
+        async def hold() -> None:
+            nonlocal in_units
+            async with database.unit_of_work(read_only=True) as session:
+                await session.fetch_rows("SELECT 1", ())
+                in_units += 1
+                if in_units == 3:
+                    held.set()
+                await release.wait()
+
+        holders = [asyncio.create_task(hold()) for _ in range(3)]
+        await held.wait()
+        strategy = database.strategy
+        assert isinstance(strategy, PostgresStrategy)
+        pool = await strategy.pool()
+        async with database.unit_of_work(read_only=True) as session:
+            fourth = asyncio.create_task(session.fetch_rows("SELECT 1", ()))  # waits for one of the three
+            await asyncio.sleep(0)  # it has asked the pool
+            assert (pool.get_max_size(), pool.get_size(), pool.get_idle_size()) == (3, 3, 0)
+            release.set()
+            assert (await fourth)[0][0] == 1
+        await asyncio.gather(*holders)
+        assert pool.get_size() == 3
     finally:
         await database.dispose()
 

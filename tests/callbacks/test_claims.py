@@ -16,7 +16,7 @@ from sqlalchemy import make_url, text
 
 from kasir.callbacks.repository import _CLAIM, CLAIMED_COLUMNS, callback_repository
 from kasir.config import Settings
-from kasir.db import Database, run, upgrade_schema
+from kasir.db import Database, postgres, run, upgrade_schema
 from kasir.merchants.service import merchant_service
 from tests.support.builders import public_pem, rsa_key, unique_name
 from tests.support.postgres import PostgresCluster
@@ -62,13 +62,12 @@ async def quiet_then_backlog(settings: Settings, postgres: PostgresCluster | Non
 
 async def claim_plan(database: Database, params: dict[str, Any]) -> str:
     """PostgreSQL's plan for the workers' claim statement with `params`, as JSON text."""
-    statement = _CLAIM.statement("postgresql")
-    compiled = statement.compile(dialect=database.engine.dialect)
-    values = [params.get(name, compiled.params.get(name)) for name in compiled.positiontup or ()]
+    compiled = _CLAIM.compiled(postgres.DIALECT)
+    values = compiled.values(params)
     dsn = make_url(database.url).set(drivername="postgresql").render_as_string(hide_password=False)
     connection = await asyncpg.connect(dsn)
     try:
-        return json.dumps(await connection.fetchval(f"EXPLAIN (FORMAT JSON) {compiled}", *values))
+        return json.dumps(await connection.fetchval(f"EXPLAIN (FORMAT JSON) {compiled.sql}", *values))
     finally:
         await connection.close()
 

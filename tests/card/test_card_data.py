@@ -15,6 +15,7 @@ from sqlalchemy import MetaData, select
 from kasir.card.repository import card_repository
 from tests.card.helpers import APPROVED, CHALLENGE, DECLINED, INSUFFICIENT, card, charge_body, future_year, post_charge
 from tests.support.builders import make_merchant
+from tests.support.engine import engine_of
 from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
 
@@ -43,7 +44,7 @@ def assert_clean(text: str, where: str) -> None:
 async def database_dump(app: FastAPI) -> str:
     """Every row of every table, as text (works on SQLite and PostgreSQL)."""
     metadata = MetaData()
-    async with app.state.database.engine.connect() as connection:
+    async with engine_of(app.state.database) as engine, engine.connect() as connection:
         await connection.run_sync(metadata.reflect)
         lines = []
         for table in metadata.sorted_tables:

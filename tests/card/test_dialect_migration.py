@@ -10,13 +10,14 @@ from fastapi import FastAPI
 
 from kasir.db import Base
 from kasir.models import import_all_models
+from tests.support.engine import engine_of
 
 _TABLES = ("card_stored", "sub_merchant", "card_order")
 
 
 async def test_migration_matches_the_models(app: FastAPI) -> None:
     import_all_models()
-    async with app.state.database.engine.connect() as connection:
+    async with engine_of(app.state.database) as engine, engine.connect() as connection:
         diffs: list[Any] = await connection.run_sync(
             lambda sync: compare_metadata(MigrationContext.configure(sync, opts={"compare_type": False}), Base.metadata)
         )

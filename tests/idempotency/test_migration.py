@@ -13,11 +13,12 @@ from sqlalchemy import text
 from kasir.config import Settings
 from kasir.db import Base, Database, upgrade_schema
 from kasir.models import import_all_models
+from tests.support.engine import engine_of
 
 
 async def test_migration_matches_the_model(app: FastAPI) -> None:
     import_all_models()
-    async with app.state.database.engine.connect() as connection:
+    async with engine_of(app.state.database) as engine, engine.connect() as connection:
         diffs = await connection.run_sync(
             lambda sync: compare_metadata(MigrationContext.configure(sync, opts={"compare_type": False}), Base.metadata)
         )
@@ -25,7 +26,7 @@ async def test_migration_matches_the_model(app: FastAPI) -> None:
 
 
 async def rows(database: Database, sql: str) -> list[Any]:
-    async with database.engine.connect() as connection:
+    async with engine_of(database) as engine, engine.connect() as connection:
         return list((await connection.execute(text(sql))).all())
 
 
@@ -33,7 +34,7 @@ async def test_the_card_charges_answered_keys_move_over_and_back(tmp_path: Path)
     database = Database(Settings(data_dir=tmp_path, secret_key="k"))
     try:
         await upgrade_schema(database, "0007")
-        async with database.engine.begin() as connection:
+        async with engine_of(database) as engine, engine.begin() as connection:
             await connection.execute(
                 text(
                     "INSERT INTO merchant (id, name, client_id, client_secret_encrypted, secret_encrypted,"
@@ -77,7 +78,7 @@ async def test_the_card_charges_answered_keys_move_over_and_back(tmp_path: Path)
             config.attributes["connection"] = sync_connection
             command.downgrade(config, "0007")
 
-        async with database.engine.begin() as connection:
+        async with engine_of(database) as engine, engine.begin() as connection:
             await connection.run_sync(downgrade)
         back = await rows(database, "SELECT key, status, response_status, response_body FROM card_idempotency_key")
         assert back == [("done", "complete", 200, '{"statusCode":"00"}')]

@@ -16,6 +16,7 @@ from sqlalchemy import text
 
 from tests.support.builders import public_pem, rsa_key, unique_name
 from tests.support.cli import kasir, kasir_beside_app
+from tests.support.engine import engine_of
 
 
 @pytest.fixture
@@ -91,7 +92,7 @@ async def test_secrets_are_encrypted_at_rest(app, tmp_path: Path):
 
         database = Database(get_settings())
         try:
-            async with database.engine.connect() as connection:
+            async with engine_of(database) as engine, engine.connect() as connection:
                 found = await connection.execute(
                     text("SELECT * FROM merchant WHERE id = :id"), {"id": credentials["merchant_id"]}
                 )

@@ -78,10 +78,10 @@ async def test_sqlite_runs_wal_with_synchronous_full(app):
     database: Database = app.state.database
     if not database.url.startswith("sqlite"):
         pytest.skip("SQLite pragmas")
-    async with database.engine.connect() as connection:
-        assert (await connection.exec_driver_sql("PRAGMA journal_mode")).scalar() == "wal"
-        assert (await connection.exec_driver_sql("PRAGMA synchronous")).scalar() == 2  # FULL
-    # Waiting for another process's write lock: tests/db/test_sqlite_inline.py.
+    for read_only in (False, True):  # the write units' connection and the readers'
+        async with database.unit_of_work(read_only=read_only) as session:
+            assert (await session.fetch_rows("PRAGMA journal_mode", ()))[0][0] == "wal"
+            assert (await session.fetch_rows("PRAGMA synchronous", ()))[0][0] == 2  # FULL
 
 
 async def test_openapi_documents_token_headers_and_errors(client):

@@ -9,16 +9,17 @@ from sqlalchemy import MetaData
 
 from kasir.config import Settings
 from kasir.db import Database
+from tests.support.engine import engine_of
 
 
 @asynccontextmanager
 async def database_with_tables(settings: Settings, metadata: MetaData) -> AsyncIterator[Database]:
     database = Database(settings)
-    async with database.engine.begin() as connection:
+    async with engine_of(database) as engine, engine.begin() as connection:
         await connection.run_sync(metadata.create_all)
     try:
         yield database
     finally:
-        async with database.engine.begin() as connection:
-            await connection.run_sync(metadata.drop_all)
         await database.dispose()
+        async with engine_of(database) as engine, engine.begin() as connection:
+            await connection.run_sync(metadata.drop_all)

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 
 from kasir.db import Base
 from kasir.models import import_all_models
+from tests.support.engine import engine_of
 
 
 def _wallet_diffs(diffs: list[Any]) -> list[Any]:
@@ -21,7 +22,7 @@ def _wallet_diffs(diffs: list[Any]) -> list[Any]:
 
 async def test_migration_matches_the_models(app: FastAPI) -> None:
     import_all_models()
-    async with app.state.database.engine.connect() as connection:
+    async with engine_of(app.state.database) as engine, engine.connect() as connection:
         diffs = await connection.run_sync(
             lambda sync: compare_metadata(MigrationContext.configure(sync, opts={"compare_type": False}), Base.metadata)
         )
