@@ -99,6 +99,23 @@ async def test_five_failures_lock_the_account_even_for_the_right_password(app: F
     assert "user.sign_in" in actions
 
 
+async def test_a_good_sign_in_starts_the_failures_again_and_is_recorded(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    email = await make_user(app)
+    async with new_client(app) as browser:
+        for _ in range(4):
+            assert (await sign_in(browser, email, "wrong password 123")).status_code == 401
+        assert (await sign_in(browser, email)).status_code == 303
+        for _ in range(4):  # four more in a row, not nine: no lock
+            assert (await sign_in(browser, email, "wrong password 123")).status_code == 401
+        assert (await sign_in(browser, email)).status_code == 303
+    users = (await client.get("/admin/users", headers={"Authorization": "Bearer test-admin-token"})).json()["users"]
+    (user,) = [user for user in users if user["email"] == email]
+    assert user["last_sign_in_at"] is not None
+    assert user["locked_until"] is None
+
+
 async def test_failures_slow_the_answer_down(app: FastAPI) -> None:
     import time
 
