@@ -5,6 +5,8 @@ from __future__ import annotations
 import csv
 import io
 import json
+from collections.abc import Sequence
+from typing import Any
 
 import httpx
 from fastapi import FastAPI
@@ -12,6 +14,7 @@ from sqlalchemy import select
 
 from kasir.audit.models import AuditEvent
 from kasir.callbacks.models import Callback
+from kasir.db import fetch
 from kasir.kit.clock import clock
 from tests.console.helpers import closing, page_csrf, paid_wallet_payment, signed_in
 from tests.support import builders
@@ -24,17 +27,21 @@ CALLBACK_URL = "http://127.0.0.1:9/cb"
 ADMIN = {"Authorization": "Bearer test-admin-token"}
 
 
-async def callbacks_of(app: FastAPI, transaction_id: str) -> list[Callback]:
+async def callbacks_of(app: FastAPI, transaction_id: str) -> Sequence[Any]:
+    """(id, event, url, payload, replay_of) of the payment's callbacks, oldest first."""
     async with app.state.database.unit_of_work(read_only=True) as session:
-        rows = await session.scalars(
-            select(Callback).where(Callback.transaction_ref == transaction_id).order_by(Callback.id)
+        return await fetch(
+            session,
+            select(Callback.id, Callback.event, Callback.url, Callback.payload, Callback.replay_of)
+            .where(Callback.transaction_ref == transaction_id)
+            .order_by(Callback.id),
         )
-        return list(rows.all())
 
 
 async def audit_actions(app: FastAPI, target: str) -> list[str]:
     async with app.state.database.unit_of_work(read_only=True) as session:
-        return list((await session.scalars(select(AuditEvent.action).where(AuditEvent.target_id == target))).all())
+        rows = await fetch(session, select(AuditEvent.action).where(AuditEvent.target_id == target))
+    return [row.action for row in rows]
 
 
 async def test_refund_void_and_simulate_from_the_console(app: FastAPI, client: httpx.AsyncClient) -> None:

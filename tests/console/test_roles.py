@@ -7,6 +7,7 @@ from fastapi import FastAPI
 from sqlalchemy import select
 
 from kasir.callbacks.models import Callback
+from kasir.db import fetch, fetch_value
 from tests.console.helpers import closing, page_csrf, paid_wallet_payment, signed_in
 from tests.support.builders import make_merchant
 
@@ -16,7 +17,7 @@ CALLBACK_URL = "http://127.0.0.1:9/cb"
 async def first_callback(app: FastAPI, transaction_id: str) -> int:
     async with app.state.database.unit_of_work(read_only=True) as session:
         return int(
-            (await session.scalars(select(Callback.id).where(Callback.transaction_ref == transaction_id))).first() or 0
+            await fetch_value(session, select(Callback.id).where(Callback.transaction_ref == transaction_id)) or 0
         )
 
 
@@ -80,7 +81,9 @@ async def test_a_merchant_user_gets_404_for_every_route_of_another_merchants_dat
         assert (await browser.get("/console/overview")).status_code == 200
     # Nothing of theirs changed.
     async with app.state.database.unit_of_work(read_only=True) as session:
-        replays = (await session.scalars(select(Callback.id).where(Callback.replay_of == their_callback))).all()
+        replays = [
+            row.id for row in await fetch(session, select(Callback.id).where(Callback.replay_of == their_callback))
+        ]
     assert replays == []
 
 

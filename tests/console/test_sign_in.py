@@ -12,6 +12,7 @@ from sqlalchemy import select
 from kasir.audit.models import AuditEvent
 from kasir.config import get_settings
 from kasir.console.models import ConsoleSession
+from kasir.db import fetch
 from kasir.kit.clock import clock
 from tests.console.helpers import PASSWORD, closing, csrf_of, make_user, page_csrf, sign_in, signed_in
 
@@ -91,9 +92,28 @@ async def test_five_failures_lock_the_account_even_for_the_right_password(app: F
         clock.advance(15 * 60 + 1)
         assert (await sign_in(client, email)).status_code == 303
     async with app.state.database.unit_of_work(read_only=True) as session:
-        actions = (await session.scalars(select(AuditEvent.action).where(AuditEvent.target_id == email))).all()
+        actions = [
+            row.action for row in await fetch(session, select(AuditEvent.action).where(AuditEvent.target_id == email))
+        ]
     assert "user.locked" in actions
     assert "user.sign_in" in actions
+
+
+async def test_a_good_sign_in_starts_the_failures_again_and_is_recorded(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    email = await make_user(app)
+    async with new_client(app) as browser:
+        for _ in range(4):
+            assert (await sign_in(browser, email, "wrong password 123")).status_code == 401
+        assert (await sign_in(browser, email)).status_code == 303
+        for _ in range(4):  # four more in a row, not nine: no lock
+            assert (await sign_in(browser, email, "wrong password 123")).status_code == 401
+        assert (await sign_in(browser, email)).status_code == 303
+    users = (await client.get("/admin/users", headers={"Authorization": "Bearer test-admin-token"})).json()["users"]
+    (user,) = [user for user in users if user["email"] == email]
+    assert user["last_sign_in_at"] is not None
+    assert user["locked_until"] is None
 
 
 async def test_failures_slow_the_answer_down(app: FastAPI) -> None:
@@ -193,6 +213,6 @@ async def test_the_cookie_value_is_not_stored(app: FastAPI) -> None:
     async with closing(client):
         token = client.cookies.get("kasir_console")
     async with app.state.database.unit_of_work(read_only=True) as session:
-        ids = (await session.scalars(select(ConsoleSession.id))).all()
+        ids = [row.id for row in await fetch(session, select(ConsoleSession.id))]
     assert token
     assert token not in ids

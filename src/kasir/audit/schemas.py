@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from kasir.audit.models import AuditEvent
+from kasir.audit.repository import AuditEventRow
 
 
 class AuditEventView(BaseModel):
@@ -23,7 +23,7 @@ class AuditEventView(BaseModel):
     after: Any
 
     @classmethod
-    def of(cls, event: AuditEvent) -> AuditEventView:
+    def of(cls, event: AuditEventRow) -> AuditEventView:
         return cls(
             id=event.id,
             at=event.at,

@@ -12,8 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from kasir.audit.models import AuditEvent
-from kasir.audit.repository import audit_repository
+from kasir.audit.repository import AuditEventRow, audit_repository
 from kasir.db import Session
 from kasir.kit.clock import clock
 
@@ -60,8 +59,9 @@ class AuditService:
         merchant_id: str | None = None,
         before: Any = None,
         after: Any = None,
-    ) -> AuditEvent:
-        event = AuditEvent(
+    ) -> AuditEventRow:
+        return await audit_repository.add(
+            session,
             at=clock.now(),
             actor=actor.name[:320],
             channel=actor.channel,
@@ -73,8 +73,6 @@ class AuditService:
             before=_json(before),
             after=_json(after),
         )
-        await audit_repository.add(session, event)
-        return event
 
     async def search(
         self,
@@ -86,7 +84,7 @@ class AuditService:
         since: datetime | None = None,
         before_id: int | None = None,
         limit: int = 100,
-    ) -> Sequence[AuditEvent]:
+    ) -> Sequence[AuditEventRow]:
         return await audit_repository.search(
             session, merchant_id=merchant_id, action=action, actor=actor, since=since, before_id=before_id, limit=limit
         )

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from kasir.audit.service import Actor
 from kasir.cli_support import console, print_table, run_in_session
-from kasir.console.models import ConsoleUser
+from kasir.console.repository import ConsoleUserRow
 from kasir.console.service import console_users
 from kasir.db import Session
 
@@ -26,7 +26,7 @@ def _read_password(from_stdin: bool) -> str | None:
     return sys.stdin.readline().rstrip("\r\n")
 
 
-def _row(user: ConsoleUser) -> dict[str, str | None]:
+def _row(user: ConsoleUserRow) -> dict[str, str | None]:
     return {
         "id": str(user.id),
         "email": user.email,

@@ -4,7 +4,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from kasir.console.models import ConsoleUser
+from kasir.console.repository import ConsoleUserRow
 
 
 class UserCreate(BaseModel):
@@ -29,7 +29,7 @@ class UserView(BaseModel):
     last_sign_in_at: datetime | None
 
     @classmethod
-    def of(cls, user: ConsoleUser) -> UserView:
+    def of(cls, user: ConsoleUserRow) -> UserView:
         return cls(
             id=user.id,
             email=user.email,

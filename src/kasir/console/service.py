@@ -38,8 +38,8 @@ from argon2.exceptions import InvalidHashError, VerificationError
 
 from kasir.audit.service import Actor, audit
 from kasir.config import get_settings
-from kasir.console.models import ConsoleSession, ConsoleUser, Role
-from kasir.console.repository import console_repository
+from kasir.console.models import Role
+from kasir.console.repository import ConsoleSessionRow, ConsoleUserRow, console_repository
 from kasir.db import Database, Session
 from kasir.errors import BadRequest, Conflict, KasirError, NotFound, TooManyRequests
 from kasir.kit.clock import clock
@@ -185,7 +185,7 @@ class SignedIn:
     max_age: int
 
 
-def user_state(user: ConsoleUser) -> dict[str, Any]:
+def user_state(user: ConsoleUserRow) -> dict[str, Any]:
     return {
         "email": user.email,
         "role": user.role,
@@ -204,7 +204,7 @@ class ConsoleUserService:
         merchant_id: str | None = None,
         password: str | None = None,
         actor: Actor,
-    ) -> tuple[ConsoleUser, str]:
+    ) -> tuple[ConsoleUserRow, str]:
         """The new user and its password (generated when none is given): shown once."""
         email = normalise_email(email)
         try:
@@ -221,17 +221,14 @@ class ConsoleUserService:
         password_hash = await hash_password(password)
         if await console_repository.user_by_email(session, email) is not None:
             raise UserEmailTaken(f"a console user {email} already exists", field="email")
-        now = clock.now()
-        user = ConsoleUser(
+        user = await console_repository.add_user(
+            session,
             email=email,
             role=role_.value,
             merchant_id=merchant_id if role_ is Role.MERCHANT else None,
             password_hash=password_hash,
-            failed_sign_ins=0,
-            created_at=now,
-            updated_at=now,
+            created_at=clock.now(),
         )
-        await console_repository.add(session, user)
         await audit.record(
             session,
             actor,
@@ -243,10 +240,10 @@ class ConsoleUserService:
         )
         return user, password
 
-    async def list(self, session: Session) -> Sequence[ConsoleUser]:
+    async def list(self, session: Session) -> Sequence[ConsoleUserRow]:
         return await console_repository.users(session)
 
-    async def get(self, session: Session, email_or_id: str | int) -> ConsoleUser:
+    async def get(self, session: Session, email_or_id: str | int) -> ConsoleUserRow:
         if isinstance(email_or_id, int) or str(email_or_id).isdigit():
             user_id = int(email_or_id)
             # Beyond its Integer column no row can have it, and the driver would raise instead of finding none.
@@ -259,14 +256,14 @@ class ConsoleUserService:
 
     async def set_disabled(
         self, session: Session, email_or_id: str | int, disabled: bool, *, actor: Actor
-    ) -> ConsoleUser:
+    ) -> ConsoleUserRow:
         """Disabling ends every session of the user at once."""
         user = await self.get(session, email_or_id)
         before = user_state(user)
         now = clock.now()
         user.disabled_at = (user.disabled_at or now) if disabled else None
         user.updated_at = now
-        await session.flush()
+        await console_repository.save_user(session, user, ("disabled_at", "updated_at"))
         if disabled:
             await console_repository.revoke_all(session, user.id, now)
         await audit.record(
@@ -283,7 +280,7 @@ class ConsoleUserService:
 
     async def reset_password(
         self, session: Session, email_or_id: str | int, password: str | None = None, *, actor: Actor
-    ) -> tuple[ConsoleUser, str]:
+    ) -> tuple[ConsoleUserRow, str]:
         """A new password (generated when none is given), shown once; the user's sessions end, a lock is lifted."""
         password = check_password(password) if password is not None else new_password()
         password_hash = await hash_password(password)
@@ -293,7 +290,9 @@ class ConsoleUserService:
         user.failed_sign_ins = 0
         user.locked_until = None
         user.updated_at = now
-        await session.flush()
+        await console_repository.save_user(
+            session, user, ("password_hash", "failed_sign_ins", "locked_until", "updated_at")
+        )
         await console_repository.revoke_all(session, user.id, now)
         await audit.record(
             session,
@@ -352,11 +351,14 @@ class ConsoleSessionService:
             now = clock.now()
             fresh.failed_sign_ins = 0
             fresh.last_sign_in_at = now
+            changed: tuple[str, ...] = ("failed_sign_ins", "last_sign_in_at")
             if new_hash is not None:
                 fresh.password_hash = new_hash
-            await console_repository.add(
+                changed += ("password_hash",)
+            await console_repository.save_user(session, fresh, changed)
+            await console_repository.add_session(
                 session,
-                ConsoleSession(
+                ConsoleSessionRow(
                     id=session_key(token),
                     user_id=user.id,
                     csrf_token=csrf,
@@ -364,6 +366,7 @@ class ConsoleSessionService:
                     created_at=now,
                     last_seen_at=now,
                     expires_at=now + lifetime,
+                    revoked_at=None,
                 ),
             )
             await audit.record(

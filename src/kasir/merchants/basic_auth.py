@@ -22,8 +22,7 @@ from kasir.db import Database
 from kasir.errors import Unauthorized
 from kasir.kit.crypto import b64decode_strict, constant_time_equals
 from kasir.kit.ttl_cache import TtlCache
-from kasir.merchants.models import Merchant
-from kasir.merchants.repository import merchant_repository
+from kasir.merchants.repository import MerchantRow, merchant_repository
 from kasir.merchants.service import CredentialKind, MerchantSecrets, credential_cache_seconds, merchant_service
 from kasir.ratelimit.service import rate_limits
 
@@ -35,7 +34,7 @@ _UNKNOWN_SECRET = "x" * 32
 class BasicCaller:
     """The merchant a Basic `Authorization` header proved, with its decrypted secrets."""
 
-    merchant: Merchant
+    merchant: MerchantRow
     secrets: MerchantSecrets
 
 
@@ -61,12 +60,6 @@ def parse_basic(header: str | None) -> tuple[str, str, str | None]:
 # hold briefly: the lifecycle (rotation, disabling, a new callback URL) forgets this process's
 # entry at once, and other processes' entries end within the cache's seconds.
 known_merchants: TtlCache[str, BasicCaller] = TtlCache(credential_cache_seconds)
-
-
-def _detached_copy(merchant: Merchant) -> Merchant:
-    """A copy belonging to no session: a rollback elsewhere cannot expire its attributes under a later request."""
-    columns = Merchant.__table__.columns.keys()
-    return Merchant(**{name: getattr(merchant, name) for name in columns})
 
 
 async def authenticate_basic_in(database: Database, header: str | None, *, address: str) -> BasicCaller:
@@ -109,7 +102,7 @@ async def _load_caller(database: Database, merchant_id: str) -> BasicCaller | No
         if merchant is None or merchant.disabled_at is not None:
             return None
         secrets = await merchant_service.secrets_with_grace(session, merchant)
-        return BasicCaller(merchant=_detached_copy(merchant), secrets=secrets)
+        return BasicCaller(merchant=merchant, secrets=secrets)
 
 
 def _proven(known: BasicCaller, secret: str, hash_key: str | None) -> BasicCaller:

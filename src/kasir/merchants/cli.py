@@ -22,7 +22,7 @@ from kasir.kit.crypto import (
     public_key_fingerprint,
     public_key_pem,
 )
-from kasir.merchants.models import Merchant
+from kasir.merchants.repository import MerchantRow
 from kasir.merchants.sealing import BATCH_ROWS, Resealed, reseal_all
 from kasir.merchants.service import CredentialKind, MerchantCredentials, merchant_service, validate_public_key
 
@@ -128,7 +128,7 @@ def create(
         console.print(f"private key: {generate_key / 'private.pem'}")
 
 
-def _summary(merchant: Merchant) -> dict[str, str | None]:
+def _summary(merchant: MerchantRow) -> dict[str, str | None]:
     return {
         "merchant_id": merchant.id,
         "name": merchant.name,

@@ -11,7 +11,7 @@ from kasir.audit.service import Actor
 from kasir.db import ReadSession, WriteSession
 from kasir.errors import BadRequest
 from kasir.kit.crypto import public_key_fingerprint
-from kasir.merchants.models import Merchant, SubMerchant
+from kasir.merchants.repository import MerchantRow, SubMerchantRow
 from kasir.merchants.schemas import (
     MerchantCallbackUrl,
     MerchantCreate,
@@ -30,7 +30,7 @@ from kasir.merchants.service import CredentialKind, merchant_service
 router = APIRouter(prefix="/admin/merchants", tags=["admin"], dependencies=[Depends(require_admin)])
 
 
-def _view(merchant: Merchant) -> MerchantView:
+def _view(merchant: MerchantRow) -> MerchantView:
     return MerchantView(
         merchant_id=merchant.id,
         name=merchant.name,
@@ -118,7 +118,7 @@ async def enable(merchant_id: str, request: Request, session: WriteSession) -> M
 # --- sub-merchants: the ids the card dialect's `sub-merchant-id` may name ----------------------
 
 
-def _sub_view(sub_merchant: SubMerchant) -> SubMerchantView:
+def _sub_view(sub_merchant: SubMerchantRow) -> SubMerchantView:
     return SubMerchantView(
         sub_merchant_id=sub_merchant.sub_merchant_id, name=sub_merchant.name, created_at=sub_merchant.created_at
     )

@@ -41,8 +41,7 @@ from kasir.kit.crypto import (
 )
 from kasir.kit.ids import new_id, new_secret
 from kasir.kit.ttl_cache import TtlCache
-from kasir.merchants.models import Merchant, MerchantCredentialGrace, SubMerchant
-from kasir.merchants.repository import merchant_repository
+from kasir.merchants.repository import GraceRow, MerchantRow, SubMerchantRow, merchant_repository
 
 
 class MerchantError(BadRequest):
@@ -190,7 +189,7 @@ class Rotated:
     old_accepted_until: datetime | None
 
 
-def merchant_state(merchant: Merchant) -> dict[str, Any]:
+def merchant_state(merchant: MerchantRow) -> dict[str, Any]:
     """What the audit log keeps of a merchant: no secret, the public key's fingerprint."""
     return {
         "name": merchant.name,
@@ -204,7 +203,7 @@ def merchant_state(merchant: Merchant) -> dict[str, Any]:
 merchant_id_caches: list[TtlCache[str, Any]] = []
 
 
-def forget_cached(merchant: Merchant) -> None:
+def forget_cached(merchant: MerchantRow) -> None:
     """This process's hot paths read the merchant again on their next request."""
     from kasir.merchants.basic_auth import known_merchants
 
@@ -247,7 +246,7 @@ class MerchantService:
         public_key: str | bytes,
         callback_url: str | None = None,
         actor: Actor | None = None,
-    ) -> tuple[Merchant, MerchantCredentials]:
+    ) -> tuple[MerchantRow, MerchantCredentials]:
         pem = validate_public_key(public_key)
         name, callback_url = await self.check_new(session, name=name, callback_url=callback_url)
         box = secret_box()
@@ -261,7 +260,7 @@ class MerchantService:
             callback_url=callback_url,
         )
         now = clock.now()
-        merchant = Merchant(
+        merchant = MerchantRow(
             id=credentials.merchant_id,
             name=name,
             client_id=credentials.client_id,
@@ -272,6 +271,7 @@ class MerchantService:
             callback_url=callback_url,
             created_at=now,
             updated_at=now,
+            disabled_at=None,
         )
         await merchant_repository.add(session, merchant)
         if actor is not None:
@@ -286,16 +286,16 @@ class MerchantService:
             )
         return merchant, credentials
 
-    async def get(self, session: Session, merchant_id: str) -> Merchant:
+    async def get(self, session: Session, merchant_id: str) -> MerchantRow:
         merchant = await merchant_repository.get(session, merchant_id)
         if merchant is None:
             raise MerchantNotFound(f"no merchant with id {merchant_id!r}", field="merchant_id")
         return merchant
 
-    async def get_by_name(self, session: Session, name: str) -> Merchant | None:
+    async def get_by_name(self, session: Session, name: str) -> MerchantRow | None:
         return await merchant_repository.get_by_name(session, name)
 
-    async def get_by_client_id(self, session: Session, client_id: str) -> Merchant | None:
+    async def get_by_client_id(self, session: Session, client_id: str) -> MerchantRow | None:
         return await merchant_repository.get_by_client_id(session, client_id)
 
     async def token_signer(self, database: Database, client_id: str) -> TokenSigner | None:
@@ -317,7 +317,7 @@ class MerchantService:
         keys = tuple((g.value, g.expires_at) for g in grace if g.kind == CredentialKind.PUBLIC_KEY.value)
         return TokenSigner(merchant.id, merchant.public_key_pem, keys)
 
-    async def list(self, session: Session) -> Sequence[Merchant]:
+    async def list(self, session: Session) -> Sequence[MerchantRow]:
         return await merchant_repository.list(session)
 
     async def rotate_key(
@@ -328,7 +328,7 @@ class MerchantService:
         *,
         grace_seconds: int = 0,
         actor: Actor | None = None,
-    ) -> Merchant:
+    ) -> MerchantRow:
         """Replace the RSA public key (the old one verifies for `grace_seconds` more)."""
         await self.rotate(
             session,
@@ -363,6 +363,7 @@ class MerchantService:
             if public_key is None:
                 raise MerchantError("a new public key (PEM) is required", field="public_key")
             new_pem = validate_public_key(public_key)
+            column = "public_key_pem"
             old_value = merchant.public_key_pem
             merchant.public_key_pem = new_pem
             shown = public_key_fingerprint(new_pem)
@@ -378,13 +379,8 @@ class MerchantService:
         await merchant_repository.cut_grace(session, merchant.id, kind.value, now + timedelta(seconds=grace_seconds))
         if grace_seconds > 0:
             until = now + timedelta(seconds=grace_seconds)
-            await merchant_repository.add_grace(
-                session,
-                MerchantCredentialGrace(
-                    merchant_id=merchant.id, kind=kind.value, value=old_value, created_at=now, expires_at=until
-                ),
-            )
-        await session.flush()
+            await merchant_repository.add_grace(session, merchant.id, kind.value, old_value, now, until)
+        await merchant_repository.save(session, merchant, (column, "updated_at"))
         forget_cached(merchant)
         if actor is not None:
             await audit.record(
@@ -405,13 +401,13 @@ class MerchantService:
 
     async def change_callback_url(
         self, session: Session, merchant_id: str, url: str | None, *, actor: Actor | None = None
-    ) -> Merchant:
+    ) -> MerchantRow:
         checked = await validate_callback_url(url)
         merchant = await self.get(session, merchant_id)
         before = merchant_state(merchant)
         merchant.callback_url = checked
         merchant.updated_at = clock.now()
-        await session.flush()
+        await merchant_repository.save(session, merchant, ("callback_url", "updated_at"))
         forget_cached(merchant)
         if actor is not None:
             await audit.record(
@@ -428,7 +424,7 @@ class MerchantService:
 
     async def set_disabled(
         self, session: Session, merchant_id: str, disabled: bool, *, actor: Actor | None = None
-    ) -> Merchant:
+    ) -> MerchantRow:
         merchant = await self.get(session, merchant_id)
         before = merchant_state(merchant)
         if disabled and merchant.disabled_at is None:
@@ -436,7 +432,7 @@ class MerchantService:
         elif not disabled:
             merchant.disabled_at = None
         merchant.updated_at = clock.now()
-        await session.flush()
+        await merchant_repository.save(session, merchant, ("disabled_at", "updated_at"))
         forget_cached(merchant)
         if actor is not None:
             await audit.record(
@@ -451,11 +447,11 @@ class MerchantService:
             )
         return merchant
 
-    async def grace(self, session: Session, merchant_id: str) -> Sequence[MerchantCredentialGrace]:
+    async def grace(self, session: Session, merchant_id: str) -> Sequence[GraceRow]:
         """The replaced credentials still accepted now (what the console shows; values stay sealed)."""
         return await merchant_repository.grace(session, merchant_id, clock.now())
 
-    async def secrets_with_grace(self, session: Session, merchant: Merchant) -> MerchantSecrets:
+    async def secrets_with_grace(self, session: Session, merchant: MerchantRow) -> MerchantSecrets:
         """`secrets(merchant)` and the replaced secrets still in their grace period, opened."""
         secrets = self.secrets(merchant)
         rows = await merchant_repository.grace(session, merchant.id, clock.now())
@@ -479,7 +475,7 @@ class MerchantService:
             raise MerchantNotFound(f"no merchant with id {merchant_id!r}", field="merchant_id")
         return secret_box().open(sealed)
 
-    def secrets(self, merchant: Merchant) -> MerchantSecrets:
+    def secrets(self, merchant: MerchantRow) -> MerchantSecrets:
         box = secret_box()
         return MerchantSecrets(
             client_secret=box.open(merchant.client_secret_encrypted),
@@ -489,7 +485,7 @@ class MerchantService:
 
     # --- sub-merchants: the ids a merchant may name in the card dialect's `sub-merchant-id` --------
 
-    async def sub_merchants(self, session: Session, merchant_id: str) -> Sequence[SubMerchant]:
+    async def sub_merchants(self, session: Session, merchant_id: str) -> Sequence[SubMerchantRow]:
         await self.get(session, merchant_id)
         return await merchant_repository.sub_merchants(session, merchant_id)
 
@@ -501,16 +497,15 @@ class MerchantService:
         name: str | None = None,
         *,
         actor: Actor | None = None,
-    ) -> SubMerchant:
+    ) -> SubMerchantRow:
         merchant = await self.get(session, merchant_id)
         if not SUB_MERCHANT_ID.fullmatch(sub_merchant_id):
             raise InvalidFieldFormat("sub_merchant_id", "must be 1 to 64 letters, digits, - _ .")
         if await merchant_repository.sub_merchant(session, merchant.id, sub_merchant_id) is not None:
             raise SubMerchantTaken(f"sub-merchant {sub_merchant_id} already exists for {merchant.id}")
-        sub_merchant = SubMerchant(
-            merchant_id=merchant.id, sub_merchant_id=sub_merchant_id, name=name or None, created_at=clock.now()
+        sub_merchant = await merchant_repository.add_sub_merchant(
+            session, merchant.id, sub_merchant_id, name or None, clock.now()
         )
-        await merchant_repository.add_sub_merchant(session, sub_merchant)
         if actor is not None:
             await audit.record(
                 session,

@@ -43,7 +43,7 @@ from kasir.errors import Conflict, InvalidFieldFormat, InvalidMandatoryField, Ka
 from kasir.kit.clock import JAKARTA, clock, isoformat_millis
 from kasir.kit.ids import new_id, random_token
 from kasir.kit.logs import annotate_request
-from kasir.merchants.models import Merchant
+from kasir.merchants.repository import MerchantRow
 from kasir.merchants.service import merchant_service
 from kasir.payments import metrics as payment_metrics
 from kasir.processors.calls import Call, PendingCall, register
@@ -157,7 +157,7 @@ def items_total(request: CreatePaymentRequest) -> int:
 class WalletService:
     # --- creation ------------------------------------------------------------------
 
-    async def check_callback_url(self, merchant: Merchant, url: str | None, *, field: str = "callback_url") -> None:
+    async def check_callback_url(self, merchant: MerchantRow, url: str | None, *, field: str = "callback_url") -> None:
         """The callback URL a new payment will use (the request's, else the merchant's), checked before
         its unit of work opens: in production the check resolves the host (DNS), and nothing slow may
         run inside a unit of work (kasir.db.sqlite). A missing URL is create_payment's to refuse."""
@@ -166,7 +166,7 @@ class WalletService:
             await check_callback_url(callback_url, production=get_settings().is_production, field=field)
 
     async def create_payment(
-        self, session: Session, merchant: Merchant, request: CreatePaymentRequest, *, qr: bool = False
+        self, session: Session, merchant: MerchantRow, request: CreatePaymentRequest, *, qr: bool = False
     ) -> TransactionRow:
         """A PENDING transaction: checkout page (`qr=False`) or dynamic QRIS (`qr=True`).
 
@@ -252,7 +252,7 @@ class WalletService:
         return tx
 
     async def find(
-        self, session: Session, merchant: Merchant, ref: TransactionReference, *, lock: bool = False
+        self, session: Session, merchant: MerchantRow, ref: TransactionReference, *, lock: bool = False
     ) -> TransactionRow:
         """The merchant's transaction named by transaction_id, external_id and order_id together (else `02`)."""
         return _named(await wallet_repository.get(session, ref.transaction_id, lock=lock), merchant, ref)
@@ -264,15 +264,15 @@ class WalletService:
 
     # --- what the endpoints ask (one call each) -----------------------------------------
 
-    async def inquire(self, session: Session, merchant: Merchant, request: InquiryRequest) -> TransactionRow:
+    async def inquire(self, session: Session, merchant: MerchantRow, request: InquiryRequest) -> TransactionRow:
         """`find` without the lock: a plain row (nothing is changed)."""
         return _named(await wallet_repository.row(session, request.transaction_id), merchant, request)
 
-    async def refund_payment(self, session: Session, merchant: Merchant, request: RefundRequest) -> PendingCall:
+    async def refund_payment(self, session: Session, merchant: MerchantRow, request: RefundRequest) -> PendingCall:
         tx = await self.find(session, merchant, request, lock=True)
         return await self.refund(session, tx, request.refund_amount, request.reason)
 
-    async def void_payment(self, session: Session, merchant: Merchant, request: VoidRequest) -> PendingCall:
+    async def void_payment(self, session: Session, merchant: MerchantRow, request: VoidRequest) -> PendingCall:
         tx = await self.find(session, merchant, request, lock=True)
         return await self.void(session, tx)
 
@@ -467,7 +467,7 @@ register(WALLET_REFUND, WalletRefundAction())
 register(WALLET_VOID, WalletVoidAction())
 
 
-def _named(tx: TransactionRow | None, merchant: Merchant, ref: TransactionReference) -> TransactionRow:
+def _named(tx: TransactionRow | None, merchant: MerchantRow, ref: TransactionReference) -> TransactionRow:
     """`tx` when it is the merchant's and its external_id and order_id are the reference's; else `02`."""
     if tx is None or tx.merchant_id != merchant.id or (tx.external_id, tx.order_id) != (ref.external_id, ref.order_id):
         raise WalletTransactionNotFound()
@@ -482,7 +482,7 @@ def row_values(tx: TransactionRow) -> dict[str, Any]:
 # --- links and wire bodies -------------------------------------------------------------
 
 
-def terminal_id(merchant: Merchant) -> str:
+def terminal_id(merchant: MerchantRow) -> str:
     """The merchant's (simulated) sound-box terminal for QRIS."""
     return "T" + merchant.id[-7:]
 
