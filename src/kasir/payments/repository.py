@@ -4,15 +4,14 @@ Each product is read by its own statement with the same shape (newest first, key
 (created_at, id)), and the rows are merged in Python: every statement walks an index
 (kasir.payments.models) and stops after one page, whatever the number of payments.
 
-One payment's details are plain rows too: the wallet's and BNPL's own (read through their
-repositories), a card order's and its attempts' as `CardOrderRow` and `CardAttemptRow` (read-only
-views, named as the columns), callbacks as kasir.callbacks.repository's rows.
+One payment's details are plain rows too, each product's own, read through its repository;
+callbacks as kasir.callbacks.repository's rows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -24,7 +23,8 @@ from kasir.bnpl.repository import TransactionRow as BnplTransactionRow
 from kasir.bnpl.repository import bnpl_repository
 from kasir.callbacks.models import Callback, CallbackAttempt
 from kasir.callbacks.repository import ATTEMPT_SELECT, CALLBACK_SELECT, CallbackAttemptRow, CallbackRow
-from kasir.card.models import CardAttempt, CardOrder
+from kasir.card.models import CardOrder
+from kasir.card.repository import CardAttemptRow, CardOrderRow, card_repository
 from kasir.db import Session, Statement, fetch, fetch_value
 from kasir.wallet.models import WalletTransaction
 from kasir.wallet.repository import RefundRow, wallet_repository
@@ -94,68 +94,6 @@ class PaymentFilter:
     query: str | None = None  # any id a merchant or customer quotes, exact
 
 
-@dataclass(frozen=True, slots=True)
-class CardOrderRow:
-    """A card order as the payment's page shows it: every column of `card_order` (read only)."""
-
-    id: str
-    merchant_id: str
-    external_id: str
-    order_id: str
-    currency: str
-    amount: int
-    payment_method: str
-    payment_channel: str
-    payment_mode: str
-    status: str
-    tenor: str | None
-    attempts_made: int
-    attempts_failed: int
-    details: str
-    return_url: str
-    callback_url: str | None
-    acq: str | None
-    response_message: str | None
-    save_card: bool
-    card_token: str | None
-    created_at: datetime
-    expires_at: datetime
-    updated_at: datetime
-    paid_at: datetime | None
-    dialect: str | None
-    sub_merchant_id: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class CardAttemptRow:
-    """One attempt of a card order, as the payment's timeline shows it: every column of `card_attempt`."""
-
-    id: int
-    card_order_id: str
-    number: int
-    status: str
-    masked_card: str
-    card_brand: str
-    card_exp_month: str
-    card_exp_year: str
-    tenor: str
-    acq: str
-    response_message: str
-    challenge_url: str | None
-    created_at: datetime
-    completed_at: datetime | None
-
-
-_CARD_ORDER = Statement(
-    select(*(CardOrder.__table__.c[field.name] for field in fields(CardOrderRow))).where(
-        CardOrder.id == bindparam("payment_id")
-    )
-)
-_CARD_ATTEMPTS = Statement(
-    select(*(CardAttempt.__table__.c[field.name] for field in fields(CardAttemptRow)))
-    .where(CardAttempt.card_order_id == bindparam("payment_id"))
-    .order_by(CardAttempt.number)
-)
 _CALLBACKS_OF_PAYMENT = Statement(
     CALLBACK_SELECT.where(
         Callback.merchant_id == bindparam("merchant_id"), Callback.transaction_ref == bindparam("payment_id")
@@ -390,11 +328,10 @@ class PaymentsRepository:
         return await bnpl_repository.row(session, payment_id)
 
     async def card(self, session: Session, payment_id: str) -> CardOrderRow | None:
-        found = await _CARD_ORDER.first(session, payment_id=payment_id)
-        return None if found is None else CardOrderRow(*found)
+        return await card_repository.get(session, payment_id)
 
     async def card_attempts(self, session: Session, payment_id: str) -> list[CardAttemptRow]:
-        return [CardAttemptRow(*row) for row in await _CARD_ATTEMPTS.rows(session, payment_id=payment_id)]
+        return await card_repository.attempts(session, payment_id)
 
     async def callbacks(self, session: Session, merchant_id: str, payment_id: str) -> list[CallbackRow]:
         found = await _CALLBACKS_OF_PAYMENT.rows(session, merchant_id=merchant_id, payment_id=payment_id)
