@@ -24,7 +24,7 @@ from pydantic import SecretStr
 from kasir.app import create_app
 from kasir.callbacks.dispatcher import retry_delay
 from kasir.config import Settings, configure
-from kasir.db import Database
+from kasir.db import Database, fetch_one
 from kasir.db.postgres import PostgresStrategy
 from kasir.db.sqlite import SqliteStrategy
 from kasir.errors import Unauthorized
@@ -478,8 +478,11 @@ async def test_the_callback_signature_brand_names_the_header(settings: Settings,
         answer = (await post_dialect(client, merchant, DIRECT_V1, body)).json()
     assert answer["data"]["status"] == "SUCCESS", answer
     async with app.state.database.unit_of_work(read_only=True) as session:
-        row = await session.scalar(
-            select(Callback).where(Callback.transaction_ref == answer["data"]["transaction_data"]["transaction_id"])
+        row = await fetch_one(
+            session,
+            select(*Callback.__table__.c).where(
+                Callback.transaction_ref == answer["data"]["transaction_data"]["transaction_id"]
+            ),
         )
         assert row is not None
     claimed = ClaimedCallback(

@@ -10,6 +10,7 @@ from kasir_client import AsyncClient, ConflictError, ValidationError
 from sqlalchemy import func, select
 
 from kasir.bnpl.models import BnplTransaction
+from kasir.db import fetch_value
 from tests.sdk.helpers import sdk_credentials
 from tests.support.builders import make_merchant
 
@@ -85,8 +86,8 @@ async def test_validation_error_names_the_field(app, served):
 
 async def stored(app: FastAPI, merchant_id: str) -> int:
     async with app.state.database.unit_of_work(read_only=True) as session:
-        count = await session.scalar(
-            select(func.count()).select_from(BnplTransaction).where(BnplTransaction.merchant_id == merchant_id)
+        count = await fetch_value(
+            session, select(func.count()).select_from(BnplTransaction).where(BnplTransaction.merchant_id == merchant_id)
         )
     return int(count or 0)
 

@@ -23,6 +23,7 @@ from kasir_client import (
 )
 from sqlalchemy import func, select
 
+from kasir.db import fetch_value
 from kasir.wallet.models import WalletRefund, WalletTransaction
 from tests.sdk.helpers import sdk_credentials
 from tests.support import builders
@@ -260,16 +261,18 @@ async def test_real_wallet_callback_refuses_tampering(app, served, receiver: Cal
 async def stored(app: FastAPI, merchant_id: str, external_id: str) -> tuple[int, int]:
     """How many transactions with `external_id` the merchant has, and how many refunds of them."""
     async with app.state.database.unit_of_work(read_only=True) as session:
-        transactions = await session.scalar(
+        transactions = await fetch_value(
+            session,
             select(func.count())
             .select_from(WalletTransaction)
-            .where(WalletTransaction.merchant_id == merchant_id, WalletTransaction.external_id == external_id)
+            .where(WalletTransaction.merchant_id == merchant_id, WalletTransaction.external_id == external_id),
         )
-        refunds = await session.scalar(
+        refunds = await fetch_value(
+            session,
             select(func.count())
             .select_from(WalletRefund)
             .join(WalletTransaction, WalletRefund.transaction_id == WalletTransaction.id)
-            .where(WalletTransaction.merchant_id == merchant_id, WalletTransaction.external_id == external_id)
+            .where(WalletTransaction.merchant_id == merchant_id, WalletTransaction.external_id == external_id),
         )
     return int(transactions or 0), int(refunds or 0)
 
