@@ -8,9 +8,9 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
-from sqlalchemy.exc import OperationalError
 
 from kasir.card.service import card_service
+from kasir.db import DatabaseUnavailable
 from tests.card.helpers import APPROVED, card, charge_body, post_charge
 from tests.support import builders
 from tests.support.builders import make_merchant
@@ -197,7 +197,7 @@ async def test_database_unavailable_answers_503(
     merchant: builders.TestMerchant, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async def unreachable(*_args: Any, **_kwargs: Any) -> Any:
-        raise OperationalError("INSERT ...", {}, ConnectionRefusedError("connection refused"))
+        raise DatabaseUnavailable("PostgreSQL: ConnectionRefusedError: INSERT ... connection refused")
 
     monkeypatch.setattr(card_service, "charge", unreachable)
     response = await post_charge(client, merchant, charge_body())
