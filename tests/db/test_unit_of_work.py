@@ -156,3 +156,21 @@ async def test_a_unit_that_runs_no_statement_waits_for_nothing(database: Databas
         await asyncio.wait_for(task, 10)
         await narrow.dispose()
     assert await names(database) == {"held"}
+
+
+async def test_a_unit_that_is_not_atomic_is_a_write_unit_as_any_other_on_sqlite(
+    database: Database, on_postgres: bool
+) -> None:
+    """`atomic=False` asks nothing of SQLite (its writes share a batch's COMMIT anyway): a failure
+    leaves nothing. On PostgreSQL each statement commits by itself (tests/db/test_postgres.py)."""
+    if on_postgres:
+        pytest.skip("PostgreSQL commits each statement of such a unit: test_postgres.py")
+
+    async def write_then_fail() -> None:
+        async with database.unit_of_work(atomic=False) as session:
+            await ADD.execute(session, name="undone")
+            raise Refused
+
+    with pytest.raises(Refused):
+        await write_then_fail()
+    assert await names(database) == set()
