@@ -57,6 +57,11 @@ class PostgresCluster:
             included.write_text(self.settings_file.read_text())
             with (self.data / "postgresql.conf").open("a") as conf:
                 conf.write(f"\ninclude '{included}'\n")
+        self._start_server()
+        self._run(_pg_bin("createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "kasir", "kasir")
+        return f"postgresql+asyncpg://kasir@127.0.0.1:{self.port}/kasir"
+
+    def _start_server(self) -> None:
         options = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c max_connections=200"
         if not self.durable:
             options += " -c fsync=off"
@@ -67,8 +72,6 @@ class PostgresCluster:
                 if sock.connect_ex(("127.0.0.1", self.port)) == 0:
                     break
             time.sleep(0.1)
-        self._run(_pg_bin("createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "kasir", "kasir")
-        return f"postgresql+asyncpg://kasir@127.0.0.1:{self.port}/kasir"
 
     def create_database(self, name: str) -> str:
         self._run(_pg_bin("createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "kasir", name)
@@ -78,6 +81,11 @@ class PostgresCluster:
         """The URL of database `name` over the cluster's Unix socket (in `root`), as a Kasir on PostgreSQL's
         own machine connects (deploy/kasir.env.example)."""
         return f"postgresql+asyncpg://kasir@/{name}?host={self.root}&port={self.port}"
+
+    def restart(self) -> None:
+        """Stop the server (its connections are cut, as a crash or a failover would) and start it again."""
+        self._run(_pg_bin("pg_ctl"), "-D", str(self.data), "-m", "immediate", "-w", "stop")
+        self._start_server()
 
     def stop(self) -> None:
         try:
