@@ -56,7 +56,9 @@ def translated(error: BaseException) -> BaseException:
         return LockTimeout(f"PostgreSQL: {error}")
     if isinstance(error, _UNAVAILABLE):
         return DatabaseUnavailable(f"PostgreSQL: {type(error).__name__}: {error}")
-    if isinstance(error, asyncpg.InterfaceError) and "closed" in str(error):
+    if isinstance(error, asyncpg.InterfaceError) and ("closed" in str(error) or "released" in str(error)):
+        # The server ended the connection under the unit (a restart, a terminated backend): asyncpg has
+        # closed it, and its pool has taken it back.
         return DatabaseUnavailable(f"PostgreSQL: {error}")
     return error
 
@@ -223,7 +225,8 @@ class PostgresSession(Session):
         await self.fetch_rows("SET LOCAL lock_timeout TO DEFAULT", ())
 
     async def commit(self) -> None:
-        notify = "".join(f"NOTIFY {channel}; " for channel in sorted(self.channels))
+        # Quoted, as asyncpg's add_listener quotes the channel it listens on.
+        notify = "".join(f'NOTIFY "{channel}"; ' for channel in sorted(self.channels))
         if self.autocommit:
             if notify:
                 await self._execute(notify)
@@ -237,9 +240,11 @@ class PostgresSession(Session):
         try:
             if failed and not connection.is_closed() and connection.is_in_transaction():
                 await connection.execute("ROLLBACK")
+        except asyncpg.InterfaceError:
+            return  # the connection was lost under the unit: the pool has it back already
         except Exception:
             connection.terminate()  # in a state nobody can vouch for: the pool opens a new one
-        finally:
+        with contextlib.suppress(asyncpg.InterfaceError):  # lost: the pool took it back itself
             await self.pool.release(connection)
 
 
