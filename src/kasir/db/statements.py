@@ -198,6 +198,8 @@ def binds(table: Any, names: Sequence[str] | None = None) -> dict[str, BindParam
 
 @lru_cache(maxsize=256)
 def _row_type(keys: tuple[str, ...]) -> Any:
+    if not keys:  # a textual statement names no columns: its rows are plain tuples
+        return tuple
     return namedtuple("Row", keys, rename=True)  # type: ignore[misc]  # noqa: PYI024
 
 
@@ -205,15 +207,18 @@ async def fetch(session: Session, statement: Executable) -> list[Any]:
     """Every row of a statement built per call, readable by position and by column name."""
     compiled = compile_for(statement, session.dialect, per_call=True)
     rows = await session.fetch_rows(compiled.sql, compiled.values({}))
-    make = _row_type(compiled.keys)._make
-    return [make(compiled.row(row)) for row in rows]
+    make = _row_type(compiled.keys)
+    return [make(compiled.row(row)) if make is tuple else make._make(compiled.row(row)) for row in rows]
 
 
 async def fetch_one(session: Session, statement: Executable) -> Any:
     """The first row, or None."""
     compiled = compile_for(statement, session.dialect, per_call=True)
     rows = await session.fetch_rows(compiled.sql, compiled.values({}), first=True)
-    return _row_type(compiled.keys)._make(compiled.row(rows[0])) if rows else None
+    if not rows:
+        return None
+    make = _row_type(compiled.keys)
+    return compiled.row(rows[0]) if make is tuple else make._make(compiled.row(rows[0]))
 
 
 async def fetch_value(session: Session, statement: Executable) -> Any:
