@@ -239,6 +239,7 @@ async def test_the_console_can_be_switched_off(settings: Settings, migrated: Non
     configure(settings)
 
 
+@pytest.mark.slow  # starts a process
 async def test_serve_answers_503_past_its_connection_limit(settings_env: dict[str, str], migrated: None) -> None:
     server = ServedKasir({**settings_env, "KASIR_MAX_CONNECTIONS": "2"}, args=("--no-worker",))
     await asyncio.to_thread(server.start)
@@ -255,6 +256,7 @@ async def test_serve_answers_503_past_its_connection_limit(settings_env: dict[st
         await asyncio.to_thread(server.stop)
 
 
+@pytest.mark.slow  # starts a process
 async def test_serve_believes_x_forwarded_for_only_from_trusted_proxies(
     app: FastAPI, settings_env: dict[str, str], migrated: None
 ) -> None:
@@ -298,6 +300,7 @@ async def test_serve_believes_x_forwarded_for_only_from_trusted_proxies(
         await asyncio.gather(asyncio.to_thread(plain.stop), asyncio.to_thread(proxied.stop))
 
 
+@pytest.mark.slow  # starts a process
 async def test_serve_runs_on_uvloop_when_asked(settings_env: dict[str, str], migrated: None) -> None:
     server = ServedKasir(settings_env, args=("--loop", "uvloop", "--no-worker"))
     await asyncio.to_thread(server.start)
@@ -308,6 +311,7 @@ async def test_serve_runs_on_uvloop_when_asked(settings_env: dict[str, str], mig
         await asyncio.to_thread(server.stop)
 
 
+@pytest.mark.slow  # starts a process
 def test_the_kasir_command_reads_a_bad_setting_as_an_error(tmp_path: Path) -> None:
     kasir = Path(sys.executable).parent / "kasir"
     result = subprocess.run(
@@ -322,6 +326,7 @@ def test_the_kasir_command_reads_a_bad_setting_as_an_error(tmp_path: Path) -> No
     assert "Traceback" not in result.stderr + result.stdout
 
 
+@pytest.mark.slow  # starts a process
 async def test_kasir_processors_switches_products_off(settings: Settings, migrated: None) -> None:
     """KASIR_PROCESSORS, read from the environment: a staging deployment with only a BNPL processor."""
     os.environ["KASIR_PROCESSORS"] = "bnpl=simulator"
@@ -364,6 +369,7 @@ def test_the_callback_allow_list_refuses_nonsense(value: str, reason: str) -> No
         Settings(callback_allowed_networks=value)  # type: ignore[arg-type]  # as the environment gives it
 
 
+@pytest.mark.slow  # starts a process
 def test_a_bad_allow_list_stops_the_server_with_one_line(tmp_path: Path) -> None:
     kasir = Path(sys.executable).parent / "kasir"
     env = {
@@ -403,6 +409,7 @@ def test_a_dotenv_file_is_read_and_the_environment_wins(monkeypatch: pytest.Monk
     assert configured.clock_skew_seconds == 9  # the environment over .env
 
 
+@pytest.mark.slow  # starts a process
 def test_a_bad_setting_in_dotenv_is_one_line_too(tmp_path: Path) -> None:
     (tmp_path / ".env").write_text("KASIR_ENV=prod\n")
     env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.environ.get("PYTHONPATH", ""), "KASIR_DATA_DIR": str(tmp_path)}
@@ -414,6 +421,7 @@ def test_a_bad_setting_in_dotenv_is_one_line_too(tmp_path: Path) -> None:
     assert result.stderr.strip() == "error: KASIR_ENV: Input should be 'staging' or 'production' (not 'prod')"
 
 
+@pytest.mark.slow  # starts a process
 async def test_kasir_worker_metrics_port_and_host(settings_env: dict[str, str], migrated: None) -> None:
     """KASIR_WORKER_METRICS_PORT and KASIR_WORKER_METRICS_HOST (localhost): `kasir worker` serves /metrics
     (its delivery counts: tests/ops/test_metrics.py)."""

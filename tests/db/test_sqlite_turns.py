@@ -105,6 +105,7 @@ async def loop_ran(ticks: LoopTicks, at_least: int) -> None:
             await asyncio.sleep(0.01)
 
 
+@pytest.mark.slow  # starts a process
 async def test_a_write_waits_for_the_other_process_s_turn_with_the_loop_free_and_gives_it_back(
     database: Database, lock_path: Path, other_process_holding: Callable[[Path], subprocess.Popen[str]]
 ) -> None:
@@ -160,6 +161,7 @@ async def test_another_program_holding_the_lock_past_the_busy_limit_is_an_unavai
     assert await names(database) == {"after"}
 
 
+@pytest.mark.slow  # starts a process
 async def test_a_writer_cancelled_while_waiting_does_not_keep_the_turn(
     database: Database, lock_path: Path, other_process_holding: Callable[[Path], subprocess.Popen[str]]
 ) -> None:
@@ -183,6 +185,7 @@ async def test_a_writer_cancelled_while_waiting_does_not_keep_the_turn(
     assert await names(database) == {"first", "after"}
 
 
+@pytest.mark.slow  # starts a process
 async def test_no_turn_within_the_busy_limit_is_an_unavailable_database(
     database: Database,
     lock_path: Path,

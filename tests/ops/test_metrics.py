@@ -132,6 +132,7 @@ async def isolated(app: FastAPI, settings, tmp_path: Path, postgres: PostgresClu
     await database.dispose()
 
 
+@pytest.mark.slow  # starts a process
 async def test_kasir_worker_serves_its_callback_metrics(
     isolated, settings_env: dict[str, str], receiver: CallbackReceiver, tmp_path: Path
 ) -> None:
@@ -199,6 +200,7 @@ async def _scrape_until(url: str, done, timeout: float = 30) -> Samples:
     raise AssertionError(f"the worker's metrics did not get there: {samples}")
 
 
+@pytest.mark.slow  # starts a process
 async def test_workers_2_sum_every_process(settings_env: dict[str, str], migrated: None) -> None:
     """`kasir serve --workers 2`: whichever process answers the scrape, it counts every process's requests."""
     # Two processes import everything at once: on a loaded 2-core machine that took over 30 s.

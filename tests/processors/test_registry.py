@@ -133,6 +133,7 @@ def run_serve(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # starts a process
 def test_serve_refuses_the_simulator_in_production_with_one_line(tmp_path: Path) -> None:
     result = run_serve(tmp_path, KASIR_ENV="production", KASIR_PROCESSORS="card=simulator,wallet=simulator")
     assert result.returncode == 2
