@@ -207,6 +207,13 @@ async def receiver(app: FastAPI) -> AsyncIterator[CallbackReceiver]:
         yield callback_receiver
 
 
+@pytest.fixture
+async def worker(app: FastAPI) -> AsyncIterator[DeliveryWorker]:
+    """A callback worker for this test without a receiver (callbacks to addresses that refuse, time out...)."""
+    async with delivering(app) as callback_worker:
+        yield callback_worker
+
+
 @asynccontextmanager
 async def delivering(app: FastAPI) -> AsyncIterator[DeliveryWorker]:
     """A callback worker (and its expiry jobs) on the app's database while the block runs."""

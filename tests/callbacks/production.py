@@ -41,6 +41,7 @@ async def production_app(settings: Settings, database_url: str, allowed: str, **
     # Production serves a product only with a processor, never the simulator (kasir.processors): here the
     # simulator stands in for real ones, so that requests get as far as their callback URL's check.
     environment.setdefault("processors", "card=simulator,wallet=simulator,bnpl=simulator")
+    environment.setdefault("embedded_worker", True)  # as `kasir serve` runs (the session's app has none)
     Simulator.simulates = False
     try:
         application = create_app(Settings(**{**settings.model_dump(), **environment}))

@@ -190,7 +190,7 @@ async def test_timeout_counts_as_failure(app, receiver):
     assert callback.status == "pending"
 
 
-async def test_connection_refused_is_recorded(app):
+async def test_connection_refused_is_recorded(app, worker):
     from tests.support.postgres import free_port
 
     merchant = await make_merchant(app)
