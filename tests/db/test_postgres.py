@@ -261,6 +261,7 @@ async def test_a_unit_whose_connection_is_cut_fails_as_unavailable_and_leaves_no
     assert await names(database) == {"next"}
 
 
+@pytest.mark.slow  # restarts the server (pg_ctl)
 async def test_after_a_server_restart_one_unit_fails_at_most_then_units_work(
     database: Database, sized: Callable[..., Database], postgres: PostgresCluster
 ) -> None:

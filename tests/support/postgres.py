@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import glob
 import os
 import pwd
@@ -9,8 +10,11 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from pathlib import Path
+
+import asyncpg
 
 
 def _pg_bin(name: str) -> str:
@@ -74,7 +78,30 @@ class PostgresCluster:
             time.sleep(0.1)
 
     def create_database(self, name: str) -> str:
-        self._run(_pg_bin("createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "kasir", name)
+        """A new database `name` on the running server, made over a connection of its own (no process:
+        the fast lane starts none); callable from sync and async code alike (it runs on a thread of its own)."""
+        assert name.replace("_", "").isalnum(), "a database name written into the statement"
+
+        async def create() -> None:
+            connection = await asyncpg.connect(host="127.0.0.1", port=self.port, user="kasir", database="kasir")
+            try:
+                await connection.execute(f'CREATE DATABASE "{name}"')
+            finally:
+                await connection.close()
+
+        errors: list[BaseException] = []
+
+        def on_thread() -> None:
+            try:
+                asyncio.run(create())
+            except BaseException as error:  # handed to the caller below
+                errors.append(error)
+
+        thread = threading.Thread(target=on_thread, name="create-database")
+        thread.start()
+        thread.join()
+        if errors:
+            raise errors[0]
         return f"postgresql+asyncpg://kasir@127.0.0.1:{self.port}/{name}"
 
     def socket_url(self, name: str = "kasir") -> str:

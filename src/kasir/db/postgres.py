@@ -63,6 +63,13 @@ def translated(error: BaseException) -> BaseException:
     return error
 
 
+def _lost(connection: asyncpg.Connection) -> bool:
+    try:
+        return connection.is_closed()
+    except asyncpg.InterfaceError:  # asyncpg's pool took it back when the server ended it
+        return True
+
+
 def dsn_of(url: str) -> str:
     """The libpq URL asyncpg takes, from Kasir's `postgresql+asyncpg://` setting."""
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
@@ -204,7 +211,9 @@ class PostgresSession(Session):
                 found = await connection.fetchrow(sql, *values)
                 return () if found is None else (found,)
             return await connection.fetch(sql, *values)
-        except BaseException as error:
+        except Exception as error:
+            if _lost(connection):  # whatever the driver said, the server went away under the statement
+                raise DatabaseUnavailable(f"PostgreSQL: the connection was lost ({type(error).__name__})") from error
             raise translated(error) from error
 
     async def count_rows(self, sql: str, values: Sequence[Any]) -> int:
