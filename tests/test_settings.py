@@ -7,12 +7,14 @@ the environment where that is how it is read, and checks what it promises.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -179,15 +181,27 @@ async def test_the_postgresql_pool_size(settings: Settings) -> None:
         await database.dispose()
 
 
-def test_text_logs_are_lines_for_humans(capsys: pytest.CaptureFixture[str]) -> None:
+@contextlib.contextmanager
+def root_logging_restored() -> Iterator[None]:
+    """The root logger's handlers and level as they were: a handler made here writes to capsys's stream, which
+    is closed after the test, and every later log line (the session app's worker, a `kasir` command run
+    in-process) would end in a logging error on whatever stderr is current."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
     try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
+def test_text_logs_are_lines_for_humans(capsys: pytest.CaptureFixture[str]) -> None:
+    with root_logging_restored():
         configure_logging("INFO", "text")
         logging.getLogger("kasir.test").info("hello operator")
         line = capsys.readouterr().err.strip().splitlines()[-1]
-        assert line.endswith("INFO kasir.test hello operator")
-        assert not line.startswith("{")
-    finally:
-        configure_logging("INFO", "json")
+    assert line.endswith("INFO kasir.test hello operator")
+    assert not line.startswith("{")
 
 
 def test_at_debug_the_settings_are_logged_with_every_secret_masked(
@@ -202,10 +216,10 @@ def test_at_debug_the_settings_are_logged_with_every_secret_masked(
         }
     )
     try:
-        create_app(shown)
-        err = capsys.readouterr().err
+        with root_logging_restored():
+            create_app(shown)
+            err = capsys.readouterr().err
     finally:
-        configure_logging("INFO", "json")
         configure(settings)
     [line] = [json.loads(text) for text in err.splitlines() if '"message": "settings"' in text]
     assert line["level"] == "debug"
@@ -214,8 +228,9 @@ def test_at_debug_the_settings_are_logged_with_every_secret_masked(
     assert line["settings"]["log_level"] == "DEBUG"
     for secret in ("db-password-1", "secret-key-that-must-not-show", "admin-token-that-must-not-show"):
         assert secret not in err
-    create_app(settings)  # at INFO: no settings line
-    assert '"message": "settings"' not in capsys.readouterr().err
+    with root_logging_restored():
+        create_app(settings)  # at INFO: no settings line
+        assert '"message": "settings"' not in capsys.readouterr().err
 
 
 async def test_bench_mode_is_the_only_way_to_the_ceiling_endpoint(settings: Settings, migrated: None) -> None:
