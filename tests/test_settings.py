@@ -7,12 +7,14 @@ the environment where that is how it is read, and checks what it promises.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,7 @@ from kasir.kit.crypto import SecretBox
 from kasir.kit.logs import configure_logging
 from kasir.snap.headers import check_timestamp
 from tests.support.builders import snap_timestamp
+from tests.support.cli import run_kasir
 from tests.support.server import ServedKasir
 
 
@@ -178,15 +181,27 @@ async def test_the_postgresql_pool_size(settings: Settings) -> None:
         await database.dispose()
 
 
-def test_text_logs_are_lines_for_humans(capsys: pytest.CaptureFixture[str]) -> None:
+@contextlib.contextmanager
+def root_logging_restored() -> Iterator[None]:
+    """The root logger's handlers and level as they were: a handler made here writes to capsys's stream, which
+    is closed after the test, and every later log line (the session app's worker, a `kasir` command run
+    in-process) would end in a logging error on whatever stderr is current."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
     try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
+def test_text_logs_are_lines_for_humans(capsys: pytest.CaptureFixture[str]) -> None:
+    with root_logging_restored():
         configure_logging("INFO", "text")
         logging.getLogger("kasir.test").info("hello operator")
         line = capsys.readouterr().err.strip().splitlines()[-1]
-        assert line.endswith("INFO kasir.test hello operator")
-        assert not line.startswith("{")
-    finally:
-        configure_logging("INFO", "json")
+    assert line.endswith("INFO kasir.test hello operator")
+    assert not line.startswith("{")
 
 
 def test_at_debug_the_settings_are_logged_with_every_secret_masked(
@@ -201,10 +216,10 @@ def test_at_debug_the_settings_are_logged_with_every_secret_masked(
         }
     )
     try:
-        create_app(shown)
-        err = capsys.readouterr().err
+        with root_logging_restored():
+            create_app(shown)
+            err = capsys.readouterr().err
     finally:
-        configure_logging("INFO", "json")
         configure(settings)
     [line] = [json.loads(text) for text in err.splitlines() if '"message": "settings"' in text]
     assert line["level"] == "debug"
@@ -213,8 +228,9 @@ def test_at_debug_the_settings_are_logged_with_every_secret_masked(
     assert line["settings"]["log_level"] == "DEBUG"
     for secret in ("db-password-1", "secret-key-that-must-not-show", "admin-token-that-must-not-show"):
         assert secret not in err
-    create_app(settings)  # at INFO: no settings line
-    assert '"message": "settings"' not in capsys.readouterr().err
+    with root_logging_restored():
+        create_app(settings)  # at INFO: no settings line
+        assert '"message": "settings"' not in capsys.readouterr().err
 
 
 async def test_bench_mode_is_the_only_way_to_the_ceiling_endpoint(settings: Settings, migrated: None) -> None:
@@ -313,17 +329,10 @@ async def test_serve_runs_on_uvloop_when_asked(settings_env: dict[str, str], mig
 
 @pytest.mark.slow  # starts a process
 def test_the_kasir_command_reads_a_bad_setting_as_an_error(tmp_path: Path) -> None:
-    kasir = Path(sys.executable).parent / "kasir"
-    result = subprocess.run(
-        [str(kasir), "db", "current"],
-        env={"PATH": "/usr/bin:/bin", "KASIR_DATA_DIR": str(tmp_path), "KASIR_LOG_FORMAT": "xml"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 2
+    result = run_kasir("db", "current", env={"KASIR_DATA_DIR": str(tmp_path), "KASIR_LOG_FORMAT": "xml"})
+    assert result.exit_code == 2
     assert "KASIR_LOG_FORMAT" in result.stderr  # the variable the operator sets, in one line, no traceback
-    assert "Traceback" not in result.stderr + result.stdout
+    assert "Traceback" not in result.output
 
 
 @pytest.mark.slow  # starts a process
@@ -371,15 +380,9 @@ def test_the_callback_allow_list_refuses_nonsense(value: str, reason: str) -> No
 
 @pytest.mark.slow  # starts a process
 def test_a_bad_allow_list_stops_the_server_with_one_line(tmp_path: Path) -> None:
-    kasir = Path(sys.executable).parent / "kasir"
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
-        "KASIR_DATA_DIR": str(tmp_path),
-        "KASIR_CALLBACK_ALLOWED_NETWORKS": "0.0.0.0/0",
-    }
-    result = subprocess.run([str(kasir), "serve", "--port", "9"], env=env, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 2
+    env = {"KASIR_DATA_DIR": str(tmp_path), "KASIR_CALLBACK_ALLOWED_NETWORKS": "0.0.0.0/0"}
+    result = run_kasir("serve", "--port", "9", env=env)
+    assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr.strip().splitlines() == [
         "error: KASIR_CALLBACK_ALLOWED_NETWORKS: '0.0.0.0/0' is not inside a private network "
@@ -412,12 +415,8 @@ def test_a_dotenv_file_is_read_and_the_environment_wins(monkeypatch: pytest.Monk
 @pytest.mark.slow  # starts a process
 def test_a_bad_setting_in_dotenv_is_one_line_too(tmp_path: Path) -> None:
     (tmp_path / ".env").write_text("KASIR_ENV=prod\n")
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.environ.get("PYTHONPATH", ""), "KASIR_DATA_DIR": str(tmp_path)}
-    kasir = Path(sys.executable).parent / "kasir"
-    result = subprocess.run(
-        [str(kasir), "db", "current"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
-    )
-    assert result.returncode == 2
+    result = run_kasir("db", "current", env={"KASIR_DATA_DIR": str(tmp_path)}, cwd=tmp_path)
+    assert result.exit_code == 2
     assert result.stderr.strip() == "error: KASIR_ENV: Input should be 'staging' or 'production' (not 'prod')"
 
 
