@@ -327,7 +327,6 @@ async def test_serve_runs_on_uvloop_when_asked(settings_env: dict[str, str], mig
         await asyncio.to_thread(server.stop)
 
 
-@pytest.mark.slow  # starts a process
 def test_the_kasir_command_reads_a_bad_setting_as_an_error(tmp_path: Path) -> None:
     result = run_kasir("db", "current", env={"KASIR_DATA_DIR": str(tmp_path), "KASIR_LOG_FORMAT": "xml"})
     assert result.exit_code == 2
@@ -378,7 +377,6 @@ def test_the_callback_allow_list_refuses_nonsense(value: str, reason: str) -> No
         Settings(callback_allowed_networks=value)  # type: ignore[arg-type]  # as the environment gives it
 
 
-@pytest.mark.slow  # starts a process
 def test_a_bad_allow_list_stops_the_server_with_one_line(tmp_path: Path) -> None:
     env = {"KASIR_DATA_DIR": str(tmp_path), "KASIR_CALLBACK_ALLOWED_NETWORKS": "0.0.0.0/0"}
     result = run_kasir("serve", "--port", "9", env=env)
@@ -412,7 +410,6 @@ def test_a_dotenv_file_is_read_and_the_environment_wins(monkeypatch: pytest.Monk
     assert configured.clock_skew_seconds == 9  # the environment over .env
 
 
-@pytest.mark.slow  # starts a process
 def test_a_bad_setting_in_dotenv_is_one_line_too(tmp_path: Path) -> None:
     (tmp_path / ".env").write_text("KASIR_ENV=prod\n")
     result = run_kasir("db", "current", env={"KASIR_DATA_DIR": str(tmp_path)}, cwd=tmp_path)
