@@ -71,6 +71,11 @@ class DeliveryWorker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
         self._inflight: set[asyncio.Task[None]] = set()
+        # idle(): the passes begun, the last one that found the worker with nothing to do, and the event
+        # that such a pass sets (a new one each time, so every waiter sees the pass after it began waiting).
+        self._passes_begun = 0
+        self._idle_pass = 0
+        self._went_idle = asyncio.Event()
         # Attempts go straight through the transport (kasir.kit.http_client.post): no redirect is followed
         # (docs/decisions.md §8), no proxy from the environment is used (it would bypass the SSRF check of the
         # resolved address), no cookie is kept. Idle connections are kept per merchant origin; not httpx's
@@ -91,6 +96,19 @@ class DeliveryWorker:
         else:
             loop.call_soon_threadsafe(self._wake.set)
 
+    async def idle(self) -> None:
+        """Return once a claim begun after this call found nothing due and no attempt was in flight.
+
+        Whatever was due when it was called has then been sent and its attempt recorded, and nothing
+        else was due: a caller can tell "not sent" from "not sent yet" without waiting on a clock (the
+        tests do, after a callback that must not go out, or must go out once). It wakes the worker, so
+        it costs one claim when there is nothing to do; it does not return while the worker is stopped.
+        """
+        began_before = self._passes_begun
+        self.wake()
+        while self._idle_pass <= began_before:
+            await self._went_idle.wait()
+
     def stop(self) -> None:
         self._stopping = True
         self._stopped.set()
@@ -107,11 +125,18 @@ class DeliveryWorker:
                 self._wake.clear()
                 free = self.concurrency - len(self._inflight)
                 claimed: list[ClaimedCallback] = []
+                self._passes_begun += 1
+                this_pass, looked = self._passes_begun, False
                 if free > 0:
                     try:
                         claimed = await claim_due(self.database, self.name, free, self.settings.callback_lease_seconds)
+                        looked = True
                     except Exception:
                         log.exception("claiming callbacks failed; retrying shortly")
+                if looked and not claimed and not self._inflight:
+                    self._idle_pass = this_pass
+                    went_idle, self._went_idle = self._went_idle, asyncio.Event()
+                    went_idle.set()
                 for callback in claimed:
                     task = asyncio.create_task(self._deliver(callback))
                     self._inflight.add(task)
