@@ -21,6 +21,7 @@ from tests.support.forms import page_forms, post_form, submit
 from tests.support.receiver import CallbackReceiver, ReceivedRequest
 from tests.support.server import ServedKasir
 from tests.support.signing import callback_signature, notify_signature, x_req_signature
+from tests.support.worker import settled_callbacks
 
 CHECKOUT = "/v1.0/bnpl/qr-checkout"
 STATUS = "/v1.0/bnpl/status"
@@ -267,7 +268,7 @@ async def test_concurrent_decisions_only_one_wins(
     )
     assert sorted(r.status_code for r in responses) == [303, 409, 409]
     [notification] = await receiver.wait_for(1, path="/bnpl/race")
-    await asyncio.sleep(0.3)
+    await settled_callbacks(app, merchant.id)
     assert len(receiver.requests) == 1
     status = await inquire(client, merchant, {"originalReferenceNo": data["referenceNo"]})
     assert status.json()["latestTransactionStatus"] == notification.json()["latestTransactionStatus"]

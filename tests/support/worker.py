@@ -12,9 +12,13 @@ import asyncio
 
 from fastapi import FastAPI
 
+from kasir.callbacks.models import CallbackStatus
 from kasir.callbacks.repository import CallbackRow, callback_repository
-from kasir.callbacks.worker import DeliveryWorker
+from kasir.callbacks.worker import EXPIRY_INTERVAL_SECONDS, DeliveryWorker
 from kasir.config import get_settings
+from kasir.db import Database
+
+SETTLED = {CallbackStatus.DELIVERED.value, CallbackStatus.FAILED.value}
 
 
 def callback_hang_guard() -> float:
@@ -51,4 +55,25 @@ async def settled_callbacks(app: FastAPI, merchant_id: str) -> list[CallbackRow]
             if all(row.status != "delivering" for row in rows):
                 return rows
             # Another process (a `served` kasir) holds a claim: its attempt's record ends it.
+            await asyncio.sleep(get_settings().callback_poll_seconds)
+
+
+def expiry_hang_guard() -> float:
+    """How long a payment past its expiry may take to be expired and its callback sent and recorded.
+
+    Not a bound on speed: the worker's expiry scheduler runs every EXPIRY_INTERVAL_SECONDS, and the callback
+    it records is then due now (callback_hang_guard).
+    """
+    return EXPIRY_INTERVAL_SECONDS + callback_hang_guard()
+
+
+async def callbacks_settled_in(database: Database, merchant_id: str) -> list[CallbackRow]:
+    """The merchant's callbacks once each is delivered or given up, on a database whose worker runs in another
+    process (no `idle()` to ask). A settled callback is never sent again: its attempts are all it will have."""
+    async with asyncio.timeout(callback_hang_guard()):
+        while True:
+            async with database.unit_of_work(read_only=True) as session:
+                rows = await callback_repository.search(session, merchant_id=merchant_id)
+            if all(row.status in SETTLED for row in rows):
+                return rows
             await asyncio.sleep(get_settings().callback_poll_seconds)
