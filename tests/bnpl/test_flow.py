@@ -11,8 +11,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from kasir.bnpl.service import _purged_on, expire_due_bnpl_transactions
+from kasir.bnpl.service import expire_due_bnpl_transactions
 from kasir.config import get_settings
+from kasir.db import Database
 from kasir.kit.clock import clock, parse_aware
 from tests.bnpl.helpers import access_token, checkout_body, external_id, item, post_signed
 from tests.support import builders
@@ -306,10 +307,14 @@ async def test_old_external_ids_are_forgotten(app: FastAPI) -> None:
         old = clock.local_now().date() - timedelta(days=3)
         assert await bnpl_repository.claim_external_id(session, merchant.id, old, "1", clock.now())
     clock.advance(86400)  # a new day: the purge runs again
-    # ...unless an earlier test (the app is the session's, the clock is reset per test) already purged
-    # on that day: then this one would find its row kept, whatever the purge does.
-    _purged_on.pop(app.state.database, None)
-    await expire_due_bnpl_transactions(app.state.database)
+    # The purge runs once a day per Database object. The app's may have purged on that day already (it is
+    # the session's, and the clock is reset per test), which would keep this row whatever the purge does:
+    # a Database of its own, on the same database, purges on its first run.
+    database = Database(get_settings())
+    try:
+        await expire_due_bnpl_transactions(database)
+    finally:
+        await database.dispose()
     async with app.state.database.unit_of_work(read_only=True) as session:
         count = await fetch_value(
             session, select(func.count()).select_from(BnplExternalId).where(BnplExternalId.merchant_id == merchant.id)
