@@ -39,6 +39,15 @@ async def worker_idle(app: FastAPI) -> None:
         await worker.idle()
 
 
+async def next_expiry_pass(app: FastAPI) -> None:
+    """Return once the app's worker has run its expiry jobs (payments, idempotency keys, ...) from start to end
+    after this call: whatever was due by their rules then has been expired or purged."""
+    worker: DeliveryWorker | None = app.state.worker
+    assert worker is not None, "the app runs no callback worker"
+    async with asyncio.timeout(expiry_hang_guard()):
+        await worker.next_expiry_pass()
+
+
 async def settled_callbacks(app: FastAPI, merchant_id: str) -> list[CallbackRow]:
     """The merchant's callbacks once nothing due is left unsent and none is being delivered anywhere.
 

@@ -76,6 +76,10 @@ class DeliveryWorker:
         self._passes_begun = 0
         self._idle_pass = 0
         self._went_idle = asyncio.Event()
+        # next_expiry_pass(): the same for the passes of the expiry scheduler.
+        self._expiry_passes_begun = 0
+        self._expiry_passes_ended = 0
+        self._expiry_pass_ended = asyncio.Event()
         # Attempts go straight through the transport (kasir.kit.http_client.post): no redirect is followed
         # (docs/decisions.md §8), no proxy from the environment is used (it would bypass the SSRF check of the
         # resolved address), no cookie is kept. Idle connections are kept per merchant origin; not httpx's
@@ -108,6 +112,17 @@ class DeliveryWorker:
         self.wake()
         while self._idle_pass <= began_before:
             await self._went_idle.wait()
+
+    async def next_expiry_pass(self) -> None:
+        """Return once a pass of the expiry jobs begun after this call has ended.
+
+        What was due when it was called (a payment past its expiry, an idempotency key past its 24 hours)
+        has then been dealt with, or was not due by the jobs' own rules: a caller can tell which without
+        waiting on a clock (the tests do). It does not return while the worker is stopped.
+        """
+        began_before = self._expiry_passes_begun
+        while self._expiry_passes_ended <= began_before:
+            await self._expiry_pass_ended.wait()
 
     def stop(self) -> None:
         self._stopping = True
@@ -203,11 +218,16 @@ class DeliveryWorker:
     async def _expiry_scheduler(self) -> None:
         jobs = expiry_jobs()
         while not self._stopping:
+            self._expiry_passes_begun += 1
+            this_pass = self._expiry_passes_begun
             for job in jobs:
                 try:
                     await job(self.database)
                 except Exception:
                     log.exception("expiry job failed", extra={"job": job.__qualname__})
+            self._expiry_passes_ended = this_pass
+            ended, self._expiry_pass_ended = self._expiry_pass_ended, asyncio.Event()
+            ended.set()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopped.wait(), EXPIRY_INTERVAL_SECONDS)
 
