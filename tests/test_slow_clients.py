@@ -14,6 +14,7 @@ from fastapi import FastAPI
 
 from tests.card import helpers as card
 from tests.support.builders import make_merchant
+from tests.support.process import HANG_GUARD_SECONDS
 from tests.support.server import ServedKasir
 
 pytestmark = pytest.mark.slow
@@ -52,7 +53,7 @@ async def test_idle_and_trickling_connections_are_closed_and_probes_answer(stric
     async with httpx.AsyncClient(base_url=strict.base_url) as probe:
         assert (await probe.get("/healthz")).status_code == 200  # while 50 connections are held open
     # A byte now and then keeps nothing alive: bytes come faster than the timeout until the server closes.
-    # (Were each byte to restart the timeout, it would never close: the hang guard ends that.)
+    # Were each byte to restart the timeout, it would never close: twenty timeouts are more than one.
     closed = asyncio.create_task(trickler_reader.read())  # its 408 and the close, once they come
     async with asyncio.timeout(TIMEOUT * 20):
         while not closed.done():
@@ -148,7 +149,7 @@ async def test_more_idle_connections_than_open_files_neither_flood_the_log_nor_s
             writer.close()
         async with httpx.AsyncClient(base_url=server.base_url) as client:
             # 503 while it still counts connections its clients have closed: it serves once it has seen them go.
-            async with asyncio.timeout(TIMEOUT * 20):
+            async with asyncio.timeout(HANG_GUARD_SECONDS):
                 while (await client.get("/healthz")).status_code == 503:
                     await asyncio.sleep(TIMEOUT / 10)
             assert (await client.get("/healthz")).status_code == 200
