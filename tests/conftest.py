@@ -219,8 +219,10 @@ async def delivering(app: FastAPI) -> AsyncIterator[DeliveryWorker]:
     """A callback worker (and its expiry jobs) on the app's database while the block runs."""
     worker = DeliveryWorker(app.state.database, app.state.settings, name=f"test:{os.getpid()}")
     task = asyncio.create_task(worker.run())
+    app.state.worker = worker  # the app's worker for the block (tests/support/worker.py asks it)
     try:
         yield worker
     finally:
+        app.state.worker = None
         worker.stop()
         await task

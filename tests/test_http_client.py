@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime
 import socket
 import ssl
@@ -31,6 +32,12 @@ class Server:
     bodies: list[bytes] = field(default_factory=list)
     server_names: list[str | None] = field(default_factory=list)
     port: int = 0
+    closed: int = 0  # connections this side has closed (its FIN sent)
+    _closing: asyncio.Condition = field(default_factory=asyncio.Condition)
+
+    async def has_closed(self, count: int) -> None:
+        async with self._closing:
+            await self._closing.wait_for(lambda: self.closed >= count)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
@@ -49,6 +56,11 @@ class Server:
                     return
         finally:
             writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+            async with self._closing:
+                self.closed += 1
+                self._closing.notify_all()
 
 
 async def answer_ok(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
@@ -147,7 +159,11 @@ async def test_a_connection_the_server_closed_while_idle_is_not_reused(serve) ->
                 f"http://127.0.0.1:{server.port}/cb", content=streamed(), headers={"Content-Length": "2"}
             )
             assert response.status_code == 200
-            await asyncio.sleep(0.05)  # the server's FIN arrives
+            # Its FIN is in the client's socket once the server has closed; the client learns of it when the
+            # event loop reads that socket: a turn to find it readable, one to run the read.
+            await server.has_closed(server.connections)
+            for _ in range(2):
+                await asyncio.sleep(0)
     assert server.connections == 3
     assert server.bodies == [b"{}"] * 3
 
@@ -191,16 +207,19 @@ async def test_a_malformed_answer_is_a_protocol_error(serve) -> None:
 
 
 async def test_timeouts_and_refusals_are_httpx_errors_and_leave_no_broken_connection(serve) -> None:
-    async def slow_first(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
-        if len(server.bodies) == 1:  # the first request of all
-            await asyncio.sleep(1)
+    timed_out = asyncio.Event()
+
+    async def late_first(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        if len(server.bodies) == 1:  # the first request of all: answered once the client has given up
+            await timed_out.wait()
         return await answer_ok(reader, writer, number)
 
-    server = await serve(slow_first)
+    server = await serve(late_first)
     async with httpx.AsyncClient(transport=KeepAliveTransport(), timeout=0.2) as http:
         url = f"http://127.0.0.1:{server.port}/cb"
         with pytest.raises(httpx.ReadTimeout):
             await http.post(url, content=b"{}")
+        timed_out.set()
         # The timed-out connection is closed, not handed to the next request (which would read the late answer).
         assert (await http.post(url, content=b"{}")).status_code == 200
     assert server.connections == 2
@@ -211,18 +230,21 @@ async def test_timeouts_and_refusals_are_httpx_errors_and_leave_no_broken_connec
 
 
 async def test_a_cancelled_request_does_not_leave_its_connection_to_the_next(serve) -> None:
-    async def slow(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
-        await asyncio.sleep(0.3)
+    cancelled = asyncio.Event()
+
+    async def late(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, number: int) -> bool:
+        await cancelled.wait()  # answered once the first request was given up
         writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nlate")
         await writer.drain()
         return True
 
-    server = await serve(slow)
+    server = await serve(late)
     async with client() as http:
         url = f"http://127.0.0.1:{server.port}/cb"
         with pytest.raises(TimeoutError):
             async with asyncio.timeout(0.05):  # the worker's own bound on an attempt
                 await http.post(url, content=b"{}")
+        cancelled.set()
         assert (await http.post(url, content=b"{}")).text == "late"
     assert server.connections == 2
 
@@ -233,7 +255,7 @@ async def test_idle_connections_expire(serve) -> None:
         url = f"http://127.0.0.1:{server.port}/cb"
         await http.post(url, content=b"{}")
         await http.post(url, content=b"{}")
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1)  # wall-clock time: the expiry runs on it, and this is twice the expiry
         await http.post(url, content=b"{}")
     assert server.connections == 2
 

@@ -30,7 +30,7 @@ def test_ids_have_their_prefix_and_length():
 
 def test_sortable_ids_made_later_sort_after_and_stay_unguessable():
     earlier = [new_sortable_id("CARD", 20) for _ in range(100)]
-    time.sleep(0.002)
+    time.sleep(0.002)  # wall-clock time: the stamp is its millisecond, and this one is a later one
     later = new_sortable_id("CARD", 20)
     assert all(made < later for made in earlier)
     assert len(set(earlier)) == 100  # the random part differs within one millisecond

@@ -11,11 +11,13 @@ from kasir.kit.logs import JsonFormatter, annotate_request, end_request_fields, 
 
 
 def test_time_is_written_as_datetime_isoformat_writes_it():
-    formatter = JsonFormatter()
+    formatter = JsonFormatter()  # one formatter for every line: it keeps the text of the last second
+    record = logging.LogRecord("kasir.test", logging.INFO, __file__, 1, "at a time", (), None)
     randomly = random.Random(3)
     for _ in range(20000):
-        created = 1_763_884_800 + randomly.random() * 10_000_000
-        assert formatter._time(created) == datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds")
+        record.created = created = 1_763_884_800 + randomly.random() * 10_000_000
+        written = json.loads(formatter.format(record))["time"]
+        assert written == datetime.fromtimestamp(created, UTC).isoformat(timespec="milliseconds")
 
 
 def test_a_line_has_the_extras_and_not_the_record_internals():

@@ -35,6 +35,7 @@ from kasir.kit.logs import configure_logging
 from kasir.snap.headers import check_timestamp
 from tests.support.builders import snap_timestamp
 from tests.support.cli import run_kasir
+from tests.support.process import HANG_GUARD_SECONDS
 from tests.support.server import ServedKasir
 
 
@@ -265,9 +266,12 @@ async def test_serve_answers_503_past_its_connection_limit(settings_env: dict[st
             assert (await client.get("/healthz")).status_code == 503
         for _reader, writer in held:
             writer.close()
-        await asyncio.sleep(0.3)
         async with httpx.AsyncClient(base_url=server.base_url) as client:
-            assert (await client.get("/healthz")).status_code == 200
+            # 503 while it still counts the connections their clients closed: it serves once it has seen them go.
+            async with asyncio.timeout(HANG_GUARD_SECONDS):
+                while (answer := await client.get("/healthz")).status_code == 503:
+                    await asyncio.sleep(0.05)
+            assert answer.status_code == 200
     finally:
         await asyncio.to_thread(server.stop)
 
@@ -440,8 +444,8 @@ async def test_kasir_worker_metrics_port_and_host(settings_env: dict[str, str], 
     )
     try:
         text = ""
-        async with httpx.AsyncClient() as client:
-            for _ in range(300):
+        async with httpx.AsyncClient() as client, asyncio.timeout(HANG_GUARD_SECONDS):
+            while process.poll() is None:  # until it answers; a worker that exited never will
                 try:
                     text = (await client.get(f"http://localhost:{port}/metrics")).text
                     break

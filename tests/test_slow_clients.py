@@ -14,6 +14,7 @@ from fastapi import FastAPI
 
 from tests.card import helpers as card
 from tests.support.builders import make_merchant
+from tests.support.process import HANG_GUARD_SECONDS
 from tests.support.server import ServedKasir
 
 pytestmark = pytest.mark.slow
@@ -51,10 +52,15 @@ async def test_idle_and_trickling_connections_are_closed_and_probes_answer(stric
     trickler.write(b"GET /healthz HTTP/1.1\r\n")
     async with httpx.AsyncClient(base_url=strict.base_url) as probe:
         assert (await probe.get("/healthz")).status_code == 200  # while 50 connections are held open
-    for _ in range(3):
-        await asyncio.sleep(TIMEOUT / 4)
-        trickler.write(b"X")  # a byte now and then keeps nothing alive
-    for reader, _writer in connections:
+    # A byte now and then keeps nothing alive: bytes come faster than the timeout until the server closes.
+    # Were each byte to restart the timeout, it would never close: twenty timeouts are more than one.
+    closed = asyncio.create_task(trickler_reader.read())  # its 408 and the close, once they come
+    async with asyncio.timeout(TIMEOUT * 20):
+        while not closed.done():
+            trickler.write(b"X")
+            await asyncio.wait({closed}, timeout=TIMEOUT / 4)
+    assert closed.result() in (b"", b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
+    for reader, _writer in connections[1:]:
         data, took = await closed_within(reader, TIMEOUT * 4)
         assert data in (b"", b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n")
         assert took <= TIMEOUT * 3
@@ -130,18 +136,22 @@ async def test_more_idle_connections_than_open_files_neither_flood_the_log_nor_s
     try:
         assert "Connections per process: 128, not KASIR_MAX_CONNECTIONS=1000" in server.log()
         connections = [await asyncio.open_connection("127.0.0.1", server.port) for _ in range(400)]
-        await asyncio.sleep(1.5)  # time for asyncio's accept retry, were it failing
         refused = 0
         for reader, _writer in connections[200:]:
             data, _took = await closed_within(reader, 5)
             refused += data.startswith(b"HTTP/1.1 503 ")
         assert refused == 200
+        # Every connection has been accepted (the last 200 were answered, after the first 200): had accept()
+        # run out of files on the way, asyncio would have logged it then, before retrying.
         assert "out of system resource" not in server.log()
         assert "accept() failed" not in server.log()
         for _reader, writer in connections:
             writer.close()
-        await asyncio.sleep(0.5)
         async with httpx.AsyncClient(base_url=server.base_url) as client:
+            # 503 while it still counts connections its clients have closed: it serves once it has seen them go.
+            async with asyncio.timeout(HANG_GUARD_SECONDS):
+                while (await client.get("/healthz")).status_code == 503:
+                    await asyncio.sleep(TIMEOUT / 10)
             assert (await client.get("/healthz")).status_code == 200
     finally:
         await asyncio.to_thread(server.stop)
@@ -149,11 +159,14 @@ async def test_more_idle_connections_than_open_files_neither_flood_the_log_nor_s
 
 async def test_a_client_that_leaves_mid_body_is_no_error_in_the_log(app: FastAPI, strict: ServedKasir) -> None:
     authorization = card.auth(await make_merchant(app)).encode()
-    _reader, writer = await asyncio.open_connection("127.0.0.1", strict.port)
+    reader, writer = await asyncio.open_connection("127.0.0.1", strict.port)
     writer.write(b"POST /card-v2/v1/charge HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
-                 b"Authorization: " + authorization + b"\r\nContent-Length: 1000\r\n\r\n{\"externalId\":")  # fmt: skip
+                 b"Authorization: " + authorization + b"\r\nContent-Length: 1000\r\n"
+                 b"Expect: 100-continue\r\n\r\n")  # fmt: skip
+    # The charge has begun to read its body once the server says to go on: the client leaves mid-body.
+    assert await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), TIMEOUT * 5) == b"HTTP/1.1 100 Continue\r\n\r\n"
+    writer.write(b'{"externalId":')
     await writer.drain()
-    await asyncio.sleep(0.2)
     writer.close()
     log = await asyncio.to_thread(strict.log_once_it_has, '"status": 499')
     assert '"status": 499' in log

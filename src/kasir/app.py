@@ -102,6 +102,7 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
                 await check_secret_key(database, secret_box())  # a wrong key stops here, not as 500s later
             app.state.database = database
             worker = DeliveryWorker(database, settings) if settings.embedded_worker else None
+            app.state.worker = worker  # the embedded worker, or None: whoever must know when it is idle (tests)
             worker_task = asyncio.create_task(worker.run()) if worker else None
             # Objects made at start-up live for the whole process: keep them out of every full GC pass.
             gc.collect()

@@ -11,8 +11,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from kasir.bnpl.service import _purged_on, expire_due_bnpl_transactions
+from kasir.bnpl.service import expire_due_bnpl_transactions
 from kasir.config import get_settings
+from kasir.db import Database
 from kasir.kit.clock import clock, parse_aware
 from tests.bnpl.helpers import access_token, checkout_body, external_id, item, post_signed
 from tests.support import builders
@@ -21,6 +22,7 @@ from tests.support.forms import page_forms, post_form, submit
 from tests.support.receiver import CallbackReceiver, ReceivedRequest
 from tests.support.server import ServedKasir
 from tests.support.signing import callback_signature, notify_signature, x_req_signature
+from tests.support.worker import settled_callbacks
 
 CHECKOUT = "/v1.0/bnpl/qr-checkout"
 STATUS = "/v1.0/bnpl/status"
@@ -267,7 +269,7 @@ async def test_concurrent_decisions_only_one_wins(
     )
     assert sorted(r.status_code for r in responses) == [303, 409, 409]
     [notification] = await receiver.wait_for(1, path="/bnpl/race")
-    await asyncio.sleep(0.3)
+    await settled_callbacks(app, merchant.id)
     assert len(receiver.requests) == 1
     status = await inquire(client, merchant, {"originalReferenceNo": data["referenceNo"]})
     assert status.json()["latestTransactionStatus"] == notification.json()["latestTransactionStatus"]
@@ -305,10 +307,14 @@ async def test_old_external_ids_are_forgotten(app: FastAPI) -> None:
         old = clock.local_now().date() - timedelta(days=3)
         assert await bnpl_repository.claim_external_id(session, merchant.id, old, "1", clock.now())
     clock.advance(86400)  # a new day: the purge runs again
-    # ...unless an earlier test (the app is the session's, the clock is reset per test) already purged
-    # on that day: then this one would find its row kept, whatever the purge does.
-    _purged_on.pop(app.state.database, None)
-    await expire_due_bnpl_transactions(app.state.database)
+    # The purge runs once a day per Database object. The app's may have purged on that day already (it is
+    # the session's, and the clock is reset per test), which would keep this row whatever the purge does:
+    # a Database of its own, on the same database, purges on its first run.
+    database = Database(get_settings())
+    try:
+        await expire_due_bnpl_transactions(database)
+    finally:
+        await database.dispose()
     async with app.state.database.unit_of_work(read_only=True) as session:
         count = await fetch_value(
             session, select(func.count()).select_from(BnplExternalId).where(BnplExternalId.merchant_id == merchant.id)

@@ -10,6 +10,7 @@ from kasir.callbacks.models import Callback, CallbackKind
 from kasir.callbacks.repository import CallbackAttemptRow, CallbackRow, callback_repository
 from kasir.callbacks.service import callback_outbox
 from kasir.db import Database, fetch_value
+from tests.support.worker import callback_hang_guard
 
 
 async def record(
@@ -51,8 +52,8 @@ async def load(database: Database, callback_id: int) -> tuple[CallbackRow, list[
         return callback, await callback_repository.attempts(session, callback_id)
 
 
-async def wait_status(database: Database, callback_id: int, status: str, timeout: float = 15) -> CallbackRow:
-    deadline = asyncio.get_running_loop().time() + timeout
+async def wait_status(database: Database, callback_id: int, status: str) -> CallbackRow:
+    deadline = asyncio.get_running_loop().time() + callback_hang_guard()
     while True:
         callback, _ = await load(database, callback_id)
         if callback.status == status:
@@ -66,9 +67,9 @@ def db(app: FastAPI) -> Database:
     return app.state.database
 
 
-async def wait_attempts(database: Database, callback_id: int, count: int, timeout: float = 15) -> CallbackRow:
+async def wait_attempts(database: Database, callback_id: int, count: int) -> CallbackRow:
     """Wait until `count` attempts of the callback are recorded (not merely received)."""
-    deadline = asyncio.get_running_loop().time() + timeout
+    deadline = asyncio.get_running_loop().time() + callback_hang_guard()
     while True:
         callback, attempts = await load(database, callback_id)
         if len(attempts) >= count and callback.status != "delivering":

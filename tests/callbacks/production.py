@@ -15,9 +15,10 @@ from fastapi import FastAPI
 from kasir.app import create_app
 from kasir.config import Settings, configure
 from kasir.db import Database, upgrade_schema
-from kasir.processors import registry
 from kasir.processors.simulator import Simulator
 from tests.support.postgres import PostgresCluster
+
+STAND_IN = "card=simulator,wallet=simulator,bnpl=simulator"
 
 
 async def isolated_database(settings: Settings, postgres: PostgresCluster | None, data_dir: Path) -> str:
@@ -39,8 +40,11 @@ async def production_app(settings: Settings, database_url: str, allowed: str, **
     """`create_app` with KASIR_ENV=production and the allow-list as the environment would give it."""
     environment = {"env": "production", "database_url": database_url, "callback_allowed_networks": allowed, **more}
     # Production serves a product only with a processor, never the simulator (kasir.processors): here the
-    # simulator stands in for real ones, so that requests get as far as their callback URL's check.
-    environment.setdefault("processors", "card=simulator,wallet=simulator,bnpl=simulator")
+    # simulator stands in for real ones, so that requests get as far as their callback URL's check. The
+    # registry keeps what it resolved by environment and configuration: this configuration stays resolved
+    # for the session, which only these production apps name (the refusal of the simulator in production
+    # is tested with configurations of its own, tests/processors/test_registry.py).
+    environment.setdefault("processors", STAND_IN)
     environment.setdefault("embedded_worker", True)  # as `kasir serve` runs (the session's app has none)
     Simulator.simulates = False
     try:
@@ -49,5 +53,4 @@ async def production_app(settings: Settings, database_url: str, allowed: str, **
             yield application
     finally:
         Simulator.simulates = True
-        registry._resolved.clear()  # forget the stand-in configuration
         configure(settings)  # create_app installed the production settings process-wide

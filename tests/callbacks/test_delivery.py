@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
@@ -15,6 +14,7 @@ from tests.callbacks.helpers import db, load, record, wait_attempts, wait_status
 from tests.support.builders import make_merchant
 from tests.support.receiver import Answer
 from tests.support.signing import notify_signature
+from tests.support.worker import settled_callbacks, worker_idle
 
 
 async def test_delivered_at_once_with_signature_header_and_query(app, receiver):
@@ -27,7 +27,7 @@ async def test_delivered_at_once_with_signature_header_and_query(app, receiver):
         svc_signature="abc123",
         payload={"transaction_id": "TX-1", "amount": 15000, "nama": "Budi Śantoso"},
     )
-    [request] = await receiver.wait_for(1, timeout=5)
+    [request] = await receiver.wait_for(1)
     assert request.path == "/cb"
     assert request.query == {"order": "42", "svc-signature": "abc123"}  # keeps the merchant's own query
     assert request.headers["svc-signature"] == "abc123"
@@ -60,7 +60,7 @@ async def test_rolled_back_request_sends_nothing(app, receiver):
 
     with pytest.raises(RuntimeError):
         await request_that_fails_after_recording()
-    await asyncio.sleep(0.5)
+    await worker_idle(app)  # it has looked for due callbacks since: had one been kept, it was sent
     assert receiver.requests == []
     async with database.unit_of_work(read_only=True) as session:
         from sqlalchemy import select
@@ -83,8 +83,9 @@ async def test_wallet_policy_two_retries_on_schedule_then_failed(app, receiver):
     wait = (callback.next_attempt_at - clock.now()).total_seconds()
     assert 8.5 < wait <= 11.1  # 10 s ± 10 % jitter
 
-    await asyncio.sleep(0.4)  # not due yet: nothing more is sent
+    await worker_idle(app)  # it has looked for due callbacks since: this one is not due yet
     assert len(receiver.requests) == 1
+    assert (await load(db(app), callback_id))[0].attempts_made == 1
     await advance_until_attempts(app, callback_id, 2, 11.5)
     callback, _ = await load(db(app), callback_id)
     wait = (callback.next_attempt_at - clock.now()).total_seconds()
@@ -96,8 +97,9 @@ async def test_wallet_policy_two_retries_on_schedule_then_failed(app, receiver):
     assert [a.number for a in attempts] == [1, 2, 3]  # first try + 2 retries
     assert all(a.http_status == 500 and not a.accepted for a in attempts)
     clock.advance(400)
-    await asyncio.sleep(0.5)
+    await worker_idle(app)  # it has looked for due callbacks since, with the schedule long over
     assert len(receiver.requests) == 3  # nothing after the last attempt
+    assert (await load(db(app), callback_id))[0].status == "failed"
 
 
 async def test_payment_page_acceptance_rule_and_three_retries(app, receiver):
@@ -166,7 +168,7 @@ async def test_redirect_is_not_followed_and_counts_as_failure(app, receiver):
     merchant = await make_merchant(app)
     callback_id = await record(db(app), merchant_id=merchant.id, url=receiver.url("/cb"))
     await wait_attempts(db(app), callback_id, 1)
-    await asyncio.sleep(0.3)
+    await worker_idle(app)
     assert [r.path for r in receiver.requests] == ["/cb"]
     callback, attempts = await load(db(app), callback_id)
     assert callback.status == "pending"
@@ -178,13 +180,9 @@ async def test_timeout_counts_as_failure(app, receiver):
     receiver.answer(Answer(status=200, delay=3))  # the test settings' timeout is 2 s
     merchant = await make_merchant(app)
     callback_id = await record(db(app), merchant_id=merchant.id, url=receiver.url())
-    await receiver.wait_for(1, timeout=10)
-    deadline = asyncio.get_running_loop().time() + 10
-    while True:
-        callback, attempts = await load(db(app), callback_id)
-        if attempts or asyncio.get_running_loop().time() > deadline:
-            break
-        await asyncio.sleep(0.1)
+    await receiver.wait_for(1)
+    await wait_attempts(db(app), callback_id, 1)
+    callback, attempts = await load(db(app), callback_id)
     assert attempts[0].http_status is None
     assert "timeout" in attempts[0].error
     assert callback.status == "pending"
@@ -195,12 +193,8 @@ async def test_connection_refused_is_recorded(app, worker):
 
     merchant = await make_merchant(app)
     callback_id = await record(db(app), merchant_id=merchant.id, url=f"http://127.0.0.1:{free_port()}/cb")
-    deadline = asyncio.get_running_loop().time() + 10
-    while True:
-        callback, attempts = await load(db(app), callback_id)
-        if attempts or asyncio.get_running_loop().time() > deadline:
-            break
-        await asyncio.sleep(0.05)
+    await wait_attempts(db(app), callback_id, 1)
+    _, attempts = await load(db(app), callback_id)
     assert attempts[0].error.startswith("ConnectError")
 
 
@@ -215,7 +209,7 @@ async def test_callbacks_of_one_transaction_are_delivered_in_order(app, receiver
     # Recorded once the first attempt took the 500: sent together, either could have drawn it.
     other = await record(db(app), merchant_id=merchant.id, url=receiver.url(), transaction_ref="TX-OTHER")
     await wait_attempts(db(app), other, 1)
-    await asyncio.sleep(0.5)
+    await settled_callbacks(app, merchant.id)  # whatever may go out now has gone out
     # The other transaction is not held up; the later event of TX-ORDER waits for the earlier one.
     events = [(r.json()["transaction_id"], r.json()["event"]) for r in receiver.requests]
     assert sorted(events) == [("TX-ORDER", "PAID"), ("TX-OTHER", "PAID")]

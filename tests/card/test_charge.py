@@ -13,7 +13,7 @@ from sqlalchemy import select, update
 
 from kasir.card.repository import CardAttemptRow, CardOrderRow, card_repository
 from kasir.config import get_settings
-from kasir.db import fetch, fetch_one, run
+from kasir.db import fetch, run
 from kasir.kit.clock import parse_aware
 from tests.card.helpers import (
     APPROVED,
@@ -30,6 +30,7 @@ from tests.card.helpers import (
 )
 from tests.support.builders import make_merchant
 from tests.support.receiver import CallbackReceiver
+from tests.support.worker import settled_callbacks
 
 
 async def stored(app: FastAPI, transaction_id: str) -> tuple[CardOrderRow, list[CardAttemptRow]]:
@@ -154,8 +155,8 @@ async def test_challenge_card_needs_the_otp(
     order, [attempt] = await stored(app, data["transactionId"])
     assert order.status == "AUTHENTICATING"
     assert attempt.status == "CHALLENGE"
-    await asyncio.sleep(0.3)
-    assert [r for r in receiver.requests if r.path == "/card/3ds"] == []  # nothing a merchant is told about yet
+    assert await settled_callbacks(app, merchant.id) == []  # nothing a merchant is told about yet
+    assert [r for r in receiver.requests if r.path == "/card/3ds"] == []
 
 
 async def test_mastercard_on_card_channel_goes_to_cimb_and_three_part_auth(
@@ -225,16 +226,8 @@ async def test_callbacks_follow_the_payment_page_acceptance_rule(
     merchant = await make_merchant(app)
     body = charge_body(number=APPROVED, callback_url=receiver.url("/card/picky"))
     transaction_id = (await post_charge(client, merchant, body)).json()["data"]["transactionId"]
-    await receiver.wait_for(1, path="/card/picky")
-    for _ in range(50):
-        async with app.state.database.unit_of_work(read_only=True) as session:
-            callback = await fetch_one(
-                session, select(*Callback.__table__.c).where(Callback.transaction_ref == transaction_id)
-            )
-        assert callback is not None
-        if callback.attempts_made == 1:
-            break
-        await asyncio.sleep(0.1)
+    [callback] = await settled_callbacks(app, merchant.id)  # its first attempt made and recorded
+    assert callback.transaction_ref == transaction_id
     assert (callback.kind, callback.event, callback.max_attempts) == ("payment_page", "SUCCESS", 4)
     assert (callback.status, callback.attempts_made) == ("pending", 1)
     assert callback.last_error == "HTTP 200 not accepted"

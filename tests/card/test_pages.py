@@ -28,6 +28,7 @@ from tests.card.helpers import (
 from tests.support import builders
 from tests.support.builders import make_merchant
 from tests.support.receiver import CallbackReceiver
+from tests.support.worker import settled_callbacks
 
 
 def local(url: str) -> str:
@@ -129,7 +130,7 @@ async def test_three_declines_close_the_link(
     # a form kept open in another tab cannot pay any more
     refused = await client.post(f"{path}/pay", data={"attempt": "4", "csrf": "x", "cardNumber": APPROVED})
     assert refused.status_code == 403
-    await asyncio.sleep(0.3)
+    await settled_callbacks(app, merchant.id)
     assert len([r for r in receiver.requests if r.path == "/pages/three"]) == 4
 
 
@@ -196,7 +197,7 @@ async def test_three_wrong_otps_close_the_link(
     assert (await client.post(f"{path}/3ds", data=late)).status_code in (303, 403)
     closed = await client.get(path)
     assert 'data-status="EXPIRED"' in closed.text
-    await asyncio.sleep(0.3)
+    await settled_callbacks(app, merchant.id)
     assert len([r for r in receiver.requests if r.path == "/pages/otp3"]) == 4
 
 
@@ -234,8 +235,7 @@ async def test_one_form_pays_once(app: FastAPI, client: httpx.AsyncClient, recei
     answers = await asyncio.gather(*(client.post(f"{path}/pay", data=form) for _ in range(3)))
     assert sorted(a.status_code for a in answers) == [200, 409, 409]
     assert "already submitted" in [a for a in answers if a.status_code == 409][0].text
-    await receiver.wait_for(1, path="/pages/once")
-    await asyncio.sleep(0.3)
+    await settled_callbacks(app, merchant.id)
     assert len([r for r in receiver.requests if r.path == "/pages/once"]) == 1
 
 

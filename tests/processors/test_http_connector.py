@@ -40,6 +40,7 @@ from tests.support.forms import page_forms, post_form
 from tests.support.postgres import PostgresCluster
 from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
+from tests.support.worker import callbacks_settled_in
 from tests.wallet.helpers import CREATE, create_body, dummy_payment, inquire, post_wallet, refund
 from tests.wallet.helpers import check_callback as check_wallet_callback
 
@@ -165,8 +166,11 @@ async def test_close_charges_approved_declined_and_challenged(
     assert (payload["transaction_status"], payload["response_message"]) == ("FAILED", "Do not honour (fake acquirer)")
     [passed] = await receiver.wait_for(1, path="/card/challenged")
     assert check_card_callback(passed, merchant, challenged)["transaction_status"] == "SUCCESS"
-    await asyncio.sleep(0.5)
-    assert len([r for r in receiver.requests if r.path == "/card/challenged"]) == 1  # notified and returned: once
+    # Notified and returned: one callback, sent once (settled, so never again).
+    settled = await callbacks_settled_in(production.database, merchant.id)
+    [(status, attempts)] = [(c.status, c.attempts_made) for c in settled if c.url == receiver.url("/card/challenged")]
+    assert (status, attempts) == ("delivered", 1)
+    assert len([r for r in receiver.requests if r.path == "/card/challenged"]) == 1
     assert fake.notified[-1][0] == 200
 
     # The acquirer got the card for its one call; Kasir kept the masked number only.
@@ -285,8 +289,9 @@ async def test_a_forged_notification_is_refused_and_a_repeated_one_changes_nothi
             assert answer.json()["applied"] == [{"product": "wallet", "reference": tx["transaction_id"],
                                                  "status": "PAID"}]  # fmt: skip
         assert (await inquire(http, merchant, tx))["transaction_status"] == "PAID"
-    await receiver.wait_for(1, path="/forged")
-    await asyncio.sleep(0.5)
+    # Applied once: one callback, sent once (settled, so never again).
+    [callback] = await callbacks_settled_in(production.database, merchant.id)
+    assert (callback.status, callback.attempts_made) == ("delivered", 1)
     assert len([r for r in receiver.requests if r.path == "/forged"]) == 1
 
 

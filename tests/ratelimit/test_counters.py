@@ -16,9 +16,12 @@ async def test_a_flood_of_new_keys_keeps_memory_bounded_and_the_locking_counters
     now = 1_000_000.0
     for _ in range(5):
         await counters.hit([("fail:ip:attacker", 300)], now)
-    for n in range(1_000):
-        await counters.hit([(f"fail:ip:flood-{n}", 300)], now)
-        assert len(counters._windows) <= 100
+    flood = [(f"fail:ip:flood-{n}", 300) for n in range(1_000)]
+    for n, counter in enumerate(flood):
+        await counters.hit([counter], now)
+        # What it remembers is what it still counts: never more counters than it may keep.
+        remembered = sum(1 for count in await counters.read([*flood[: n + 1], ("fail:ip:attacker", 300)], now) if count)
+        assert remembered <= 100
     assert await counters.read([("fail:ip:attacker", 300)], now) == [5]
     # an ended window goes first, and a new one starts from zero
     later = now + 300

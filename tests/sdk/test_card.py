@@ -26,6 +26,7 @@ from tests.support.builders import make_merchant
 from tests.support.forms import submit
 from tests.support.receiver import CallbackReceiver, ReceivedRequest
 from tests.support.signing import callback_signature, x_req_signature
+from tests.support.worker import settled_callbacks
 
 pytestmark = pytest.mark.slow
 
@@ -180,7 +181,7 @@ async def test_idempotency_key_replays_and_refuses_another_body(app, served, rec
         assert duplicate.http_status == 409
         assert duplicate.raw["statusMessage"] == "DUPLICATE_ORDER"
         assert "orderId" in duplicate.message
-    await asyncio.sleep(0.3)
+    await settled_callbacks(app, merchant.id)
     assert len([r for r in receiver.requests if r.path == "/idem"]) == 1  # charged once
 
 

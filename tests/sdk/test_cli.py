@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives import serialization
-from kasir_client import AsyncClient
-from kasir_client._cli import main
-from kasir_client._webhooks import sign_wallet_callback
+from kasir_client import AsyncClient, sign_wallet_callback
 
-from tests.sdk.helpers import sdk_credentials
+from tests.sdk.helpers import kasir_client_command, sdk_credentials
 from tests.sdk.test_card import charge_body
 from tests.support.builders import make_merchant
 from tests.support.signing import token_signature, x_req_signature
+
+main = kasir_client_command()
 
 
 async def _files(app, tmp_path: Path):

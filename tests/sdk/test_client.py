@@ -15,7 +15,6 @@ from kasir_client import (
     ConflictError,
     TransportError,
 )
-from kasir_client._client import _Core
 
 from tests.sdk.helpers import sdk_credentials
 from tests.support.builders import make_merchant
@@ -109,11 +108,16 @@ async def test_wrong_key_is_an_authentication_error(app, served):
     assert caught.value.code == "4017300"
 
 
-async def test_token_request_is_signed_per_the_formula(app):
+async def test_token_request_is_signed_per_the_formula(app, receiver):
     merchant = await make_merchant(app)
-    request = _Core("http://x", sdk_credentials(merchant))._token_request("payment")
-    ts = request.headers["X-TIMESTAMP"]
-    assert request.headers["X-SIGNATURE"] == token_signature(merchant.private_key, merchant.client_id, ts)
+    receiver.answer(Answer(status=200, body={"responseCode": "2007300", "accessToken": "T", "expiresIn": "900"}))
+    async with AsyncClient(receiver.url("").rstrip("/"), sdk_credentials(merchant)) as client:
+        assert await client.access_token() == "T"
+    [request] = await receiver.wait_for(1)
+    assert request.path == "/auth/merchants/v1.0/access-token/b2b"
+    assert request.headers["x-client-key"] == merchant.client_id
+    ts = request.headers["x-timestamp"]
+    assert request.headers["x-signature"] == token_signature(merchant.private_key, merchant.client_id, ts)
 
 
 async def test_missing_private_key_is_a_configuration_error(app):

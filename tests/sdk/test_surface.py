@@ -36,12 +36,13 @@ from kasir_client import (
     sign_bnpl_notification,
     verify_bnpl_notification,
 )
-from kasir_client._cli import main
-from kasir_client._signing import notify_signature
 
-from tests.sdk.helpers import sdk_credentials
+from tests.sdk.helpers import kasir_client_command, sdk_credentials
 from tests.sdk.test_card import charge_body
 from tests.support.builders import make_merchant
+from tests.support.signing import notify_signature
+
+main = kasir_client_command()
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -368,7 +369,7 @@ def test_a_bad_private_key_is_one_line(tmp_path, capsys):
 def test_the_installed_command_prints_no_traceback(tmp_path):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     done = subprocess.run(
-        [sys.executable, "-m", "kasir_client._cli", "token", "--credentials", str(tmp_path / "missing.json")],
+        [str(Path(sys.executable).parent / "kasir-client"), "token", "--credentials", str(tmp_path / "missing.json")],
         capture_output=True,
         text=True,
         env=env,

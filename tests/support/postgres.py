@@ -47,6 +47,11 @@ class PostgresCluster:
         # initdb refuses to run as root: run the server as the `postgres` system user then.
         self.run_as = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
 
+    @property
+    def log_path(self) -> Path:
+        """The server's log: what it says, and what auto_explain writes for a database that asks for it."""
+        return self.root / "log"
+
     def _run(self, *args: str) -> None:
         subprocess.run([*self.run_as, *args], check=True, capture_output=True, cwd="/")
 
@@ -69,7 +74,7 @@ class PostgresCluster:
         options = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c max_connections=200"
         if not self.durable:
             options += " -c fsync=off"
-        self._run(_pg_bin("pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.root / "log"), "-w", "start")
+        self._run(_pg_bin("pg_ctl"), "-D", str(self.data), "-o", options, "-l", str(self.log_path), "-w", "start")
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             with socket.socket() as sock:

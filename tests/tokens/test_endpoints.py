@@ -247,7 +247,6 @@ async def test_ec_key_is_refused_at_registration(app):
     from cryptography.hazmat.primitives import serialization
 
     from kasir.errors import BadRequest
-    from kasir.kit.crypto import public_key_pem as _unused  # noqa: F401
     from kasir.merchants.service import merchant_service
 
     ec_pem = (

@@ -14,6 +14,7 @@ from tests.support.builders import make_merchant
 from tests.support.forms import page_forms, post_form, submit
 from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
+from tests.support.worker import settled_callbacks
 from tests.wallet.helpers import check_callback, create, dummy_payment, inquire, item
 
 ITEMS = [item(40_000, 2, name="Sepatu Lari"), item(20_000, 1, item_id="shippingfee", name="Ongkir")]
@@ -112,7 +113,7 @@ async def test_concurrent_page_payments_only_one_wins(
     statuses = sorted(r.status_code for r in responses)
     assert statuses in ([200, 409, 409, 409], [303, 409, 409, 409])  # one wins, by page (303) or API (200)
     await receiver.wait_for(1, path="/page-race")
-    await asyncio.sleep(0.3)
+    await settled_callbacks(app, merchant.id)
     assert len(receiver.requests) == 1
 
 
@@ -148,7 +149,7 @@ async def test_concurrent_dummy_payments_across_a_real_socket(
         responses = await asyncio.gather(*(dummy_payment(http, merchant, tx) for _ in range(5)))
     assert sorted(r.status_code for r in responses) == [200, 409, 409, 409, 409]
     await receiver.wait_for(1, path="/served-race")
-    await asyncio.sleep(0.5)
+    await settled_callbacks(app, merchant.id)
     assert len([r for r in receiver.requests if r.path == "/served-race"]) == 1
 
 

@@ -14,8 +14,10 @@ from kasir.callbacks.models import Callback
 from kasir.db import fetch, fetch_value
 from kasir.kit.clock import clock, parse_aware
 from kasir.wallet.service import expire_due_wallet_transactions
+from tests.support import builders
 from tests.support.builders import make_merchant
 from tests.support.receiver import Answer, CallbackReceiver
+from tests.support.worker import expiry_hang_guard, settled_callbacks
 from tests.wallet.helpers import (
     assert_problem,
     check_callback,
@@ -35,17 +37,14 @@ async def recorded_callbacks(app: FastAPI, transaction_id: str) -> list[str]:
         return [row.event for row in rows]
 
 
-async def attempts_recorded(app: FastAPI, transaction_id: str, count: int) -> None:
-    """Wait until the dispatcher has recorded `count` attempts (and so scheduled the next one)."""
-    for _ in range(100):
-        async with app.state.database.unit_of_work(read_only=True) as session:
-            made = await fetch_value(
-                session, select(Callback.attempts_made).where(Callback.transaction_ref == transaction_id)
-            )
-        if made is not None and made >= count:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{count} attempts were not recorded")
+async def attempts_recorded(app: FastAPI, merchant: builders.TestMerchant, transaction_id: str, count: int) -> None:
+    """Every attempt due now is made and recorded (and so the next one scheduled): `count` in all."""
+    await settled_callbacks(app, merchant.id)
+    async with app.state.database.unit_of_work(read_only=True) as session:
+        made = await fetch_value(
+            session, select(Callback.attempts_made).where(Callback.transaction_ref == transaction_id)
+        )
+    assert made == count
 
 
 async def test_partial_refund_then_the_rest(
@@ -122,7 +121,7 @@ async def test_expiry_without_any_request(app: FastAPI, client: httpx.AsyncClien
     assert parse_aware(kept["expired_time"]) - parse_aware(kept["transaction_time"]) == timedelta(minutes=15)
     clock.advance(66)
     # Nothing is called: the embedded worker's scheduler expires it and the callback arrives.
-    [request] = await receiver.wait_for(1, path="/expire", timeout=10)
+    [request] = await receiver.wait_for(1, path="/expire", timeout=expiry_hang_guard())
     payload = check_callback(request, merchant, tx)
     assert payload["transaction_status"] == "EXPIRED"
     assert payload["response_code"] == "00"
@@ -210,7 +209,7 @@ async def test_concurrent_dummy_payments_only_one_succeeds(
     assert sorted(r.status_code for r in responses) == [200, 409, 409, 409]
     assert await recorded_callbacks(app, tx["transaction_id"]) == ["PAID"]
     await receiver.wait_for(1, path="/race")
-    await asyncio.sleep(0.3)
+    await settled_callbacks(app, merchant.id)
     assert len(receiver.requests) == 1
 
 
@@ -232,14 +231,14 @@ async def test_refused_callback_is_retried_twice(
     receiver.answer(Answer(status=500), Answer(status=503), Answer(status=500))
     tx = await create(client, merchant, receiver.url("/retry"))
     assert (await dummy_payment(client, merchant, tx)).status_code == 200
-    await attempts_recorded(app, tx["transaction_id"], 1)
+    await attempts_recorded(app, merchant, tx["transaction_id"], 1)
     clock.advance(15)  # past the first backoff (10 s + jitter)
-    await attempts_recorded(app, tx["transaction_id"], 2)
+    await attempts_recorded(app, merchant, tx["transaction_id"], 2)
     clock.advance(70)  # past the second (60 s + jitter)
-    await attempts_recorded(app, tx["transaction_id"], 3)
+    await attempts_recorded(app, merchant, tx["transaction_id"], 3)
     attempts = await receiver.wait_for(3, path="/retry")
     clock.advance(400)
-    await asyncio.sleep(1.5)
+    await settled_callbacks(app, merchant.id)  # anything due after the schedule has been sent
     assert len(receiver.requests) == 3  # no fourth attempt
     for attempt in attempts:
         assert check_callback(attempt, merchant, tx)["transaction_status"] == "PAID"

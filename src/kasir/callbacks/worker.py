@@ -71,6 +71,15 @@ class DeliveryWorker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
         self._inflight: set[asyncio.Task[None]] = set()
+        # idle(): the passes begun, the last one that found the worker with nothing to do, and the event
+        # that such a pass sets (a new one each time, so every waiter sees the pass after it began waiting).
+        self._passes_begun = 0
+        self._idle_pass = 0
+        self._went_idle = asyncio.Event()
+        # next_expiry_pass(): the same for the passes of the expiry scheduler.
+        self._expiry_passes_begun = 0
+        self._expiry_passes_ended = 0
+        self._expiry_pass_ended = asyncio.Event()
         # Attempts go straight through the transport (kasir.kit.http_client.post): no redirect is followed
         # (docs/decisions.md §8), no proxy from the environment is used (it would bypass the SSRF check of the
         # resolved address), no cookie is kept. Idle connections are kept per merchant origin; not httpx's
@@ -91,6 +100,30 @@ class DeliveryWorker:
         else:
             loop.call_soon_threadsafe(self._wake.set)
 
+    async def idle(self) -> None:
+        """Return once a claim begun after this call found nothing due and no attempt was in flight.
+
+        Whatever was due when it was called has then been sent and its attempt recorded, and nothing
+        else was due: a caller can tell "not sent" from "not sent yet" without waiting on a clock (the
+        tests do, after a callback that must not go out, or must go out once). It wakes the worker, so
+        it costs one claim when there is nothing to do; it does not return while the worker is stopped.
+        """
+        began_before = self._passes_begun
+        self.wake()
+        while self._idle_pass <= began_before:
+            await self._went_idle.wait()
+
+    async def next_expiry_pass(self) -> None:
+        """Return once a pass of the expiry jobs begun after this call has ended.
+
+        What was due when it was called (a payment past its expiry, an idempotency key past its 24 hours)
+        has then been dealt with, or was not due by the jobs' own rules: a caller can tell which without
+        waiting on a clock (the tests do). It does not return while the worker is stopped.
+        """
+        began_before = self._expiry_passes_begun
+        while self._expiry_passes_ended <= began_before:
+            await self._expiry_pass_ended.wait()
+
     def stop(self) -> None:
         self._stopping = True
         self._stopped.set()
@@ -107,11 +140,18 @@ class DeliveryWorker:
                 self._wake.clear()
                 free = self.concurrency - len(self._inflight)
                 claimed: list[ClaimedCallback] = []
+                self._passes_begun += 1
+                this_pass, looked = self._passes_begun, False
                 if free > 0:
                     try:
                         claimed = await claim_due(self.database, self.name, free, self.settings.callback_lease_seconds)
+                        looked = True
                     except Exception:
                         log.exception("claiming callbacks failed; retrying shortly")
+                if looked and not claimed and not self._inflight:
+                    self._idle_pass = this_pass
+                    went_idle, self._went_idle = self._went_idle, asyncio.Event()
+                    went_idle.set()
                 for callback in claimed:
                     task = asyncio.create_task(self._deliver(callback))
                     self._inflight.add(task)
@@ -178,11 +218,16 @@ class DeliveryWorker:
     async def _expiry_scheduler(self) -> None:
         jobs = expiry_jobs()
         while not self._stopping:
+            self._expiry_passes_begun += 1
+            this_pass = self._expiry_passes_begun
             for job in jobs:
                 try:
                     await job(self.database)
                 except Exception:
                     log.exception("expiry job failed", extra={"job": job.__qualname__})
+            self._expiry_passes_ended = this_pass
+            ended, self._expiry_pass_ended = self._expiry_pass_ended, asyncio.Event()
+            ended.set()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopped.wait(), EXPIRY_INTERVAL_SECONDS)
 
