@@ -24,12 +24,13 @@ import pytest
 from kasir.config import Settings
 from kasir.db import Database, upgrade_schema
 from tests.conftest import TEST_ADMIN_TOKEN, TEST_SECRET_KEY
-from tests.support.builders import public_pem, rsa_key, snap_timestamp
+from tests.support.builders import public_pem, rsa_key
 from tests.support.fuzz_signer import SIGNED_HEADERS, FuzzMerchant
 from tests.support.postgres import PostgresCluster
 from tests.support.process import end_with_parent
 from tests.support.server import ServedKasir
-from tests.support.signing import compact, token_signature
+from tests.support.wire import compact
+from tests.support.wire.snap import snap_timestamp, token_signature
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "tests" / "schemathesis.toml"

@@ -38,12 +38,12 @@ from kasir_client import (
     verify_wallet_callback,
 )
 
-from tests.card.helpers import APPROVED, address, card
 from tests.conftest import TEST_DB
 from tests.support.forms import submit
 from tests.support.postgres import PostgresCluster, free_port
 from tests.support.process import end_with_parent
 from tests.support.receiver import Answer, CallbackReceiver
+from tests.support.wire.card import APPROVED, address, card
 
 pytestmark = [
     pytest.mark.deployment,

@@ -10,11 +10,11 @@ import pytest
 from fastapi import FastAPI
 
 from kasir.console.service import UserNotFound, console_users
-from tests.bnpl import helpers as bnpl
-from tests.card.helpers import charge_body, post_charge
-from tests.support.builders import make_merchant, snap_timestamp
-from tests.support.signing import compact, token_signature
-from tests.wallet import helpers as wallet
+from tests.support.builders import make_merchant
+from tests.support.wire import compact, wallet
+from tests.support.wire import snap as bnpl
+from tests.support.wire.card import charge_body, post_charge
+from tests.support.wire.snap import snap_timestamp, token_signature
 
 ADMIN = {"Authorization": "Bearer test-admin-token"}
 DEEP = "[" * 1000 + "]" * 1000

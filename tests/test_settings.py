@@ -31,8 +31,8 @@ from kasir.errors import Unauthorized
 from kasir.kit.crypto import SecretBox
 from kasir.kit.logs import configure_logging
 from kasir.snap.headers import check_timestamp
-from tests.support.builders import snap_timestamp
 from tests.support.server import ServedKasir
+from tests.support.wire.snap import snap_timestamp
 
 
 def test_the_environment_is_read_with_the_kasir_prefix(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -264,7 +264,7 @@ async def test_serve_believes_x_forwarded_for_only_from_trusted_proxies(
     whatever X-Forwarded-For says; from a trusted proxy the address it names is. Seen through the
     per-merchant lockout (KASIR_RATE_LIMIT_FAILURES_PER_MERCHANT=1, non-default too)."""
     from tests.support.builders import make_merchant
-    from tests.support.signing import token_signature
+    from tests.support.wire.snap import token_signature
 
     env = {**settings_env, "KASIR_RATE_LIMIT_FAILURES_PER_MERCHANT": "1"}
     plain = ServedKasir(env, args=("--no-worker",))
@@ -473,8 +473,8 @@ async def test_the_callback_signature_brand_names_the_header(settings: Settings,
     from kasir.callbacks.dispatcher import ClaimedCallback, send_attempt
     from kasir.callbacks.models import Callback, CallbackKind
     from kasir.callbacks.signing import with_query_signature
-    from tests.card.dialect_helpers import DIRECT_V1, dialect_body, post_dialect
     from tests.support.builders import make_merchant
+    from tests.support.wire.dialect import DIRECT_V1, dialect_body, post_dialect
 
     assert Settings(callback_signature_brand="mcp").callback_signature_brand == "mcp"
     with pytest.raises(ValueError, match="callback_signature_brand"):

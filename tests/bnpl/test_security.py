@@ -10,7 +10,9 @@ import pytest
 from fastapi import FastAPI
 
 from kasir.kit.clock import clock
-from tests.bnpl.helpers import (
+from tests.support.builders import make_merchant
+from tests.support.wire import compact
+from tests.support.wire.snap import (
     access_token,
     calculation_body,
     calculation_item,
@@ -18,10 +20,11 @@ from tests.bnpl.helpers import (
     external_id,
     post_signed,
     pretty,
+    rsa_sign,
     snap_headers,
+    snap_symmetric,
+    snap_timestamp,
 )
-from tests.support.builders import make_merchant, snap_timestamp
-from tests.support.signing import compact, rsa_sign, snap_symmetric
 
 CALC = "/v1.0/bnpl/payment-calculation"
 ROUTES = [

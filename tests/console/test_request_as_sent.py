@@ -11,7 +11,8 @@ from fastapi import FastAPI
 from tests.console.helpers import closing, paid_wallet_payment, signed_in
 from tests.support.builders import make_merchant
 from tests.support.receiver import CallbackReceiver
-from tests.support.signing import callback_signature, x_req_signature
+from tests.support.wire import x_req_signature
+from tests.support.wire.callbacks import callback_signature
 
 
 async def test_the_payment_page_shows_the_delivered_request_as_the_merchant_received_it(

@@ -18,7 +18,7 @@ from kasir.db.reachability import database_failure
 from tests.support.builders import make_merchant
 from tests.support.postgres import free_port
 from tests.support.server import ServedKasir
-from tests.wallet.helpers import create
+from tests.support.wire.wallet import create
 
 KASIR = str(Path(sys.executable).parent / "kasir")
 # Every command that reads the settings and the database: the server, the worker, the schema, and the others.

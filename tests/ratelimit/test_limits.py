@@ -25,14 +25,14 @@ from kasir.db import Database, fetch_value
 from kasir.kit.clock import clock
 from kasir.ratelimit.models import RateLimitCounter
 from kasir.ratelimit.service import AuthenticationLocked, purge_expired_counters, rate_limits
-from tests.bnpl.helpers import calculation_body, post_signed
-from tests.card.helpers import charge_body, post_charge
 from tests.conftest import TEST_ADMIN_TOKEN, TEST_DB
 from tests.console.helpers import make_user, sign_in
 from tests.support import builders
-from tests.support.builders import make_merchant, snap_timestamp
-from tests.support.signing import basic_auth, token_signature
-from tests.wallet.helpers import CREATE, create_body, post_wallet
+from tests.support.builders import make_merchant
+from tests.support.wire import basic_auth
+from tests.support.wire.card import charge_body, post_charge
+from tests.support.wire.snap import calculation_body, post_signed, snap_timestamp, token_signature
+from tests.support.wire.wallet import CREATE, create_body, post_wallet
 
 TOKEN_PATH = "/auth/merchants/v1.0/access-token/b2b"
 CALCULATION_PATH = "/v1.0/bnpl/payment-calculation"

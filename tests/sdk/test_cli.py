@@ -15,7 +15,8 @@ from kasir_client._webhooks import sign_wallet_callback
 from tests.sdk.helpers import sdk_credentials
 from tests.sdk.test_card import charge_body
 from tests.support.builders import make_merchant
-from tests.support.signing import token_signature, x_req_signature
+from tests.support.wire import x_req_signature
+from tests.support.wire.snap import token_signature
 
 
 async def _files(app, tmp_path: Path):

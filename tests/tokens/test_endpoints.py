@@ -11,8 +11,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from kasir.kit.clock import clock, parse_aware
 from kasir.tokens.service import Product, read_access_token
-from tests.support.builders import make_merchant, rsa_key, snap_timestamp
-from tests.support.signing import token_signature
+from tests.support.builders import make_merchant, rsa_key
+from tests.support.wire.snap import snap_timestamp, token_signature
 
 PAYMENT_PATH = "/auth/merchants/v1.0/access-token/b2b"
 DISBURSEMENT_PATH = "/api/v1.0/access-token/b2b"
