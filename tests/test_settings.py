@@ -264,7 +264,7 @@ async def test_serve_believes_x_forwarded_for_only_from_trusted_proxies(
     whatever X-Forwarded-For says; from a trusted proxy the address it names is. Seen through the
     per-merchant lockout (KASIR_RATE_LIMIT_FAILURES_PER_MERCHANT=1, non-default too)."""
     from tests.support.builders import make_merchant
-    from tests.support.wire.snap import token_signature
+    from tests.support.wire.snap import token_headers
 
     env = {**settings_env, "KASIR_RATE_LIMIT_FAILURES_PER_MERCHANT": "1"}
     plain = ServedKasir(env, args=("--no-worker",))
@@ -272,15 +272,7 @@ async def test_serve_believes_x_forwarded_for_only_from_trusted_proxies(
     await asyncio.gather(asyncio.to_thread(plain.start), asyncio.to_thread(proxied.start))
 
     async def token(server: ServedKasir, merchant: Any, forwarded_for: str, *, wrong: bool = False) -> int:
-        timestamp = snap_timestamp()
-        signed = f"{timestamp}x" if wrong else timestamp
-        headers = {
-            "Content-Type": "application/json",
-            "X-TIMESTAMP": timestamp,
-            "X-CLIENT-KEY": merchant.client_id,
-            "X-SIGNATURE": token_signature(merchant.private_key, merchant.client_id, signed),
-            "X-Forwarded-For": forwarded_for,
-        }
+        headers = token_headers(merchant, wrong=wrong, X_Forwarded_For=forwarded_for)
         async with httpx.AsyncClient(base_url=server.base_url) as client:
             response = await client.post(
                 "/auth/merchants/v1.0/access-token/b2b", headers=headers, content='{"grantType":"client_credentials"}'
