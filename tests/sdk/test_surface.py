@@ -37,11 +37,11 @@ from kasir_client import (
     verify_bnpl_notification,
 )
 from kasir_client._cli import main
-from kasir_client._signing import notify_signature
 
 from tests.sdk.helpers import sdk_credentials
 from tests.sdk.test_card import charge_body
 from tests.support.builders import make_merchant
+from tests.support.wire.callbacks import notify_signature
 
 ROOT = Path(__file__).resolve().parents[2]
 KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
