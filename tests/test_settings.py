@@ -33,10 +33,10 @@ from kasir.errors import Unauthorized
 from kasir.kit.crypto import SecretBox
 from kasir.kit.logs import configure_logging
 from kasir.snap.headers import check_timestamp
-from tests.support.builders import snap_timestamp
 from tests.support.cli import run_kasir
 from tests.support.process import HANG_GUARD_SECONDS
 from tests.support.server import ServedKasir
+from tests.support.wire.snap import snap_timestamp
 
 
 def test_the_environment_is_read_with_the_kasir_prefix(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -284,7 +284,7 @@ async def test_serve_believes_x_forwarded_for_only_from_trusted_proxies(
     whatever X-Forwarded-For says; from a trusted proxy the address it names is. Seen through the
     per-merchant lockout (KASIR_RATE_LIMIT_FAILURES_PER_MERCHANT=1, non-default too)."""
     from tests.support.builders import make_merchant
-    from tests.support.signing import token_signature
+    from tests.support.wire.snap import token_headers
 
     env = {**settings_env, "KASIR_RATE_LIMIT_FAILURES_PER_MERCHANT": "1"}
     plain = ServedKasir(env, args=("--no-worker",))
@@ -292,15 +292,7 @@ async def test_serve_believes_x_forwarded_for_only_from_trusted_proxies(
     await asyncio.gather(asyncio.to_thread(plain.start), asyncio.to_thread(proxied.start))
 
     async def token(server: ServedKasir, merchant: Any, forwarded_for: str, *, wrong: bool = False) -> int:
-        timestamp = snap_timestamp()
-        signed = f"{timestamp}x" if wrong else timestamp
-        headers = {
-            "Content-Type": "application/json",
-            "X-TIMESTAMP": timestamp,
-            "X-CLIENT-KEY": merchant.client_id,
-            "X-SIGNATURE": token_signature(merchant.private_key, merchant.client_id, signed),
-            "X-Forwarded-For": forwarded_for,
-        }
+        headers = token_headers(merchant, wrong=wrong, X_Forwarded_For=forwarded_for)
         async with httpx.AsyncClient(base_url=server.base_url) as client:
             response = await client.post(
                 "/auth/merchants/v1.0/access-token/b2b", headers=headers, content='{"grantType":"client_credentials"}'
@@ -473,8 +465,8 @@ async def test_the_callback_signature_brand_names_the_header(settings: Settings,
     from kasir.callbacks.dispatcher import ClaimedCallback, send_attempt
     from kasir.callbacks.models import Callback, CallbackKind
     from kasir.callbacks.signing import with_query_signature
-    from tests.card.dialect_helpers import DIRECT_V1, dialect_body, post_dialect
     from tests.support.builders import make_merchant
+    from tests.support.wire.dialect import DIRECT_V1, dialect_body, post_dialect
 
     assert Settings(callback_signature_brand="mcp").callback_signature_brand == "mcp"
     with pytest.raises(ValueError, match="callback_signature_brand"):

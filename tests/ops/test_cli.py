@@ -25,7 +25,7 @@ from tests.support.builders import make_merchant
 from tests.support.cli import kasir_beside_app, run_kasir
 from tests.support.postgres import free_port
 from tests.support.server import ServedKasir
-from tests.wallet.helpers import create
+from tests.support.wire.wallet import create
 
 KASIR = str(Path(sys.executable).parent / "kasir")
 # Every command that reads the settings and the database: the server, the worker, the schema, and the others.

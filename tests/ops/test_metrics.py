@@ -19,16 +19,16 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kasir.db import Database, upgrade_schema
 from kasir.merchants.service import merchant_service
-from tests.bnpl.helpers import checkout_body, post_signed
 from tests.callbacks.helpers import record
-from tests.card.helpers import APPROVED, DECLINED, charge_body, post_charge
 from tests.support.builders import make_merchant, public_pem, rsa_key, unique_name
 from tests.support.forms import submit
 from tests.support.postgres import PostgresCluster, free_port
 from tests.support.process import end_with_parent
 from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
-from tests.wallet.helpers import create, dummy_payment
+from tests.support.wire.card import APPROVED, DECLINED, charge_body, post_charge
+from tests.support.wire.snap import checkout_body, post_signed
+from tests.support.wire.wallet import create, dummy_payment
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
