@@ -11,6 +11,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from sqlalchemy import func, select
 
+from kasir.callbacks.worker import DeliveryWorker
 from kasir.config import Settings
 from kasir.db import Database, Session, fetch_value
 from kasir.errors import RequestInProgress, UnprocessableEntity
@@ -89,7 +90,7 @@ async def test_a_key_held_by_a_running_request_answers_409_after_a_short_wait_on
 
 
 async def test_a_handler_after_a_claim_waits_for_rows_as_without_a_key_on_postgresql(
-    app: FastAPI, settings: Settings
+    app: FastAPI, settings: Settings, worker: DeliveryWorker
 ) -> None:
     """The claim bounds its own wait (lock_timeout, set and set back by its one statement), and so does the
     look-up of a key found taken; the handler's row locks after either wait as they would without a key: a
