@@ -23,8 +23,8 @@ from sqlalchemy.engine import make_url
 from kasir.card.repository import card_repository
 from kasir.config import Settings
 from kasir.db import Session
-from tests.card.helpers import charge_body, post_charge
 from tests.support.builders import make_merchant
+from tests.support.wire.card import charge_body, post_charge
 
 
 class RecordingSession:
