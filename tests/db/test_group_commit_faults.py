@@ -26,11 +26,11 @@ import kasir.db.sqlite
 from kasir.card.models import CardOrder
 from kasir.config import Settings
 from kasir.db import Database, fetch_value
-from tests.card.helpers import charge_body, post_charge
 from tests.conftest import TEST_DB
 from tests.db.probe import ADD, metadata, names_on_disk, python, read_line
 from tests.support.builders import make_merchant
 from tests.support.probe_tables import database_with_tables
+from tests.support.wire.card import charge_body, post_charge
 
 pytestmark = pytest.mark.slow
 

@@ -22,11 +22,11 @@ from kasir.config import Settings
 from kasir.db import Database
 from kasir.db.sqlite import WriteSeatHeldTooLong
 from kasir.processors.simulator import Simulator
-from tests.card.helpers import charge_body, post_charge
 from tests.conftest import TEST_DB
 from tests.db.probe import ADD, add, metadata, names, names_on_disk
 from tests.support.builders import make_merchant
 from tests.support.probe_tables import database_with_tables
+from tests.support.wire.card import charge_body, post_charge
 from tests.wallet import helpers as wallet
 
 SLOW_DNS_SECONDS = 0.4
