@@ -45,7 +45,7 @@ async def kasir_beside_app(*args: str) -> Result:
 
 
 def run_kasir(*args: str, env: Mapping[str, str], cwd: Path | None = None) -> Result:
-    """`kasir ARGS` with only `env` in the environment (KASIR_ variables), run from `cwd`.
+    """`kasir ARGS` run from `cwd` with `env`'s KASIR_ variables and no others, as a new process reads them.
 
     Nothing of the test process leaks in (its KASIR_ variables, the settings the session installed) and nothing
     of the command leaks out (the settings and KASIR_PUBLIC_URL it sets, the logging `kasir worker` sets up).
