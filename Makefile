@@ -4,8 +4,15 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
+# The fast lane's parallel workers (pytest-xdist): one per core.
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+# The lanes (docs/contributor/tests.md): the fast lane in parallel, then the slow lane (subprocesses,
+# browsers, kills, fuzzing) one test at a time. Exit status 5 (no test selected, as a -k may leave a lane
+# empty) is not a failure.
+FAST_LANE = $(BIN)/pytest -q -m "not slow" -n $(JOBS) $(PYTEST_ARGS) || [ $$? -eq 5 ]
+SLOW_LANE = $(BIN)/pytest -q -m slow $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
-.PHONY: run test test-sqlite test-postgres system-deps lint sdk-compat sdk-package bench demo clean
+.PHONY: run test test-fast test-sqlite test-postgres system-deps lint sdk-compat sdk-package bench demo clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,10 +45,17 @@ test: $(VENV)/.dev system-deps
 	$(MAKE) --no-print-directory test-postgres
 
 test-sqlite:
-	KASIR_TEST_DB=sqlite $(BIN)/pytest -q $(PYTEST_ARGS)
+	KASIR_TEST_DB=sqlite $(FAST_LANE)
+	KASIR_TEST_DB=sqlite $(SLOW_LANE)
 
 test-postgres:
-	KASIR_TEST_DB=postgres $(BIN)/pytest -q $(PYTEST_ARGS)
+	KASIR_TEST_DB=postgres $(FAST_LANE)
+	KASIR_TEST_DB=postgres $(SLOW_LANE)
+
+## make test-fast: the fast lane alone (in-process, in parallel) on SQLite and on PostgreSQL: minutes, not half an hour
+test-fast: $(VENV)/.dev system-deps
+	KASIR_TEST_DB=sqlite $(FAST_LANE)
+	KASIR_TEST_DB=postgres $(FAST_LANE)
 
 system-deps:
 	@scripts/system-deps.sh

@@ -58,10 +58,10 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.card.helpers import APPROVED, CHARGE, charge_body  # noqa: E402
 from tests.support.postgres import PostgresCluster, free_port  # noqa: E402
 from tests.support.process import end_with_parent  # noqa: E402
-from tests.support.signing import basic_auth, compact  # noqa: E402
+from tests.support.wire import basic_auth, compact  # noqa: E402
+from tests.support.wire.card import APPROVED, CHARGE, charge_body  # noqa: E402
 
 if TYPE_CHECKING:
     from kasir.db import Database

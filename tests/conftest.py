@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import subprocess
 import tempfile
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 import httpx
@@ -13,6 +15,7 @@ import pytest
 from fastapi import FastAPI
 
 from kasir.app import create_app
+from kasir.callbacks.worker import DeliveryWorker
 from kasir.config import Settings, configure
 from kasir.db import Database, upgrade_schema
 from kasir.kit.clock import clock
@@ -43,6 +46,40 @@ SESSION_RATE_LIMITS = {
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "browser: drives Chromium through Playwright (run alone: -m browser)")
+
+
+# The lanes (docs/contributor/tests.md): a test that starts a process (`kasir` in a subprocess, a
+# browser, PostgreSQL of its own, node, nginx) is in the slow lane. A test that asks for one of these
+# fixtures is marked so here; one that starts a process itself says `pytest.mark.slow`, and if it
+# forgets, `_fast_lane_starts_no_process` fails it with that advice.
+SLOW_FIXTURES = frozenset({"served", "chromium", "phone_page"})
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())) or item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.slow)
+
+
+class StartsAProcess(AssertionError):
+    """A test outside the slow lane started a process."""
+
+
+@pytest.fixture(autouse=True)
+def _fast_lane_starts_no_process(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail a test that starts a process without being in the slow lane (it would slow the fast lane down,
+    and the fast lane runs in parallel, where processes of their own compete for the cores)."""
+    if request.node.get_closest_marker("slow"):
+        return
+    name = request.node.nodeid
+
+    def refuse(self: subprocess.Popen[bytes], args: object, *_args: object, **_kwargs: object) -> None:
+        raise StartsAProcess(
+            f"{name} starts a process ({args!r}): mark it `@pytest.mark.slow` (the slow lane), or use an "
+            "in-process way (Typer's CliRunner for the `kasir` command, the ASGI app through httpx)"
+        )
+
+    monkeypatch.setattr(subprocess.Popen, "__init__", refuse)
 
 
 def pytest_report_header() -> str:
@@ -108,6 +145,8 @@ def settings(settings_env: dict[str, str]) -> Settings:
         callback_poll_seconds=0.1,
         callback_timeout_seconds=2,
         debug_write_seat_seconds=WRITE_SEAT_WATCHDOG_SECONDS,
+        # No worker of the app's own: a test that asks for `receiver` gets one for its time (see there).
+        embedded_worker=False,
         **SESSION_RATE_LIMITS,
     )
 
@@ -160,7 +199,30 @@ async def served(settings_env: dict[str, str], migrated: None) -> AsyncIterator[
 
 
 @pytest.fixture
-async def receiver() -> AsyncIterator[CallbackReceiver]:
-    """A real HTTP receiver on 127.0.0.1 for callbacks (see tests/support/receiver.py)."""
-    async with CallbackReceiver() as callback_receiver:
+async def receiver(app: FastAPI) -> AsyncIterator[CallbackReceiver]:
+    """A real HTTP receiver on 127.0.0.1 for callbacks (see tests/support/receiver.py), and a callback
+    worker for this test: the in-process app has none of its own, so callbacks go out only while a test
+    that asked for a receiver runs. The worker stops with the test, its attempts in flight finished."""
+    async with CallbackReceiver() as callback_receiver, delivering(app):
         yield callback_receiver
+
+
+@pytest.fixture
+async def worker(app: FastAPI) -> AsyncIterator[DeliveryWorker]:
+    """A callback worker for this test without a receiver (callbacks to addresses that refuse, time out...)."""
+    async with delivering(app) as callback_worker:
+        yield callback_worker
+
+
+@asynccontextmanager
+async def delivering(app: FastAPI) -> AsyncIterator[DeliveryWorker]:
+    """A callback worker (and its expiry jobs) on the app's database while the block runs."""
+    worker = DeliveryWorker(app.state.database, app.state.settings, name=f"test:{os.getpid()}")
+    task = asyncio.create_task(worker.run())
+    app.state.worker = worker  # the app's worker for the block (tests/support/worker.py asks it)
+    try:
+        yield worker
+    finally:
+        app.state.worker = None
+        worker.stop()
+        await task

@@ -24,12 +24,13 @@ import pytest
 from kasir.config import Settings
 from kasir.db import Database, upgrade_schema
 from tests.conftest import TEST_ADMIN_TOKEN, TEST_SECRET_KEY
-from tests.support.builders import public_pem, rsa_key, snap_timestamp
+from tests.support.builders import public_pem, rsa_key
 from tests.support.fuzz_signer import SIGNED_HEADERS, FuzzMerchant
 from tests.support.postgres import PostgresCluster
 from tests.support.process import end_with_parent
 from tests.support.server import ServedKasir
-from tests.support.signing import compact, token_signature
+from tests.support.wire import compact
+from tests.support.wire.snap import token_headers
 
 ROOT = Path(__file__).resolve().parent.parent
 CONFIG = ROOT / "tests" / "schemathesis.toml"
@@ -83,16 +84,10 @@ def _make_merchant(base_url: str) -> FuzzMerchant:
             fields["merchant_id"], fields["client_id"], fields["client_secret"], fields["secret"],
             fields["hash_key"], key,
         )  # fmt: skip
-        timestamp = snap_timestamp()
         token = http.post(
             "/auth/merchants/v1.0/access-token/b2b",
             content=compact({"grantType": "client_credentials"}),
-            headers={
-                "Content-Type": "application/json",
-                "X-TIMESTAMP": timestamp,
-                "X-CLIENT-KEY": merchant.client_id,
-                "X-SIGNATURE": token_signature(key, merchant.client_id, timestamp),
-            },
+            headers=token_headers(merchant),
         )
         assert token.status_code == 200, token.text
         merchant.access_token = token.json()["accessToken"]

@@ -38,12 +38,12 @@ from kasir_client import (
     verify_wallet_callback,
 )
 
-from tests.card.helpers import APPROVED, address, card
 from tests.conftest import TEST_DB
 from tests.support.forms import submit
 from tests.support.postgres import PostgresCluster, free_port
 from tests.support.process import HANG_GUARD_SECONDS, end_with_parent
 from tests.support.receiver import Answer, CallbackReceiver
+from tests.support.wire.card import charge_body
 
 pytestmark = [
     pytest.mark.deployment,
@@ -326,29 +326,7 @@ async def pay_bnpl(
 async def pay_card(client: AsyncClient, payment: Payment, callback_url: str, n: int) -> None:
     external_id, order_id = f"DEP-C-{n}-{secrets.token_hex(4)}", f"DEP-CO-{n}"
     payment.order = (external_id, order_id)
-    result = await client.card_charge(
-        {
-            "externalId": external_id,
-            "orderId": order_id,
-            "currency": "IDR",
-            "paymentMethod": "card",
-            "paymentChannel": "CARD",
-            "paymentMode": "CLOSE",
-            "paymentDetails": {"amount": 150_000, "isCustomerPayingFee": False, "transactionDescription": "Sepatu"},
-            "itemDetails": [{"itemId": "SKU-2", "name": "Sepatu Lari", "amount": 75_000, "qty": 2}],
-            "customerDetails": {
-                "email": "siti@example.id",
-                "fullName": "Siti Rahayu",
-                "phone": "081234567890",
-                "ipAddress": "203.0.113.7",
-            },
-            "billingAddress": address(),
-            "shippingAddress": address(),
-            "cardDetails": card(APPROVED),
-            "returnUrl": "https://shop.example/return",
-            "callbackUrl": callback_url,
-        }
-    )
+    result = await client.card_charge(charge_body(callback_url=callback_url, externalId=external_id, orderId=order_id))
     assert result.is_success, (result.status_code, result.message)
     assert result.payment_status == "SUCCESS", result.payment_status
     payment.reference = result.transaction_id

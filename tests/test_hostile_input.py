@@ -10,11 +10,11 @@ import pytest
 from fastapi import FastAPI
 
 from kasir.console.service import UserNotFound, console_users
-from tests.bnpl import helpers as bnpl
-from tests.card.helpers import charge_body, post_charge
-from tests.support.builders import make_merchant, snap_timestamp
-from tests.support.signing import compact, token_signature
-from tests.wallet import helpers as wallet
+from tests.support.builders import make_merchant
+from tests.support.wire import compact, wallet
+from tests.support.wire import snap as bnpl
+from tests.support.wire.card import charge_body, post_charge
+from tests.support.wire.snap import snap_timestamp, token_headers
 
 ADMIN = {"Authorization": "Bearer test-admin-token"}
 DEEP = "[" * 1000 + "]" * 1000
@@ -85,16 +85,10 @@ async def test_bnpl_refuses_nan_infinity_and_out_of_range_numbers_and_a_nul_refe
 
 async def test_the_token_refuses_nan_in_additional_info(app: FastAPI, client: httpx.AsyncClient) -> None:
     merchant = await make_merchant(app)
-    timestamp = snap_timestamp()
     answer = await client.post(
         "/auth/merchants/v1.0/access-token/b2b",
         content=b'{"grantType":"client_credentials","additionalInfo":{"x":NaN}}',
-        headers={
-            "Content-Type": "application/json",
-            "X-TIMESTAMP": timestamp,
-            "X-CLIENT-KEY": merchant.client_id,
-            "X-SIGNATURE": token_signature(merchant.private_key, merchant.client_id, timestamp),
-        },
+        headers=token_headers(merchant),
     )
     assert answer.status_code == 400, answer.text
     assert answer.json()["responseCode"].startswith("40073")

@@ -27,13 +27,13 @@ import pytest
 from openapi_spec_validator import validate
 
 from kasir.openapi import OPERATION_IDS
-from tests.bnpl.helpers import checkout_body, external_id
-from tests.card.helpers import charge_body
 from tests.conftest import TEST_ADMIN_TOKEN
-from tests.support.builders import public_pem, rsa_key, snap_timestamp, unique_name
+from tests.support.builders import public_pem, rsa_key, unique_name
 from tests.support.server import ServedKasir
-from tests.support.signing import snap_symmetric, token_signature, x_req_signature
-from tests.wallet.helpers import create_body
+from tests.support.wire import x_req_signature
+from tests.support.wire.card import charge_body
+from tests.support.wire.snap import checkout_body, external_id, snap_symmetric, snap_timestamp, token_signature
+from tests.support.wire.wallet import create_body
 
 _OPERATION_ID = re.compile(r"^[a-z][A-Za-z0-9]{2,40}$")
 

@@ -14,11 +14,10 @@ from fastapi import FastAPI
 
 from kasir.app import create_app
 from kasir.config import Settings, configure
-from tests.bnpl import helpers as bnpl
-from tests.card.helpers import charge_body, post_charge
 from tests.support.builders import make_merchant
-from tests.support.signing import compact
-from tests.wallet import helpers as wallet
+from tests.support.wire import compact, wallet
+from tests.support.wire import snap as bnpl
+from tests.support.wire.card import charge_body, post_charge
 
 
 def assert_page_headers(page: httpx.Response) -> None:

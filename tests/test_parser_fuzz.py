@@ -9,7 +9,7 @@ from collections.abc import Callable
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from kasir.config import Settings, configure
+from kasir.config import Settings, configure, get_settings
 from kasir.errors import KasirError
 from kasir.kit.crypto import b64decode_strict, constant_time_equals, generate_rsa_private_key, public_key_pem
 from kasir.merchants.basic_auth import parse_basic
@@ -71,11 +71,12 @@ def test_a_json_body_parses_or_is_a_bad_request(body: bytes) -> None:
 @given(value=st.one_of(text, printable, printable.map(lambda s: s + "." + s)))
 @example(value=":.\x80")  # found by this test: a TypeError (500) before constant_time_equals compared bytes
 def test_a_random_access_token_is_refused(value: str) -> None:
+    previous = get_settings()
     configure(Settings(secret_key="fuzz-key"))
     try:
         assert status_of(lambda: read_access_token(value, Product.PAYMENT)) == 401
     finally:
-        configure(None)
+        configure(previous)  # the session's app reads the process's settings: give them back as they were
 
 
 def test_secrets_with_non_ascii_characters_compare_without_an_error() -> None:

@@ -17,11 +17,11 @@ from kasir.bnpl.schemas import QrCheckoutRequest
 from kasir.card.schemas import ChargeRequest
 from kasir.kit.fields import PHONE_PATTERN, phone
 from kasir.wallet.schemas import CreatePaymentRequest
-from tests.bnpl.helpers import checkout_body, post_signed
-from tests.card.helpers import charge_body, post_charge
 from tests.support import builders
 from tests.support.builders import make_merchant
-from tests.wallet.helpers import CREATE, create_body, post_wallet
+from tests.support.wire.card import charge_body, post_charge
+from tests.support.wire.snap import checkout_body, post_signed
+from tests.support.wire.wallet import CREATE, create_body, post_wallet
 
 ACCEPTED = [
     "0811111111111111",

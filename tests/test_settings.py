@@ -7,12 +7,14 @@ the environment where that is how it is read, and checks what it promises.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +33,10 @@ from kasir.errors import Unauthorized
 from kasir.kit.crypto import SecretBox
 from kasir.kit.logs import configure_logging
 from kasir.snap.headers import check_timestamp
-from tests.support.builders import snap_timestamp
+from tests.support.cli import run_kasir
 from tests.support.process import HANG_GUARD_SECONDS
 from tests.support.server import ServedKasir
+from tests.support.wire.snap import snap_timestamp
 
 
 def test_the_environment_is_read_with_the_kasir_prefix(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -179,15 +182,27 @@ async def test_the_postgresql_pool_size(settings: Settings) -> None:
         await database.dispose()
 
 
-def test_text_logs_are_lines_for_humans(capsys: pytest.CaptureFixture[str]) -> None:
+@contextlib.contextmanager
+def root_logging_restored() -> Iterator[None]:
+    """The root logger's handlers and level as they were: a handler made here writes to capsys's stream, which
+    is closed after the test, and every later log line (the session app's worker, a `kasir` command run
+    in-process) would end in a logging error on whatever stderr is current."""
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
     try:
+        yield
+    finally:
+        root.handlers[:] = handlers
+        root.setLevel(level)
+
+
+def test_text_logs_are_lines_for_humans(capsys: pytest.CaptureFixture[str]) -> None:
+    with root_logging_restored():
         configure_logging("INFO", "text")
         logging.getLogger("kasir.test").info("hello operator")
         line = capsys.readouterr().err.strip().splitlines()[-1]
-        assert line.endswith("INFO kasir.test hello operator")
-        assert not line.startswith("{")
-    finally:
-        configure_logging("INFO", "json")
+    assert line.endswith("INFO kasir.test hello operator")
+    assert not line.startswith("{")
 
 
 def test_at_debug_the_settings_are_logged_with_every_secret_masked(
@@ -202,10 +217,10 @@ def test_at_debug_the_settings_are_logged_with_every_secret_masked(
         }
     )
     try:
-        create_app(shown)
-        err = capsys.readouterr().err
+        with root_logging_restored():
+            create_app(shown)
+            err = capsys.readouterr().err
     finally:
-        configure_logging("INFO", "json")
         configure(settings)
     [line] = [json.loads(text) for text in err.splitlines() if '"message": "settings"' in text]
     assert line["level"] == "debug"
@@ -214,8 +229,9 @@ def test_at_debug_the_settings_are_logged_with_every_secret_masked(
     assert line["settings"]["log_level"] == "DEBUG"
     for secret in ("db-password-1", "secret-key-that-must-not-show", "admin-token-that-must-not-show"):
         assert secret not in err
-    create_app(settings)  # at INFO: no settings line
-    assert '"message": "settings"' not in capsys.readouterr().err
+    with root_logging_restored():
+        create_app(settings)  # at INFO: no settings line
+        assert '"message": "settings"' not in capsys.readouterr().err
 
 
 async def test_bench_mode_is_the_only_way_to_the_ceiling_endpoint(settings: Settings, migrated: None) -> None:
@@ -240,6 +256,7 @@ async def test_the_console_can_be_switched_off(settings: Settings, migrated: Non
     configure(settings)
 
 
+@pytest.mark.slow  # starts a process
 async def test_serve_answers_503_past_its_connection_limit(settings_env: dict[str, str], migrated: None) -> None:
     server = ServedKasir({**settings_env, "KASIR_MAX_CONNECTIONS": "2"}, args=("--no-worker",))
     await asyncio.to_thread(server.start)
@@ -259,6 +276,7 @@ async def test_serve_answers_503_past_its_connection_limit(settings_env: dict[st
         await asyncio.to_thread(server.stop)
 
 
+@pytest.mark.slow  # starts a process
 async def test_serve_believes_x_forwarded_for_only_from_trusted_proxies(
     app: FastAPI, settings_env: dict[str, str], migrated: None
 ) -> None:
@@ -266,7 +284,7 @@ async def test_serve_believes_x_forwarded_for_only_from_trusted_proxies(
     whatever X-Forwarded-For says; from a trusted proxy the address it names is. Seen through the
     per-merchant lockout (KASIR_RATE_LIMIT_FAILURES_PER_MERCHANT=1, non-default too)."""
     from tests.support.builders import make_merchant
-    from tests.support.signing import token_signature
+    from tests.support.wire.snap import token_headers
 
     env = {**settings_env, "KASIR_RATE_LIMIT_FAILURES_PER_MERCHANT": "1"}
     plain = ServedKasir(env, args=("--no-worker",))
@@ -274,15 +292,7 @@ async def test_serve_believes_x_forwarded_for_only_from_trusted_proxies(
     await asyncio.gather(asyncio.to_thread(plain.start), asyncio.to_thread(proxied.start))
 
     async def token(server: ServedKasir, merchant: Any, forwarded_for: str, *, wrong: bool = False) -> int:
-        timestamp = snap_timestamp()
-        signed = f"{timestamp}x" if wrong else timestamp
-        headers = {
-            "Content-Type": "application/json",
-            "X-TIMESTAMP": timestamp,
-            "X-CLIENT-KEY": merchant.client_id,
-            "X-SIGNATURE": token_signature(merchant.private_key, merchant.client_id, signed),
-            "X-Forwarded-For": forwarded_for,
-        }
+        headers = token_headers(merchant, wrong=wrong, X_Forwarded_For=forwarded_for)
         async with httpx.AsyncClient(base_url=server.base_url) as client:
             response = await client.post(
                 "/auth/merchants/v1.0/access-token/b2b", headers=headers, content='{"grantType":"client_credentials"}'
@@ -302,6 +312,7 @@ async def test_serve_believes_x_forwarded_for_only_from_trusted_proxies(
         await asyncio.gather(asyncio.to_thread(plain.stop), asyncio.to_thread(proxied.stop))
 
 
+@pytest.mark.slow  # starts a process
 async def test_serve_runs_on_uvloop_when_asked(settings_env: dict[str, str], migrated: None) -> None:
     server = ServedKasir(settings_env, args=("--loop", "uvloop", "--no-worker"))
     await asyncio.to_thread(server.start)
@@ -313,19 +324,13 @@ async def test_serve_runs_on_uvloop_when_asked(settings_env: dict[str, str], mig
 
 
 def test_the_kasir_command_reads_a_bad_setting_as_an_error(tmp_path: Path) -> None:
-    kasir = Path(sys.executable).parent / "kasir"
-    result = subprocess.run(
-        [str(kasir), "db", "current"],
-        env={"PATH": "/usr/bin:/bin", "KASIR_DATA_DIR": str(tmp_path), "KASIR_LOG_FORMAT": "xml"},
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 2
+    result = run_kasir("db", "current", env={"KASIR_DATA_DIR": str(tmp_path), "KASIR_LOG_FORMAT": "xml"})
+    assert result.exit_code == 2
     assert "KASIR_LOG_FORMAT" in result.stderr  # the variable the operator sets, in one line, no traceback
-    assert "Traceback" not in result.stderr + result.stdout
+    assert "Traceback" not in result.output
 
 
+@pytest.mark.slow  # starts a process
 async def test_kasir_processors_switches_products_off(settings: Settings, migrated: None) -> None:
     """KASIR_PROCESSORS, read from the environment: a staging deployment with only a BNPL processor."""
     os.environ["KASIR_PROCESSORS"] = "bnpl=simulator"
@@ -369,15 +374,9 @@ def test_the_callback_allow_list_refuses_nonsense(value: str, reason: str) -> No
 
 
 def test_a_bad_allow_list_stops_the_server_with_one_line(tmp_path: Path) -> None:
-    kasir = Path(sys.executable).parent / "kasir"
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
-        "KASIR_DATA_DIR": str(tmp_path),
-        "KASIR_CALLBACK_ALLOWED_NETWORKS": "0.0.0.0/0",
-    }
-    result = subprocess.run([str(kasir), "serve", "--port", "9"], env=env, capture_output=True, text=True, timeout=60)
-    assert result.returncode == 2
+    env = {"KASIR_DATA_DIR": str(tmp_path), "KASIR_CALLBACK_ALLOWED_NETWORKS": "0.0.0.0/0"}
+    result = run_kasir("serve", "--port", "9", env=env)
+    assert result.exit_code == 2
     assert result.stdout == ""
     assert result.stderr.strip().splitlines() == [
         "error: KASIR_CALLBACK_ALLOWED_NETWORKS: '0.0.0.0/0' is not inside a private network "
@@ -409,15 +408,12 @@ def test_a_dotenv_file_is_read_and_the_environment_wins(monkeypatch: pytest.Monk
 
 def test_a_bad_setting_in_dotenv_is_one_line_too(tmp_path: Path) -> None:
     (tmp_path / ".env").write_text("KASIR_ENV=prod\n")
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.environ.get("PYTHONPATH", ""), "KASIR_DATA_DIR": str(tmp_path)}
-    kasir = Path(sys.executable).parent / "kasir"
-    result = subprocess.run(
-        [str(kasir), "db", "current"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=60
-    )
-    assert result.returncode == 2
+    result = run_kasir("db", "current", env={"KASIR_DATA_DIR": str(tmp_path)}, cwd=tmp_path)
+    assert result.exit_code == 2
     assert result.stderr.strip() == "error: KASIR_ENV: Input should be 'staging' or 'production' (not 'prod')"
 
 
+@pytest.mark.slow  # starts a process
 async def test_kasir_worker_metrics_port_and_host(settings_env: dict[str, str], migrated: None) -> None:
     """KASIR_WORKER_METRICS_PORT and KASIR_WORKER_METRICS_HOST (localhost): `kasir worker` serves /metrics
     (its delivery counts: tests/ops/test_metrics.py)."""
@@ -469,8 +465,8 @@ async def test_the_callback_signature_brand_names_the_header(settings: Settings,
     from kasir.callbacks.dispatcher import ClaimedCallback, send_attempt
     from kasir.callbacks.models import Callback, CallbackKind
     from kasir.callbacks.signing import with_query_signature
-    from tests.card.dialect_helpers import DIRECT_V1, dialect_body, post_dialect
     from tests.support.builders import make_merchant
+    from tests.support.wire.dialect import DIRECT_V1, dialect_body, post_dialect
 
     assert Settings(callback_signature_brand="mcp").callback_signature_brand == "mcp"
     with pytest.raises(ValueError, match="callback_signature_brand"):

@@ -12,10 +12,10 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from tests.card import helpers as card
 from tests.support.builders import make_merchant
 from tests.support.process import HANG_GUARD_SECONDS
 from tests.support.server import ServedKasir
+from tests.support.wire import card
 
 pytestmark = pytest.mark.slow
 

@@ -13,8 +13,8 @@ from fastapi import FastAPI
 from kasir.bnpl.pricing import Plan
 from kasir.bnpl.service import bnpl_service
 from kasir.config import Settings, configure
-from tests.bnpl.helpers import calculation_body, calculation_item, post_signed
 from tests.support.builders import make_merchant
+from tests.support.wire.snap import calculation_body, calculation_item, post_signed
 
 CALC = "/v1.0/bnpl/payment-calculation"
 

@@ -12,9 +12,9 @@ from fastapi import FastAPI
 
 from kasir.bnpl.repository import bnpl_repository
 from kasir.kit.clock import parse_aware
-from tests.bnpl.helpers import access_token, checkout_body, item, post_signed
 from tests.support.builders import make_merchant
 from tests.support.forms import page_forms, post_form
+from tests.support.wire.snap import access_token, checkout_body, item, post_signed
 
 CHECKOUT = "/v1.0/bnpl/qr-checkout"
 

@@ -15,17 +15,14 @@ from kasir.bnpl.service import expire_due_bnpl_transactions
 from kasir.config import get_settings
 from kasir.db import Database
 from kasir.kit.clock import clock, parse_aware
-from tests.bnpl.helpers import access_token, checkout_body, external_id, item, post_signed
 from tests.support import builders
 from tests.support.builders import make_merchant
 from tests.support.forms import page_forms, post_form, submit
-from tests.support.receiver import CallbackReceiver, ReceivedRequest
+from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
-from tests.support.signing import callback_signature, notify_signature, x_req_signature
+from tests.support.wire.callbacks import check_notification
+from tests.support.wire.snap import CHECKOUT, STATUS, access_token, checkout_body, external_id, item, post_signed
 from tests.support.worker import settled_callbacks
-
-CHECKOUT = "/v1.0/bnpl/qr-checkout"
-STATUS = "/v1.0/bnpl/status"
 
 
 async def checkout(
@@ -42,25 +39,6 @@ async def inquire(client: httpx.AsyncClient, merchant: builders.TestMerchant, bo
 
 def page_path(data: dict[str, Any]) -> str:
     return str(data["qrContent"]).removeprefix(get_settings().public_url)
-
-
-def check_notification(request: ReceivedRequest, merchant: builders.TestMerchant, callback_url: str) -> dict[str, Any]:
-    """The SNAP notify headers of docs/decisions.md §3.6, verified with the independent formula."""
-    assert request.method == "POST"
-    assert request.headers["content-type"].startswith("application/json")
-    assert request.headers["x-partner-id"] == merchant.id
-    assert request.headers["x-version"] == "v1"
-    timestamp = request.headers["x-timestamp"]
-    parse_aware(timestamp)
-    expected = notify_signature(merchant.credentials.client_secret, callback_url, request.body, timestamp)
-    assert request.headers["x-signature"] == expected
-    # Issue 26: svc-signature too, the wallet's formula with referenceNo as the transaction id and
-    # partnerReferenceNo as both external id and order id.
-    payload = dict(request.json())
-    partner_ref = payload["originalPartnerReferenceNo"]
-    x_req = x_req_signature(merchant.credentials.hash_key, partner_ref, partner_ref)
-    assert request.headers["svc-signature"] == callback_signature(payload["originalReferenceNo"], x_req)
-    return payload
 
 
 async def test_checkout_approve_on_page_notifies_and_inquiry_follows(

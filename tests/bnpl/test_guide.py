@@ -10,9 +10,9 @@ import httpx
 from fastapi import FastAPI
 
 from kasir.kit.crypto import private_key_pem
-from tests.bnpl.helpers import access_token, calculation_body, checkout_body
-from tests.support.builders import make_merchant, snap_timestamp
-from tests.support.signing import compact
+from tests.support.builders import make_merchant
+from tests.support.wire import compact
+from tests.support.wire.snap import access_token, calculation_body, checkout_body, snap_timestamp
 
 GUIDE = (Path(__file__).resolve().parents[2] / "docs" / "merchant" / "bnpl.md").read_text()
 

@@ -10,7 +10,10 @@ import pytest
 from fastapi import FastAPI
 
 from kasir.kit.clock import clock
-from tests.bnpl.helpers import (
+from tests.support.builders import make_merchant
+from tests.support.wire import compact
+from tests.support.wire.snap import (
+    DISBURSEMENT_TOKEN_PATH,
     access_token,
     calculation_body,
     calculation_item,
@@ -18,10 +21,11 @@ from tests.bnpl.helpers import (
     external_id,
     post_signed,
     pretty,
+    rsa_sign,
     snap_headers,
+    snap_symmetric,
+    snap_timestamp,
 )
-from tests.support.builders import make_merchant, snap_timestamp
-from tests.support.signing import compact, rsa_sign, snap_symmetric
 
 CALC = "/v1.0/bnpl/payment-calculation"
 ROUTES = [
@@ -257,20 +261,7 @@ async def test_signed_body_that_is_not_json_is_400(app: FastAPI, client: httpx.A
 
 async def test_a_disbursement_token_is_not_a_payment_token(app: FastAPI, client: httpx.AsyncClient) -> None:
     merchant = await make_merchant(app)
-    timestamp = snap_timestamp()
-    issued = await client.post(
-        "/api/v1.0/access-token/b2b",
-        content=compact({"grantType": "client_credentials"}),
-        headers={
-            "Content-Type": "application/json",
-            "X-TIMESTAMP": timestamp,
-            "X-CLIENT-KEY": merchant.client_id,
-            "X-SIGNATURE": rsa_sign(merchant.private_key, f"{merchant.client_id}|{timestamp}"),
-        },
-    )
-    assert issued.status_code == 200, issued.text
-    response = await post_signed(
-        client, merchant, CALC, compact(calculation_body()), token=issued.json()["accessToken"]
-    )
+    disbursement_token = await access_token(client, merchant, DISBURSEMENT_TOKEN_PATH)
+    response = await post_signed(client, merchant, CALC, compact(calculation_body()), token=disbursement_token)
     assert response.status_code == 401
     assert response.json()["responseCode"] == "4019001"

@@ -45,6 +45,7 @@ async def production_app(settings: Settings, database_url: str, allowed: str, **
     # for the session, which only these production apps name (the refusal of the simulator in production
     # is tested with configurations of its own, tests/processors/test_registry.py).
     environment.setdefault("processors", STAND_IN)
+    environment.setdefault("embedded_worker", True)  # as `kasir serve` runs (the session's app has none)
     Simulator.simulates = False
     try:
         application = create_app(Settings(**{**settings.model_dump(), **environment}))

@@ -12,7 +12,7 @@ from tests.conftest import TEST_ADMIN_TOKEN
 from tests.support.builders import make_merchant
 from tests.support.cli import kasir_beside_app
 from tests.support.receiver import Answer
-from tests.support.signing import notify_signature
+from tests.support.wire.callbacks import notify_signature
 
 ADMIN = {"Authorization": f"Bearer {TEST_ADMIN_TOKEN}"}
 

@@ -13,7 +13,7 @@ from kasir.kit.clock import clock
 from tests.callbacks.helpers import db, load, record, wait_attempts, wait_status
 from tests.support.builders import make_merchant
 from tests.support.receiver import Answer
-from tests.support.signing import notify_signature
+from tests.support.wire.callbacks import notify_signature
 from tests.support.worker import settled_callbacks, worker_idle
 
 
@@ -188,7 +188,7 @@ async def test_timeout_counts_as_failure(app, receiver):
     assert callback.status == "pending"
 
 
-async def test_connection_refused_is_recorded(app):
+async def test_connection_refused_is_recorded(app, worker):
     from tests.support.postgres import free_port
 
     merchant = await make_merchant(app)

@@ -26,14 +26,14 @@ from kasir.bnpl.models import BnplTransaction
 from kasir.bnpl.service import expire_due_bnpl_transactions
 from kasir.db import fetch_value, run
 from kasir.kit.clock import clock
-from tests.bnpl.helpers import checkout_body, post_signed
-from tests.card.helpers import APPROVED, DECLINED, charge_body, jakarta_in, post_charge
 from tests.support import builders
 from tests.support.builders import make_merchant
 from tests.support.forms import submit
 from tests.support.receiver import CallbackReceiver
+from tests.support.wire.card import APPROVED, DECLINED, charge_body, jakarta_in, post_charge
+from tests.support.wire.snap import checkout_body, post_signed
+from tests.support.wire.wallet import create, dummy_payment, inquire, refund, void
 from tests.support.worker import expiry_hang_guard
-from tests.wallet.helpers import create, dummy_payment, inquire, refund, void
 
 # --- the tables --------------------------------------------------------------------------
 

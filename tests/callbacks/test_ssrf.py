@@ -233,7 +233,7 @@ async def test_dns_rebinding_is_refused_at_delivery(settings, production_databas
         asked.append(host)
         return answers[host]
 
-    url = f"https://rebind.example:{receiver.port}/cb"
+    url = f"https://rebind.example:{receiver.port}{receiver.prefix}/cb"
     with use_resolver(resolver):
         async with production_app(settings, production_database_url, "") as application:
             created = await create_merchant(application, url)
@@ -260,7 +260,7 @@ async def test_delivery_connects_to_the_checked_address_and_follows_no_redirect(
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
 
     receiver.answer(Answer(status=302, body="", location=receiver.url("/elsewhere")))
-    url = f"http://merchant.internal:{receiver.port}/cb?order=7"
+    url = f"http://merchant.internal:{receiver.port}{receiver.prefix}/cb?order=7"
     with use_resolver(resolver):
         async with production_app(settings, production_database_url, "127.0.0.0/8") as application:
             created = await create_merchant(application, url)
@@ -288,7 +288,7 @@ async def test_a_resolver_that_never_answers_at_delivery_times_the_attempt_out(
         return ["8.8.8.8"]
 
     delivering = False
-    url = f"https://slow-dns.example:{receiver.port}/cb"
+    url = f"https://slow-dns.example:{receiver.port}{receiver.prefix}/cb"
     with use_resolver(resolver):
         async with production_app(settings, production_database_url, "") as application:
             created = await create_merchant(application, url)

@@ -17,14 +17,14 @@ import pytest
 from fastapi import FastAPI
 
 from kasir.callbacks.ssrf import use_resolver
-from tests.bnpl.helpers import access_token, checkout_body, post_signed
 from tests.callbacks.helpers import record
 from tests.callbacks.production import isolated_database, production_app
-from tests.card.helpers import charge_body, post_charge
 from tests.conftest import TEST_ADMIN_TOKEN
 from tests.support import builders
 from tests.support.builders import make_merchant, public_pem, rsa_key, unique_name
-from tests.wallet import helpers as wallet
+from tests.support.wire import wallet
+from tests.support.wire.card import charge_body, post_charge
+from tests.support.wire.snap import access_token, checkout_body, post_signed
 
 ADMIN = {"Authorization": f"Bearer {TEST_ADMIN_TOKEN}"}
 BNPL_CHECKOUT = "/v1.0/bnpl/qr-checkout"

@@ -13,7 +13,12 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from tests.card.helpers import (
+from tests.support import builders
+from tests.support.browser import phone_page
+from tests.support.builders import make_merchant
+from tests.support.receiver import CallbackReceiver
+from tests.support.server import ServedKasir
+from tests.support.wire.card import (
     APPROVED,
     APPROVED_MC,
     CHALLENGE,
@@ -26,11 +31,6 @@ from tests.card.helpers import (
     future_year,
     post_charge,
 )
-from tests.support import builders
-from tests.support.browser import phone_page
-from tests.support.builders import make_merchant
-from tests.support.receiver import CallbackReceiver
-from tests.support.server import ServedKasir
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

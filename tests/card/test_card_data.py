@@ -13,11 +13,20 @@ from fastapi import FastAPI
 from sqlalchemy import MetaData, select
 
 from kasir.card.repository import card_repository
-from tests.card.helpers import APPROVED, CHALLENGE, DECLINED, INSUFFICIENT, card, charge_body, future_year, post_charge
 from tests.support.builders import make_merchant
 from tests.support.engine import engine_of
 from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
+from tests.support.wire.card import (
+    APPROVED,
+    CHALLENGE,
+    DECLINED,
+    INSUFFICIENT,
+    card,
+    charge_body,
+    future_year,
+    post_charge,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -15,7 +15,9 @@ from kasir.card.repository import CardAttemptRow, CardOrderRow, card_repository
 from kasir.config import get_settings
 from kasir.db import fetch, run
 from kasir.kit.clock import parse_aware
-from tests.card.helpers import (
+from tests.support.builders import make_merchant
+from tests.support.receiver import CallbackReceiver
+from tests.support.wire.card import (
     APPROVED,
     APPROVED_MC,
     CHALLENGE,
@@ -28,8 +30,6 @@ from tests.card.helpers import (
     check_callback,
     post_charge,
 )
-from tests.support.builders import make_merchant
-from tests.support.receiver import CallbackReceiver
 from tests.support.worker import settled_callbacks
 
 
@@ -162,7 +162,7 @@ async def test_challenge_card_needs_the_otp(
 async def test_mastercard_on_card_channel_goes_to_cimb_and_three_part_auth(
     app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
 ) -> None:
-    from tests.card.helpers import auth
+    from tests.support.wire import auth
 
     merchant = await make_merchant(app)
     body = charge_body(number=APPROVED_MC, callback_url=receiver.url("/card/mc"))

@@ -17,10 +17,16 @@ from kasir.card.models import CardOrder, StoredCard
 from kasir.card.repository import CardAttemptRow, CardOrderRow, card_repository
 from kasir.config import get_settings
 from kasir.db import fetch_one, fetch_value
-from tests.card.dialect_helpers import (
+from tests.conftest import TEST_ADMIN_TOKEN
+from tests.support.builders import make_merchant
+from tests.support.cli import kasir_beside_app
+from tests.support.receiver import CallbackReceiver, ReceivedRequest
+from tests.support.wire import compact, x_req_signature
+from tests.support.wire.callbacks import callback_signature, sub_merchant_signature
+from tests.support.wire.card import CHARGE, charge_body, post_charge
+from tests.support.wire.dialect import (
     APPROVED,
     CHALLENGE,
-    CHARGE,
     DECLINED,
     DIRECT_V1,
     DIRECT_V2,
@@ -29,14 +35,7 @@ from tests.card.dialect_helpers import (
     dialect_headers,
     post_dialect,
     reference,
-    sub_merchant_signature,
 )
-from tests.card.helpers import charge_body, post_charge
-from tests.conftest import TEST_ADMIN_TOKEN
-from tests.support.builders import make_merchant
-from tests.support.cli import kasir_beside_app
-from tests.support.receiver import CallbackReceiver, ReceivedRequest
-from tests.support.signing import callback_signature, compact, x_req_signature
 
 ADMIN = {"Authorization": f"Bearer {TEST_ADMIN_TOKEN}"}
 DIALECT_CALLBACK_FIELDS = {"payment_mode", "tenor", "sub_merchant_id"}

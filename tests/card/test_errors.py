@@ -11,10 +11,10 @@ from fastapi import FastAPI
 
 from kasir.card.service import card_service
 from kasir.db import DatabaseUnavailable
-from tests.card.helpers import APPROVED, card, charge_body, post_charge
 from tests.support import builders
 from tests.support.builders import make_merchant
-from tests.support.signing import basic_auth
+from tests.support.wire import basic_auth
+from tests.support.wire.card import APPROVED, card, charge_body, post_charge
 
 
 @pytest.fixture(scope="module")
@@ -109,8 +109,8 @@ async def test_charge_requires_json_content_type(
     merchant: builders.TestMerchant, client: httpx.AsyncClient, content_type: str | None
 ) -> None:
     # Issue 26: interface.md endpoint 6 requires Content-Type application/json, as the other routes do.
-    from tests.card.helpers import CHARGE, auth
-    from tests.support.signing import compact
+    from tests.support.wire import auth, compact
+    from tests.support.wire.card import CHARGE
 
     headers = {"Authorization": auth(merchant)}
     if content_type is not None:
@@ -126,8 +126,8 @@ async def test_charge_requires_json_content_type(
 async def test_charge_takes_json_content_type_with_parameters(
     merchant: builders.TestMerchant, client: httpx.AsyncClient
 ) -> None:
-    from tests.card.helpers import CHARGE, auth
-    from tests.support.signing import compact
+    from tests.support.wire import auth, compact
+    from tests.support.wire.card import CHARGE
 
     headers = {"Authorization": auth(merchant), "Content-Type": "Application/JSON; charset=utf-8"}
     response = await client.post(CHARGE, content=compact(charge_body()).encode(), headers=headers)

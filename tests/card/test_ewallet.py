@@ -8,11 +8,12 @@ import httpx
 from fastapi import FastAPI
 
 from kasir.config import get_settings
-from tests.card.helpers import charge_body, post_charge
 from tests.support.builders import make_merchant
 from tests.support.forms import submit
 from tests.support.receiver import CallbackReceiver
-from tests.support.signing import callback_signature, x_req_signature
+from tests.support.wire import x_req_signature
+from tests.support.wire.callbacks import callback_signature
+from tests.support.wire.card import charge_body, post_charge
 
 
 def wallet_body(channel: str = "DANA", **kwargs: Any) -> dict[str, Any]:

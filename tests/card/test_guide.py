@@ -11,8 +11,8 @@ import httpx
 from fastapi import FastAPI
 
 from kasir.processors.simulator.cards import TEST_CARDS
-from tests.card.helpers import auth
 from tests.support.builders import make_merchant
+from tests.support.wire import auth
 
 SECTION = (Path(__file__).resolve().parents[2] / "docs" / "merchant" / "card.md").read_text()
 

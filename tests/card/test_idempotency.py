@@ -16,12 +16,12 @@ from kasir.card.service import card_service
 from kasir.db import fetch_one, fetch_value
 from kasir.idempotency.models import IdempotencyKey
 from kasir.kit.clock import clock
-from tests.card.helpers import DECLINED, charge_body, post_charge
 from tests.support import builders
 from tests.support.builders import make_merchant
 from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
-from tests.support.signing import compact
+from tests.support.wire import compact
+from tests.support.wire.card import DECLINED, charge_body, post_charge
 from tests.support.worker import settled_callbacks
 
 

@@ -13,7 +13,10 @@ from fastapi import FastAPI
 from kasir.card.service import expire_due_card_orders
 from kasir.config import get_settings
 from kasir.kit.clock import clock
-from tests.card.helpers import (
+from tests.support import builders
+from tests.support.builders import make_merchant
+from tests.support.receiver import CallbackReceiver
+from tests.support.wire.card import (
     APPROVED,
     CHALLENGE,
     DECLINED,
@@ -25,9 +28,6 @@ from tests.card.helpers import (
     jakarta_in,
     post_charge,
 )
-from tests.support import builders
-from tests.support.builders import make_merchant
-from tests.support.receiver import CallbackReceiver
 from tests.support.worker import expiry_hang_guard, settled_callbacks
 
 

@@ -21,10 +21,10 @@ from kasir.card.schemas import (
     parse_charge_request_slowly,
 )
 from kasir.kit.clock import clock
-from tests.card.helpers import charge_body, jakarta_in, post_charge, with_change
 from tests.support import builders
 from tests.support.builders import make_merchant
-from tests.support.signing import compact
+from tests.support.wire import compact
+from tests.support.wire.card import charge_body, jakarta_in, post_charge, with_change
 
 A64 = "A" * 64
 

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from kasir.audit.service import Actor
 from kasir.console.service import console_users
 from tests.support.builders import TestMerchant, unique_name
-from tests.wallet.helpers import create, dummy_payment
+from tests.support.wire.wallet import create, dummy_payment
 
 PASSWORD = "correct horse battery staple"
 TEST_ACTOR = Actor("test", "cli")

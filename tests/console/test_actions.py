@@ -20,8 +20,8 @@ from tests.console.helpers import closing, page_csrf, paid_wallet_payment, signe
 from tests.support import builders
 from tests.support.builders import make_merchant
 from tests.support.cli import kasir_beside_app
-from tests.support.signing import basic_auth
-from tests.wallet.helpers import INQUIRY, create, ref, wallet_headers
+from tests.support.wire import basic_auth
+from tests.support.wire.wallet import INQUIRY, create, ref, wallet_headers
 
 CALLBACK_URL = "http://127.0.0.1:9/cb"
 ADMIN = {"Authorization": "Bearer test-admin-token"}

@@ -15,13 +15,13 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from tests.card.helpers import charge_body, post_charge
 from tests.console.helpers import PASSWORD, make_user
 from tests.support.builders import make_merchant
 from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
-from tests.support.signing import basic_auth, x_req_signature
-from tests.wallet.helpers import INQUIRY, create, dummy_payment
+from tests.support.wire import basic_auth, x_req_signature
+from tests.support.wire.card import charge_body, post_charge
+from tests.support.wire.wallet import INQUIRY, create, dummy_payment
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -10,7 +10,8 @@ from fastapi import FastAPI
 from tests.console.helpers import closing, paid_wallet_payment, signed_in
 from tests.support.builders import make_merchant
 from tests.support.receiver import CallbackReceiver
-from tests.support.signing import callback_signature, x_req_signature
+from tests.support.wire import x_req_signature
+from tests.support.wire.callbacks import callback_signature
 from tests.support.worker import settled_callbacks
 
 

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import text
 
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import Settings
@@ -23,7 +23,10 @@ from kasir.db import Database
 from kasir.db.sqlite import WriteSeatHeldTooLong
 from kasir.processors.simulator import Simulator
 from tests.card.helpers import charge_body, post_charge
+from tests.conftest import TEST_DB
+from tests.db.probe import ADD, add, metadata, names, names_on_disk
 from tests.support.builders import make_merchant
+from tests.support.probe_tables import database_with_tables
 from tests.wallet import helpers as wallet
 
 SLOW_DNS_SECONDS = 0.4
@@ -31,17 +34,10 @@ LIMIT_SECONDS = 0.2
 
 
 @pytest.fixture
-async def guarded(tmp_path: Path) -> Any:
-    database = Database(Settings(data_dir=tmp_path, secret_key="k", debug_write_seat_seconds=LIMIT_SECONDS))
-    async with database.unit_of_work() as session:
-        await session.execute(text("CREATE TABLE item (name TEXT)"))
-    yield database
-    await database.dispose()
-
-
-async def names(database: Database) -> set[str]:
-    async with database.unit_of_work(read_only=True) as session:
-        return set((await session.execute(text("SELECT name FROM item"))).scalars())
+async def guarded(tmp_path: Path) -> AsyncIterator[Database]:
+    settings = Settings(data_dir=tmp_path, secret_key="k", debug_write_seat_seconds=LIMIT_SECONDS)
+    async with database_with_tables(settings, metadata) as database:
+        yield database
 
 
 @pytest.fixture
@@ -59,39 +55,69 @@ def slow_dns(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 async def test_a_unit_that_waits_on_dns_while_holding_the_seat_fails_and_its_writes_are_undone(
-    guarded: Database, slow_dns: list[str]
+    guarded: Database, slow_dns: list[str], tmp_path: Path
 ) -> None:
     async def look_up_inside_a_write() -> None:
         async with guarded.unit_of_work() as session:
-            await session.execute(text("INSERT INTO item (name) VALUES ('written before the look-up')"))
+            await ADD.execute(session, name="written before the look-up")
             await check_callback_url("https://merchant.example/cb", production=True)
 
     with pytest.raises(WriteSeatHeldTooLong, match="held the SQLite write seat"):
         await look_up_inside_a_write()
     assert slow_dns == ["merchant.example"]
-    assert await names(guarded) == set()
-    async with guarded.unit_of_work() as session:  # the seat is free again
-        await session.execute(text("INSERT INTO item (name) VALUES ('next')"))
+    assert names_on_disk(tmp_path / "kasir.db") == set()
+    await add(guarded, "next")  # the seat is free again
     assert await names(guarded) == {"next"}
+
+
+async def test_a_unit_that_holds_the_seat_across_a_slow_wait_fails_alone_and_its_batch_commits(
+    guarded: Database, tmp_path: Path
+) -> None:
+    """The overheld unit alone fails: a unit that joined its batch before it is committed."""
+    joined_wrote, release_joined, slow_asked = asyncio.Event(), asyncio.Event(), asyncio.Event()
+
+    async def joined() -> None:
+        async with guarded.unit_of_work() as session:
+            await ADD.execute(session, name="joined")
+            joined_wrote.set()
+            await release_joined.wait()
+
+    async def slow() -> None:
+        async with guarded.unit_of_work() as session:
+            slow_asked.set()
+            await ADD.execute(session, name="slow")
+            await asyncio.sleep(LIMIT_SECONDS * 2)  # the slow wait (a network call) inside the write
+
+    joined_task = asyncio.create_task(joined())
+    await asyncio.wait_for(joined_wrote.wait(), 10)
+    slow_task = asyncio.create_task(slow())
+    await asyncio.wait_for(slow_asked.wait(), 10)  # waiting for the seat: `joined` leaves its COMMIT to it
+    release_joined.set()
+    await asyncio.wait_for(joined_task, 10)
+    with pytest.raises(WriteSeatHeldTooLong):
+        await slow_task
+    assert names_on_disk(tmp_path / "kasir.db") == {"joined"}
 
 
 async def test_waiting_before_the_first_statement_holds_no_seat(guarded: Database, slow_dns: list[str]) -> None:
     async with guarded.unit_of_work() as session:
         await check_callback_url("https://merchant.example/cb", production=True)
-        await session.execute(text("INSERT INTO item (name) VALUES ('after the look-up')"))
+        await ADD.execute(session, name="after the look-up")
     assert await names(guarded) == {"after the look-up"}
 
 
 @pytest.fixture
-def production_with_a_tight_watchdog(app: FastAPI, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
-    if not settings.resolved_database_url.startswith("sqlite"):
-        pytest.skip("the write seat is SQLite's")
+async def production_with_a_tight_watchdog(app: FastAPI, settings: Settings, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(type(settings), "is_production", property(lambda _self: True))
     # Production never simulates (kasir.processors): the simulator stands in here for a real processor.
     monkeypatch.setattr(Simulator, "simulates", False)
-    monkeypatch.setattr(app.state.database.strategy.group, "watchdog_seconds", LIMIT_SECONDS)
+    # This event loop's write group (kasir.db.sqlite.SqliteStrategy.group), made here if no write came yet.
+    monkeypatch.setattr(app.state.database.strategy.group(), "watchdog_seconds", LIMIT_SECONDS)
 
 
+# Through the app, which this branch cannot start yet (the rooms are being converted): it runs once
+# the rooms are on kasir.db's statements.
+@pytest.mark.skipif(TEST_DB != "sqlite", reason="the write seat is SQLite's")
 @pytest.mark.usefixtures("production_with_a_tight_watchdog")
 async def test_routes_resolve_callback_urls_before_their_unit_of_work(
     app: FastAPI, client: httpx.AsyncClient, slow_dns: list[str]

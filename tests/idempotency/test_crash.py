@@ -23,10 +23,10 @@ from sqlalchemy import func, select
 
 from kasir.card.models import CardOrder
 from kasir.db import fetch_value
-from tests.card.helpers import charge_body, post_charge
 from tests.support.builders import make_merchant
 from tests.support.server import ServedKasir
-from tests.support.signing import compact
+from tests.support.wire import compact
+from tests.support.wire.card import charge_body, post_charge
 
 pytestmark = pytest.mark.slow
 

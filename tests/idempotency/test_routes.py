@@ -20,12 +20,11 @@ from sqlalchemy import func, select
 from kasir.bnpl.models import BnplTransaction
 from kasir.db import fetch_value
 from kasir.wallet.models import WalletRefund, WalletTransaction
-from tests.bnpl import helpers as bnpl
 from tests.support import builders
 from tests.support.builders import make_merchant
 from tests.support.server import ServedKasir
-from tests.support.signing import compact
-from tests.wallet import helpers as wallet
+from tests.support.wire import compact, wallet
+from tests.support.wire import snap as bnpl
 
 KEY = "X-Idempotency-Key"
 

@@ -9,7 +9,7 @@ from kasir.errors import Unauthorized
 from kasir.merchants.basic_auth import authenticate_basic_in, known_merchants, parse_basic
 from kasir.merchants.service import merchant_id_caches, token_signer_cache
 from tests.support.builders import make_merchant
-from tests.support.signing import basic_auth
+from tests.support.wire import basic_auth
 
 
 async def check(app, header: str | None):

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -175,31 +171,21 @@ async def test_rotate_key(tmp_path: Path):
     assert bad.exit_code == 2
 
 
-@pytest.mark.slow
-async def test_demo_merchant_is_idempotent_through_the_real_command(settings_env, migrated, tmp_path: Path):
-    """What `make run` does twice must leave one demo merchant with the same credentials.
-
-    Async, so the session's event loop goes on while the command runs (tests/support/cli.py):
-    a sync test froze it, sometimes with the app's callback worker holding the SQLite writer
-    turn, and the command waited for that lock until it gave up (a 10-minute hang, then exit 1).
-    """
-    # os.environ for PYTHONPATH: the command runs this checkout's code (and its schema head)
-    env = {**os.environ, **settings_env, "KASIR_DATA_DIR": str(tmp_path)}
-    kasir_bin = str(Path(sys.executable).parent / "kasir")
+@pytest.mark.usefixtures("_settings_installed")
+async def test_demo_merchant_is_idempotent(tmp_path: Path):
+    """What `make run` does twice must leave one demo merchant with the same credentials."""
+    out = tmp_path / "demo"
 
     async def demo_merchant() -> str:
-        process = await asyncio.create_subprocess_exec(
-            kasir_bin, "demo-merchant", env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-        )
-        out, err = await asyncio.wait_for(process.communicate(), 120)
-        assert process.returncode == 0, err.decode()
-        return out.decode()
+        result = await kasir_beside_app("demo-merchant", "--out", str(out))
+        assert result.exit_code == 0, result.output
+        return result.stdout
 
     first = await demo_merchant()
-    credentials = json.loads((tmp_path / "demo" / "credentials.json").read_text())
+    credentials = json.loads((out / "credentials.json").read_text())
     second = await demo_merchant()
-    assert json.loads((tmp_path / "demo" / "credentials.json").read_text()) == credentials
+    assert json.loads((out / "credentials.json").read_text()) == credentials
     assert credentials["client_id"] in first
     assert credentials["client_id"] in second
     assert "access-token/b2b" in second
-    assert (tmp_path / "demo" / "private.pem").exists()
+    assert (out / "private.pem").exists()

@@ -9,10 +9,10 @@ import httpx
 from fastapi import FastAPI
 
 from kasir.kit.clock import clock
-from tests.bnpl.helpers import access_token, calculation_body, post_signed
 from tests.support import builders
 from tests.support.builders import make_merchant, public_pem, rsa_key
-from tests.wallet import helpers as wallet
+from tests.support.wire import wallet
+from tests.support.wire.snap import access_token, calculation_body, post_signed
 
 ADMIN = {"Authorization": "Bearer test-admin-token"}
 CALCULATION = "/v1.0/bnpl/payment-calculation"

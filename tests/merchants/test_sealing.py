@@ -28,7 +28,6 @@ from kasir.merchants.sealing import SecretKeyMismatch, check_secret_key, reseal_
 from kasir.merchants.service import CredentialKind, MerchantCredentials, merchant_service
 from kasir.processors.simulator.cards import check_one_time_password, one_time_password
 from kasir.tokens.service import Product, mint_access_token, read_access_token
-from tests.bnpl.helpers import post_signed
 from tests.card.helpers import charge_body, post_charge
 from tests.conftest import TEST_SECRET_KEY
 from tests.support import builders
@@ -37,7 +36,8 @@ from tests.support.demo import kasir, own_database, run_demo
 from tests.support.postgres import PostgresCluster
 from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
-from tests.support.signing import compact
+from tests.support.wire import compact
+from tests.support.wire.snap import post_signed
 
 KEY_A = "rotation-key-a-" + uuid.uuid4().hex
 KEY_B = "rotation-key-b-" + uuid.uuid4().hex

@@ -1,5 +1,8 @@
 """Operating the `kasir` command: one line and exit code 2 for a bad setting, an unreachable database or a
-port in use; what `kasir serve` prints and writes at start; links that follow --port; whole ids in tables."""
+port in use; what `kasir serve` prints and writes at start; links that follow --port; whole ids in tables.
+
+The messages and outputs are checked in-process (tests/support/cli.py: Typer's runner through kasir.cli.main,
+what the console script runs); the installed binary runs once per command family."""
 
 from __future__ import annotations
 
@@ -12,13 +15,17 @@ from pathlib import Path
 
 import httpx
 import pytest
+import typer
 from fastapi import FastAPI
+from typer.testing import Result
 
+from kasir.cli import app
 from kasir.db.reachability import database_failure
 from tests.support.builders import make_merchant
+from tests.support.cli import kasir_beside_app, run_kasir
 from tests.support.postgres import free_port
 from tests.support.server import ServedKasir
-from tests.wallet.helpers import create
+from tests.support.wire.wallet import create
 
 KASIR = str(Path(sys.executable).parent / "kasir")
 # Every command that reads the settings and the database: the server, the worker, the schema, and the others.
@@ -28,22 +35,30 @@ COMMANDS = [
     ("db", "upgrade"),
     ("db", "current"),
     ("merchant", "list"),
+    ("secrets", "check"),
     ("callbacks", "list"),
+    ("user", "list"),
+    ("payments", "list"),
+    ("demo-merchant",),
+]
+# The installed binary runs one command of each family (test_the_installed_kasir_reaches_each_command_family),
+# but `serve`, which test_serve_hands_out_its_own_port_... starts for real, and `keygen`, the merchant family's
+# (kasir.merchants.cli, tests/merchants/test_cli.py).
+FAMILIES = [
+    ("worker",),
+    ("db", "upgrade"),
+    ("merchant", "list"),
+    ("secrets", "check"),
+    ("callbacks", "list"),
+    ("user", "list"),
     ("payments", "list"),
     ("demo-merchant",),
 ]
 
 
-def run(args: tuple[str, ...], env: dict[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    """`kasir ARGS` with only `env` (and this checkout's code): nothing of the test session's settings leaks in."""
-    base = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.environ.get("PYTHONPATH", ""), "COLUMNS": "80"}
-    return subprocess.run(
-        [KASIR, *args], env={**base, **env}, capture_output=True, text=True, timeout=120, cwd=cwd, check=False
-    )
-
-
-def one_line(result: subprocess.CompletedProcess[str]) -> str:
-    assert result.returncode == 2, (result.returncode, result.stdout, result.stderr)
+def one_line(result: Result | subprocess.CompletedProcess[str]) -> str:
+    code = result.exit_code if isinstance(result, Result) else result.returncode
+    assert code == 2, (code, result.stdout, result.stderr)
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1, result.stderr
@@ -51,9 +66,39 @@ def one_line(result: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
+def unreachable_postgresql() -> tuple[str, str]:
+    """A URL with a password where nobody listens, and the line every command says for it."""
+    port = free_port()
+    url = f"postgresql+asyncpg://kasir:hunter2@127.0.0.1:{port}/kasir"
+    return url, (
+        f"error: cannot use the database at KASIR_DATABASE_URL=postgresql+asyncpg://kasir:…@127.0.0.1:{port}/kasir "
+        "(connection refused): check that PostgreSQL runs there and the URL's host, port, user, password and "
+        "database name"
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", FAMILIES, ids=" ".join)
+def test_the_installed_kasir_reaches_each_command_family(command: tuple[str, ...], tmp_path: Path) -> None:
+    """A subprocess, once per family: the console script pyproject.toml installs reaches the family's command in
+    a new interpreter (its imports, the database driver in a real main thread) and a user sees one line on the
+    real stderr (no warning or log line of an import) and exit status 2. Everything else is asked in-process."""
+    url, line = unreachable_postgresql()
+    base = {"PATH": "/usr/bin:/bin", "PYTHONPATH": os.environ.get("PYTHONPATH", ""), "COLUMNS": "80"}
+    env = {**base, "KASIR_DATA_DIR": str(tmp_path), "KASIR_DATABASE_URL": url}
+    result = subprocess.run([KASIR, *command], env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert one_line(result) == line
+
+
+def test_every_command_family_runs_in_the_installed_binary() -> None:
+    """A family added to the `kasir` command gets its run of the real binary here too."""
+    families = set(typer.main.get_command(app).commands)  # type: ignore[attr-defined]  # a group: its commands
+    assert families == {command[0] for command in FAMILIES} | {"serve", "keygen"}
+
+
 @pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
 def test_a_bad_setting_is_one_line_naming_the_variable(command: tuple[str, ...], tmp_path: Path) -> None:
-    line = one_line(run(command, {"KASIR_DATA_DIR": str(tmp_path), "KASIR_ENV": "prod"}))
+    line = one_line(run_kasir(*command, env={"KASIR_DATA_DIR": str(tmp_path), "KASIR_ENV": "prod"}))
     assert line == "error: KASIR_ENV: Input should be 'staging' or 'production' (not 'prod')"
 
 
@@ -61,21 +106,15 @@ def test_a_bad_setting_is_one_line_naming_the_variable(command: tuple[str, ...],
 def test_an_unreachable_postgresql_is_one_line_naming_the_url_without_its_password(
     command: tuple[str, ...], tmp_path: Path
 ) -> None:
-    port = free_port()  # nobody listens there
-    url = f"postgresql+asyncpg://kasir:hunter2@127.0.0.1:{port}/kasir"
-    line = one_line(run(command, {"KASIR_DATA_DIR": str(tmp_path), "KASIR_DATABASE_URL": url}))
-    assert line == (
-        f"error: cannot use the database at KASIR_DATABASE_URL=postgresql+asyncpg://kasir:…@127.0.0.1:{port}/kasir "
-        "(connection refused): check that PostgreSQL runs there and the URL's host, port, user, password and "
-        "database name"
-    )
+    url, line = unreachable_postgresql()
+    assert one_line(run_kasir(*command, env={"KASIR_DATA_DIR": str(tmp_path), "KASIR_DATABASE_URL": url})) == line
 
 
-@pytest.mark.parametrize("command", [("serve", "--port", "9"), ("worker",), ("db", "upgrade")], ids=" ".join)
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
 def test_a_postgresql_socket_directory_without_its_socket_is_one_line(command: tuple[str, ...], tmp_path: Path) -> None:
     """The shipped deployment's URL form (deploy/kasir.env.example), with no PostgreSQL listening in that directory."""
     url = f"postgresql+asyncpg://kasir@/kasir?host={tmp_path}&port=5432"
-    line = one_line(run(command, {"KASIR_DATA_DIR": str(tmp_path), "KASIR_DATABASE_URL": url}))
+    line = one_line(run_kasir(*command, env={"KASIR_DATA_DIR": str(tmp_path), "KASIR_DATABASE_URL": url}))
     assert line == (
         f"error: cannot use the database at KASIR_DATABASE_URL={url} (no PostgreSQL socket in the host directory "
         "for that port): check that PostgreSQL runs there and the URL's host, port, user, password and database name"
@@ -93,11 +132,11 @@ def test_a_postgresql_socket_the_process_may_not_open_is_named() -> None:
     )
 
 
-@pytest.mark.parametrize("command", [("serve", "--port", "9"), ("worker",), ("db", "upgrade")], ids=" ".join)
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
 def test_a_sqlite_file_that_cannot_be_made_is_one_line(command: tuple[str, ...], tmp_path: Path) -> None:
     not_a_directory = tmp_path / "file"
     not_a_directory.write_text("")
-    line = one_line(run(command, {"KASIR_DATA_DIR": str(not_a_directory / "var")}))
+    line = one_line(run_kasir(*command, env={"KASIR_DATA_DIR": str(not_a_directory / "var")}))
     assert f"KASIR_DATABASE_URL=sqlite+aiosqlite:///{not_a_directory}/var/kasir.db" in line
     assert "(not a directory" in line
     assert line.endswith("check that the file's directory (KASIR_DATA_DIR) exists and is writable")
@@ -105,7 +144,7 @@ def test_a_sqlite_file_that_cannot_be_made_is_one_line(command: tuple[str, ...],
 
 @pytest.mark.parametrize("url", ["mysql://kasir@127.0.0.1/kasir", "kasir.db"])
 def test_a_url_kasir_cannot_use_is_one_line(url: str, tmp_path: Path) -> None:
-    line = one_line(run(("db", "upgrade"), {"KASIR_DATA_DIR": str(tmp_path), "KASIR_DATABASE_URL": url}))
+    line = one_line(run_kasir("db", "upgrade", env={"KASIR_DATA_DIR": str(tmp_path), "KASIR_DATABASE_URL": url}))
     assert line.startswith(f"error: KASIR_DATABASE_URL={url} is not a database URL Kasir can use")
     assert "postgresql+asyncpg://" in line
 
@@ -115,22 +154,25 @@ def test_a_port_in_use_is_one_line(settings_env: dict[str, str], migrated: None)
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        line = one_line(run(("serve", "--port", str(port)), settings_env))
+        line = one_line(run_kasir("serve", "--port", str(port), env=settings_env))
     assert line == (
         f"error: port {port} on 127.0.0.1 is in use (another `kasir serve`?): stop it or choose another --port"
     )
 
 
 def test_demo_merchant_refuses_a_production_database(settings_env: dict[str, str], migrated: None) -> None:
-    line = one_line(run(("demo-merchant",), {**settings_env, "KASIR_ENV": "production"}))
+    line = one_line(run_kasir("demo-merchant", env={**settings_env, "KASIR_ENV": "production"}))
     assert "KASIR_ENV=production" in line
     assert "staging only" in line
 
 
+@pytest.mark.slow
 async def test_serve_hands_out_its_own_port_and_writes_the_admin_token_at_start(
     app: FastAPI, settings_env: dict[str, str], tmp_path: Path
 ) -> None:
-    """No KASIR_PUBLIC_URL and no KASIR_ADMIN_TOKEN: links name --port, admin.token is there before any request."""
+    """No KASIR_PUBLIC_URL and no KASIR_ADMIN_TOKEN: links name --port, admin.token is there before any request.
+
+    A subprocess: it serves, on a port of its own (and it is the `serve` family's run of the installed binary)."""
     server = ServedKasir({**settings_env, "KASIR_DATA_DIR": str(tmp_path)}, args=("--no-worker",))
     server.env.pop("KASIR_PUBLIC_URL")
     server.env.pop("KASIR_ADMIN_TOKEN")
@@ -164,12 +206,12 @@ async def test_serve_hands_out_its_own_port_and_writes_the_admin_token_at_start(
         await asyncio.to_thread(server.stop)
 
 
-async def test_tables_show_whole_ids_in_80_columns(app: FastAPI, settings_env: dict[str, str]) -> None:
+async def test_tables_show_whole_ids_in_80_columns(app: FastAPI) -> None:
     merchants = [
         await make_merchant(app, callback_url="https://shop.example/a/rather/long/callback/path") for _ in "ab"
     ]
-    result = await asyncio.to_thread(run, ("merchant", "list"), settings_env)
-    assert result.returncode == 0, result.stderr
+    result = await kasir_beside_app("merchant", "list")  # 80 columns, a pipe's width (tests/support/cli.py)
+    assert result.exit_code == 0, result.output
     for merchant in merchants:
         assert merchant.id in result.stdout
         assert merchant.client_id in result.stdout

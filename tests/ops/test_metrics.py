@@ -19,16 +19,16 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kasir.db import Database, upgrade_schema
 from kasir.merchants.service import merchant_service
-from tests.bnpl.helpers import checkout_body, post_signed
 from tests.callbacks.helpers import record
-from tests.card.helpers import APPROVED, DECLINED, charge_body, post_charge
 from tests.support.builders import make_merchant, public_pem, rsa_key, unique_name
 from tests.support.forms import submit
 from tests.support.postgres import PostgresCluster, free_port
 from tests.support.process import HANG_GUARD_SECONDS, end_with_parent
 from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
-from tests.wallet.helpers import create, dummy_payment
+from tests.support.wire.card import APPROVED, DECLINED, charge_body, post_charge
+from tests.support.wire.snap import checkout_body, post_signed
+from tests.support.wire.wallet import create, dummy_payment
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
 
@@ -132,6 +132,7 @@ async def isolated(app: FastAPI, settings, tmp_path: Path, postgres: PostgresClu
     await database.dispose()
 
 
+@pytest.mark.slow  # starts a process
 async def test_kasir_worker_serves_its_callback_metrics(
     isolated, settings_env: dict[str, str], receiver: CallbackReceiver, tmp_path: Path
 ) -> None:
@@ -200,6 +201,7 @@ async def _scrape_until(url: str, done, process: subprocess.Popen[bytes]) -> Sam
     raise AssertionError(f"the worker exited before its metrics got there: {samples}")
 
 
+@pytest.mark.slow  # starts a process
 async def test_workers_2_sum_every_process(settings_env: dict[str, str], migrated: None) -> None:
     """`kasir serve --workers 2`: whichever process answers the scrape, it counts every process's requests."""
     server = ServedKasir(settings_env, args=("--workers", "2", "--no-worker"))

@@ -32,10 +32,10 @@ from kasir.processors.models import ProcessorCall
 from kasir.processors.protocols import CardCharge, CardDecision, ProcessorUnavailable
 from kasir.processors.simulator import SimulatedAcquirer, SimulatedIssuer
 from kasir.wallet.models import WalletTransaction
-from tests.card.helpers import APPROVED, auth, charge_body, jakarta_in, post_charge
 from tests.support.builders import make_merchant
-from tests.support.signing import compact
-from tests.wallet.helpers import REFUND, create, dummy_payment, ref, wallet_headers
+from tests.support.wire import auth, compact
+from tests.support.wire.card import APPROVED, charge_body, jakarta_in, post_charge
+from tests.support.wire.wallet import REFUND, create, dummy_payment, ref, wallet_headers
 
 TIMEOUT = 30  # seconds: far beyond any of these steps on a loaded machine; only a deadlock reaches it
 

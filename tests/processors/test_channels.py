@@ -14,7 +14,7 @@ from kasir.processors.protocols import Event, Notification
 from kasir.processors.service import NotYourPayment, apply
 from tests.processors.test_registry import installed_plugin  # noqa: F401  (the fixture)
 from tests.support.builders import make_merchant
-from tests.wallet.helpers import CREATE, create, create_body, dummy_payment, post_wallet
+from tests.support.wire.wallet import CREATE, create, create_body, dummy_payment, post_wallet
 
 
 @pytest.fixture

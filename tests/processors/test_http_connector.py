@@ -28,10 +28,6 @@ from sqlalchemy import select
 from kasir.card.models import CardAttempt
 from kasir.config import Settings
 from kasir.db import Database, fetch, upgrade_schema
-from tests.bnpl.helpers import checkout_body, post_signed
-from tests.bnpl.test_flow import CHECKOUT, STATUS, check_notification
-from tests.card.helpers import charge_body, post_charge
-from tests.card.helpers import check_callback as check_card_callback
 from tests.conftest import TEST_ADMIN_TOKEN, TEST_SECRET_KEY
 from tests.processors.fake_money_mover import APPROVED, CHALLENGED, DECLINED, FakeMoneyMover, signed_headers
 from tests.support import builders
@@ -40,9 +36,13 @@ from tests.support.forms import page_forms, post_form
 from tests.support.postgres import PostgresCluster
 from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
+from tests.support.wire.callbacks import check_notification
+from tests.support.wire.card import charge_body, post_charge
+from tests.support.wire.card import check_callback as check_card_callback
+from tests.support.wire.snap import CHECKOUT, STATUS, checkout_body, post_signed
+from tests.support.wire.wallet import CREATE, create_body, dummy_payment, inquire, post_wallet, refund
+from tests.support.wire.wallet import check_callback as check_wallet_callback
 from tests.support.worker import callbacks_settled_in
-from tests.wallet.helpers import CREATE, create_body, dummy_payment, inquire, post_wallet, refund
-from tests.wallet.helpers import check_callback as check_wallet_callback
 
 pytestmark = pytest.mark.slow
 

@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -13,6 +10,7 @@ import pytest
 from kasir.config import Settings
 from kasir.processors.protocols import BnplLender, CardAcquirer, Processor, WalletIssuer
 from kasir.processors.registry import ConfigurationError, check_configuration, parse_processors, resolve
+from tests.support.cli import run_kasir
 
 FAKE_PACKAGE = """
 from kasir.processors.simulator import SimulatedIssuer
@@ -125,17 +123,15 @@ def test_production_refuses_the_simulator_for_one_channel() -> None:
         resolve(settings(env="production", processors="wallet.DANA=simulator"))
 
 
-def run_serve(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
-    kasir = Path(sys.executable).parent / "kasir"
-    environment = {**os.environ, "KASIR_DATA_DIR": str(tmp_path), "KASIR_SECRET_KEY": "k", **env}
-    return subprocess.run(  # noqa: S603
-        [str(kasir), "serve", "--port", "9"], env=environment, capture_output=True, text=True, timeout=60
-    )
-
-
 def test_serve_refuses_the_simulator_in_production_with_one_line(tmp_path: Path) -> None:
-    result = run_serve(tmp_path, KASIR_ENV="production", KASIR_PROCESSORS="card=simulator,wallet=simulator")
-    assert result.returncode == 2
+    env = {
+        "KASIR_DATA_DIR": str(tmp_path),
+        "KASIR_SECRET_KEY": "k",
+        "KASIR_ENV": "production",
+        "KASIR_PROCESSORS": "card=simulator,wallet=simulator",
+    }
+    result = run_kasir("serve", "--port", "9", env=env)
+    assert result.exit_code == 2
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1, result.stderr
     assert "production never simulates payments" in textwrap.dedent(lines[0])

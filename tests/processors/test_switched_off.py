@@ -19,11 +19,10 @@ from kasir.bnpl.models import BnplTransaction
 from kasir.card.models import CardOrder
 from kasir.config import get_settings
 from kasir.db import fetch_value
-from tests.bnpl.helpers import checkout_body, post_signed
-from tests.bnpl.test_checkout import CHECKOUT
-from tests.card.helpers import APPROVED, CHALLENGE, charge_body, post_charge
 from tests.support.builders import make_merchant
-from tests.wallet.helpers import CREATE, create, create_body, dummy_payment, inquire, post_wallet
+from tests.support.wire.card import APPROVED, CHALLENGE, charge_body, post_charge
+from tests.support.wire.snap import CHECKOUT, checkout_body, post_signed
+from tests.support.wire.wallet import CREATE, create, create_body, dummy_payment, inquire, post_wallet
 
 PUBLIC_CALLBACK = "https://merchant.example/kasir/callback"
 

@@ -25,18 +25,17 @@ from kasir.db import Database, fetch_value
 from kasir.kit.clock import clock
 from kasir.ratelimit.models import RateLimitCounter
 from kasir.ratelimit.service import AuthenticationLocked, purge_expired_counters, rate_limits
-from tests.bnpl.helpers import calculation_body, post_signed
-from tests.card.helpers import charge_body, post_charge
 from tests.conftest import TEST_ADMIN_TOKEN, TEST_DB
 from tests.console.helpers import make_user, sign_in
 from tests.support import builders
-from tests.support.builders import make_merchant, snap_timestamp
-from tests.support.signing import basic_auth, token_signature
-from tests.wallet.helpers import CREATE, create_body, post_wallet
+from tests.support.builders import make_merchant
+from tests.support.wire import basic_auth
+from tests.support.wire.card import charge_body, post_charge
+from tests.support.wire.snap import GRANT, calculation_body, post_signed, snap_timestamp, token_headers
+from tests.support.wire.wallet import CREATE, create_body, post_wallet
 
 TOKEN_PATH = "/auth/merchants/v1.0/access-token/b2b"
 CALCULATION_PATH = "/v1.0/bnpl/payment-calculation"
-GRANT = json.dumps({"grantType": "client_credentials"})
 
 _block = secrets.randbelow(200) + 20
 _hosts = itertools.count(1)
@@ -68,22 +67,6 @@ def limits(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
         clock.advance(longest - clock.epoch() % longest + 1)
 
     return set_limits
-
-
-def token_headers(
-    merchant: builders.TestMerchant, *, wrong: bool = False, timestamp: str | None = None
-) -> dict[str, str]:
-    timestamp = timestamp or snap_timestamp()
-    signer = merchant.private_key
-    signature = token_signature(signer, merchant.client_id, timestamp)
-    if wrong:  # a valid signature over another string
-        signature = token_signature(signer, merchant.client_id, timestamp + "x")
-    return {
-        "Content-Type": "application/json",
-        "X-TIMESTAMP": timestamp,
-        "X-CLIENT-KEY": merchant.client_id,
-        "X-SIGNATURE": signature,
-    }
 
 
 def retry_after(response: httpx.Response, window: int) -> int:

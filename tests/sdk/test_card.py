@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import secrets
-from datetime import date
 
 import httpx
 import pytest
@@ -25,55 +23,17 @@ from tests.support import builders
 from tests.support.builders import make_merchant
 from tests.support.forms import submit
 from tests.support.receiver import CallbackReceiver, ReceivedRequest
-from tests.support.signing import callback_signature, x_req_signature
+from tests.support.wire import card, x_req_signature
+from tests.support.wire.callbacks import callback_signature
+from tests.support.wire.card import APPROVED, CHALLENGE, DECLINED
 from tests.support.worker import settled_callbacks
 
 pytestmark = pytest.mark.slow
 
-# The staging test cards (README "Card charge"), typed here.
-APPROVED = "4811 1111 1111 1114"
-CHALLENGE = "4000 0000 0000 3220"
-DECLINED = "4000 0000 0000 0002"
-
 
 def charge_body(callback_url: str, number: str | None = APPROVED, *, mode: str = "CLOSE") -> dict:
-    address = {
-        "fullName": "Siti Rahayu",
-        "phone": "081234567890",
-        "address": "Jl. Sudirman 1",
-        "city": "Jakarta",
-        "postalCode": "10220",
-        "country": "ID",
-    }
-    body = {
-        "externalId": f"EXT-{secrets.token_hex(6)}",
-        "orderId": f"ORD-{secrets.token_hex(6)}",
-        "currency": "IDR",
-        "paymentMethod": "card",
-        "paymentChannel": "CARD",
-        "paymentMode": mode,
-        "paymentDetails": {"amount": 150000, "isCustomerPayingFee": False, "transactionDescription": "Sepatu lari"},
-        "itemDetails": [{"itemId": "SKU-1", "name": "Sepatu Lari", "amount": 75000, "qty": 2}],
-        "customerDetails": {
-            "email": "siti@example.id",
-            "fullName": "Siti Rahayu",
-            "phone": "081234567890",
-            "ipAddress": "203.0.113.7",
-        },
-        "billingAddress": address,
-        "shippingAddress": address,
-        "returnUrl": "https://shop.example/return",
-        "callbackUrl": callback_url,
-    }
-    if number is not None:
-        body["cardDetails"] = {
-            "cardNumber": number,
-            "cardExpiredMonth": "12",
-            "cardExpiredYear": str(date.today().year + 3),
-            "cardCvn": "123",
-            "cardHolderName": "Siti Rahayu",
-        }
-    return body
+    """The card API's charge (tests.support.wire.card), as a merchant hands it to the SDK."""
+    return card.charge_body(mode=mode, number=number, callback_url=callback_url)
 
 
 def verified(request: ReceivedRequest, merchant: builders.TestMerchant, body: dict, status: str):

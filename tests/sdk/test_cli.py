@@ -8,12 +8,14 @@ from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives import serialization
-from kasir_client import AsyncClient, sign_wallet_callback
+from kasir_client import AsyncClient
 
 from tests.sdk.helpers import kasir_client_command, sdk_credentials
 from tests.sdk.test_card import charge_body
 from tests.support.builders import make_merchant
-from tests.support.signing import token_signature, x_req_signature
+from tests.support.wire import x_req_signature
+from tests.support.wire.callbacks import signed_callback
+from tests.support.wire.snap import token_signature
 
 main = kasir_client_command()
 
@@ -64,7 +66,7 @@ async def test_sign_prints_curl_headers(app, tmp_path, capsys):
 
 async def test_verify_callback_from_a_raw_request(app, tmp_path, capsys):
     merchant, credentials, _key = await _files(app, tmp_path)
-    body, headers = sign_wallet_callback(
+    body, headers = signed_callback(
         {"transaction_id": "T", "external_id": "E", "order_id": "O", "transaction_status": "PAID"},
         hash_key=merchant.credentials.hash_key,
     )

@@ -20,7 +20,8 @@ from tests.sdk.helpers import sdk_credentials
 from tests.support.builders import make_merchant
 from tests.support.postgres import free_port
 from tests.support.receiver import Answer
-from tests.support.signing import basic_auth, snap_asymmetric, token_signature, x_req_signature
+from tests.support.wire import basic_auth, x_req_signature
+from tests.support.wire.snap import snap_asymmetric, token_signature
 
 PUBLIC = {
     # clients and credentials

@@ -28,7 +28,7 @@ from tests.sdk.helpers import sdk_credentials
 from tests.sdk.scripted import Reply, ScriptedServer, Seen
 from tests.support import builders
 from tests.support.builders import make_merchant
-from tests.support.signing import snap_asymmetric
+from tests.support.wire.snap import snap_asymmetric
 
 WALLET_REF = {"transaction_id": "WT-1", "external_id": "EXT-1", "order_id": "ORDER-1"}
 

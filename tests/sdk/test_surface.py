@@ -40,7 +40,7 @@ from kasir_client import (
 from tests.sdk.helpers import kasir_client_command, sdk_credentials
 from tests.sdk.test_card import charge_body
 from tests.support.builders import make_merchant
-from tests.support.signing import notify_signature
+from tests.support.wire.callbacks import notify_signature
 
 main = kasir_client_command()
 

@@ -29,7 +29,8 @@ from tests.sdk.helpers import sdk_credentials
 from tests.support import builders
 from tests.support.builders import make_merchant
 from tests.support.receiver import CallbackReceiver, ReceivedRequest
-from tests.support.signing import callback_signature, x_req_signature
+from tests.support.wire import x_req_signature
+from tests.support.wire.callbacks import callback_signature
 from tests.support.worker import settled_callbacks
 
 pytestmark = pytest.mark.slow

@@ -16,10 +16,10 @@ from kasir_client import (
 )
 
 from kasir.callbacks.models import CallbackKind
-from kasir.callbacks.signing import svc_signature as server_svc_signature
-from kasir.callbacks.signing import x_req_signature as server_x_req_signature
 from tests.callbacks.helpers import db, record
 from tests.support.builders import make_merchant
+from tests.support.wire import x_req_signature
+from tests.support.wire.callbacks import bnpl_svc_signature, callback_signature
 
 
 async def test_real_bnpl_notification_verifies_and_tampering_is_refused(app, receiver):
@@ -63,7 +63,7 @@ async def test_real_bnpl_notification_verifies_and_tampering_is_refused(app, rec
     # Issue 26: svc-signature as well (this row was recorded without one, as before the change: the
     # dispatcher computes it from the body when it claims the row), checked by the SDK with hash_key=.
     hash_key = merchant.credentials.hash_key
-    expected = server_svc_signature("R-1", server_x_req_signature(hash_key, "P-1", "P-1"))
+    expected = bnpl_svc_signature(hash_key, "R-1", "P-1")
     assert request.headers["svc-signature"] == expected
     keys = {"client_secret": secret, "callback_url": url}
     event = verify_bnpl_notification(request.body, request.headers, hash_key=hash_key, **keys)
@@ -91,7 +91,7 @@ async def test_real_wallet_callback_verifies_and_tampering_is_refused(app, recei
         "transaction_status": "PAID",
         "payment_details": {"amount": 15000, "total_amount": 15000},
     }
-    signature = server_svc_signature("TX-77", server_x_req_signature(hash_key, "E-77", "O-77"))
+    signature = callback_signature("TX-77", x_req_signature(hash_key, "E-77", "O-77"))
     await record(
         db(app),
         merchant_id=merchant.id,

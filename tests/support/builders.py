@@ -5,14 +5,12 @@ from __future__ import annotations
 import itertools
 import uuid
 from dataclasses import dataclass
-from datetime import datetime, timedelta
 from functools import lru_cache
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 from fastapi import FastAPI
 
-from kasir.kit.clock import JAKARTA, clock
 from kasir.merchants.service import MerchantCredentials, merchant_service
 
 _counter = itertools.count()
@@ -57,9 +55,3 @@ async def make_merchant(app: FastAPI, *, callback_url: str | None = None, key_sl
             session, name=unique_name(), public_key=public_pem(key), callback_url=callback_url
         )
     return TestMerchant(credentials, key)
-
-
-def snap_timestamp(offset_seconds: float = 0) -> str:
-    """X-TIMESTAMP for now (the movable clock) in Asia/Jakarta: 2026-11-22T10:00:00+07:00."""
-    moment: datetime = clock.now() + timedelta(seconds=offset_seconds)
-    return moment.astimezone(JAKARTA).isoformat(timespec="seconds")

@@ -21,11 +21,11 @@ from typing import Any
 
 import schemathesis
 
-from tests.bnpl.helpers import calculation_body, checkout_body
-from tests.card.dialect_helpers import dialect_body
-from tests.card.helpers import charge_body
 from tests.support.fuzz_signer import SEED_MARK, SIGNED_HEADERS, FuzzMerchant, KasirSigner
-from tests.wallet.helpers import create_body
+from tests.support.wire.card import charge_body
+from tests.support.wire.dialect import dialect_body
+from tests.support.wire.snap import calculation_body, checkout_body
+from tests.support.wire.wallet import create_body
 
 _signer = KasirSigner(
     FuzzMerchant.from_json(os.environ["KASIR_FUZZ_MERCHANT"]),

@@ -1,7 +1,7 @@
 """Credentials for Schemathesis's requests: a `requests` auth that signs the bytes actually sent.
 
 Each route family is signed as a merchant signs it (docs/decisions.md §3), with the formulas of
-tests/support/signing.py: SNAP symmetric with an access token (BNPL), Basic + x-req-signature
+tests/support/wire: SNAP symmetric with an access token (BNPL), Basic + x-req-signature
 (wallet), Basic (card charge), SHA256withRSA over client_id|X-TIMESTAMP (access token), the admin
 token (/admin). It runs on the prepared request, after serialization, so what is signed is exactly
 the body and path on the wire, whatever the fuzzer generated.
@@ -21,8 +21,8 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from requests import PreparedRequest
 from requests.auth import AuthBase
 
-from tests.support.builders import snap_timestamp
-from tests.support.signing import basic_auth, snap_symmetric, token_signature, x_req_signature
+from tests.support.wire import basic_auth, x_req_signature
+from tests.support.wire.snap import snap_symmetric, snap_timestamp, token_signature
 
 # The headers the signer owns, per path prefix: the fuzzer does not generate them (see fuzz_hooks.py).
 SIGNED_HEADERS = {

@@ -8,18 +8,21 @@ from contextlib import asynccontextmanager
 from sqlalchemy import MetaData
 
 from kasir.config import Settings
-from kasir.db import Database
-from tests.support.engine import engine_of
+from kasir.db import Database, current_revision, run_migrations
 
 
 @asynccontextmanager
 async def database_with_tables(settings: Settings, metadata: MetaData) -> AsyncIterator[Database]:
+    """The tables are made and dropped the way migrations run (kasir.db.run_migrations): Database
+    itself runs statements, not DDL of a whole schema."""
     database = Database(settings)
-    async with engine_of(database) as engine, engine.begin() as connection:
-        await connection.run_sync(metadata.create_all)
+    url = settings.resolved_database_url
     try:
+        # As `kasir db upgrade` does before it migrates: a new SQLite file is made by Kasir's own
+        # connection, in WAL mode, which every process sharing the file then opens without a lock.
+        await current_revision(database)
+        await run_migrations(url, metadata.create_all)
         yield database
     finally:
         await database.dispose()
-        async with engine_of(database) as engine, engine.begin() as connection:
-            await connection.run_sync(metadata.drop_all)
+        await run_migrations(url, metadata.drop_all)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -70,15 +71,20 @@ async def stop_serving(served: Served) -> None:
 
 
 class CallbackReceiver:
+    """Records what arrives under its own URLs (`url()`): a path prefix of its own, so a callback meant for
+    another test's receiver that had the same port (left due in the database, retried later) is answered
+    410 and never taken for this test's."""
+
     def __init__(self) -> None:
         self.port = free_port()
+        self.prefix = f"/{secrets.token_hex(6)}"
         self.requests: list[ReceivedRequest] = []
         self.default = Answer()
         self._script: deque[Answer] = deque()
         self._arrived = asyncio.Condition()
 
     def url(self, path: str = "/callback") -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+        return f"http://127.0.0.1:{self.port}{self.prefix}{path}"
 
     def answer(self, *answers: Answer, default: Answer | None = None) -> None:
         """Answer the next requests with `answers` in order, then with `default`."""
@@ -108,10 +114,15 @@ class CallbackReceiver:
             body += message.get("body", b"")
             if not message.get("more_body"):
                 break
+        path: str = scope["path"]
+        if not path.startswith(self.prefix + "/"):
+            await send({"type": "http.response.start", "status": 410, "headers": []})
+            await send({"type": "http.response.body", "body": b"not this receiver's"})
+            return
         raw_query = scope["query_string"].decode()
         request = ReceivedRequest(
             method=scope["method"],
-            path=scope["path"],
+            path=path[len(self.prefix) :],
             query={k: v[0] for k, v in parse_qs(raw_query, keep_blank_values=True).items()},
             raw_query=raw_query,
             headers={k.decode().lower(): v.decode() for k, v in scope["headers"]},

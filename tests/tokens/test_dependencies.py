@@ -15,7 +15,8 @@ from kasir.middleware import RequestContextMiddleware
 from kasir.tokens.dependencies import require_access_token
 from kasir.tokens.service import AccessToken, Product
 from tests.support.builders import make_merchant
-from tests.tokens.test_endpoints import DISBURSEMENT_PATH, GRANT, PAYMENT_PATH, token_headers
+from tests.support.wire.snap import GRANT, token_headers
+from tests.tokens.test_endpoints import DISBURSEMENT_PATH, PAYMENT_PATH
 
 # A route guarded the way the BNPL endpoints are, with QR checkout's service code (92).
 probe = FastAPI()

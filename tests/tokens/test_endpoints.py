@@ -11,30 +11,11 @@ from cryptography.hazmat.primitives.asymmetric import ec
 
 from kasir.kit.clock import clock, parse_aware
 from kasir.tokens.service import Product, read_access_token
-from tests.support.builders import make_merchant, rsa_key, snap_timestamp
-from tests.support.signing import token_signature
+from tests.support.builders import make_merchant, rsa_key
+from tests.support.wire.snap import GRANT, snap_timestamp, token_headers, token_signature
 
 PAYMENT_PATH = "/auth/merchants/v1.0/access-token/b2b"
 DISBURSEMENT_PATH = "/api/v1.0/access-token/b2b"
-GRANT = json.dumps({"grantType": "client_credentials"})
-
-
-def token_headers(merchant, timestamp: str | None = None, **overrides: str | None) -> dict[str, str]:
-    timestamp = timestamp or snap_timestamp()
-    headers = {
-        "Content-Type": "application/json",
-        "X-TIMESTAMP": timestamp,
-        "X-CLIENT-KEY": merchant.client_id,
-        "X-SIGNATURE": token_signature(merchant.private_key, merchant.client_id, timestamp),
-    }
-    for name, value in overrides.items():
-        name = name.replace("_", "-")
-        if value is None:
-            headers.pop(name, None)
-        else:
-            headers[name] = value
-    return headers
-
 
 @pytest.mark.slow
 @pytest.mark.parametrize("path", [PAYMENT_PATH, DISBURSEMENT_PATH])

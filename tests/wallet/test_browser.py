@@ -12,7 +12,7 @@ from tests.support.browser import phone_page
 from tests.support.builders import make_merchant
 from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
-from tests.wallet.helpers import check_callback, create, inquire, item
+from tests.support.wire.wallet import check_callback, create, inquire, item
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -11,15 +11,7 @@ from fastapi import FastAPI
 from kasir.kit.clock import parse_aware
 from tests.support.builders import make_merchant
 from tests.support.receiver import CallbackReceiver
-from tests.wallet.helpers import (
-    CHANNELS,
-    address,
-    check_callback,
-    create,
-    dummy_payment,
-    inquire,
-    item,
-)
+from tests.support.wire.wallet import CHANNELS, address, check_callback, create, dummy_payment, inquire, item
 
 MILLIS_WITH_OFFSET = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}[+-]\d{2}:\d{2}$")
 PAYLOAD_FIELDS = {

@@ -15,7 +15,8 @@ from fastapi import FastAPI
 from tests.support.builders import make_merchant
 from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
-from tests.support.signing import callback_signature, x_req_signature
+from tests.support.wire import x_req_signature
+from tests.support.wire.callbacks import callback_signature
 
 GUIDE = (Path(__file__).resolve().parents[2] / "docs" / "merchant" / "wallet.md").read_text()
 

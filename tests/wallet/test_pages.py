@@ -14,8 +14,8 @@ from tests.support.builders import make_merchant
 from tests.support.forms import page_forms, post_form, submit
 from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
+from tests.support.wire.wallet import check_callback, create, dummy_payment, inquire, item
 from tests.support.worker import settled_callbacks
-from tests.wallet.helpers import check_callback, create, dummy_payment, inquire, item
 
 ITEMS = [item(40_000, 2, name="Sepatu Lari"), item(20_000, 1, item_id="shippingfee", name="Ongkir")]
 

@@ -13,7 +13,7 @@ from fastapi import FastAPI
 
 from kasir.wallet.qris import crc16_ccitt_false
 from tests.support.builders import make_merchant
-from tests.wallet.helpers import create
+from tests.support.wire.wallet import create
 
 
 def crc_ccitt_false(data: bytes) -> int:

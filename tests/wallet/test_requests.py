@@ -16,8 +16,8 @@ from kasir.db import fetch_value
 from kasir.kit.clock import clock
 from kasir.wallet.models import WalletTransaction
 from tests.support.builders import make_merchant
-from tests.support.signing import basic_auth, compact
-from tests.wallet.helpers import (
+from tests.support.wire import basic_auth, compact
+from tests.support.wire.wallet import (
     CREATE,
     CREATE_QR,
     DUMMY,

@@ -16,7 +16,7 @@ from kasir.wallet.repository import TRANSACTION_COLUMNS, wallet_repository
 from kasir.wallet.schemas import CreatePaymentRequest
 from kasir.wallet.service import payment_url, wallet_service
 from tests.support.builders import make_merchant
-from tests.wallet.helpers import address, create_body, inquire, item
+from tests.support.wire.wallet import address, create_body, inquire, item
 
 
 async def test_create_payment_from_python(app: FastAPI, client: httpx.AsyncClient) -> None:

@@ -17,16 +17,8 @@ from kasir.wallet.service import expire_due_wallet_transactions
 from tests.support import builders
 from tests.support.builders import make_merchant
 from tests.support.receiver import Answer, CallbackReceiver
+from tests.support.wire.wallet import assert_problem, check_callback, create, dummy_payment, inquire, refund, void
 from tests.support.worker import expiry_hang_guard, settled_callbacks
-from tests.wallet.helpers import (
-    assert_problem,
-    check_callback,
-    create,
-    dummy_payment,
-    inquire,
-    refund,
-    void,
-)
 
 
 async def recorded_callbacks(app: FastAPI, transaction_id: str) -> list[str]:

@@ -130,21 +130,33 @@ def demo_console_users(merchant_id: str, directory: Path, base_url: str) -> None
 
     path = directory / "console-users.txt"
 
-    async def work(session: Session) -> dict[str, str] | None:
-        passwords: dict[str, str] = {}
-        for email, role, merchant in ((DEMO_OPERATOR, "operator", None), (DEMO_MERCHANT_USER, "merchant", merchant_id)):
+    async def existing(session: Session) -> set[str]:
+        found: set[str] = set()
+        for email in (DEMO_OPERATOR, DEMO_MERCHANT_USER):
             try:
                 await console_users.get(session, email)
-                if path.exists():
-                    continue
-                _user, passwords[email] = await console_users.reset_password(session, email, actor=Actor.cli())
             except UserNotFound:
-                _user, passwords[email] = await console_users.create(
-                    session, email=email, role=role, merchant_id=merchant, actor=Actor.cli()
-                )
-        return passwords
+                continue
+            found.add(email)
+        return found
 
-    passwords = run_in_session(work)
+    # A unit per user: each hashes its password before its first statement (kasir.console.service), so no
+    # unit holds SQLite's write seat while a password is hashed.
+    present = run_in_session(existing, read_only=True)
+    passwords: dict[str, str] = {}
+    for email, role, merchant in ((DEMO_OPERATOR, "operator", None), (DEMO_MERCHANT_USER, "merchant", merchant_id)):
+        if email in present and path.exists():
+            continue
+
+        async def make(session: Session, email: str = email, role: str = role, merchant: str | None = merchant) -> str:
+            if email in present:
+                return (await console_users.reset_password(session, email, actor=Actor.cli()))[1]
+            _user, password = await console_users.create(
+                session, email=email, role=role, merchant_id=merchant, actor=Actor.cli()
+            )
+            return password
+
+        passwords[email] = run_in_session(make)
     if passwords:
         known = (
             dict(line.split(" ", 1) for line in path.read_text().splitlines() if " " in line) if path.exists() else {}

@@ -211,14 +211,16 @@ class ConsoleUserService:
             role_ = Role(role)
         except ValueError as exc:
             raise UserInvalid("role must be operator or merchant", field="role") from exc
-        if role_ is Role.MERCHANT:
-            if not merchant_id:
-                raise UserInvalid("a merchant user needs --merchant (the merchant id)", field="merchant_id")
-            await merchant_service.get(session, merchant_id)
-        elif merchant_id:
+        if role_ is Role.MERCHANT and not merchant_id:
+            raise UserInvalid("a merchant user needs --merchant (the merchant id)", field="merchant_id")
+        if role_ is not Role.MERCHANT and merchant_id:
             raise UserInvalid("an operator sees every merchant: give no merchant", field="merchant_id")
         password = check_password(password) if password is not None else new_password()
+        # Before the unit's first statement: on SQLite that statement takes the write seat, and the hash
+        # (on a thread, and slow on purpose) must not hold it.
         password_hash = await hash_password(password)
+        if merchant_id:
+            await merchant_service.get(session, merchant_id)
         if await console_repository.user_by_email(session, email) is not None:
             raise UserEmailTaken(f"a console user {email} already exists", field="email")
         user = await console_repository.add_user(

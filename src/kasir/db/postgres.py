@@ -56,9 +56,18 @@ def translated(error: BaseException) -> BaseException:
         return LockTimeout(f"PostgreSQL: {error}")
     if isinstance(error, _UNAVAILABLE):
         return DatabaseUnavailable(f"PostgreSQL: {type(error).__name__}: {error}")
-    if isinstance(error, asyncpg.InterfaceError) and "closed" in str(error):
+    if isinstance(error, asyncpg.InterfaceError) and ("closed" in str(error) or "released" in str(error)):
+        # The server ended the connection under the unit (a restart, a terminated backend): asyncpg has
+        # closed it, and its pool has taken it back.
         return DatabaseUnavailable(f"PostgreSQL: {error}")
     return error
+
+
+def _lost(connection: asyncpg.Connection) -> bool:
+    try:
+        return connection.is_closed()
+    except asyncpg.InterfaceError:  # asyncpg's pool took it back when the server ended it
+        return True
 
 
 def dsn_of(url: str) -> str:
@@ -202,7 +211,9 @@ class PostgresSession(Session):
                 found = await connection.fetchrow(sql, *values)
                 return () if found is None else (found,)
             return await connection.fetch(sql, *values)
-        except BaseException as error:
+        except Exception as error:
+            if _lost(connection):  # whatever the driver said, the server went away under the statement
+                raise DatabaseUnavailable(f"PostgreSQL: the connection was lost ({type(error).__name__})") from error
             raise translated(error) from error
 
     async def count_rows(self, sql: str, values: Sequence[Any]) -> int:
@@ -223,7 +234,8 @@ class PostgresSession(Session):
         await self.fetch_rows("SET LOCAL lock_timeout TO DEFAULT", ())
 
     async def commit(self) -> None:
-        notify = "".join(f"NOTIFY {channel}; " for channel in sorted(self.channels))
+        # Quoted, as asyncpg's add_listener quotes the channel it listens on.
+        notify = "".join(f'NOTIFY "{channel}"; ' for channel in sorted(self.channels))
         if self.autocommit:
             if notify:
                 await self._execute(notify)
@@ -237,9 +249,11 @@ class PostgresSession(Session):
         try:
             if failed and not connection.is_closed() and connection.is_in_transaction():
                 await connection.execute("ROLLBACK")
+        except asyncpg.InterfaceError:
+            return  # the connection was lost under the unit: the pool has it back already
         except Exception:
             connection.terminate()  # in a state nobody can vouch for: the pool opens a new one
-        finally:
+        with contextlib.suppress(asyncpg.InterfaceError):  # lost: the pool took it back itself
             await self.pool.release(connection)
 
 

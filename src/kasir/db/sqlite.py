@@ -70,10 +70,16 @@ _UNAVAILABLE = {
 DIALECT = sqlite_dialect()
 
 
-def translated(error: sqlite3.Error) -> Exception:
-    """DatabaseUnavailable for a file that cannot take the work now; the error itself (a bug) otherwise."""
+def translated(error: sqlite3.Error, *, reader: bool = False) -> Exception:
+    """DatabaseUnavailable for a file that cannot take the work now; the error itself (a bug) otherwise.
+
+    On a reader's connection (query-only) a refused write is the unit's mistake, not the file's state.
+    """
     code = getattr(error, "sqlite_errorcode", None)
-    if isinstance(error, sqlite3.OperationalError) and (code is None or code & 0xFF in _UNAVAILABLE):
+    primary = None if code is None else code & 0xFF
+    if reader and primary == sqlite3.SQLITE_READONLY:
+        return error
+    if isinstance(error, sqlite3.OperationalError) and (primary is None or primary in _UNAVAILABLE):
         return DatabaseUnavailable(f"SQLite: {error}")
     return error
 
@@ -82,7 +88,9 @@ def connect(path: str, *, reader: bool = False) -> sqlite3.Connection:
     """A sqlite3 connection as every unit uses it: transactions under Kasir's control (autocommit)."""
     try:
         # check_same_thread=False: a batch's COMMIT runs on a worker thread.
-        connection = sqlite3.connect(path, timeout=0, check_same_thread=False, isolation_level=None)
+        # A file not yet in WAL mode is switched by its first opener; others opening it meanwhile wait
+        # (a moment, at start-up) rather than fail: only here does a connection wait for a lock.
+        connection = sqlite3.connect(path, timeout=SQLITE_BUSY_SECONDS, check_same_thread=False, isolation_level=None)
         for pragma in _PRAGMAS + (_READER_PRAGMAS if reader else ()):
             connection.execute(pragma)
     except sqlite3.Error as error:
@@ -188,7 +196,9 @@ def insert_or_nothing(table: Any, values: dict[str, Any], index_elements: Sequen
     return sqlite_insert(table).values(values).on_conflict_do_nothing(index_elements=index_elements)
 
 
-def _rows(connection: sqlite3.Connection, sql: str, values: Sequence[Any], first: bool) -> Sequence[Sequence[Any]]:
+def _rows(
+    connection: sqlite3.Connection, sql: str, values: Sequence[Any], first: bool, reader: bool
+) -> Sequence[Sequence[Any]]:
     try:
         cursor = connection.execute(sql, values)
         if first:
@@ -197,14 +207,14 @@ def _rows(connection: sqlite3.Connection, sql: str, values: Sequence[Any], first
             return () if found is None else (found,)
         return cursor.fetchall()
     except sqlite3.Error as error:
-        raise translated(error) from error
+        raise translated(error, reader=reader) from error
 
 
-def _count(connection: sqlite3.Connection, sql: str, values: Sequence[Any]) -> int:
+def _count(connection: sqlite3.Connection, sql: str, values: Sequence[Any], reader: bool) -> int:
     try:
         cursor = connection.execute(sql, values)
     except sqlite3.Error as error:
-        raise translated(error) from error
+        raise translated(error, reader=reader) from error
     changed = cursor.rowcount
     cursor.close()
     return changed
@@ -228,10 +238,10 @@ class SqliteSession(Session):
         return self.connection
 
     async def fetch_rows(self, sql: str, values: Sequence[Any], *, first: bool = False) -> Sequence[Sequence[Any]]:
-        return _rows(self.connection or await self._connection(), sql, values, first)
+        return _rows(self.connection or await self._connection(), sql, values, first, self.seat is None)
 
     async def count_rows(self, sql: str, values: Sequence[Any]) -> int:
-        return _count(self.connection or await self._connection(), sql, values)
+        return _count(self.connection or await self._connection(), sql, values, self.seat is None)
 
     async def rollback(self) -> None:
         if self.seat is not None:
@@ -349,6 +359,9 @@ class GroupCommit:
         self._connection: sqlite3.Connection | None = None  # the shared transaction's, while one is open
         self._idle: sqlite3.Connection | None = None  # the last batch's, kept for the next
         self._joined: list[asyncio.Future[None]] = []
+        # The last batch's COMMIT, on its way to the disk; and the commits left to a task of their own.
+        self._committing: asyncio.Task[None] | None = None
+        self._orphans: set[asyncio.Task[None]] = set()
 
     async def enter(self) -> sqlite3.Connection:
         """Wait for the write seat; the shared transaction's connection (begun on first use)."""
@@ -370,7 +383,12 @@ class GroupCommit:
         return self._connection
 
     async def _begin(self) -> sqlite3.Connection:
-        """Take the process's turn at the file, then BEGIN IMMEDIATE (the seat is held)."""
+        """Take the process's turn at the file, then BEGIN IMMEDIATE (the seat is held).
+
+        A COMMIT still on its way (its unit was cancelled while waiting for it) ends first: it holds the
+        process's turn and SQLite's lock until it does."""
+        if self._committing is not None and not self._committing.done():
+            await asyncio.shield(self._committing)
         connection, self._idle = self._idle or connect(self.strategy.path), None
         try:
             await self.strategy.turns.take(timeout=SQLITE_BUSY_SECONDS)
@@ -420,7 +438,9 @@ class GroupCommit:
     def _commit_orphans(self) -> None:
         """A batch that joined but was left to a writer that gave up (cancelled, failed): commit it."""
         if self._joined and self._waiting == 0 and not self._gate.locked():
-            asyncio.get_running_loop().create_task(self._commit_when_seated())
+            task = asyncio.get_running_loop().create_task(self._commit_when_seated())
+            self._orphans.add(task)
+            task.add_done_callback(self._orphans.discard)
 
     async def _commit_when_seated(self) -> None:
         await self._gate.acquire()
@@ -440,7 +460,8 @@ class GroupCommit:
             return
         loop = asyncio.get_running_loop()
         committed = loop.run_in_executor(None, _commit_sqlite, connection)  # sent now, whatever follows
-        await asyncio.shield(loop.create_task(self._make_durable(connection, joined, committed)))
+        self._committing = loop.create_task(self._make_durable(connection, joined, committed))
+        await asyncio.shield(self._committing)
 
     async def _make_durable(
         self, connection: sqlite3.Connection, joined: list[asyncio.Future[None]], committed: asyncio.Future[None]
@@ -545,9 +566,12 @@ class _Seat:
                 connection.execute(f"ROLLBACK TO {self._SAVEPOINT}")
             connection.execute(f"RELEASE {self._SAVEPOINT}")
         except BaseException as error:
-            # The shared transaction is in a state nobody can vouch for: the whole batch fails.
+            # The shared transaction is in a state nobody can vouch for: the whole batch fails. With no
+            # transaction left, SQLite rolled it back itself (an I/O error, a full disk): the file's state.
+            if isinstance(error, sqlite3.Error):
+                error = translated(error) if connection.in_transaction else DatabaseUnavailable(f"SQLite: {error}")
             await self.group.leave(joined=False, broken=error)
-            raise translated(error) if isinstance(error, sqlite3.Error) else error from error
+            raise error from None
         await self.group.leave(joined=ok)
         if overheld is not None:
             raise overheld

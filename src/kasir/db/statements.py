@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import bindparam, literal_column
+from sqlalchemy import Float, Numeric, bindparam, literal_column
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Dialect
@@ -104,10 +104,25 @@ def compile_for(statement: Any, dialect: Dialect, *, per_call: bool = False) -> 
     processors = (type_.dialect_impl(dialect).bind_processor(dialect) for type_ in types)
     bind = tuple((position, process) for position, process in enumerate(processors) if process is not None)
     columns = list(statement.exported_columns) if hasattr(statement, "exported_columns") else []
-    results = (column.type.dialect_impl(dialect).result_processor(dialect, None) for column in columns)
+    results = (_result_processor(column.type, dialect) for column in columns)
     result = tuple((position, process) for position, process in enumerate(results) if process is not None)
     keys = tuple(getattr(column, "key", None) or column.name for column in columns)
     return Compiled(str(compiled), names, defaults, bind, result, keys, _picker(names))
+
+
+def _result_processor(type_: Any, dialect: Dialect) -> Callable[[Any], Any] | None:
+    """The type's result processor. A driver's numeric processor asks which type the column came back
+    as (the result's type code): it is the column's own, known when compiled (PostgreSQL: numeric or
+    double precision)."""
+    impl = type_.dialect_impl(dialect)
+    code = None
+    if dialect.name == "postgresql" and isinstance(impl, Numeric):
+        code = _PG_DOUBLE if isinstance(impl, Float) else _PG_NUMERIC
+    processor: Callable[[Any], Any] | None = impl.result_processor(dialect, code)
+    return processor
+
+
+_PG_NUMERIC, _PG_DOUBLE = 1700, 701  # PostgreSQL's type OIDs of numeric and double precision
 
 
 def _bind_of(binds: dict[str, BindParameter[Any]], name: str) -> BindParameter[Any]:
@@ -183,6 +198,8 @@ def binds(table: Any, names: Sequence[str] | None = None) -> dict[str, BindParam
 
 @lru_cache(maxsize=256)
 def _row_type(keys: tuple[str, ...]) -> Any:
+    if not keys:  # a textual statement names no columns: its rows are plain tuples
+        return tuple
     return namedtuple("Row", keys, rename=True)  # type: ignore[misc]  # noqa: PYI024
 
 
@@ -190,15 +207,18 @@ async def fetch(session: Session, statement: Executable) -> list[Any]:
     """Every row of a statement built per call, readable by position and by column name."""
     compiled = compile_for(statement, session.dialect, per_call=True)
     rows = await session.fetch_rows(compiled.sql, compiled.values({}))
-    make = _row_type(compiled.keys)._make
-    return [make(compiled.row(row)) for row in rows]
+    make = _row_type(compiled.keys)
+    return [make(compiled.row(row)) if make is tuple else make._make(compiled.row(row)) for row in rows]
 
 
 async def fetch_one(session: Session, statement: Executable) -> Any:
     """The first row, or None."""
     compiled = compile_for(statement, session.dialect, per_call=True)
     rows = await session.fetch_rows(compiled.sql, compiled.values({}), first=True)
-    return _row_type(compiled.keys)._make(compiled.row(rows[0])) if rows else None
+    if not rows:
+        return None
+    make = _row_type(compiled.keys)
+    return compiled.row(rows[0]) if make is tuple else make._make(compiled.row(rows[0]))
 
 
 async def fetch_value(session: Session, statement: Executable) -> Any:

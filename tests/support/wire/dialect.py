@@ -1,18 +1,20 @@
-"""Requests of the provider SDK's snake_case card dialect, built as IFORTEPAY/ifp-node builds them."""
+"""Requests of the provider SDK's snake_case card dialect, built as IFORTEPAY/ifp-node builds them.
+
+The dialect signs as the wallet API does (the SDK's getRequestHeaders: two-part Basic, x-req-signature over
+external_id + order_id, x-version v3): its headers and its POST are the wallet's (tests.support.wire.wallet).
+"""
 
 from __future__ import annotations
 
-import hashlib
-import secrets
 from typing import Any
 
-import httpx
-
 from kasir.kit.clock import clock
-from tests.support.builders import TestMerchant
-from tests.support.signing import basic_auth, compact, x_req_signature
+from tests.support.wire.card import reference
+from tests.support.wire.wallet import post_wallet, wallet_headers
 
-CHARGE = "/card-v2/v1/charge"
+dialect_headers = wallet_headers
+post_dialect = post_wallet
+
 DIRECT_V1 = "/card-v2/v1/charge-direct"
 DIRECT_V2 = "/card-v2/v2/charge-direct"
 
@@ -20,10 +22,6 @@ APPROVED = "4811111111111114"
 CHALLENGE = "4000000000003220"
 DECLINED = "4000000000000002"
 INSUFFICIENT = "4000000000009995"
-
-
-def reference(prefix: str) -> str:
-    return f"{prefix}-{secrets.token_hex(8)}"
 
 
 def card_details(number: str = APPROVED, *, cvn: str | None = "123") -> dict[str, Any]:
@@ -82,40 +80,3 @@ def dialect_body(
     body["store_token"] = True if store_token is None else store_token
     body.update(overrides)
     return body
-
-
-def dialect_headers(
-    merchant: TestMerchant,
-    body: dict[str, Any],
-    *,
-    sub_merchant_id: str | None = None,
-    response_type: str | None = None,
-    version: str | None = "v3",
-    hash_key: str | None = None,
-    secret: str | None = None,
-) -> dict[str, str]:
-    """The SDK's headers (getRequestHeaders): two-part Basic, x-req-signature, x-version v3."""
-    creds = merchant.credentials
-    headers = {
-        "Content-Type": "application/json",
-        "Authorization": basic_auth(creds.merchant_id, secret or creds.secret),
-        "x-req-signature": x_req_signature(hash_key or creds.hash_key, body["external_id"], body["order_id"]),
-    }
-    if version is not None:
-        headers["x-version"] = version
-    if sub_merchant_id is not None:
-        headers["sub-merchant-id"] = sub_merchant_id
-    if response_type is not None:
-        headers["response-type"] = response_type
-    return headers
-
-
-async def post_dialect(
-    client: httpx.AsyncClient, merchant: TestMerchant, path: str, body: dict[str, Any], **header_options: Any
-) -> httpx.Response:
-    return await client.post(path, content=compact(body), headers=dialect_headers(merchant, body, **header_options))
-
-
-def sub_merchant_signature(transaction_id: str, x_req_sig: str, sub_merchant_id: str) -> str:
-    """The provider's callback documentation: sha256(transactionid + x-req-signature + submerchantid)."""
-    return hashlib.sha256(f"{transaction_id}{x_req_sig}{sub_merchant_id}".encode()).hexdigest()
