@@ -161,11 +161,14 @@ class Process:
                 preexec_fn=end_with_parent,
             )
 
-    async def ready(self, timeout: float = 240) -> None:
+    async def ready(self) -> None:
+        """Until it answers /readyz (a server) or says its worker started (a worker), or exits: however long a
+        start takes on a busy machine. A process that neither gets ready nor exits is a hung soak, which
+        whoever runs the soak bounds as a whole (tests/test_crash_soak.py: its subprocess timeout)."""
         assert self.process is not None
         started = time.monotonic()
-        async with httpx.AsyncClient(timeout=30, trust_env=False) as http:  # /readyz took 2-4 s under load
-            while time.monotonic() - started < timeout:
+        async with httpx.AsyncClient(timeout=None, trust_env=False) as http:  # an answer, or the process's end
+            while True:
                 if self.process.poll() is not None:
                     raise RuntimeError(f"{self.name} exited with {self.process.returncode}; see {self.log_path}")
                 if self.port is not None:
@@ -179,7 +182,6 @@ class Process:
                     self.ready_at = time.monotonic()
                     return
                 await asyncio.sleep(0.05)
-        raise RuntimeError(f"{self.name} not ready after {timeout:.0f} s; see {self.log_path}")
 
     def _log_since_start(self) -> bytes:
         with self.log_path.open("rb") as log:

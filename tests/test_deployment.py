@@ -41,7 +41,7 @@ from kasir_client import (
 from tests.conftest import TEST_DB
 from tests.support.forms import submit
 from tests.support.postgres import PostgresCluster, free_port
-from tests.support.process import end_with_parent
+from tests.support.process import HANG_GUARD_SECONDS, end_with_parent
 from tests.support.receiver import Answer, CallbackReceiver
 from tests.support.wire.card import charge_body
 
@@ -158,19 +158,18 @@ class Deployment:
         )
 
 
-async def wait_ready(url: str, process: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    async with httpx.AsyncClient(trust_env=False) as http:
-        while time.monotonic() < deadline:
+async def wait_ready(url: str, process: subprocess.Popen[bytes]) -> None:
+    """Until `url` answers 200, or the process has exited (then it never will), however long a start takes."""
+    async with httpx.AsyncClient(trust_env=False) as http, asyncio.timeout(HANG_GUARD_SECONDS):
+        while True:
             if process.poll() is not None:
                 raise RuntimeError(f"{process.args} exited with {process.returncode}")
             try:
-                if (await http.get(url, timeout=1)).status_code == 200:
+                if (await http.get(url, timeout=1)).status_code == 200:  # a slower answer: asked again
                     return
             except httpx.TransportError:
                 pass
             await asyncio.sleep(0.1)
-    raise RuntimeError(f"{url} not ready within {timeout} s")
 
 
 @pytest.fixture(scope="module")
@@ -392,8 +391,9 @@ async def test_two_servers_two_workers_behind_nginx_survive_a_kill_of_each(deplo
         assert deployment.servers[1].poll() is None, deployment.logs()
         assert deployment.workers[1].poll() is None, deployment.logs()
 
-        # Every payment's callback arrives (the survivor takes over the dead worker's claims when their lease ends).
-        deadline = time.monotonic() + 90
+        # Every payment's callback arrives (the survivor takes over the dead worker's claims when their lease ends):
+        # waited for until they are all in, the lease included; the hang guard past it ends a wait that never would.
+        deadline = time.monotonic() + float(deployment.env["KASIR_CALLBACK_LEASE_SECONDS"]) + HANG_GUARD_SECONDS
         while time.monotonic() < deadline and {r.path for r in receiver.requests} < {p.path for p in payments}:
             await asyncio.sleep(0.2)
         by_path: dict[str, list[Any]] = defaultdict(list)

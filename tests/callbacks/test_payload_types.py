@@ -33,6 +33,7 @@ from tests.support.receiver import CallbackReceiver
 from tests.support.wire.card import APPROVED, DECLINED, charge_body, jakarta_in, post_charge
 from tests.support.wire.snap import checkout_body, post_signed
 from tests.support.wire.wallet import create, dummy_payment, inquire, refund, void
+from tests.support.worker import expiry_hang_guard
 
 # --- the tables --------------------------------------------------------------------------
 
@@ -288,7 +289,8 @@ async def test_payment_page_callbacks_follow_the_interface_table(
         response = await post_charge(client, merchant, body)
         assert response.status_code == 200, response.text
         assert_no_null(response.json(), "charge answer")
-    callbacks = [r.json() for r in await receiver.wait_for(4, path="/card", timeout=30)]
+    clock.advance(4)  # past the two orders' own expiry: the worker's scheduler expires them
+    callbacks = [r.json() for r in await receiver.wait_for(4, path="/card", timeout=expiry_hang_guard())]
     seen = sorted((c["order_id"], c["transaction_status"]) for c in callbacks)
     success, declined, never = (b["orderId"] for b in bodies)
     assert seen == sorted([(success, "SUCCESS"), (declined, "FAILED"), (declined, "EXPIRED"), (never, "EXPIRED")])

@@ -22,6 +22,7 @@ from tests.callbacks.production import isolated_database, production_app
 from tests.conftest import TEST_ADMIN_TOKEN
 from tests.support.builders import public_pem, rsa_key, unique_name
 from tests.support.receiver import Answer
+from tests.support.worker import callback_hang_guard
 
 
 @pytest.mark.parametrize(
@@ -196,7 +197,7 @@ async def test_production_delivers_to_loopback_only_when_the_operator_allows_it(
         created = await create_merchant(application, receiver.url("/default"))
         assert created.status_code == 201, created.text  # http too: the operator trusts that network
         callback_id = await record(db(application), merchant_id=created.json()["merchant_id"], url=receiver.url())
-        [request] = await receiver.wait_for(1, timeout=10)
+        [request] = await receiver.wait_for(1, timeout=callback_hang_guard())
         callback = await wait_status(db(application), callback_id, "delivered")
         assert callback.attempts_made == 1
     assert request.path == "/callback"

@@ -18,10 +18,13 @@ from kasir.db import Database, fetch, upgrade_schema
 from kasir.merchants.service import merchant_service
 from tests.callbacks.helpers import record
 from tests.support.builders import public_pem, rsa_key, unique_name
-from tests.support.process import end_with_parent
+from tests.support.process import HANG_GUARD_SECONDS, end_with_parent
 from tests.support.receiver import Answer
 
 pytestmark = pytest.mark.slow
+
+# The wake-up tests' poll interval: what a commit's wake-up must beat (the other tests poll every 0.1 s).
+SLOW_POLL_SECONDS = 60.0
 
 
 @pytest.fixture
@@ -84,15 +87,15 @@ async def statuses(database: Database) -> Counter[str]:
     return Counter({status: count for status, count in rows})
 
 
-async def wait_until(predicate, timeout: float = 30, interval: float = 0.05):
-    deadline = asyncio.get_running_loop().time() + timeout
-    while True:
-        value = await predicate()
-        if value:
-            return value
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError("condition not met in time")
-        await asyncio.sleep(interval)
+async def wait_until(predicate, *running: WorkerProcess, timeout: float = HANG_GUARD_SECONDS, interval: float = 0.05):
+    """Until `predicate()` holds; a worker of `running` that exits first means it never will. `timeout` is the
+    suite's hang guard unless a test bounds the wait by what it tests (the poll interval it must beat)."""
+    async with asyncio.timeout(timeout):
+        while not (value := await predicate()):
+            if exited := [worker for worker in running if worker.process.poll() is not None]:
+                raise AssertionError(f"a worker exited first: {exited[0].log_path.read_text(errors='replace')}")
+            await asyncio.sleep(interval)
+    return value
 
 
 async def test_sigkill_while_holding_claims_loses_nothing(isolated, settings_env, receiver, tmp_path):
@@ -104,7 +107,7 @@ async def test_sigkill_while_holding_claims_loses_nothing(isolated, settings_env
     ]
 
     first = WorkerProcess(settings_env, url, tmp_path / "first.log")
-    await wait_until(lambda: _delivering(database))
+    await wait_until(lambda: _delivering(database), first)
     first.signal(signal.SIGKILL)
     assert await first.wait() == -signal.SIGKILL
     held = (await statuses(database))["delivering"]
@@ -112,7 +115,7 @@ async def test_sigkill_while_holding_claims_loses_nothing(isolated, settings_env
 
     receiver.answer(default=Answer())
     second = WorkerProcess(settings_env, url, tmp_path / "second.log")
-    await wait_until(lambda: _all_delivered(database, len(ids)), timeout=30)
+    await wait_until(lambda: _all_delivered(database, len(ids)), second)
     second.signal(signal.SIGTERM)
     assert await second.wait() == 0
 
@@ -127,12 +130,12 @@ async def test_several_workers_share_the_work_without_double_sends(isolated, set
     total = 150
     processes = [WorkerProcess(settings_env, url, tmp_path / f"w{n}.log") for n in range(workers)]
     for process in processes:  # all started, so they compete for the work (and stop gracefully)
-        await wait_until(process.started, timeout=60)
+        await wait_until(process.started, process)
     ids = [
         await record(database, merchant_id=merchant_id, url=receiver.url(), transaction_ref=f"TX-{n}")
         for n in range(total)
     ]
-    await wait_until(lambda: _all_delivered(database, total), timeout=60)
+    await wait_until(lambda: _all_delivered(database, total), *processes)
     for process in processes:
         process.signal(signal.SIGTERM)
     for process in processes:
@@ -157,7 +160,7 @@ async def test_sigterm_finishes_in_flight_attempts(isolated, settings_env, recei
     for n in range(5):
         await record(database, merchant_id=merchant_id, url=receiver.url(), transaction_ref=f"TX-{n}")
     worker = WorkerProcess(settings_env, url, tmp_path / "w.log")
-    await wait_until(lambda: _delivering(database))
+    await wait_until(lambda: _delivering(database), worker)
     worker.signal(signal.SIGTERM)
     assert await worker.wait() == 0
     counts = await statuses(database)
@@ -176,7 +179,7 @@ async def _all_delivered(database: Database, total: int) -> bool:
 async def test_a_commit_in_another_process_wakes_an_idle_worker_at_once(isolated, settings_env, receiver, tmp_path):
     """PostgreSQL: NOTIFY; a SQLite file: a byte to each worker's socket. Either way, not the 60 s poll."""
     database, url, merchant_id = isolated
-    worker = WorkerProcess(settings_env, url, tmp_path / "w.log", poll_seconds=60)
+    worker = WorkerProcess(settings_env, url, tmp_path / "w.log", poll_seconds=SLOW_POLL_SECONDS)
     await _woken_at_once(database, merchant_id, worker, receiver.url())
     assert '"callback attempt"' in (tmp_path / "w.log").read_text()  # its own JSON lines, as the server's
 
@@ -190,7 +193,7 @@ async def test_a_worker_on_postgresqls_unix_socket_delivers_and_is_woken_at_once
         pytest.skip("PostgreSQL's Unix socket")
     database, url, merchant_id = isolated
     socket_url = postgres.socket_url(make_url(url).database)
-    worker = WorkerProcess(settings_env, socket_url, tmp_path / "w.log", poll_seconds=60)
+    worker = WorkerProcess(settings_env, socket_url, tmp_path / "w.log", poll_seconds=SLOW_POLL_SECONDS)
     await _woken_at_once(database, merchant_id, worker, receiver.url())
     log = (tmp_path / "w.log").read_text()
     assert "connection lost" not in log  # its LISTEN connection never fell back to polling
@@ -198,13 +201,17 @@ async def test_a_worker_on_postgresqls_unix_socket_delivers_and_is_woken_at_once
 
 
 async def _woken_at_once(database: Database, merchant_id: str, worker: WorkerProcess, url: str) -> None:
-    """Three callbacks recorded one after the other, each delivered well before the worker's 60 s poll."""
+    """Three callbacks recorded one after the other, each delivered well before the worker's slow poll.
+
+    The first may meet the worker's first look for due callbacks; each later one finds it waiting (it looks
+    once more after a delivery, then sleeps until woken or its poll), so only a wake-up brings it in time.
+    """
     try:
-        await wait_until(lambda: _log_says(worker, "callback worker started"), timeout=30)
-        await asyncio.sleep(0.5)  # its first poll is over: from now on it sleeps until woken
+        await wait_until(lambda: _log_says(worker, "callback worker started"), worker)
         for n in range(3):
             await record(database, merchant_id=merchant_id, url=url, transaction_ref=f"TX-{n}")
-            await wait_until(lambda n=n: _all_delivered(database, n + 1), timeout=10)
+            # Half the poll interval: a delivery by the poll comes later than that, whatever the machine.
+            await wait_until(lambda n=n: _all_delivered(database, n + 1), worker, timeout=SLOW_POLL_SECONDS / 2)
     finally:
         worker.signal(signal.SIGTERM)
         assert await worker.wait() == 0

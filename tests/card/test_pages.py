@@ -28,7 +28,7 @@ from tests.support.wire.card import (
     jakarta_in,
     post_charge,
 )
-from tests.support.worker import settled_callbacks
+from tests.support.worker import expiry_hang_guard, settled_callbacks
 
 
 def local(url: str) -> str:
@@ -327,7 +327,8 @@ async def test_expiry_by_short_expired_time(
     body, data = await open_order(
         client, merchant, callback_url=receiver.url("/pages/short"), expired_time=jakarta_in(4)
     )
-    [callback] = await receiver.wait_for(1, path="/pages/short", timeout=15)
+    clock.advance(5)  # past its own expiry (the default one is minutes away): the worker's scheduler sees it
+    [callback] = await receiver.wait_for(1, path="/pages/short", timeout=expiry_hang_guard())
     payload = check_callback(callback, merchant, body)
     assert payload["transaction_status"] == "EXPIRED"
     assert payload["expired_time"] == body["paymentDetails"]["expiredTime"]

@@ -1,17 +1,20 @@
 """A server killed in the middle of keyed charges: the clients' retries with the same keys get their
-final answers within seconds of the restart, and every key charged exactly once.
+final answers as soon as the server is back, and every key is charged exactly once.
 
 The key is claimed inside the request's own unit of work, so a kill rolls it back with
 everything else (on PostgreSQL the server's connection dies with it and its transaction is
 aborted at once): there is no in-progress key left for a takeover timer to free. The previous
-design left such keys for 60 s or more on PostgreSQL.
+design left such keys for 60 s or more on PostgreSQL, answering their retries 409 meanwhile.
+
+No time is measured: a server is either down (the retry cannot connect) or up, and every answer
+it gives, the first after a restart included, must be final. A key left in progress would be
+answered 409 REQUEST_IN_PROGRESS; a 5xx would be a bug.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
-import time
 
 import httpx
 import pytest
@@ -30,9 +33,6 @@ pytestmark = pytest.mark.slow
 KILLS = 3
 CLIENTS = 12
 KEYS_PER_CLIENT = 10
-# What "within seconds of the restart" means: a key left in progress by the dead process would hold its
-# retries for a lease (a minute or more); the restart itself can take long on a loaded machine.
-AFTER_THE_RESTART_WITHIN_SECONDS = 5.0
 
 
 async def test_killed_mid_charge_the_retries_with_the_same_key_get_one_charge_each(
@@ -42,52 +42,54 @@ async def test_killed_mid_charge_the_retries_with_the_same_key_get_one_charge_ea
     server = ServedKasir(settings_env)
     await asyncio.to_thread(server.start)
     base_url = server.base_url
-    longest_wait = longest_restart = 0.0
     outcomes: dict[str, httpx.Response] = {}
-    bodies: dict[str, str] = {}
-    stop = asyncio.Event()
+    not_final: list[tuple[str, int, str]] = []
+    retried = 0
+    clients_done = asyncio.Event()
 
     async def client_loop(number: int) -> None:
-        nonlocal longest_wait
-        async with httpx.AsyncClient(base_url=base_url, timeout=5) as http:
+        nonlocal retried
+        # No client timeout: a request ends with its answer, or with the connection when the server is killed.
+        async with httpx.AsyncClient(base_url=base_url, timeout=None) as http:
             for n in range(KEYS_PER_CLIENT):
                 key = f"crash-{number}-{n}-{os.urandom(4).hex()}"
-                bodies[key] = body = compact(charge_body(mode="OPEN", number=None))
-                failed_at: float | None = None
+                body = compact(charge_body(mode="OPEN", number=None))
                 while True:
                     try:
                         answer = await post_charge(http, merchant, body, key=key)
-                    except httpx.TransportError:
-                        answer = None
-                    if answer is not None and answer.status_code < 500 and answer.status_code != 409:
-                        outcomes[key] = answer
-                        if failed_at is not None:
-                            longest_wait = max(longest_wait, time.monotonic() - failed_at)
-                        break
-                    failed_at = failed_at or time.monotonic()
-                    assert time.monotonic() - failed_at < 60, f"no final answer for {key}"
-                    await asyncio.sleep(0.05)
+                    except httpx.TransportError:  # killed, or not back yet: the same key again
+                        retried += 1
+                        await asyncio.sleep(0.05)
+                        continue
+                    if answer.status_code >= 500 or answer.status_code == 409:
+                        not_final.append((key, answer.status_code, answer.text[:200]))
+                    outcomes[key] = answer
+                    break
+
+    async def clients() -> None:
+        await asyncio.gather(*(client_loop(c) for c in range(CLIENTS)))
+        clients_done.set()
 
     async def killer() -> None:
-        nonlocal longest_restart
         for _ in range(KILLS):
-            await asyncio.sleep(0.4)
-            if stop.is_set():
+            # Once a few keys are answered since the last start: the kill lands among charges in flight.
+            answered = len(outcomes)
+            while len(outcomes) < answered + CLIENTS and not clients_done.is_set():
+                await asyncio.sleep(0.01)
+            if clients_done.is_set():
                 return
-            killed_at = time.monotonic()
             await asyncio.to_thread(server.kill)
             await asyncio.to_thread(server.start)  # the same port: the clients' URL stays valid
-            longest_restart = max(longest_restart, time.monotonic() - killed_at)
 
     try:
-        clients = asyncio.gather(*(client_loop(c) for c in range(CLIENTS)))
-        kills = asyncio.create_task(killer())
-        await clients
-        stop.set()
-        await kills
+        async with asyncio.TaskGroup() as group:  # a server that does not come back ends the clients too
+            group.create_task(clients())
+            group.create_task(killer())
     finally:
         await asyncio.to_thread(server.stop)
 
+    assert not_final == []  # every answer final, the first after each restart too
+    assert retried > 0  # the clients did meet the kills
     assert len(outcomes) == CLIENTS * KEYS_PER_CLIENT
     assert {answer.status_code for answer in outcomes.values()} == {200}
     async with app.state.database.unit_of_work(read_only=True) as session:
@@ -97,8 +99,3 @@ async def test_killed_mid_charge_the_retries_with_the_same_key_get_one_charge_ea
     assert orders == len(outcomes)  # one charge per key, none lost, none doubled
     transaction_ids = {answer.json()["data"]["transactionId"] for answer in outcomes.values()}
     assert len(transaction_ids) == len(outcomes)
-    assert longest_wait < longest_restart + AFTER_THE_RESTART_WITHIN_SECONDS, (longest_wait, longest_restart)
-    print(
-        f"kills={KILLS} keys={len(outcomes)} longest wait for a final answer {longest_wait:.2f} s "
-        f"(longest restart {longest_restart:.2f} s)"
-    )

@@ -25,6 +25,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Route
 
 from tests.support.postgres import free_port
+from tests.support.process import HANG_GUARD_SECONDS
 
 APPROVED = "4242424242424242"
 DECLINED = "4000056655665556"
@@ -186,9 +187,9 @@ class FakeMoneyMover:
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=asyncio.run, args=(self._server.serve(),), daemon=True)
         self._thread.start()
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + HANG_GUARD_SECONDS  # until it serves, or its thread has ended
         while not self._server.started:
-            if time.monotonic() > deadline:
+            if time.monotonic() > deadline or not self._thread.is_alive():
                 raise RuntimeError("the fake money mover did not start")
             time.sleep(0.05)
 

@@ -21,6 +21,7 @@ from urllib.parse import parse_qs
 import uvicorn
 
 from tests.support.postgres import free_port
+from tests.support.process import HANG_GUARD_SECONDS
 
 
 @dataclass
@@ -91,8 +92,11 @@ class CallbackReceiver:
         if default is not None:
             self.default = default
 
-    async def wait_for(self, count: int, timeout: float = 15.0, path: str | None = None) -> list[ReceivedRequest]:
-        """The first `count` requests (to `path`, if given), waiting up to `timeout` seconds."""
+    async def wait_for(
+        self, count: int, timeout: float = HANG_GUARD_SECONDS, path: str | None = None
+    ) -> list[ReceivedRequest]:
+        """The first `count` requests (to `path`, if given), once they have come. `timeout` only ends a wait
+        for requests that never come; a test that expects them within a time says so, from what sets it."""
 
         def matching() -> list[ReceivedRequest]:
             return [r for r in self.requests if path is None or r.path == path]

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 
 from tests.support.postgres import free_port
-from tests.support.process import end_with_parent
+from tests.support.process import HANG_GUARD_SECONDS, end_with_parent
 
 
 class ServedKasir:
@@ -22,14 +22,12 @@ class ServedKasir:
         *,
         args: tuple[str, ...] = (),
         open_files: int | None = None,
-        start_seconds: float = 30,
     ) -> None:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, **env, "KASIR_PUBLIC_URL": self.base_url}
         self.args = args
         self.open_files = open_files  # the server's RLIMIT_NOFILE (`ulimit -n`)
-        self.start_seconds = start_seconds  # until /healthz answers
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = Path(env["KASIR_DATA_DIR"]) / f"serve-{self.port}.log"
 
@@ -43,13 +41,15 @@ class ServedKasir:
             stderr=subprocess.STDOUT,
             preexec_fn=self._prepare_child,
         )
-        deadline = time.monotonic() + self.start_seconds
+        # Until /healthz answers, or the process has exited (then it never will). However long a start
+        # takes on a busy machine; HANG_GUARD_SECONDS only ends a start that hangs.
+        deadline = time.monotonic() + HANG_GUARD_SECONDS
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 self._log.close()
                 raise RuntimeError(f"kasir serve exited: {self.log()}")
             try:
-                if httpx.get(f"{self.base_url}/healthz", timeout=1).status_code == 200:
+                if httpx.get(f"{self.base_url}/healthz", timeout=1).status_code == 200:  # a slower one: asked again
                     return
             except httpx.TransportError:
                 time.sleep(0.1)
@@ -64,10 +64,16 @@ class ServedKasir:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def log_once_it_has(self, text: str, timeout: float = 10.0) -> str:
-        """The log, once `text` is in it: a request's line is written as its response goes out, not before."""
-        deadline = time.monotonic() + timeout
+    def log_once_it_has(self, text: str) -> str:
+        """The log, once `text` is in it: a request's line is written as its response goes out, not before.
+
+        Also once the process has ended (nothing more will be written), or HANG_GUARD_SECONDS on: the log as
+        it is then, for the caller's assertion to show.
+        """
+        deadline = time.monotonic() + HANG_GUARD_SECONDS
         while text not in (log := self.log()) and time.monotonic() < deadline:
+            if self.process is None or self.process.poll() is not None:
+                return self.log()
             time.sleep(0.05)
         return log
 
