@@ -283,7 +283,7 @@ async def test_every_route_answers_an_unavailable_database_with_503_in_its_own_f
     app: FastAPI, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Mapped once (kasir.errors), not per endpoint: the wallet's format says it as `98`."""
-    from tests.wallet import helpers as wallet
+    from tests.support.wire import wallet
 
     merchant = await make_merchant(app)
 

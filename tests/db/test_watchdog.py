@@ -26,8 +26,8 @@ from tests.conftest import TEST_DB
 from tests.db.probe import ADD, add, metadata, names, names_on_disk
 from tests.support.builders import make_merchant
 from tests.support.probe_tables import database_with_tables
+from tests.support.wire import wallet
 from tests.support.wire.card import charge_body, post_charge
-from tests.wallet import helpers as wallet
 
 SLOW_DNS_SECONDS = 0.4
 LIMIT_SECONDS = 0.2
