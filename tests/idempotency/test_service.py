@@ -115,8 +115,9 @@ async def test_a_handler_after_a_claim_waits_for_rows_as_without_a_key_on_postgr
 
 
 async def expired_but_not_purged(app: FastAPI, merchant_id: str, key: str) -> None:
-    """Move the clock past the key's expiry, the worker having purged half a minute before it: the key is
-    expired and still there (the worker purges at most once a minute), so it is taken over, not made anew.
+    """Move the clock past the key's expiry, the test's worker (the `worker` fixture) having purged half a
+    minute before it: the key is expired and still there (the worker purges at most once a minute), so it is
+    taken over, not made anew.
 
     Wall-clock time: the clock moves with it, and the worker's minute is measured on it; each half of the
     minute leaves a step (a pass of the worker, a request) half a minute of it. Should the worker's last
@@ -152,9 +153,10 @@ async def test_an_expired_key_is_a_new_key_and_the_purge_removes_it(app: FastAPI
         later = await idempotency_repository.find(session, merchant.id, SCOPE, "later")
     assert later is not None
     clock.advance((later.expires_at - clock.now()).total_seconds() - 30)  # "old" has expired, "later" has not
-    # Listed exception (docs/contributor/tests.md): the purge's once-a-minute memory is the module's, and
-    # the session's worker and clock move it; clearing it is the only way to a known start. No await from
-    # here to the purge: the worker runs between awaits only.
+    # Listed exception (docs/contributor/tests.md): the purge's once-a-minute memory is the module's, per
+    # Database, and every earlier test's worker on the session's Database moved it, on clocks of its own;
+    # clearing it is the only way to a known start. No await from here to the purge: a worker would run
+    # between awaits only.
     service._purged_at.clear()
     assert await service.purge_expired_keys(database) >= 1
     assert not await _key_exists(app, merchant.id, "old")
