@@ -17,7 +17,7 @@ from sqlalchemy import Integer, bindparam, delete, select, update
 
 from kasir.bnpl.models import BnplExternalId, BnplPricing, BnplTransaction, amount_of
 from kasir.bnpl.states import BnplStatus
-from kasir.db import Session, Statement, binds, held_rows
+from kasir.db import Session, Statement, binds, locked_once
 from kasir.merchants.models import Merchant
 
 
@@ -176,13 +176,11 @@ class BnplRepository:
         first's row, with the changes the unit made to it."""
         if not lock:
             return await self.row(session, reference_no)
-        held = held_rows(session)
-        row: TransactionRow | None = held.get((BnplTransaction, reference_no))
-        if row is None:
+        async def read() -> TransactionRow | None:
             found = await _LOCKED_TRANSACTION.first(session, reference_no=reference_no)
-            if found is None:
-                return None
-            row = held[(BnplTransaction, reference_no)] = TransactionRow(*found)
+            return None if found is None else TransactionRow(*found)
+
+        row: TransactionRow | None = await locked_once(session, (BnplTransaction, reference_no), read)
         return row
 
     async def save(self, session: Session, tx: TransactionRow) -> None:

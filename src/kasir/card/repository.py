@@ -16,7 +16,7 @@ from sqlalchemy import bindparam, delete, insert, select, union_all, update
 
 from kasir.card.models import CardAttempt, CardOrder, StoredCard
 from kasir.card.states import CardOrderStatus
-from kasir.db import Session, Statement, binds, fetch, held_rows
+from kasir.db import Session, Statement, binds, fetch, held_rows, locked_once
 from kasir.wallet.models import WalletTransaction
 
 OPEN_STATUSES = (CardOrderStatus.PENDING.value, CardOrderStatus.AUTHENTICATING.value)
@@ -221,13 +221,12 @@ class CardRepository:
         if not lock:
             found = await _ORDER.first(session, card_order_id=order_id)
             return None if found is None else CardOrderRow(*found)
-        held = held_rows(session)
-        row: CardOrderRow | None = held.get((CardOrder, order_id))
-        if row is None:
+
+        async def read() -> CardOrderRow | None:
             found = await _LOCKED_ORDER.first(session, card_order_id=order_id)
-            if found is None:
-                return None
-            row = held[(CardOrder, order_id)] = CardOrderRow(*found)
+            return None if found is None else CardOrderRow(*found)
+
+        row: CardOrderRow | None = await locked_once(session, (CardOrder, order_id), read)
         return row
 
     async def save(self, session: Session, order: CardOrderRow) -> None:

@@ -8,7 +8,7 @@
     Statement(core statement)          a Core statement compiled once, run on the unit's connection
     fetch/fetch_one/fetch_value/run    a Core statement built per call (filters, IN lists)
     on_commit(session, action)         run an action after the unit commits
-    held_rows(session)                 the rows the unit has read locked (read again without a statement)
+    locked_once(session, key, read)    a row read locked once per unit (read again without a statement)
     notify_after_commit(session, ch)   wake the channel's listeners after the unit commits
     lock_wait_at_most(session, s)      wait at most s for a row another unit holds (LockTimeout)
     InsertUnlessTaken(table, ...)      INSERT ... ON CONFLICT DO NOTHING waiting at most s, in one statement
@@ -43,6 +43,7 @@ from kasir.db.session import (
     Session,
     held_rows,
     lock_wait_at_most,
+    locked_once,
     notify_after_commit,
     on_commit,
     rollback_unit,
@@ -73,6 +74,7 @@ __all__ = [
     "head_revision",
     "held_rows",
     "lock_wait_at_most",
+    "locked_once",
     "notify_after_commit",
     "on_commit",
     "ping",

@@ -104,6 +104,17 @@ def held_rows(session: Session) -> dict[Any, Any]:
     return session.held
 
 
+async def locked_once(session: Session, key: Any, read: Callable[[], Awaitable[Any]]) -> Any:
+    """The row `read()` reads locked, read once per unit: a second locked read of `key` in the unit (the
+    endpoint's, then the service's) is the first's row, with the changes the unit made to it."""
+    row = session.held.get(key)
+    if row is None:
+        row = await read()
+        if row is not None:
+            session.held[key] = row
+    return row
+
+
 async def notify_after_commit(session: Session, channel: str) -> None:
     """Wake the listeners of `channel` (Database.listen) once this unit of work commits; never on rollback."""
     assert channel.isidentifier(), "channels are names written into statements"

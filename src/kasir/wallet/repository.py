@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import Integer, bindparam, insert, select, update
 
-from kasir.db import Session, Statement, binds, held_rows
+from kasir.db import Session, Statement, binds, locked_once
 from kasir.wallet.models import WalletRefund, WalletTransaction
 from kasir.wallet.states import WalletStatus
 
@@ -134,13 +134,11 @@ class WalletRepository:
         second locked read is the first's row, with the changes the unit made to it."""
         if not lock:
             return await self.row(session, transaction_id)
-        held = held_rows(session)
-        row: TransactionRow | None = held.get((WalletTransaction, transaction_id))
-        if row is None:
+        async def read() -> TransactionRow | None:
             found = await _LOCKED_TRANSACTION.first(session, transaction_id=transaction_id)
-            if found is None:
-                return None
-            row = held[(WalletTransaction, transaction_id)] = TransactionRow(*found)
+            return None if found is None else TransactionRow(*found)
+
+        row: TransactionRow | None = await locked_once(session, (WalletTransaction, transaction_id), read)
         return row
 
     async def save(self, session: Session, tx: TransactionRow) -> None:
