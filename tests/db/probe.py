@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import sys
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 
 from sqlalchemy import (
@@ -43,6 +44,27 @@ ADD = Statement(insert(item).values(binds(item, ("name",))))
 NAMES = Statement(select(item.c.name).order_by(item.c.name))
 COUNT = Statement(select(func.count()).select_from(item))
 BY_NAME = Statement(select(item.c.id).where(item.c.name == bindparam("name")))
+
+
+@asynccontextmanager
+async def holding_a_unit(database: Database) -> AsyncIterator[asyncio.Task[None]]:
+    """A unit that has written "held" and keeps its connection (PostgreSQL) or the write seat (SQLite)
+    until the block ends; the block gets the holder's task. The unit then commits."""
+    holding, release = asyncio.Event(), asyncio.Event()
+
+    async def holder() -> None:
+        async with database.unit_of_work() as session:
+            await ADD.execute(session, name="held")
+            holding.set()
+            await release.wait()
+
+    task = asyncio.create_task(holder())
+    try:
+        await asyncio.wait_for(holding.wait(), 10)
+        yield task
+    finally:
+        release.set()
+        await asyncio.wait_for(task, 10)
 
 
 async def add(database: Database, name: str) -> None:

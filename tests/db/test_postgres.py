@@ -29,7 +29,7 @@ from kasir.db import (
     run,
 )
 from tests.conftest import TEST_DB
-from tests.db.probe import ADD, COUNT, add, item, names
+from tests.db.probe import ADD, COUNT, add, holding_a_unit, item, names
 from tests.support.postgres import PostgresCluster
 
 pytestmark = pytest.mark.skipif(TEST_DB != "postgres", reason="PostgreSQL's units (KASIR_TEST_DB=postgres)")
@@ -156,22 +156,9 @@ async def test_no_connection_within_the_wait_is_an_unavailable_database(
 ) -> None:
     monkeypatch.setattr(kasir.db.postgres, "ACQUIRE_TIMEOUT_SECONDS", 0.2)
     narrow = sized(db_pool_size=1)
-    holding, release = asyncio.Event(), asyncio.Event()
-
-    async def holder() -> None:
-        async with narrow.unit_of_work() as session:
-            await ADD.execute(session, name="held")
-            holding.set()
-            await release.wait()
-
-    task = asyncio.create_task(holder())
-    try:
-        await asyncio.wait_for(holding.wait(), 10)
+    async with holding_a_unit(narrow):
         with pytest.raises(DatabaseUnavailable):
             await add(narrow, "no connection")
-    finally:
-        release.set()
-        await asyncio.wait_for(task, 10)
     await add(narrow, "after")  # the timed-out wait took nothing with it
     await narrow.dispose()
     assert await names(database) == {"held", "after"}

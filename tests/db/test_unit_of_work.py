@@ -6,14 +6,13 @@ Every test here runs on this run's database (KASIR_TEST_DB): SQLite or PostgreSQ
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 import pytest
 
 from kasir.config import Settings
 from kasir.db import Database, held_rows, on_commit, rollback_unit
-from tests.db.probe import ADD, COUNT, NAMES, add, names
+from tests.db.probe import ADD, COUNT, NAMES, add, holding_a_unit, names
 
 
 class Refused(Exception):
@@ -133,27 +132,16 @@ async def test_a_unit_that_runs_no_statement_waits_for_nothing(database: Databas
     """A request refused before its first statement never waits for a connection (PostgreSQL) or the
     write seat (SQLite): here another unit holds the only one."""
     narrow = Database(lane_settings.model_copy(update={"db_pool_size": 1}))
-    holding, release = asyncio.Event(), asyncio.Event()
-
-    async def holder() -> None:
-        async with narrow.unit_of_work() as session:
-            await ADD.execute(session, name="held")
-            holding.set()
-            await release.wait()
-
-    task = asyncio.create_task(holder())
     try:
-        await asyncio.wait_for(holding.wait(), 10)
-        ran: list[str] = []
-        async with narrow.unit_of_work() as session:
-            on_commit(session, lambda: ran.append("done"))
-        async with narrow.unit_of_work(read_only=True):
-            pass
-        assert ran == ["done"]
-        assert not task.done()  # the holder still holds it: nothing above waited for it
+        async with holding_a_unit(narrow) as task:
+            ran: list[str] = []
+            async with narrow.unit_of_work() as session:
+                on_commit(session, lambda: ran.append("done"))
+            async with narrow.unit_of_work(read_only=True):
+                pass
+            assert ran == ["done"]
+            assert not task.done()  # the holder still holds it: nothing above waited for it
     finally:
-        release.set()
-        await asyncio.wait_for(task, 10)
         await narrow.dispose()
     assert await names(database) == {"held"}
 
