@@ -38,6 +38,7 @@ from kasir_client import (
     verify_wallet_callback,
 )
 
+from kasir.processors.calls import STALL_MARGIN
 from tests.conftest import TEST_DB
 from tests.support.forms import submit
 from tests.support.postgres import PostgresCluster, free_port
@@ -326,7 +327,16 @@ async def pay_bnpl(
 async def pay_card(client: AsyncClient, payment: Payment, callback_url: str, n: int) -> None:
     external_id, order_id = f"DEP-C-{n}-{secrets.token_hex(4)}", f"DEP-CO-{n}"
     payment.order = (external_id, order_id)
-    result = await client.card_charge(charge_body(callback_url=callback_url, externalId=external_id, orderId=order_id))
+    body = charge_body(callback_url=callback_url, externalId=external_id, orderId=order_id)
+    key = secrets.token_hex(16)
+    # A charge whose server was killed between asking the processor and recording the answer keeps its key
+    # in progress (409 with Retry-After) until the surviving worker finishes the stalled call, the stall
+    # margin after it was asked (kasir.processors.calls): a merchant retries with the same key until then.
+    deadline = time.monotonic() + STALL_MARGIN.total_seconds() + HANG_GUARD_SECONDS
+    while True:
+        result = await client.card_charge(body, idempotency_key=key)
+        if result.status_code != "409" or time.monotonic() > deadline:
+            break
     assert result.is_success, (result.status_code, result.message)
     assert result.payment_status == "SUCCESS", result.payment_status
     payment.reference = result.transaction_id
