@@ -169,15 +169,15 @@ async def test_the_postgresql_pool_size(settings: Settings) -> None:
         await held.wait()
         strategy = database.strategy
         assert isinstance(strategy, PostgresStrategy)
-        pool = await strategy.pool()
+        connections = strategy.connections()
         async with database.unit_of_work(read_only=True) as session:
             fourth = asyncio.create_task(session.fetch_rows("SELECT 1", ()))  # waits for one of the three
-            await asyncio.sleep(0)  # it has asked the pool
-            assert (pool.get_max_size(), pool.get_size(), pool.get_idle_size()) == (3, 3, 0)
+            await asyncio.sleep(0)  # it has asked for a connection
+            assert (connections.size, connections.open, len(connections.idle)) == (3, 3, 0)
             release.set()
             assert (await fourth)[0][0] == 1
         await asyncio.gather(*holders)
-        assert pool.get_size() == 3
+        assert connections.open == 3
     finally:
         await database.dispose()
 

@@ -1,8 +1,8 @@
 """What a database that cannot take the work raises: kasir.db's own errors, whatever the driver.
 
-    DatabaseUnavailable   503 + Retry-After on every route: unreachable, overloaded, cannot write now
-    LockTimeout           a row another unit holds was not free in time (tests/db/test_postgres.py)
-    anything else         the driver's own error, a bug (500)
+DatabaseUnavailable   503 + Retry-After on every route: unreachable, overloaded, cannot write now
+LockTimeout           a row another unit holds was not free in time (tests/db/test_postgres.py)
+anything else         the driver's own error, a bug (500)
 """
 
 from __future__ import annotations

@@ -133,9 +133,7 @@ async def test_a_commit_that_notifies_wakes_the_channels_listeners_after_it_comm
     assert await names(database) == {"notified"}
 
 
-async def test_a_unit_that_only_notifies_wakes_the_listeners_too(
-    database: Database, listening: Listen
-) -> None:
+async def test_a_unit_that_only_notifies_wakes_the_listeners_too(database: Database, listening: Listen) -> None:
     channel = channel_name()
     listener = await listening(channel)
     async with database.unit_of_work() as session:
@@ -143,9 +141,7 @@ async def test_a_unit_that_only_notifies_wakes_the_listeners_too(
     await listener.next_wake()
 
 
-async def test_a_unit_that_rolls_back_wakes_no_listener_of_this_process(
-    database: Database, listening: Listen
-) -> None:
+async def test_a_unit_that_rolls_back_wakes_no_listener_of_this_process(database: Database, listening: Listen) -> None:
     channel = channel_name()
     listener = await listening(channel)
 

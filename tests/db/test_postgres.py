@@ -28,6 +28,7 @@ from kasir.db import (
     lock_wait_at_most,
     run,
 )
+from kasir.db.postgres import ConnectionQueue
 from tests.conftest import TEST_DB
 from tests.db.probe import ADD, COUNT, add, holding_a_unit, item, names
 from tests.support.postgres import PostgresCluster
@@ -172,13 +173,13 @@ async def test_units_waiting_for_a_connection_get_one_in_the_order_they_asked(
     waited far longer than the rest)."""
     narrow = sized(db_pool_size=2)
     asked: list[str] = []
-    real_acquire = asyncpg.Pool.acquire
+    real_acquire = ConnectionQueue.acquire
 
-    def acquire(pool: asyncpg.Pool, *args: Any, **kwargs: Any) -> Any:  # the moment a unit asks for a connection
+    def acquire(queue: ConnectionQueue) -> Any:  # the moment a unit asks for a connection
         asked.append("asked")
-        return real_acquire(pool, *args, **kwargs)
+        return real_acquire(queue)
 
-    monkeypatch.setattr(asyncpg.Pool, "acquire", acquire)
+    monkeypatch.setattr(ConnectionQueue, "acquire", acquire)
     release = [asyncio.Event(), asyncio.Event()]
     served: list[str] = []
 

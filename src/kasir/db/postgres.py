@@ -1,7 +1,7 @@
 """The PostgreSQL strategy, for many processes and machines: asyncpg's public API.
 
-- An `asyncpg.Pool` per event loop, of at most `KASIR_DB_POOL_SIZE` connections. A unit of work
-  takes a connection at its first statement (a request refused before it reads anything never
+- A queue of at most `KASIR_DB_POOL_SIZE` `asyncpg.Connection`s per event loop (`ConnectionQueue`).
+  A unit of work takes a connection at its first statement (a request refused before it reads anything never
   waits for one) and gives it back at its end. Connections are handed out in the order units asked.
 - A write unit is a transaction: BEGIN before its first statement, COMMIT at its end with the
   unit's `NOTIFY`s in the COMMIT's own round trip (PostgreSQL delivers them at commit, never on
@@ -18,8 +18,10 @@ shutting down or out of resources, a deadlock or serialization failure is Databa
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -58,16 +60,9 @@ def translated(error: BaseException) -> BaseException:
         return DatabaseUnavailable(f"PostgreSQL: {type(error).__name__}: {error}")
     if isinstance(error, asyncpg.InterfaceError) and ("closed" in str(error) or "released" in str(error)):
         # The server ended the connection under the unit (a restart, a terminated backend): asyncpg has
-        # closed it, and its pool has taken it back.
+        # closed it.
         return DatabaseUnavailable(f"PostgreSQL: {error}")
     return error
-
-
-def _lost(connection: asyncpg.Connection) -> bool:
-    try:
-        return connection.is_closed()
-    except asyncpg.InterfaceError:  # asyncpg's pool took it back when the server ended it
-        return True
 
 
 def dsn_of(url: str) -> str:
@@ -75,13 +70,95 @@ def dsn_of(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-async def _keep_session_state(_connection: asyncpg.Connection) -> None:
-    """The pool's reset on release: nothing beyond asyncpg's own (it rolls back an open transaction).
+class ConnectionQueue:
+    """At most `size` connections of one event loop, handed to units in the order they asked.
 
-    Units never change a connection's session state (no SET outside a transaction, no LISTEN, no
-    advisory lock, no cursor), so asyncpg's default reset (`RESET ALL`, `UNLISTEN *`, ...) would be
-    a round trip per unit for nothing.
+    asyncpg's Pool costs a task or two per acquire and release (its timeout and its shielded reset),
+    more than the unit's own statements on a short request; units need none of what it adds (they
+    never change a connection's session state). A connection idle for IDLE_SECONDS is closed: a
+    process at rest holds none.
     """
+
+    IDLE_SECONDS = 300.0
+
+    def __init__(self, dsn: str, size: int) -> None:
+        self.dsn = dsn
+        self.size = size
+        self.open = 0  # connections made and not yet closed: in units, idle or being connected
+        self.idle: list[tuple[asyncpg.Connection, float]] = []  # last in, first out: few stay warm
+        self._waiters: collections.deque[asyncio.Future[asyncpg.Connection | None]] = collections.deque()
+        self._reaper: asyncio.TimerHandle | None = None
+
+    async def acquire(self) -> asyncpg.Connection:
+        while self.idle:
+            connection, _ = self.idle.pop()
+            if not connection.is_closed():
+                return connection
+            self.open -= 1
+        if self.open >= self.size:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                async with asyncio.timeout(ACQUIRE_TIMEOUT_SECONDS):
+                    handed = await waiter
+            except BaseException:
+                if waiter.done() and not waiter.cancelled() and waiter.result() is not None:
+                    self.release(waiter.result())  # handed over as the wait ended: pass it on
+                elif waiter.done() and not waiter.cancelled():
+                    self._vacate()
+                raise
+            if handed is not None:
+                return handed
+        else:
+            self.open += 1
+        try:
+            return await asyncpg.connect(self.dsn, statement_cache_size=STATEMENT_CACHE_SIZE)
+        except BaseException:
+            self._vacate()
+            raise
+
+    def release(self, connection: asyncpg.Connection) -> None:
+        """Hand the connection to the unit that has waited longest, or keep it idle."""
+        if connection.is_closed():
+            self._vacate()
+            return
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(connection)
+                return
+        self.idle.append((connection, time.monotonic()))
+        if self._reaper is None:
+            self._reaper = asyncio.get_running_loop().call_later(self.IDLE_SECONDS, self._close_idle)
+
+    def _vacate(self) -> None:
+        """A connection is gone: the unit that has waited longest may open one in its place."""
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self.open -= 1
+
+    def _close_idle(self) -> None:
+        self._reaper = None
+        cutoff = time.monotonic() - self.IDLE_SECONDS
+        stale = [connection for connection, since in self.idle if since <= cutoff]
+        self.idle = [(connection, since) for connection, since in self.idle if since > cutoff]
+        for connection in stale:
+            self.open -= 1
+            connection.terminate()
+        if self.idle:
+            self._reaper = asyncio.get_running_loop().call_later(self.IDLE_SECONDS, self._close_idle)
+
+    async def close(self) -> None:
+        if self._reaper is not None:
+            self._reaper.cancel()
+        idle, self.idle = self.idle, []
+        for connection, _ in idle:
+            self.open -= 1
+            with contextlib.suppress(Exception):
+                await connection.close()
 
 
 class PostgresStrategy:
@@ -91,34 +168,15 @@ class PostgresStrategy:
         self.url = url
         self.dsn = dsn_of(url)
         self.pool_size = settings.db_pool_size
-        self._pools: dict[asyncio.AbstractEventLoop, asyncio.Future[asyncpg.Pool]] = {}
+        self._queues: dict[asyncio.AbstractEventLoop, ConnectionQueue] = {}
 
-    async def pool(self) -> asyncpg.Pool:
-        """This event loop's pool, made on first use (tests and the CLI run several loops)."""
+    def connections(self) -> ConnectionQueue:
+        """This event loop's connections (tests and the CLI run several loops)."""
         loop = asyncio.get_running_loop()
-        made = self._pools.get(loop)
-        if made is None:
-            made = self._pools[loop] = loop.create_task(self._make_pool())
-        try:
-            return await asyncio.shield(made)
-        except BaseException:
-            if made.done() and self._pools.get(loop) is made:
-                del self._pools[loop]  # a pool that could not be made is tried again by the next unit
-            raise
-
-    async def _make_pool(self) -> asyncpg.Pool:
-        try:
-            pool = await asyncpg.create_pool(
-                self.dsn,
-                min_size=0,  # a process at rest holds no connection
-                max_size=self.pool_size,
-                statement_cache_size=STATEMENT_CACHE_SIZE,
-                reset=_keep_session_state,
-            )
-        except BaseException as error:
-            raise translated(error) from error
-        assert pool is not None
-        return pool
+        queue = self._queues.get(loop)
+        if queue is None:
+            queue = self._queues[loop] = ConnectionQueue(self.dsn, self.pool_size)
+        return queue
 
     def unit_of_work(self, *, read_only: bool, atomic: bool) -> AbstractAsyncContextManager[Session]:
         return _Unit(self, autocommit=read_only or not atomic)
@@ -163,18 +221,14 @@ class PostgresStrategy:
                         await connection.close()
 
     async def dispose(self) -> None:
-        pools, self._pools = self._pools, {}
-        loop = asyncio.get_running_loop()
-        for pool_loop, made in pools.items():
-            if pool_loop is not loop:
-                continue  # a loop that has ended took its connections with it
-            with contextlib.suppress(Exception):
-                pool = await made
-                await pool.close()
+        queues, self._queues = self._queues, {}
+        queue = queues.get(asyncio.get_running_loop())  # a loop that has ended took its connections with it
+        if queue is not None:
+            await queue.close()
 
 
 class PostgresSession(Session):
-    __slots__ = ("autocommit", "connection", "pool", "strategy")
+    __slots__ = ("autocommit", "connection", "queue", "strategy")
 
     dialect = DIALECT
 
@@ -182,14 +236,14 @@ class PostgresSession(Session):
         super().__init__()
         self.strategy = strategy
         self.autocommit = autocommit
-        self.pool: asyncpg.Pool | None = None
+        self.queue: ConnectionQueue | None = None
         self.connection: asyncpg.Connection | None = None
 
     async def _connect(self) -> asyncpg.Connection:
         """The unit's connection, taken at its first statement; in a transaction unless in autocommit."""
-        pool = self.pool = await self.strategy.pool()
+        queue = self.queue = self.strategy.connections()
         try:
-            connection = await pool.acquire(timeout=ACQUIRE_TIMEOUT_SECONDS)
+            connection = await queue.acquire()
         except BaseException as error:
             raise translated(error) from error
         self.connection = connection
@@ -212,7 +266,7 @@ class PostgresSession(Session):
                 return () if found is None else (found,)
             return await connection.fetch(sql, *values)
         except Exception as error:
-            if _lost(connection):  # whatever the driver said, the server went away under the statement
+            if connection.is_closed():  # whatever the driver said, the server went away under the statement
                 raise DatabaseUnavailable(f"PostgreSQL: the connection was lost ({type(error).__name__})") from error
             raise translated(error) from error
 
@@ -244,17 +298,14 @@ class PostgresSession(Session):
 
     async def release(self, *, failed: bool) -> None:
         connection, self.connection = self.connection, None
-        if connection is None or self.pool is None:
+        if connection is None or self.queue is None:
             return
         try:
             if failed and not connection.is_closed() and connection.is_in_transaction():
                 await connection.execute("ROLLBACK")
-        except asyncpg.InterfaceError:
-            return  # the connection was lost under the unit: the pool has it back already
         except Exception:
-            connection.terminate()  # in a state nobody can vouch for: the pool opens a new one
-        with contextlib.suppress(asyncpg.InterfaceError):  # lost: the pool took it back itself
-            await self.pool.release(connection)
+            connection.terminate()  # lost, or in a state nobody can vouch for: a new one takes its place
+        self.queue.release(connection)
 
 
 class _Unit:
