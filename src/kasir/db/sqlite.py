@@ -129,7 +129,7 @@ class SqliteStrategy:
     def unit_of_work(self, *, read_only: bool, atomic: bool) -> AbstractAsyncContextManager[Session]:
         # Not atomic asks nothing of SQLite: a write unit's transaction costs no round trip here, and
         # the group commit already shares its COMMIT with the writers beside it.
-        return _ReadUnit(self) if read_only else _WriteUnit(self)
+        return _Unit(self, read_only=read_only)
 
     def group(self) -> GroupCommit:
         """This event loop's write group (tests and the CLI run several loops in one process)."""
@@ -196,30 +196,6 @@ def insert_or_nothing(table: Any, values: dict[str, Any], index_elements: Sequen
     return sqlite_insert(table).values(values).on_conflict_do_nothing(index_elements=index_elements)
 
 
-def _rows(
-    connection: sqlite3.Connection, sql: str, values: Sequence[Any], first: bool, reader: bool
-) -> Sequence[Sequence[Any]]:
-    try:
-        cursor = connection.execute(sql, values)
-        if first:
-            found = cursor.fetchone()
-            cursor.close()
-            return () if found is None else (found,)
-        return cursor.fetchall()
-    except sqlite3.Error as error:
-        raise translated(error, reader=reader) from error
-
-
-def _count(connection: sqlite3.Connection, sql: str, values: Sequence[Any], reader: bool) -> int:
-    try:
-        cursor = connection.execute(sql, values)
-    except sqlite3.Error as error:
-        raise translated(error, reader=reader) from error
-    changed = cursor.rowcount
-    cursor.close()
-    return changed
-
-
 class SqliteSession(Session):
     __slots__ = ("connection", "seat", "strategy")
 
@@ -238,10 +214,23 @@ class SqliteSession(Session):
         return self.connection
 
     async def fetch_rows(self, sql: str, values: Sequence[Any], *, first: bool = False) -> Sequence[Sequence[Any]]:
-        return _rows(self.connection or await self._connection(), sql, values, first, self.seat is None)
+        connection = self.connection or await self._connection()
+        try:
+            cursor = connection.execute(sql, values)
+            if not first:
+                return cursor.fetchall()
+            found = cursor.fetchone()
+            cursor.close()
+        except sqlite3.Error as error:
+            raise translated(error, reader=self.seat is None) from error
+        return () if found is None else (found,)
 
     async def count_rows(self, sql: str, values: Sequence[Any]) -> int:
-        return _count(self.connection or await self._connection(), sql, values, self.seat is None)
+        connection = self.connection or await self._connection()
+        try:
+            return connection.execute(sql, values).rowcount
+        except sqlite3.Error as error:
+            raise translated(error, reader=self.seat is None) from error
 
     async def rollback(self) -> None:
         if self.seat is not None:
@@ -251,45 +240,28 @@ class SqliteSession(Session):
         return contextlib.nullcontext()  # no other unit holds rows while a write unit runs
 
 
-class _WriteUnit:
-    """A write unit of work: a savepoint in the process's shared write transaction, done once that
-    transaction is durable. A class rather than an @asynccontextmanager: every write request enters one."""
+class _Unit:
+    """A unit of work. A write unit is a savepoint in the process's shared write transaction, done once
+    that transaction is durable; a read unit, a query-only connection in autocommit (no write lock, no
+    transaction). A class rather than an @asynccontextmanager: every request enters one."""
 
-    __slots__ = ("session", "strategy")
+    __slots__ = ("read_only", "session", "strategy")
 
-    def __init__(self, strategy: SqliteStrategy) -> None:
+    def __init__(self, strategy: SqliteStrategy, *, read_only: bool) -> None:
         self.strategy = strategy
+        self.read_only = read_only
 
     async def __aenter__(self) -> Session:
-        self.session = SqliteSession(self.strategy)
+        self.session = SqliteSession(self.strategy, reader=self.strategy.reader() if self.read_only else None)
         return self.session
 
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
         session = self.session
-        seat = session.seat
-        if seat is not None:
-            await seat.leave(ok=exc_type is None)  # on success, returns once the batch's COMMIT is on disk
-        if exc_type is None:
-            self.strategy.wake(session.channels)
-            await run_after_commit(session.after_commit)
-
-
-class _ReadUnit:
-    """A read unit of work: a query-only connection in autocommit; no write lock, no transaction."""
-
-    __slots__ = ("session", "strategy")
-
-    def __init__(self, strategy: SqliteStrategy) -> None:
-        self.strategy = strategy
-
-    async def __aenter__(self) -> Session:
-        self.session = SqliteSession(self.strategy, reader=self.strategy.reader())
-        return self.session
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: Any) -> None:
-        session = self.session
-        assert session.connection is not None
-        self.strategy.give_back_reader(session.connection)
+        if self.read_only:
+            assert session.connection is not None
+            self.strategy.give_back_reader(session.connection)
+        elif session.seat is not None:
+            await session.seat.leave(ok=exc_type is None)  # on success, returns once the batch's COMMIT is on disk
         if exc_type is None:
             self.strategy.wake(session.channels)
             await run_after_commit(session.after_commit)
