@@ -34,10 +34,11 @@ from kasir.callbacks.service import callback_outbox
 from kasir.callbacks.signing import svc_signature_header
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import get_settings
-from kasir.console.format import jakarta_time, rupiah
+from kasir.console.format import jakarta_time
 from kasir.db import Database, Session
 from kasir.errors import BadRequest, Conflict, InvalidMandatoryField, NotFound
 from kasir.kit.clock import JAKARTA, clock, parse_aware
+from kasir.kit.money import rupiah
 from kasir.merchants.service import merchant_service
 from kasir.payments.repository import (
     OUTCOME_NAMES,
