@@ -108,7 +108,8 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
         try:
             if check_schema_on_start:
                 await check_schema(database)
-                await check_secret_key(database, secret_box())  # a wrong key stops here, not as 500s later
+                async with database.unit_of_work(read_only=True) as session:
+                    await check_secret_key(session, secret_box())  # a wrong key stops here, not as 500s later
             app.state.database = database
             worker = DeliveryWorker(database, settings) if settings.embedded_worker else None
             app.state.worker = worker  # the embedded worker, or None: whoever must know when it is idle (tests)
