@@ -8,6 +8,7 @@ audit pages are operators' only. Every state-changing request carries the sessio
 from __future__ import annotations
 
 import secrets
+from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Annotated
 from urllib.parse import urlencode
@@ -33,13 +34,13 @@ from kasir.console.web import (
     database,
     render,
 )
-from kasir.db import ReadSession, WriteSession
+from kasir.db import Database, ReadSession, WriteSession
 from kasir.errors import BadRequest
 from kasir.kit.clock import clock, parse_aware
 from kasir.kit.crypto import constant_time_equals, generate_rsa_private_key, private_key_pem, public_key_pem
 from kasir.kit.ids import INT64_MAX
 from kasir.merchants.service import CredentialKind, merchant_service
-from kasir.payments.repository import OUTCOME_NAMES, PRODUCTS
+from kasir.payments.repository import OUTCOME_NAMES, PRODUCTS, PaymentFilter
 from kasir.payments.service import parse_filter as payment_filter
 from kasir.payments.service import payment_actions, payments_service
 from kasir.ratelimit.service import AuthenticationLocked, rate_limits, source_address
@@ -235,13 +236,26 @@ async def payments_csv(
     )
     stamp = clock.local_now().strftime("%Y%m%d-%H%M%S")
     return StreamingResponse(
-        payments_service.export_csv(database(request), where),
+        _csv_pages(database(request), where),
         media_type="text/csv; charset=utf-8",
         headers={
             "content-disposition": f'attachment; filename="kasir-payments-{stamp}.csv"',
             "cache-control": "no-store",
         },
     )
+
+
+async def _csv_pages(database: Database, where: PaymentFilter) -> AsyncIterator[str]:
+    """The export, a page at a time, each page read in a short read-only unit of its own."""
+    yield payments_service.csv_header()
+    after = None
+    while True:
+        async with database.unit_of_work(read_only=True) as session:
+            page, after = await payments_service.csv_page(session, where, after)
+        if page:
+            yield page
+        if after is None:
+            return
 
 
 @router.get("/payments/{payment_id}")
@@ -261,15 +275,19 @@ async def refund(
     amount: Annotated[int, Form(ge=1)],
     reason: Annotated[str, Form(max_length=255)] = "",
 ) -> Response:
-    await payment_actions.refund(
-        request.app.state.database, viewer.scope, payment_id, amount, reason or None, viewer.actor(client_ip(request))
-    )
+    async with database(request).unit_of_work() as session:
+        held = await payment_actions.refund(
+            session, viewer.scope, payment_id, amount, reason or None, viewer.actor(client_ip(request))
+        )
+    await held.complete(database(request))
     return _back(payment_id, "refunded")
 
 
 @router.post("/payments/{payment_id}/void")
 async def void(request: Request, payment_id: str, viewer: Checked) -> Response:
-    await payment_actions.void(request.app.state.database, viewer.scope, payment_id, viewer.actor(client_ip(request)))
+    async with database(request).unit_of_work() as session:
+        held = await payment_actions.void(session, viewer.scope, payment_id, viewer.actor(client_ip(request)))
+    await held.complete(database(request))
     return _back(payment_id, "voided")
 
 
