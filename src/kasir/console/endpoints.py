@@ -21,6 +21,7 @@ from kasir.callbacks.models import CallbackKind
 from kasir.config import get_settings
 from kasir.console.charts import overview_charts
 from kasir.console.service import AccountLocked, NotYours, SignInRefused, console_sessions
+from kasir.console.service import SignedIn as NewSession
 from kasir.console.web import (
     COOKIE,
     SIGN_IN_CSRF_COOKIE,
@@ -90,7 +91,7 @@ async def sign_in(
     else:
         try:
             await rate_limits.before_authentication(database(request), address)
-            signed_in = await console_sessions.sign_in(database(request), email, password, client_ip(request))
+            signed_in = await _sign_in(database(request), email, password, client_ip(request))
         except AuthenticationLocked as exc:
             error, status, headers = _TOO_MANY_SIGN_INS, exc.http_status, exc.headers
         except (SignInRefused, AccountLocked) as exc:
@@ -116,6 +117,20 @@ async def sign_in(
     return response
 
 
+async def _sign_in(database: Database, email: str, password: str, ip: str | None) -> NewSession:
+    """A new session, or SignInRefused / AccountLocked: each step in a short unit of its own, the password
+    verified between them, never inside one (kasir.console.service.ConsoleSessionService)."""
+    async with database.unit_of_work(read_only=True) as session:
+        signing_in = await console_sessions.signing_in(session, email)
+    checked = await console_sessions.check_password(signing_in, password)
+    if not checked.right:
+        async with database.unit_of_work() as session:
+            failed = await console_sessions.record_failure(session, checked, ip)
+        await console_sessions.refuse(failed)
+    async with database.unit_of_work() as session:
+        return await console_sessions.start_session(session, checked, ip)
+
+
 def _sign_in_cookie(response: Response, token: str) -> None:
     response.set_cookie(
         SIGN_IN_CSRF_COOKIE,
@@ -135,8 +150,8 @@ def _local(target: str) -> str:
 
 
 @router.post("/sign-out")
-async def sign_out(request: Request, viewer: Checked) -> Response:
-    await console_sessions.sign_out(database(request), viewer, client_ip(request))
+async def sign_out(request: Request, viewer: Checked, session: WriteSession) -> Response:
+    await console_sessions.sign_out(session, viewer, client_ip(request))
     response = RedirectResponse("/console/sign-in?signed_out=1", status_code=303)
     response.delete_cookie(COOKIE, path="/console")
     return response

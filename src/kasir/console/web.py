@@ -138,7 +138,11 @@ def _sign_in_again(request: Request, exc: SignInRequired) -> Response:
 
 
 async def current_viewer(request: Request) -> Viewer:
-    viewer = await console_sessions.viewer(database(request), request.cookies.get(COOKIE))
+    async with database(request).unit_of_work(read_only=True) as session:
+        viewer, touch_due = await console_sessions.viewer(session, request.cookies.get(COOKIE))
+    if touch_due:
+        async with database(request).unit_of_work() as session:
+            await console_sessions.touch(session, viewer)
     request.state.viewer = viewer
     return viewer
 
