@@ -124,7 +124,8 @@ def serve(
         database = Database(settings)
         try:
             await check_schema(database)
-            await check_secret_key(database, secret_box(), warn=False)  # the app warns, once its log is set up
+            async with database.unit_of_work(read_only=True) as session:
+                await check_secret_key(session, secret_box(), warn=False)  # the app warns, once its log is set up
         finally:
             await database.dispose()
 

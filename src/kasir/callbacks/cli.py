@@ -50,7 +50,8 @@ def worker(
         database = Database(settings)
         try:
             await check_schema(database)
-            await check_secret_key(database, secret_box())  # it opens hash keys to sign callbacks
+            async with database.unit_of_work(read_only=True) as session:
+                await check_secret_key(session, secret_box())  # it opens hash keys to sign callbacks
             await run_worker_until_signalled(database, settings)
         finally:
             await database.dispose()

@@ -57,7 +57,7 @@ from kasir.card.states import (
     transition,
 )
 from kasir.config import get_settings
-from kasir.db import Database, Session, each_in_own_unit_of_work
+from kasir.db import Database, Session
 from kasir.errors import (
     Conflict,
     DuplicateReference,
@@ -784,13 +784,3 @@ def dialect_callback_fields(order: CardOrderRow) -> dict[str, Any]:
         "tenor": tenor,
         "sub_merchant_id": order.sub_merchant_id,
     }
-
-
-# --- expiry (the worker scheduler calls this) -----------------------------------------------
-
-
-async def expire_due_card_orders(database: Database) -> int:
-    """Close every open order past its expiredTime (EXPIRED callback); each in its own unit of work."""
-    async with database.unit_of_work(read_only=True) as session:
-        due = await card_repository.due_for_expiry(session, clock.now())
-    return await each_in_own_unit_of_work(database, due, card_service.expire, what="card expiry")

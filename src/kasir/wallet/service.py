@@ -38,7 +38,7 @@ from kasir.callbacks.service import callback_outbox
 from kasir.callbacks.signing import svc_signature, x_req_signature
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import get_settings
-from kasir.db import Database, Session, each_in_own_unit_of_work
+from kasir.db import Session
 from kasir.errors import Conflict, InvalidFieldFormat, InvalidMandatoryField, KasirError, NotFound
 from kasir.kit.clock import JAKARTA, clock, isoformat_millis
 from kasir.kit.ids import new_id, random_token
@@ -348,9 +348,7 @@ class WalletService:
         await self._changed(session, tx)
         return True
 
-    async def refund(
-        self, session: Session, tx: TransactionRow, amount: int, reason: str | None = None
-    ) -> PendingCall:
+    async def refund(self, session: Session, tx: TransactionRow, amount: int, reason: str | None = None) -> PendingCall:
         """The refund, checked and held: the issuer is asked once this unit of work has committed
         (kasir.processors.calls), and it is recorded (REFUNDED, the callback) in a second."""
         check_transition(tx, WalletStatus.REFUNDED)
@@ -633,21 +631,10 @@ def transaction_body(tx: TransactionRow, refunds: Sequence[RefundRow]) -> dict[s
     return body
 
 
-# --- expiry (the worker scheduler calls this) -----------------------------------------
-
-
-async def expire_due_wallet_transactions(database: Database) -> int:
-    """Move every PENDING transaction past its expired_time to EXPIRED; each in its own unit of work."""
-    async with database.unit_of_work(read_only=True) as session:
-        due = await wallet_repository.due_for_expiry(session, clock.now())
-    return await each_in_own_unit_of_work(database, due, wallet_service.expire, what="wallet expiry")
-
-
 __all__ = [
     "CreatePaymentRequest",
     "WalletService",
     "callback_payload",
-    "expire_due_wallet_transactions",
     "payment_url",
     "qr_url",
     "transaction_body",
