@@ -26,6 +26,7 @@ from kasir.processors.protocols import (
     CardDecision,
     CardResult,
     Checkout,
+    DeclineReason,
     Event,
     ForgedNotification,
     Notification,
@@ -93,7 +94,16 @@ def _message(answer: httpx.Response) -> str | None:
 
 def _decision(data: Mapping[str, Any]) -> CardDecision:
     result = CardResult(data["result"])
-    return CardDecision(result, str(data.get("message") or result.value), data.get("redirect_url"))
+    reason = _reason(data.get("reason"))
+    return CardDecision(result, str(data.get("message") or result.value), data.get("redirect_url"), reason=reason)
+
+
+def _reason(value: Any) -> DeclineReason | None:
+    """The decline's reason, when the money mover names one Kasir knows (any other: no reason)."""
+    try:
+        return DeclineReason(value) if value is not None else None
+    except ValueError:
+        return None
 
 
 def _notification(data: Mapping[str, Any] | None) -> Notification | None:

@@ -13,7 +13,7 @@ from jinja2 import ChoiceLoader, Environment, FileSystemLoader, select_autoescap
 import kasir.card.pages as card_pages
 from kasir.kit.pages import form_token
 from kasir.processors.protocols import BnplApplication, WalletPayment
-from kasir.processors.simulator.cards import TEST_CARDS
+from kasir.simulator.cards import TEST_CARDS
 
 _env = Environment(
     # The card layout is the hosted page's: the OTP page looks like the page it came from.
