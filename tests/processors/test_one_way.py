@@ -12,8 +12,8 @@ import pytest
 
 import kasir.processors
 from kasir.processors.calls import action_of
-from kasir.processors.offers import UndeclaredProduct, offer_of
-from kasir.processors.protocols import PRODUCTS, CardDecision, CardResult, DeclineReason
+from kasir.processors.offers import offer_of
+from kasir.processors.protocols import PRODUCTS
 from kasir.products import OFFERS, declare_products
 
 PROCESSORS = Path(kasir.processors.__file__).parent
@@ -88,26 +88,6 @@ def test_every_product_declares_its_offer() -> None:
         assert action_of(name) is not None
 
 
-def test_an_undeclared_product_is_a_wiring_error_that_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("kasir.processors.offers._OFFERS", {})
-    with pytest.raises(UndeclaredProduct, match=r"card product .*declare_products\(\)"):
-        offer_of("card")
-
-
-def test_the_simulator_says_why_a_card_was_declined() -> None:
-    from kasir.simulator.cards import MESSAGES, REASONS, Outcome
-
-    # Every outcome that fails an attempt names its reason: the dialect maps reasons, never the text.
-    failing = {outcome for outcome in Outcome if outcome not in (Outcome.APPROVED, Outcome.CHALLENGE)}
-    assert set(REASONS) == failing
-    assert REASONS[Outcome.UNKNOWN_CARD] is DeclineReason.INVALID_CARD
-    assert MESSAGES[Outcome.UNKNOWN_CARD] == "Card not recognised by the staging issuer; use a test card"
-
-
-def test_the_dialect_maps_the_reason_not_the_text() -> None:
-    from kasir.card import dialect
-
-    assert all(isinstance(reason, DeclineReason) for reason in dialect.TRANSACTION_CODES)
-    source = Path(dialect.__file__).read_text()
-    assert "staging issuer" not in source
-    assert CardDecision(CardResult.DECLINED, "any text").reason is None
+def test_an_undeclared_call_is_a_wiring_error_that_says_so() -> None:
+    with pytest.raises(LookupError, match=r"'card\.nosuch'.*declare_products\(\)"):
+        action_of("card.nosuch")

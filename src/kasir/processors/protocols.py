@@ -32,9 +32,11 @@ acquirer's text, shown and sent on, never interpreted). A *no answer* on a charg
 
 Notifications: a processor's own signed message, posted to `POST /processors/{name}/notify`,
 is handed to `Processor.notifications()`, which verifies it and turns it into `Notification`s
-(paid, failed, expired, approved, rejected); the product service applies each in one unit of
-work with its callback (kasir.processors.service). The simulator's pages apply theirs through
-the same function.
+(paid, failed, expired, approved, rejected): data, what happened to which reference. The
+product that owns the payment applies each in one unit of work with its callback, through the
+applier its offer declared (kasir.processors.service, kasir.processors.offers). The simulator's
+pages apply theirs through the same function. Nothing here knows a product's states or codes:
+a decline's `DeclineReason` is the acquirer's, its wire code the product's.
 """
 
 from __future__ import annotations
