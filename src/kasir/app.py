@@ -36,6 +36,7 @@ from kasir.ops.endpoints import bench_router
 from kasir.ops.endpoints import router as ops_router
 from kasir.payments.endpoints import router as payments_router
 from kasir.processors.endpoints import router as processors_router
+from kasir.products import declare_products
 from kasir.snap.openapi import extra_components
 from kasir.tokens.endpoints import router as token_router
 from kasir.wallet.endpoints import router as wallet_router
@@ -96,6 +97,7 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
     if settings is not None:
         configure(settings)
     settings = get_settings()
+    declare_products()
     configure_logging(settings.log_level, settings.log_format)
     if log.isEnabledFor(logging.DEBUG):
         log.debug("settings", extra={"settings": settings.loggable()})

@@ -27,7 +27,7 @@ from kasir.merchants.cli import reseal_all
 from kasir.merchants.repository import merchant_repository
 from kasir.merchants.sealing import SecretKeyMismatch, check_secret_key
 from kasir.merchants.service import CredentialKind, MerchantCredentials, merchant_service
-from kasir.processors.simulator.cards import check_one_time_password, one_time_password
+from kasir.simulator.cards import check_one_time_password, one_time_password
 from kasir.tokens.service import Product, mint_access_token, read_access_token
 from tests.conftest import TEST_SECRET_KEY
 from tests.support import builders

@@ -22,6 +22,7 @@ from kasir.db import Database, SchemaBehind, Session, check_schema
 from kasir.kit.logs import configure_logging
 from kasir.merchants.sealing import SecretKeyMismatch, check_secret_key
 from kasir.merchants.service import secret_box
+from kasir.products import declare_products
 
 log = logging.getLogger("kasir.worker")
 callbacks_app = typer.Typer(help="Inspect and replay callbacks.", no_args_is_help=True)
@@ -40,6 +41,7 @@ def worker(
     """Deliver callbacks and run expiries as a separate process (SIGTERM finishes in-flight attempts)."""
 
     settings = get_settings()
+    declare_products()  # the processor calls a stopped process left, which the worker finishes
     # The same JSON lines as `kasir serve` (its app configures them): every attempt, every failure.
     configure_logging(settings.log_level, settings.log_format)
     port = settings.worker_metrics_port if metrics_port is None else metrics_port

@@ -46,7 +46,7 @@ from kasir.kit.logs import annotate_request
 from kasir.merchants.repository import MerchantRow
 from kasir.merchants.service import merchant_service
 from kasir.payments import metrics as payment_metrics
-from kasir.processors.calls import Call, PendingCall, register
+from kasir.processors.calls import Call, PendingCall
 from kasir.processors.protocols import WalletItem, WalletPayment
 from kasir.processors.registry import wallet_issuer
 from kasir.wallet.qris import QrisPayment, build_payload
@@ -459,10 +459,6 @@ class WalletVoidAction(_WalletAction):
 
     async def record(self, session: Session, call: Call, answer: None, *, fresh: bool) -> TransactionRow:
         return await wallet_service.record_void(session, call, fresh=fresh)
-
-
-register(WALLET_REFUND, WalletRefundAction())
-register(WALLET_VOID, WalletVoidAction())
 
 
 def _named(tx: TransactionRow | None, merchant: MerchantRow, ref: TransactionReference) -> TransactionRow:

@@ -11,6 +11,7 @@ the CVN again (they exist only in the browser and in the request that carried th
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from kasir.card.repository import CardOrderRow
@@ -115,6 +116,24 @@ async def render_closed(
         message=message or (None if paid else order.response_message),
         return_url=return_url,
         link_text=None,
+    )
+
+
+def attempt_number(fields: Mapping[str, str]) -> int:
+    """The attempt a page's form (or the challenge's return URL) names; -1 when it names none."""
+    value = fields.get("attempt", "")
+    return int(value) if value.isdigit() and len(value) < 6 else -1
+
+
+async def render_refusal(session: Session, order: CardOrderRow, heading: str) -> str:
+    """A page's form refused, nothing charged (sent twice, stale token): the card page's and the
+    simulator's challenge page's."""
+    return await render_notice(
+        session,
+        order,
+        heading=heading,
+        message="Nothing was charged by this request. Open the payment page again to see where the payment stands.",
+        link=f"/card/pages/{order.id}",
     )
 
 

@@ -11,7 +11,7 @@ from kasir.kit.money import rupiah
 from kasir.kit.pages import form_token
 from kasir.kit.templates import templates
 from kasir.processors.protocols import BnplApplication, WalletPayment
-from kasir.processors.simulator.cards import TEST_CARDS
+from kasir.simulator.cards import TEST_CARDS
 
 
 def test_cards_notice() -> str:
