@@ -9,6 +9,7 @@ from pathlib import Path
 import kasir
 from kasir import app, jobs, models
 from kasir.config import Settings
+from kasir.products import declare_products
 
 SRC = Path(kasir.__file__).parent
 
@@ -30,7 +31,14 @@ def test_every_rooms_jobs_are_in_kasir_jobs() -> None:
 
 
 def test_every_rooms_router_is_included() -> None:
-    included = [*app.product_routers(Settings(console=True)), app.token_router, app.ops_router]
+    """The simulator's router is a processor plug-in's (`Processor.router()`), included when it is configured."""
+    declare_products()
+    included = [
+        *app.product_routers(Settings(console=True)),
+        *app.processor_routers(),
+        app.token_router,
+        app.ops_router,
+    ]
     for room in _rooms_with("endpoints.py"):
         router = importlib.import_module(f"kasir.{room}.endpoints").router
         assert any(router is listed for listed in included), room

@@ -20,7 +20,7 @@ templates = Environment(
         {
             "card": FileSystemLoader(_KASIR / "card" / "pages"),
             "console": FileSystemLoader(_KASIR / "console" / "pages"),
-            "simulator": FileSystemLoader(_KASIR / "processors" / "simulator" / "pages"),
+            "simulator": FileSystemLoader(_KASIR / "simulator" / "pages"),
         }
     ),
     autoescape=select_autoescape(["html"], default=True),
