@@ -27,6 +27,7 @@ absent. What they read of the merchant is read in read-only units of their own.
 from __future__ import annotations
 
 import re
+from abc import abstractmethod
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -116,8 +117,9 @@ class SnapAuthenticator(Authenticator[SnapCaller]):
             raise Unauthorized("Invalid signature")
         return SnapCaller(partner_id, external_id, channel_id, body, symmetric=self.symmetric)
 
+    @abstractmethod
     async def verify(self, request: Request, database: Database, signed: SignedRequest) -> bool:
-        raise NotImplementedError
+        """Whether the request's signature verifies (Unauthorized for what is wrong before it)."""
 
 
 @dataclass(frozen=True, slots=True)
