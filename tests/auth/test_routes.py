@@ -39,9 +39,9 @@ MOVES_NO_MONEY = {
     "/v1.1/bnpl/status": "the same route under the interface's sample prefix",
 }
 
-# The processors room's routes (its notification and the staging simulator's pages and dummy payment)
-# are declared by the processors' part of issue 40, which owns their files; until its branch lands
-# they are the only routes allowed to name no scheme.
+# The routes of the processors' part of issue 40 (kasir.processors.endpoints' notification, kasir.simulator's
+# pages and dummy payment): that part owns their files, and declares their schemes there; until it does they
+# are the only routes allowed to name no scheme. Remove a line when its route declares one.
 DECLARED_BY_THE_PROCESSORS_PART = {
     ("POST", "/processors/{name}/notify"),
     ("GET", "/card/pages/{order_id}/3ds"),
