@@ -39,20 +39,6 @@ MOVES_NO_MONEY = {
     "/v1.1/bnpl/status": "the same route under the interface's sample prefix",
 }
 
-# The routes of the processors' part of issue 40 (kasir.processors.endpoints' notification, kasir.simulator's
-# pages and dummy payment): that part owns their files, and declares their schemes there; until it does they
-# are the only routes allowed to name no scheme. Remove a line when its route declares one.
-DECLARED_BY_THE_PROCESSORS_PART = {
-    ("POST", "/processors/{name}/notify"),
-    ("GET", "/card/pages/{order_id}/3ds"),
-    ("POST", "/card/pages/{order_id}/3ds"),
-    ("POST", "/ewallet/pages/{transaction_id}/pay"),
-    ("POST", "/ewallet/pages/{transaction_id}/fail"),
-    ("POST", "/ewallet/v2/dummy-payment"),
-    ("POST", "/bnpl/pages/{reference_no}/approve"),
-    ("POST", "/bnpl/pages/{reference_no}/reject"),
-}
-
 
 def _calls(dependant: Dependant) -> Iterator[Any]:
     for dependency in dependant.dependencies:
@@ -93,11 +79,10 @@ def problems(app: FastAPI) -> list[str]:
         route = f"{method} {path}"
         declared = [call for call in calls if isinstance(call, Authenticator)]
         if not declared:
-            if (method, path) not in DECLARED_BY_THE_PROCESSORS_PART:
-                found.append(
-                    f"{route} declares no scheme: depend on one of kasir.auth's authenticators "
-                    "(WalletSigned, SnapSigned, ...), or dependencies=[PUBLIC] when it proves no caller"
-                )
+            found.append(
+                f"{route} declares no scheme: depend on one of kasir.auth's authenticators "
+                "(WalletSigned, SnapSigned, ...), or dependencies=[PUBLIC] when it proves no caller"
+            )
             continue
         schemes = [scheme for authenticator in declared for scheme in _schemes(authenticator)]
         for scheme in schemes:

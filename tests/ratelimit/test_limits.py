@@ -250,6 +250,25 @@ async def test_bnpl_signature_and_token_failures(app: FastAPI, limits: Callable[
         assert (await post_signed(client, merchant, CALCULATION_PATH, calculation())).status_code == 200
 
 
+# --- a processor's notification ------------------------------------------------------------------
+
+
+async def test_forged_processor_notifications_lock_the_address(app: FastAPI, limits: Callable[..., None]) -> None:
+    """The staging simulator sends no notifications: every one posted to it is forged (401), and counted."""
+    limits(failures_per_ip=3, failure_window_seconds=300)
+    async with client_from(app, new_address()) as client, client_from(app, new_address()) as other:
+        for _ in range(3):
+            assert (await client.post("/processors/simulator/notify", content=b"{}")).status_code == 401
+        refused = await client.post("/processors/simulator/notify", content=b"{}")
+        assert refused.status_code == 429
+        assert retry_after(refused, 300) >= 270
+        assert (await other.post("/processors/simulator/notify", content=b"{}")).status_code == 401
+        assert (await client.post("/processors/nobody/notify", content=b"{}")).status_code == 404  # no processor
+
+        clock.advance(300)
+        assert (await client.post("/processors/simulator/notify", content=b"{}")).status_code == 401
+
+
 # --- the admin token and console sign-in -------------------------------------------------------
 
 

@@ -18,6 +18,7 @@ a failure after, and answers the proven caller. Every route has the same shape:
                                 (snap_signature picks one of the two by the Authorization header)
     snap asymmetric, token      token_request(product)   the two access-token paths
     access token of a product   access_token(product)    a route that takes a bare Bearer token
+    processor's signature       processor_signature      POST /processors/{name}/notify
     admin bearer                admin_bearer (ADMIN)     /admin/*
     console sign-in / session   console_sign_in,         /console/* (kasir.auth.console)
                                 console_session[_checked]
@@ -53,6 +54,7 @@ from fastapi import Depends
 from kasir.auth.access_token import AccessTokenAuthenticator, TokenRequest, TokenRequestAuthenticator
 from kasir.auth.admin import ADMIN, admin_bearer
 from kasir.auth.basic import BasicCaller, basic
+from kasir.auth.processor import SignedNotifications, processor_signature
 from kasir.auth.scheme import PUBLIC, Authenticator, OneOf, public
 from kasir.auth.snap import SnapCaller, snap_asymmetric, snap_signature, snap_symmetric
 from kasir.auth.wallet import WalletCaller, wallet_signature
@@ -77,6 +79,7 @@ SnapSigned = Annotated[SnapCaller, Depends(snap_signature)]
 PaymentToken = Annotated[AccessToken, Depends(access_token(Product.PAYMENT))]
 PaymentTokenRequest = Annotated[TokenRequest, Depends(token_request(Product.PAYMENT))]
 DisbursementTokenRequest = Annotated[TokenRequest, Depends(token_request(Product.DISBURSEMENT))]
+ProcessorSigned = Annotated[SignedNotifications, Depends(processor_signature)]
 
 __all__ = [
     "ADMIN",
@@ -89,13 +92,16 @@ __all__ = [
     "OneOf",
     "PaymentToken",
     "PaymentTokenRequest",
+    "ProcessorSigned",
     "SnapCaller",
+    "SignedNotifications",
     "SnapSigned",
     "WalletCaller",
     "WalletSigned",
     "access_token",
     "admin_bearer",
     "basic",
+    "processor_signature",
     "public",
     "snap_asymmetric",
     "snap_signature",

@@ -21,14 +21,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from kasir.auth import wallet_signature as verify_wallet_request
+from kasir.auth import PUBLIC, WalletSigned
 from kasir.bnpl.service import bnpl_service
 from kasir.card import pages as card_pages
 from kasir.card.service import AttemptAlreadySubmitted, card_service, check_page_token, page_token, return_redirect
 from kasir.card.states import CardOrderStatus
 from kasir.db import ReadSession, Session, WriteSession, rollback_unit
 from kasir.errors import KasirError, NotFound, WireFormat, wire
-from kasir.idempotency.service import idempotency_key, run_once
+from kasir.idempotency.service import Keyed
 from kasir.kit.pages import check_form_token, form_fields, html_page
 from kasir.processors.protocols import Event, Notification, Product
 from kasir.processors.registry import SIMULATOR, simulator_serves
@@ -51,8 +51,9 @@ def _simulator_for(product: Product) -> Any:
 
 
 _PLAIN = wire(WireFormat.PLAIN)
+# The pages prove no caller (PUBLIC): their forms carry the page's own token instead.
 _CARD_PAGE: dict[str, Any] = {"openapi_extra": _PLAIN, "include_in_schema": False,
-                              "dependencies": [_simulator_for("card")]}  # fmt: skip
+                              "dependencies": [PUBLIC, _simulator_for("card")]}  # fmt: skip
 
 
 # --- card: the 3-D Secure OTP page --------------------------------------------------------
@@ -117,7 +118,7 @@ async def verify_otp(order_id: str, request: Request, session: WriteSession) -> 
 # --- wallet: the checkout page's forms and the dummy payment --------------------------------
 
 _WALLET_PAGE: dict[str, Any] = {
-    "openapi_extra": _PLAIN, "include_in_schema": False, "dependencies": [_simulator_for("wallet")],
+    "openapi_extra": _PLAIN, "include_in_schema": False, "dependencies": [PUBLIC, _simulator_for("wallet")],
 }  # fmt: skip
 
 
@@ -178,10 +179,8 @@ _DUMMY_EVENTS = {"PAID": Event.PAID, "FAILED": Event.FAILED, "EXPIRED": Event.EX
     responses=ERROR_RESPONSES,
     dependencies=[_simulator_for("wallet")],
 )
-async def dummy_payment(request: Request) -> Response:
+async def dummy_payment(caller: WalletSigned, once: Keyed) -> Response:
     """interface.md endpoint 3, with docs/decisions.md §5's simulate_status (PAID, FAILED, EXPIRED)."""
-    caller = await verify_wallet_request(request)
-    key = idempotency_key(request)
     payment = parse(DummyPaymentRequest, caller.body)
 
     async def pay(session: Session) -> Response:
@@ -194,10 +193,7 @@ async def dummy_payment(request: Request) -> Response:
         return JSONResponse(dummy_payment_result(await wallet_service.get(session, tx.id, lock=True)))  # as changed
 
     # Once per X-Idempotency-Key, scoped by the route's path as every wallet route's (kasir.idempotency).
-    merchant_id = caller.merchant.merchant.id
-    scope = f"POST {request.scope['path']}"
-    database = request.app.state.database
-    return await run_once(request, database, key, merchant_id=merchant_id, scope=scope, body=caller.raw, handler=pay)
+    return await once.run(caller.merchant_id, pay)
 
 
 def dummy_payment_result(tx: Any) -> dict[str, Any]:
@@ -215,7 +211,7 @@ def dummy_payment_result(tx: Any) -> dict[str, Any]:
 # --- BNPL: the approval page's forms ----------------------------------------------------------
 
 _BNPL_PAGE: dict[str, Any] = {
-    "openapi_extra": _PLAIN, "include_in_schema": False, "dependencies": [_simulator_for("bnpl")],
+    "openapi_extra": _PLAIN, "include_in_schema": False, "dependencies": [PUBLIC, _simulator_for("bnpl")],
 }  # fmt: skip
 
 
