@@ -53,6 +53,9 @@ _UNAVAILABLE: tuple[type[BaseException], ...] = (
 )
 
 
+_LEAVES_CONNECTION_USABLE = (asyncpg.PostgresError, asyncio.CancelledError)
+
+
 def translated(error: BaseException) -> BaseException:
     if isinstance(error, asyncpg.LockNotAvailableError):
         return LockTimeout(f"PostgreSQL: {error}")
@@ -228,7 +231,7 @@ class PostgresStrategy:
 
 
 class PostgresSession(Session):
-    __slots__ = ("autocommit", "connection", "queue", "strategy")
+    __slots__ = ("autocommit", "broken", "connection", "queue", "strategy")
 
     dialect = DIALECT
 
@@ -238,6 +241,11 @@ class PostgresSession(Session):
         self.autocommit = autocommit
         self.queue: ConnectionQueue | None = None
         self.connection: asyncpg.Connection | None = None
+        # A statement ended by anything but the server's own error or a cancellation (a lost connection,
+        # a driver's refusal) may leave the connection mid-exchange: it is closed, not reused. After a
+        # cancellation asyncpg has asked the server to stop the statement, and the ROLLBACK at the unit's
+        # end waits for that: the connection is clean again, and the server is not left running it.
+        self.broken = False
 
     async def _connect(self) -> asyncpg.Connection:
         """The unit's connection, taken at its first statement; in a transaction unless in autocommit."""
@@ -256,6 +264,9 @@ class PostgresSession(Session):
         try:
             await self.connection.execute(sql)
         except BaseException as error:
+            self.broken = self.broken or not isinstance(error, _LEAVES_CONNECTION_USABLE)
+            if isinstance(error, asyncio.CancelledError):
+                raise
             raise translated(error) from error
 
     async def fetch_rows(self, sql: str, values: Sequence[Any], *, first: bool = False) -> Sequence[Sequence[Any]]:
@@ -265,7 +276,10 @@ class PostgresSession(Session):
                 found = await connection.fetchrow(sql, *values)
                 return () if found is None else (found,)
             return await connection.fetch(sql, *values)
-        except Exception as error:
+        except BaseException as error:
+            self.broken = self.broken or not isinstance(error, _LEAVES_CONNECTION_USABLE)
+            if isinstance(error, asyncio.CancelledError):
+                raise
             if connection.is_closed():  # whatever the driver said, the server went away under the statement
                 raise DatabaseUnavailable(f"PostgreSQL: the connection was lost ({type(error).__name__})") from error
             raise translated(error) from error
@@ -301,11 +315,16 @@ class PostgresSession(Session):
         if connection is None or self.queue is None:
             return
         try:
-            if failed and not connection.is_closed() and connection.is_in_transaction():
+            if self.broken:
+                connection.terminate()
+            elif failed and not connection.is_closed() and connection.is_in_transaction():
                 await connection.execute("ROLLBACK")
-        except Exception:
-            connection.terminate()  # lost, or in a state nobody can vouch for: a new one takes its place
-        self.queue.release(connection)
+        except BaseException as error:
+            connection.terminate()  # lost, cancelled mid-ROLLBACK, or in a state nobody can vouch for
+            if not isinstance(error, Exception):
+                raise
+        finally:
+            self.queue.release(connection)  # a closed one is replaced by the next unit that needs one
 
 
 class _Unit:
