@@ -28,6 +28,7 @@ from kasir.auth import PUBLIC, Authenticator, BasicCaller, OneOf, WalletCaller, 
 from kasir.card import pages
 from kasir.card.dialect import response_type_of
 from kasir.card.dialect_endpoints import RESPONSE_TYPE_HEADER, dialect_charge, dialect_router, speaks_dialect
+from kasir.card.page_links import check_page_token, page_token, return_redirect
 from kasir.card.schemas import CardErrorBody, CardValidationError, ChargeRequest, ChargeResponse
 from kasir.card.service import (
     EXPIRED_BY_TIME,
@@ -36,9 +37,6 @@ from kasir.card.service import (
     card_from_fields,
     card_service,
     charge_body,
-    check_page_token,
-    page_token,
-    return_redirect,
 )
 from kasir.card.states import CardOrderClosed, CardOrderStatus
 from kasir.config import get_settings

@@ -26,15 +26,12 @@ and the record of it are one; its call is bounded by its own timeout (kasir.proc
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import lru_cache
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
@@ -47,6 +44,7 @@ from kasir.callbacks.signing import svc_signature, x_req_signature
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.card.cards import InvalidCardData, ParsedCard, acquirer_for, card_channels, parse_card
 from kasir.card.dialect import DIALECT_ANSWER, DIRECT_3DS_REFUSED, dialect_body, refuses_challenge
+from kasir.card.page_links import challenge_return_url, page_url, return_redirect
 from kasir.card.repository import CardAttemptRow, CardOrderRow, card_repository
 from kasir.card.schemas import TENORS, CardValidationError, ChargeRequest, parse_charge_request
 from kasir.card.states import (
@@ -70,7 +68,6 @@ from kasir.errors import (
     from_pydantic_errors,
 )
 from kasir.kit.clock import JAKARTA, clock, isoformat_seconds, parse_aware
-from kasir.kit.crypto import constant_time_equals, derive_key
 from kasir.kit.ids import new_id, new_sortable_id
 from kasir.kit.logs import annotate_request
 from kasir.merchants.service import merchant_service
@@ -111,48 +108,7 @@ class AttemptAlreadySubmitted(Conflict):
     default_message = "This payment attempt was already submitted"
 
 
-# --- page and API helpers --------------------------------------------------------------
-
-
-@lru_cache(maxsize=16)
-def _key(secret_key: str, purpose: str) -> bytes:
-    return derive_key(secret_key, purpose)
-
-
-def _service_key(purpose: str, secret_key: str | None = None) -> bytes:
-    return _key(secret_key or get_settings().resolved_secret_key(), purpose)
-
-
-def _accepted_keys() -> tuple[str | None, ...]:
-    """The current key (None), then KASIR_SECRET_KEY_PREVIOUS: a page shown before a rotation still submits."""
-    return (None, *get_settings().previous_secret_keys())
-
-
-def page_token(order_id: str, attempt: int, purpose: str, secret_key: str | None = None) -> str:
-    """The CSRF token of a page form: bound to the order, the attempt number and the form."""
-    message = f"{order_id}:{attempt}:{purpose}".encode()
-    return hmac.digest(_service_key("kasir/card-page-csrf", secret_key), message, "sha256").hex()
-
-
-def check_page_token(order_id: str, attempt: int, purpose: str, token: str) -> bool:
-    return any(constant_time_equals(page_token(order_id, attempt, purpose, key), token) for key in _accepted_keys())
-
-
-def page_url(order_id: str) -> str:
-    return f"{get_settings().public_url}/card/pages/{order_id}"
-
-
-def challenge_return_url(order_id: str, attempt: int) -> str:
-    """Where an acquirer's challenge sends the customer back (`finish_challenge` asks it the result)."""
-    return f"{page_url(order_id)}/return?attempt={attempt}"
-
-
-def return_redirect(order: CardOrderRow, status: str) -> str:
-    """returnUrl with transaction_id, order_id and status added to its query."""
-    parts = urlsplit(order.return_url)
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    query += [("transaction_id", order.id), ("order_id", order.order_id), ("status", status)]
-    return urlunsplit(parts._replace(query=urlencode(query)))
+# --- the charge's answer ---------------------------------------------------------------
 
 
 def payment_status(order: CardOrderRow) -> str:
