@@ -27,23 +27,21 @@ and the record of it are one; its call is bounded by its own timeout (kasir.proc
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from fastapi.responses import JSONResponse, Response
-from pydantic import ValidationError
-from pydantic.alias_generators import to_camel
 
 from kasir.auth.basic import BasicCaller
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.card.callbacks import record_callback
 from kasir.card.cards import InvalidCardData, ParsedCard, acquirer_for, parse_card
 from kasir.card.dialect import DIALECT_ANSWER, DIRECT_3DS_REFUSED, dialect_body, refuses_challenge
+from kasir.card.ewallet import in_card_fields, wallet_request
 from kasir.card.page_links import challenge_return_url, page_url
 from kasir.card.repository import CardAttemptRow, CardOrderRow, card_repository
-from kasir.card.schemas import TENORS, CardValidationError, ChargeRequest, parse_charge_request
+from kasir.card.schemas import TENORS, ChargeRequest, parse_charge_request
 from kasir.card.states import (
     MAX_FAILED_ATTEMPTS,
     PAYMENT_STATUS,
@@ -57,12 +55,10 @@ from kasir.db import Session
 from kasir.errors import (
     Conflict,
     DuplicateReference,
-    FieldError,
     InvalidFieldFormat,
     KasirError,
     NotFound,
     UnprocessableEntity,
-    from_pydantic_errors,
 )
 from kasir.kit.clock import clock, parse_aware
 from kasir.kit.ids import new_id, new_sortable_id
@@ -72,6 +68,7 @@ from kasir.processors.calls import Call, PendingCall, recorded_card
 from kasir.processors.protocols import CardCharge, CardDecision, CardResult
 from kasir.processors.registry import card_acquirer, require
 from kasir.processors.repository import processor_call_repository
+from kasir.wallet.service import DuplicateExternalId, payment_url, wallet_service
 
 log = logging.getLogger("kasir.card")
 
@@ -288,24 +285,12 @@ class CardService:
 
     async def _charge_wallet(self, session: Session, caller: BasicCaller, request: ChargeRequest) -> ChargeOutcome:
         """docs/decisions.md §7: `paymentMethod` ewallet creates a wallet transaction (wallet callbacks follow)."""
-        from kasir.wallet.schemas import CreatePaymentRequest
-        from kasir.wallet.service import DuplicateExternalId, payment_url, wallet_service
-
         try:
-            wallet_request = CreatePaymentRequest.model_validate(wallet_request_body(request))
-        except ValidationError as exc:
-            errors = from_pydantic_errors(exc.errors(include_input=False)).errors
-            raise CardValidationError([FieldError(card_field(e.field), e.message) for e in errors]) from None
-        try:
-            tx = await wallet_service.create_payment(session, caller.merchant, wallet_request, qr=False)
+            tx = await wallet_service.create_payment(session, caller.merchant, wallet_request(request), qr=False)
         except DuplicateExternalId:
             raise DuplicateOrder("externalId") from None
         except KasirError as error:
-            reason = getattr(error, "reason", None)
-            error.errors = [
-                FieldError(card_field(e.field), reason if (reason and not error.errors) else e.message)
-                for e in error.field_errors()
-            ]
+            in_card_fields(error)
             raise
         annotate_request(transaction_id=tx.id, merchant_id=caller.merchant.id)
         return ChargeOutcome(tx.id, tx.external_id, "PENDING", payment_url(tx))
@@ -586,60 +571,3 @@ class CardChargeAction:
 def _pending(order_id: str, request: ChargeRequest) -> ChargeOutcome:
     """The answer to a charge whose customer still has to act at the payment page (OPEN mode)."""
     return ChargeOutcome(order_id, request.external_id, PAYMENT_STATUS[CardOrderStatus.PENDING], page_url(order_id))
-
-
-def _address_body(address: Any) -> dict[str, Any]:
-    return {
-        "full_name": address.full_name,
-        "phone": address.phone,
-        "address": address.address,
-        "city": address.city,
-        "postal_code": address.postal_code,
-        "country": address.country,
-    }
-
-
-def wallet_request_body(request: ChargeRequest) -> dict[str, Any]:
-    """The card request as a wallet create-payment body (docs/decisions.md §5 field names)."""
-    details = request.payment_details
-    body: dict[str, Any] = {
-        "external_id": request.external_id,
-        "order_id": request.order_id,
-        "currency": request.currency,
-        "payment_method": "wallet",
-        "payment_channel": request.payment_channel,
-        "payment_details": {"amount": details.amount, "transaction_description": details.transaction_description},
-        "customer_details": {
-            "email": request.customer_details.email,
-            "full_name": request.customer_details.full_name,
-            "phone": request.customer_details.phone,
-        },
-        "item_details": [
-            {"item_id": i.item_id, "name": i.name, "amount": i.amount, "qty": i.qty}
-            | ({"description": i.description} if i.description else {})
-            for i in request.item_details
-        ],
-        # The card request names no wallet account: the customer's phone is it.
-        "wallet_details": {"id": request.customer_details.phone, "id_type": "HP"},
-        "billing_address": _address_body(request.billing_address),
-        "shipping_address": _address_body(request.shipping_address),
-        "return_url": request.return_url,
-    }
-    if details.expired_time:
-        body["payment_details"]["expired_time"] = details.expired_time
-    if request.callback_url:
-        body["callback_url"] = request.callback_url
-    if request.additional_data:
-        body["additional_data"] = request.additional_data
-    return body
-
-
-# The wallet room's field names that are not the camelCase of the card request's.
-_WALLET_FIELDS = {"wallet_details.id": "customerDetails.phone", "wallet_details": "customerDetails.phone"}
-
-
-def card_field(field: str) -> str:
-    """`payment_details.expired_time` -> `paymentDetails.expiredTime` (errors of an ewallet charge)."""
-    if field in _WALLET_FIELDS:
-        return _WALLET_FIELDS[field]
-    return ".".join(re.sub(r"^[a-z_]+", lambda m: to_camel(m.group(0)), part) for part in field.split("."))
