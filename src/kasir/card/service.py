@@ -31,13 +31,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from fastapi.responses import JSONResponse, Response
-
 from kasir.auth.basic import BasicCaller
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.card.callbacks import record_callback
 from kasir.card.cards import InvalidCardData, ParsedCard, acquirer_for, parse_card
-from kasir.card.dialect import DIALECT_ANSWER, DIRECT_3DS_REFUSED, dialect_body, refuses_challenge
 from kasir.card.ewallet import in_card_fields, wallet_request
 from kasir.card.page_links import challenge_return_url, page_url
 from kasir.card.repository import CardAttemptRow, CardOrderRow, card_repository
@@ -64,9 +61,9 @@ from kasir.kit.clock import clock, parse_aware
 from kasir.kit.ids import new_id, new_sortable_id
 from kasir.kit.logs import annotate_request
 from kasir.payments import metrics as payment_metrics
-from kasir.processors.calls import Call, PendingCall, recorded_card
+from kasir.processors.calls import Call, PendingCall
 from kasir.processors.protocols import CardCharge, CardDecision, CardResult
-from kasir.processors.registry import card_acquirer, require
+from kasir.processors.registry import ProductUnavailable, card_acquirer, require
 from kasir.processors.repository import processor_call_repository
 from kasir.wallet.service import DuplicateExternalId, payment_url, wallet_service
 
@@ -78,6 +75,8 @@ EXPIRED_BY_TIME = "Payment link expired"
 EXPIRED_BY_ATTEMPTS = f"Payment failed {MAX_FAILED_ATTEMPTS} times; the payment link is closed"
 APPROVED = "Approved"
 CHALLENGE_REQUIRED = "3-D Secure authentication required"
+# The processor call an attempt is held for; card/processing.py declares its action under this name.
+CARD_CHARGE = "card.charge"
 
 
 # --- errors ----------------------------------------------------------------------------
@@ -181,8 +180,6 @@ class CardService:
     def require_processor(self, request: ChargeRequest) -> None:
         """A channel whose product has no processor is not available (400 VALIDATION_ERROR, paymentChannel)."""
         if request.payment_method == "ewallet":
-            from kasir.processors.registry import ProductUnavailable
-
             try:
                 require("wallet", request.payment_channel)
             except ProductUnavailable:
@@ -194,8 +191,6 @@ class CardService:
         """callbackUrl's check, before any unit of work: in production it resolves the host (DNS), and
         nothing slow may run inside a unit of work (kasir.db.sqlite)."""
         if request.payment_method == "ewallet":
-            from kasir.wallet.service import wallet_service
-
             await wallet_service.check_callback_url(caller.merchant, request.callback_url, field="callbackUrl")
         elif request.callback_url:
             await check_callback_url(request.callback_url, production=get_settings().is_production, field="callbackUrl")
@@ -513,59 +508,6 @@ class CardService:
 
 
 card_service = CardService()
-
-CARD_CHARGE = "card.charge"
-
-
-class CardChargeAction:
-    """An attempt's charge at the acquirer, asked outside any unit of work (kasir.processors.calls)."""
-
-    async def ask(self, call: Call) -> CardDecision:
-        assert call.card is not None
-        return await card_acquirer(call.details["channel"]).charge(call.card)
-
-    async def lock(self, session: Session, call: Call) -> None:
-        await card_service.get(session, call.reference, lock=True)
-
-    async def ask_again(self, call: Call) -> CardDecision:
-        token = recorded_card.set(call.details.get("masked"))
-        try:
-            return await card_acquirer(call.details["channel"]).status(call.reference, call.details["attempt"])
-        finally:
-            recorded_card.reset(token)
-
-    async def record(
-        self, session: Session, call: Call, answer: CardDecision, *, fresh: bool
-    ) -> tuple[CardOrderRow, CardAttemptRow, CardDecision | None]:
-        order, attempt, _recorded = await card_service.record_attempt(
-            session, call.reference, call.details["attempt"], answer if fresh else None
-        )
-        if fresh and refuses_challenge(call.details) and order.status == CardOrderStatus.AUTHENTICATING.value:
-            # A direct charge of the provider SDK's dialect: no one will pass the challenge, the attempt fails.
-            refused = CardDecision(CardResult.DECLINED, DIRECT_3DS_REFUSED)
-            order = await card_service.finish_challenge(session, order.id, attempt.number, refused)
-            # As finished: the dialect's answer says why the attempt failed.
-            finished = await card_repository.attempt(session, order.id, attempt.number)
-            assert finished is not None
-            attempt = finished
-        # The acquirer's decision, recorded now or by another unit (asked again, it answers the same):
-        # the dialect's answer needs its decline reason, which is not stored.
-        return order, attempt, answer
-
-    async def undo(self, session: Session, call: Call, error: KasirError) -> None:
-        await card_service.undo_attempt(
-            session, call.reference, call.details["attempt"], new_order=call.details["new_order"]
-        )
-
-    async def respond(
-        self, session: Session, call: Call, recorded: tuple[CardOrderRow, CardAttemptRow, CardDecision | None]
-    ) -> Response:
-        order, attempt, decision = recorded
-        outcome = ChargeOutcome.of(order, attempt.challenge_url)
-        if DIALECT_ANSWER in call.details:  # the provider SDK's dialect (kasir.card.dialect)
-            reason = decision.reason if decision is not None else None
-            return JSONResponse(dialect_body(call.details[DIALECT_ANSWER], order, attempt, outcome.link, reason))
-        return JSONResponse(charge_body(outcome))
 
 
 def _pending(order_id: str, request: ChargeRequest) -> ChargeOutcome:
