@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from fastapi.responses import JSONResponse, Response
 
+from kasir.card.attempts import CARD_CHARGE
 from kasir.card.cards import card_channels
 from kasir.card.dialect import DIALECT_ANSWER, DIRECT_3DS_REFUSED, dialect_body, refuses_challenge
 from kasir.card.repository import CardAttemptRow, CardOrderRow, card_repository
-from kasir.card.service import CARD_CHARGE, ChargeOutcome, card_service, charge_body
+from kasir.card.service import ChargeOutcome, card_service, charge_body
 from kasir.card.states import CardAttemptStatus, CardOrderStatus
 from kasir.db import Session
 from kasir.errors import InvalidMandatoryField, KasirError

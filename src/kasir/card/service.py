@@ -26,26 +26,28 @@ and the record of it are one; its call is bounded by its own timeout (kasir.proc
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kasir.auth.basic import BasicCaller
 from kasir.callbacks.ssrf import check_callback_url
-from kasir.card.callbacks import record_callback
-from kasir.card.cards import InvalidCardData, ParsedCard, acquirer_for, parse_card
+from kasir.card.attempts import (
+    end_challenge,
+    expire_order,
+    hold_attempt,
+    record_decision,
+    refuse_unless_open,
+)
+from kasir.card.cards import InvalidCardData, ParsedCard, parse_card
 from kasir.card.ewallet import in_card_fields, wallet_request
-from kasir.card.page_links import challenge_return_url, page_url
+from kasir.card.page_links import page_url
 from kasir.card.repository import CardAttemptRow, CardOrderRow, card_repository
 from kasir.card.schemas import TENORS, ChargeRequest, parse_charge_request
 from kasir.card.states import (
-    MAX_FAILED_ATTEMPTS,
     PAYMENT_STATUS,
     CardAttemptStatus,
-    CardOrderClosed,
     CardOrderStatus,
-    transition,
 )
 from kasir.config import get_settings
 from kasir.db import Session
@@ -58,25 +60,17 @@ from kasir.errors import (
     UnprocessableEntity,
 )
 from kasir.kit.clock import clock, parse_aware
-from kasir.kit.ids import new_id, new_sortable_id
+from kasir.kit.ids import new_sortable_id
 from kasir.kit.logs import annotate_request
 from kasir.payments import metrics as payment_metrics
-from kasir.processors.calls import Call, PendingCall
-from kasir.processors.protocols import CardCharge, CardDecision, CardResult
-from kasir.processors.registry import ProductUnavailable, card_acquirer, require
+from kasir.processors.calls import PendingCall
+from kasir.processors.protocols import CardDecision, CardResult
+from kasir.processors.registry import ProductUnavailable, require
 from kasir.processors.repository import processor_call_repository
 from kasir.wallet.service import DuplicateExternalId, payment_url, wallet_service
 
-log = logging.getLogger("kasir.card")
-
 CURRENCY = "IDR"
 VALIDITY = timedelta(hours=24)  # docs/decisions.md §7: expiredTime defaults to 24 h
-EXPIRED_BY_TIME = "Payment link expired"
-EXPIRED_BY_ATTEMPTS = f"Payment failed {MAX_FAILED_ATTEMPTS} times; the payment link is closed"
-APPROVED = "Approved"
-CHALLENGE_REQUIRED = "3-D Secure authentication required"
-# The processor call an attempt is held for; card/processing.py declares its action under this name.
-CARD_CHARGE = "card.charge"
 
 
 # --- errors ----------------------------------------------------------------------------
@@ -270,7 +264,7 @@ class CardService:
         if card is None:
             return _pending(order_id, request)
         order = await self.get(session, order_id)
-        return await self._begin_attempt(session, order, card, request.tenor, save_card=save_card, new_order=True)
+        return await hold_attempt(session, order, card, request.tenor, save_card=save_card, new_order=True)
 
     async def _refuse_duplicate(self, session: Session, merchant_id: str, request: ChargeRequest) -> None:
         """orderId and externalId are unique per merchant across card orders and wallet transactions."""
@@ -290,7 +284,7 @@ class CardService:
         annotate_request(transaction_id=tx.id, merchant_id=caller.merchant.id)
         return ChargeOutcome(tx.id, tx.external_id, "PENDING", payment_url(tx))
 
-    # --- attempts -------------------------------------------------------------------------
+    # --- an order's attempts: found, locked and refused here; applied in card/attempts.py ---
 
     async def get(self, session: Session, order_id: str, *, lock: bool = False) -> CardOrderRow:
         order = await card_repository.get(session, order_id, lock=lock)
@@ -303,12 +297,6 @@ class CardService:
         open_statuses = (CardOrderStatus.PENDING.value, CardOrderStatus.AUTHENTICATING.value)
         return order.status in open_statuses and order.expires_at <= clock.now()
 
-    def _refuse_unless_open(self, order: CardOrderRow, now: datetime, expected: CardOrderStatus) -> None:
-        if order.status != expected.value:
-            raise CardOrderClosed(f"The payment is {order.status.lower()}")
-        if order.expires_at <= now:
-            raise CardOrderClosed("The payment link has expired")
-
     async def pay_on_page(
         self, session: Session, order_id: str, attempt_number: int, card: ParsedCard, tenor: str, save_card: bool
     ) -> PendingCall:
@@ -318,54 +306,7 @@ class CardService:
             raise AttemptAlreadySubmitted()
         if tenor not in TENORS:
             raise InvalidFieldFormat("tenor", "must be one of 0, 3, 6, 12")
-        return await self._begin_attempt(session, order, card, tenor, save_card=save_card, new_order=False)
-
-    async def _begin_attempt(
-        self, session: Session, order: CardOrderRow, card: ParsedCard, tenor: str, *, save_card: bool, new_order: bool
-    ) -> PendingCall:
-        """The attempt, SUBMITTED: the acquirer is asked once this unit of work has committed."""
-        now = clock.now()
-        self._refuse_unless_open(order, now, CardOrderStatus.PENDING)
-        card_acquirer(order.payment_channel)  # switched off: refused before anything is written
-        order.attempts_made += 1
-        acq = acquirer_for(order.payment_channel, card.brand)
-        order.acq, order.tenor, order.save_card = acq, tenor, save_card
-        order.updated_at = now
-        await card_repository.save(session, order)
-        attempt = {
-            "card_order_id": order.id,
-            "number": order.attempts_made,
-            "status": CardAttemptStatus.SUBMITTED.value,
-            "masked_card": card.masked,
-            "card_brand": card.brand,
-            "card_exp_month": card.exp_month,
-            "card_exp_year": card.exp_year,
-            "tenor": tenor,
-            "acq": acq,
-            "response_message": "",
-            "challenge_url": None,
-            "created_at": now,
-            "completed_at": None,
-        }
-        await card_repository.add_attempt(session, attempt)
-        charge = CardCharge(
-            reference=order.id,
-            attempt=order.attempts_made,
-            amount=order.amount,
-            currency=order.currency,
-            channel=order.payment_channel,
-            acquirer_code=acq,
-            tenor=tenor,
-            card=card,
-            return_url=challenge_return_url(order.id, order.attempts_made),
-        )
-        details = {
-            "attempt": order.attempts_made,
-            "channel": order.payment_channel,
-            "new_order": new_order,
-            "masked": card.masked,  # not card data: the attempt keeps it too
-        }
-        return PendingCall(Call(CARD_CHARGE, "card", order.id, details, card=charge))
+        return await hold_attempt(session, order, card, tenor, save_card=save_card, new_order=False)
 
     async def record_attempt(
         self, session: Session, order_id: str, number: int, decision: CardDecision | None
@@ -377,28 +318,7 @@ class CardService:
             raise CardOrderNotFound("Payment not found")
         if decision is None or attempt.status != CardAttemptStatus.SUBMITTED.value:
             return order, attempt, decision
-        now = clock.now()
-        attempt.response_message, attempt.completed_at = decision.message, now
-        if decision.result is CardResult.APPROVED:
-            attempt.status = CardAttemptStatus.SUCCESS.value
-            await card_repository.save_attempt(session, attempt)
-            await self._succeed(session, order, now)
-        elif decision.result is CardResult.CHALLENGE:
-            attempt.status, attempt.completed_at = CardAttemptStatus.CHALLENGE.value, None
-            attempt.challenge_url = decision.redirect_url
-            await card_repository.save_attempt(session, attempt)
-            transition(order, CardOrderStatus.AUTHENTICATING)
-            order.response_message = CHALLENGE_REQUIRED
-            order.updated_at = now
-            await card_repository.save(session, order)
-        else:
-            attempt.status = CardAttemptStatus.FAILED.value
-            await card_repository.save_attempt(session, attempt)
-            await self._fail(session, order, decision.message, now)
-        log.info(
-            "card attempt",
-            extra={"transaction_id": order.id, "attempt": attempt.number, "status": attempt.status},
-        )
+        await record_decision(session, order, attempt, decision)
         return order, attempt, decision
 
     async def undo_attempt(self, session: Session, order_id: str, number: int, *, new_order: bool) -> None:
@@ -411,6 +331,8 @@ class CardService:
         else:
             order.attempts_made -= 1
             await card_repository.save(session, order)
+
+    # --- 3-D Secure ------------------------------------------------------------------------
 
     async def challenge(self, session: Session, order_id: str) -> tuple[CardOrderRow, CardAttemptRow | None]:
         """The order and its attempt waiting behind a challenge (None when none waits)."""
@@ -430,49 +352,19 @@ class CardService:
         now = clock.now()
         if order.status == CardOrderStatus.AUTHENTICATING.value and attempt_number != order.attempts_made:
             raise AttemptAlreadySubmitted()
-        self._refuse_unless_open(order, now, CardOrderStatus.AUTHENTICATING)
+        refuse_unless_open(order, now, CardOrderStatus.AUTHENTICATING)
         attempt = await card_repository.attempt(session, order.id, attempt_number)
         if attempt is None or attempt.status != CardAttemptStatus.CHALLENGE.value:
             raise AttemptAlreadySubmitted()
         if decision.result is CardResult.CHALLENGE:
             return order  # not finished: the customer is still at the challenge
-        attempt.completed_at = now
-        if decision.result is CardResult.APPROVED:
-            attempt.status = CardAttemptStatus.SUCCESS.value
-            attempt.response_message = APPROVED
-            await card_repository.save_attempt(session, attempt)
-            await self._succeed(session, order, now)
-        else:
-            attempt.status = CardAttemptStatus.FAILED.value
-            attempt.response_message = decision.message
-            await card_repository.save_attempt(session, attempt)
-            await self._fail(session, order, decision.message, now)
+        await end_challenge(session, order, attempt, decision, now)
         return order
 
-    async def _succeed(self, session: Session, order: CardOrderRow, now: datetime) -> None:
-        self._settle(session, order, CardOrderStatus.SUCCESS)
-        order.paid_at = now
-        order.response_message = APPROVED
-        if order.save_card:
-            order.card_token = new_id("CTK", 32)  # opaque: derived from nothing about the card
-            attempt = await card_repository.attempt(session, order.id, order.attempts_made)
-            if attempt is not None:  # the card a later charge may name by the token (kasir.card.dialect)
-                await card_repository.store_card(session, order, attempt, now)
-        await self._changed(session, order, "SUCCESS", now)
-
-    async def _fail(self, session: Session, order: CardOrderRow, message: str, now: datetime) -> None:
-        order.attempts_failed += 1
-        order.response_message = message
-        final = order.attempts_failed >= MAX_FAILED_ATTEMPTS
-        if order.status == CardOrderStatus.AUTHENTICATING.value and not final:
-            transition(order, CardOrderStatus.PENDING)
-        await self._changed(session, order, "FAILED", now)
-        if final:
-            self._settle(session, order, CardOrderStatus.EXPIRED)
-            order.response_message = EXPIRED_BY_ATTEMPTS
-            await self._changed(session, order, "EXPIRED", now)
+    # --- expiry ----------------------------------------------------------------------------
 
     async def expire(self, session: Session, order_id: str) -> bool:
+        """The expiry job's close of one order (kasir.card.jobs); False when it is not due (any more)."""
         order = await self.get(session, order_id, lock=True)
         now = clock.now()
         if order.status not in (CardOrderStatus.PENDING.value, CardOrderStatus.AUTHENTICATING.value):
@@ -481,30 +373,8 @@ class CardService:
             return False
         if await processor_call_repository.in_flight(session, "card", order.id):
             return False  # the acquirer is deciding an attempt: expired once that is recorded
-        if order.status == CardOrderStatus.AUTHENTICATING.value:
-            challenge = await card_repository.attempt(session, order.id, order.attempts_made)
-            if challenge is not None and challenge.status == CardAttemptStatus.CHALLENGE.value:
-                challenge.status, challenge.completed_at = CardAttemptStatus.FAILED.value, now
-                challenge.response_message = EXPIRED_BY_TIME
-                await card_repository.save_attempt(session, challenge)
-        self._settle(session, order, CardOrderStatus.EXPIRED)
-        order.response_message = EXPIRED_BY_TIME
-        await self._changed(session, order, "EXPIRED", now)
+        await expire_order(session, order, now)
         return True
-
-    def _settle(self, session: Session, order: CardOrderRow, to: CardOrderStatus) -> None:
-        """A transition to an outcome (SUCCESS, EXPIRED), counted in the payment metrics once the unit
-        commits; `_changed` saves it."""
-        transition(order, to)
-        payment_metrics.settled_in(session, "card", to.name)
-
-    # --- payment-page callbacks -------------------------------------------------------------
-
-    async def _changed(self, session: Session, order: CardOrderRow, event: str, now: datetime) -> None:
-        """Save the order's change and record its payment-page callback (sent after commit)."""
-        order.updated_at = now
-        await card_repository.save(session, order)
-        await record_callback(session, order, event)
 
 
 card_service = CardService()
