@@ -1,27 +1,49 @@
-"""Card charge rules: the charge, attempts, 3-D Secure, expiry, payment-page callbacks.
+"""The card service: the charge's rules (interface.md endpoint 6), and `card_service`, the one
+object the card routes, the simulator, the processors' action and the expiry job call.
+
+The card room besides this module:
+
+    attempts.py     what an attempt's decision does to its order (3-D Secure, failures, expiry);
+                    the service finds, locks and refuses, then hands it the rows
+    processing.py   the card offer to the processors, and CardChargeAction: the acquirer's call
+    callbacks.py    the payment-page callback: its payload and its record in the outbox
+    page_links.py   the pages' URLs, their forms' tokens, the redirect to returnUrl
+    ewallet.py      a charge for an ewallet channel translated onto the wallet room, and back
+    dialect.py      the provider SDK's snake_case dialect, translated onto the charge
+
+The card room's errors: rendered in the card format (`statusCode`, `statusMessage`,
+`errors[]`), those of dialect.py in the wallet format (`response_code`):
 
     KasirError
     ├── BadRequest
-    │   ├── CardValidationError (schemas.py)  400 VALIDATION_ERROR, every violated field
-    │   └── (the wallet room's refusals of an ewallet charge, fields renamed to camelCase)
+    │   ├── CardValidationError (schemas.py)     400 VALIDATION_ERROR, every violated field
+    │   ├── (the wallet room's refusals of an ewallet charge, fields renamed to camelCase: ewallet.py)
+    │   ├── DialectValidationError (dialect.py)  01  every violated field, `field reason; ...`
+    │   └── UnknownStoredCard (dialect.py)       01  card_details.token not this merchant's
+    ├── FeatureNotAllowed
+    │   └── UnknownSubMerchant (dialect.py)      04  sub-merchant-id not one of the merchant's
     ├── NotFound
-    │   └── CardOrderNotFound                 404 NOT_FOUND
+    │   └── CardOrderNotFound                    404 NOT_FOUND
     ├── Conflict
-    │   ├── DuplicateOrder                    409 DUPLICATE_ORDER (DuplicateReference)
-    │   ├── CardOrderClosed (states.py)       409 CONFLICT
-    │   └── AttemptAlreadySubmitted           409 CONFLICT (a page form sent twice)
+    │   ├── DuplicateOrder                       409 DUPLICATE_ORDER (DuplicateReference)
+    │   ├── DialectDuplicate (dialect.py)        03  external_id / order_id already used
+    │   ├── CardOrderClosed (states.py)          409 CONFLICT
+    │   └── AttemptAlreadySubmitted              409 CONFLICT (a page form sent twice)
     └── UnprocessableEntity
-        └── InvalidCard                       422 INVALID_CARD, every rejected card field
+        └── InvalidCard                          422 INVALID_CARD, every rejected card field
 
 X-Idempotency-Key is the idempotency room's (kasir.idempotency), as on every money-moving route.
 
 An attempt's outcome is decided by the configured card acquirer (kasir.processors): approved,
 declined, no answer, or a challenge (3-D Secure) whose completion comes back through
-`finish_challenge`. Each failed attempt records a payment-page callback FAILED, success
-records SUCCESS, and the third failure or the order's expiry records the final EXPIRED, each
-in the unit of work of the change (callbacks/service.py sends it after commit, signed per
-docs/decisions.md §3.5). The acquirer is asked inside the charge's unit of work, so that its answer
-and the record of it are one; its call is bounded by its own timeout (kasir.processors.protocols).
+`finish_challenge`. The acquirer is never asked inside a unit of work (kasir.processors.calls
+explains the three steps): the charge, or the page's attempt, holds the attempt SUBMITTED in the
+request's unit; once that unit has committed the acquirer is asked with no unit open, bounded by
+its own timeout; its decision is recorded in a unit of its own (`record_attempt`), or, when no
+decision was made, the attempt is taken back (`undo_attempt`). Each failed attempt records a
+payment-page callback FAILED, success records SUCCESS, and the third failure or the order's
+expiry records the final EXPIRED, each in the unit of work of the change (kasir.callbacks sends
+it after commit, signed per docs/decisions.md §3.5).
 """
 
 from __future__ import annotations
