@@ -155,6 +155,14 @@ def charge_body(outcome: ChargeOutcome) -> dict[str, Any]:
     }
 
 
+def _pending(order_id: str, request: ChargeRequest) -> ChargeOutcome:
+    """The answer to a charge whose customer still has to act at the payment page (OPEN mode)."""
+    return ChargeOutcome(order_id, request.external_id, PAYMENT_STATUS[CardOrderStatus.PENDING], page_url(order_id))
+
+
+# --- the card's fields, its instalments ------------------------------------------------
+
+
 def installment(amount: int, tenor: str) -> int:
     """Installment per month at 0 % interest, rounded up to whole rupiah (the last month pays less)."""
     months = int(tenor)
@@ -400,8 +408,3 @@ class CardService:
 
 
 card_service = CardService()
-
-
-def _pending(order_id: str, request: ChargeRequest) -> ChargeOutcome:
-    """The answer to a charge whose customer still has to act at the payment page (OPEN mode)."""
-    return ChargeOutcome(order_id, request.external_id, PAYMENT_STATUS[CardOrderStatus.PENDING], page_url(order_id))
