@@ -54,33 +54,16 @@ from typing import Any
 
 from kasir.auth.basic import BasicCaller
 from kasir.callbacks.ssrf import check_callback_url
-from kasir.card.attempts import (
-    end_challenge,
-    expire_order,
-    hold_attempt,
-    record_decision,
-    refuse_unless_open,
-)
+from kasir.card.attempts import end_challenge, expire_order, hold_attempt, record_decision, refuse_unless_open
 from kasir.card.cards import InvalidCardData, ParsedCard, parse_card
 from kasir.card.ewallet import in_card_fields, wallet_request
 from kasir.card.page_links import page_url
 from kasir.card.repository import CardAttemptRow, CardOrderRow, card_repository
 from kasir.card.schemas import TENORS, ChargeRequest, parse_charge_request
-from kasir.card.states import (
-    PAYMENT_STATUS,
-    CardAttemptStatus,
-    CardOrderStatus,
-)
+from kasir.card.states import PAYMENT_STATUS, CardAttemptStatus, CardOrderStatus
 from kasir.config import get_settings
 from kasir.db import Session
-from kasir.errors import (
-    Conflict,
-    DuplicateReference,
-    InvalidFieldFormat,
-    KasirError,
-    NotFound,
-    UnprocessableEntity,
-)
+from kasir.errors import Conflict, DuplicateReference, InvalidFieldFormat, KasirError, NotFound, UnprocessableEntity
 from kasir.kit.clock import clock, parse_aware
 from kasir.kit.ids import new_sortable_id
 from kasir.kit.logs import annotate_request
