@@ -19,7 +19,8 @@ from kasir.card.cards import (
     mask,
     parse_card,
 )
-from kasir.card.service import installment, page_token
+from kasir.card.page_links import page_token
+from kasir.card.service import installment
 from kasir.card.states import (
     ATTEMPT_IS_TERMINAL,
     IS_TERMINAL,

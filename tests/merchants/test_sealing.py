@@ -17,7 +17,7 @@ from fastapi import FastAPI
 from kasir_client import AsyncClient, AuthenticationError, Credentials, ValidationError
 from pydantic import SecretStr
 
-from kasir.card.service import check_page_token, page_token
+from kasir.card.page_links import check_page_token, page_token
 from kasir.config import Settings, configure
 from kasir.db import Database, upgrade_schema
 from kasir.errors import InvalidToken

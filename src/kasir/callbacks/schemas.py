@@ -81,7 +81,7 @@ class CallbackList(BaseModel):
 
 
 # --- the callbacks' payloads, as the OpenAPI document's `webhooks` (kasir.openapi) ---------------------------
-# Built by the rooms' services (wallet.service.callback_payload, card.service.callback_payload,
+# Built by the rooms (wallet.service.callback_payload, card.callbacks.callback_payload,
 # bnpl.service.notification_payload); documented here as the merchant receives them. A string with no value
 # is "", never null; a field marked optional is absent from some callbacks.
 

@@ -12,16 +12,8 @@ sha256(hashKey + external_id + order_id), `x-version: v3`) and reads the wallet 
 A dialect request becomes the camelCase charge's `ChargeRequest` and card (`DialectCharge`), and
 goes through the same card service, idempotency, duplicate rules, states, attempts and callbacks.
 What the camelCase request has and the dialect does not is filled in: `isCustomerPayingFee` false,
-one item for the whole amount when `item_details` is absent; absent addresses stay absent.
-
-    KasirError
-    ├── BadRequest
-    │   ├── DialectValidationError        01  every violated field, `field reason; ...`
-    │   └── UnknownStoredCard             01  card_details.token not this merchant's
-    ├── Conflict
-    │   └── DialectDuplicate              03  external_id / order_id already used
-    └── FeatureNotAllowed
-        └── UnknownSubMerchant            04  sub-merchant-id not one of the merchant's
+one item for the whole amount when `item_details` is absent; absent addresses stay absent. Its
+errors (wallet codes 01, 03, 04) are drawn in the card room's error tree (kasir.card.service).
 
 `payment_mode` INSTALLMENT takes `payment_options.tenor` 3, 6 or 12 (recorded on the payment as
 its tenor); CLOSE takes none or 0. `store_token` (default true) stores the card when it is

@@ -107,7 +107,7 @@ async def dialect_charge(
         except DuplicateOrder as error:
             raise DialectDuplicate(snake_field(error.field)) from None
         # Always an attempt held for the acquirer (the dialect always sends a card): once it has
-        # answered, the card service answers in the dialect (kasir.card.service.CardChargeAction).
+        # answered, the card service answers in the dialect (kasir.card.processing.CardChargeAction).
         assert isinstance(outcome, PendingCall)
         outcome.call.details[DIALECT_ANSWER] = answer_details(answer_kind, card.stored_token)
         return outcome

@@ -26,20 +26,12 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from kasir.auth import PUBLIC, Authenticator, BasicCaller, OneOf, WalletCaller, basic, wallet_signature
 from kasir.card import pages
+from kasir.card.attempts import EXPIRED_BY_TIME
 from kasir.card.dialect import response_type_of
 from kasir.card.dialect_endpoints import RESPONSE_TYPE_HEADER, dialect_charge, dialect_router, speaks_dialect
+from kasir.card.page_links import check_page_token, page_token, return_redirect
 from kasir.card.schemas import CardErrorBody, CardValidationError, ChargeRequest, ChargeResponse
-from kasir.card.service import (
-    EXPIRED_BY_TIME,
-    AttemptAlreadySubmitted,
-    InvalidCard,
-    card_from_fields,
-    card_service,
-    charge_body,
-    check_page_token,
-    page_token,
-    return_redirect,
-)
+from kasir.card.service import AttemptAlreadySubmitted, InvalidCard, card_from_fields, card_service, charge_body
 from kasir.card.states import CardOrderClosed, CardOrderStatus
 from kasir.config import get_settings
 from kasir.db import ReadSession, Session

@@ -24,7 +24,8 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from kasir.auth import PUBLIC, WalletSigned
 from kasir.bnpl.service import bnpl_service
 from kasir.card import pages as card_pages
-from kasir.card.service import AttemptAlreadySubmitted, card_service, check_page_token, page_token, return_redirect
+from kasir.card.page_links import check_page_token, page_token, return_redirect
+from kasir.card.service import AttemptAlreadySubmitted, card_service
 from kasir.card.states import CardOrderStatus
 from kasir.db import ReadSession, Session, WriteSession, rollback_unit
 from kasir.errors import KasirError, NotFound, WireFormat, wire
