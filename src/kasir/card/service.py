@@ -41,8 +41,7 @@ from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 
 from kasir.callbacks.models import CallbackKind
-from kasir.callbacks.service import callback_outbox
-from kasir.callbacks.signing import svc_signature, x_req_signature
+from kasir.callbacks.service import SignedIds, callback_outbox
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.card.cards import InvalidCardData, ParsedCard, acquirer_for, card_channels, parse_card
 from kasir.card.dialect import DIALECT_ANSWER, DIRECT_3DS_REFUSED, dialect_body, refuses_challenge
@@ -73,7 +72,6 @@ from kasir.kit.crypto import constant_time_equals, derive_key
 from kasir.kit.ids import new_id, new_sortable_id
 from kasir.kit.logs import annotate_request
 from kasir.merchants.basic_auth import BasicCaller, authenticate_basic_in
-from kasir.merchants.service import merchant_service
 from kasir.payments import metrics as payment_metrics
 from kasir.processors.calls import Call, PendingCall, recorded_card, register
 from kasir.processors.protocols import CardCharge, CardDecision, CardResult
@@ -577,7 +575,6 @@ class CardService:
         await card_repository.save(session, order)
         if not order.callback_url:
             return  # neither the request nor the merchant named a callback URL
-        hash_key = await merchant_service.hash_key(session, order.merchant_id)
         await callback_outbox.record(
             session,
             kind=CallbackKind.PAYMENT_PAGE,
@@ -586,9 +583,7 @@ class CardService:
             event=event,
             url=order.callback_url,
             payload=callback_payload(order, event),
-            svc_signature=svc_signature(
-                order.id, x_req_signature(hash_key, order.external_id, order.order_id), order.sub_merchant_id
-            ),
+            signed_ids=SignedIds(order.id, order.external_id, order.order_id, order.sub_merchant_id),
         )
 
 
