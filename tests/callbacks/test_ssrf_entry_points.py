@@ -246,6 +246,12 @@ async def replay_to_url(entry: EntryPoints, url: str) -> Refusal | None:
     return None if answer.status_code == 201 else plain(answer)
 
 
+async def recover_to_url(entry: EntryPoints, url: str) -> Refusal | None:
+    body = {"merchant_id": entry.merchant.id, "since": "2026-11-01T00:00:00+07:00", "url": url}
+    answer = await entry.client.post("/admin/callbacks/recover", headers=ADMIN, json=body)
+    return None if answer.status_code == 200 else plain(answer)
+
+
 EntryPoint = Callable[[EntryPoints, str], Awaitable[Refusal | None]]
 ENTRY_POINTS: list[tuple[EntryPoint, str]] = [
     (merchant_created, "callback_url"),
@@ -255,6 +261,7 @@ ENTRY_POINTS: list[tuple[EntryPoint, str]] = [
     (card_ewallet_charge, "callbackUrl"),
     (bnpl_checkout, "callbackUrl"),
     (replay_to_url, "url"),
+    (recover_to_url, "url"),
 ]
 
 
