@@ -1,4 +1,4 @@
-"""One event, one id (docs/decisions.md §12.4): replays and recoveries are deliveries of the event, with its
+"""One event, one id (docs/decisions.md §8): replays and recoveries are deliveries of the event, with its
 X-Kasir-Callback-Id and attempt numbers that go on; a recovery sends only events still given up."""
 
 from __future__ import annotations

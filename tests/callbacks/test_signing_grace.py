@@ -1,4 +1,4 @@
-"""Rotation grace covers callbacks (docs/decisions.md §12.4): while a rotated hash_key or client_secret is in its
+"""Rotation grace covers callbacks (docs/decisions.md §8): while a rotated hash_key or client_secret is in its
 grace window and the merchant has not confirmed the switch, callbacks are signed with the previous value; after
 the confirmation or the grace's end, with the new one, decided at each attempt.
 

@@ -147,7 +147,8 @@ def _bnpl_signature_of(payload: bytes, hash_key: str) -> str | None:
 
 def svc_signature_of(callback: ClaimedCallback) -> str | None:
     """The attempt's svc-signature: made now from the recorded ids with the hash key the merchant verifies
-    with now (§12.4), or as recorded by rows from before that (a BNPL one with none: from its payload)."""
+    with now (docs/decisions.md §8), or as recorded by rows from before that (a BNPL one with none: from its
+    payload)."""
     if callback.signed_ids is not None:
         assert callback.signing is not None
         ids = callback.signed_ids

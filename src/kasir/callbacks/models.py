@@ -37,7 +37,7 @@ class Callback(Base):
     payload: Mapped[str] = mapped_column(Text)  # the exact JSON body sent
     # Rows recorded before signatures were made at send time keep the one computed then (§3.5; BNPL too,
     # issue 26); newer rows keep what it is made of (`signed_ids`) and are signed when each attempt is sent,
-    # with the hash key the merchant verifies with then (§12.4).
+    # with the hash key the merchant verifies with then (docs/decisions.md §8).
     svc_signature: Mapped[str | None] = mapped_column(String(128))
     signed_ids: Mapped[str | None] = mapped_column(Text)  # JSON: transaction_id, external_id, order_id, ...
     status: Mapped[str] = mapped_column(String(16), default=CallbackStatus.PENDING)
@@ -49,7 +49,7 @@ class Callback(Base):
     fence: Mapped[int] = mapped_column(Integer, default=0)  # bumped at every claim; a stale worker's write is refused
     replay_of: Mapped[int | None] = mapped_column(BigInteger().with_variant(Integer, "sqlite"))
     # A replay is another delivery of the same event: the event is its first row (event_id NULL there),
-    # and every delivery goes out with the event's id as X-Kasir-Callback-Id (§12.4).
+    # and every delivery goes out with the event's id as X-Kasir-Callback-Id (docs/decisions.md §8).
     event_id: Mapped[int | None] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), index=True)
     # Attempts the event's earlier deliveries made: X-Kasir-Attempt counts across the event.
     attempt_offset: Mapped[int] = mapped_column(Integer, default=0, server_default="0")

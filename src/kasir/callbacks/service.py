@@ -8,7 +8,7 @@
 Nothing is sent before the session commits; a rolled-back request leaves no callback. After
 commit the delivery engine is woken at once (no polling delay on the happy path).
 
-A recorded callback is an event (docs/decisions.md §12.4): one X-Kasir-Callback-Id for its whole
+A recorded callback is an event (docs/decisions.md §8): one X-Kasir-Callback-Id for its whole
 life. A replay, single or in a recovery, is another delivery of the event (a row whose `event_id`
 is the event's), with the event's id and attempt numbers that go on from the event's last one.
 
@@ -56,7 +56,8 @@ def encode_payload(payload: dict[str, Any]) -> str:
 @dataclass(frozen=True, slots=True)
 class SignedIds:
     """What a callback's svc-signature is made of (§3.5): signed when each attempt is sent, with the hash
-    key the merchant verifies with then (§12.4). BNPL: referenceNo, and partnerReferenceNo twice (issue 26)."""
+    key the merchant verifies with then (docs/decisions.md §8). BNPL: referenceNo, and partnerReferenceNo
+    twice (issue 26)."""
 
     transaction_id: str
     external_id: str

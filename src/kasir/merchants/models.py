@@ -45,7 +45,7 @@ class MerchantCredentialGrace(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
     # The merchant verifies callbacks with the new value now: they are no longer signed with this one
-    # (docs/decisions.md §12.4; a hash key or client secret only).
+    # (docs/decisions.md §8; a hash key or client secret only).
     confirmed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
 

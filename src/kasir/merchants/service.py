@@ -8,7 +8,7 @@ The lifecycle (one service for the console, the admin API and the CLI, every act
                           still accepted until it ends (merchant_credential_grace, sealed)
     confirm_switch        the merchant verifies callbacks with the new hash_key or client_secret:
                           until then, and while the grace lasts, callbacks are signed with the
-                          replaced one (docs/decisions.md §12.4; `callback_signing`)
+                          replaced one (docs/decisions.md §8; `callback_signing`)
     disable / enable      a disabled merchant's credentials and tokens are refused with the
                           documented 401s; its pending callbacks still go out
 
@@ -165,7 +165,7 @@ class CallbackSigning:
     client_secret: SigningValue
 
 
-# Credentials whose replaced value signs callbacks until the merchant confirms the switch (§12.4).
+# Credentials whose replaced value signs callbacks until the merchant confirms the switch (docs/decisions.md §8).
 SIGNS_CALLBACKS = (CredentialKind.HASH_KEY, CredentialKind.CLIENT_SECRET)
 
 
@@ -478,7 +478,7 @@ class MerchantService:
         return now
 
     async def callback_signing(self, session: Session, merchant_id: str) -> CallbackSigning:
-        """What the merchant's callbacks are signed with (docs/decisions.md §12.4): each value with the one it
+        """What the merchant's callbacks are signed with (docs/decisions.md §8): each value with the one it
         replaced, while that one is in its grace and the switch is not confirmed (the last replaced, should
         there be several)."""
         cached = callback_signing_cache.get(merchant_id)
