@@ -141,9 +141,14 @@ class CallbackOutbox:
         replayed = await callback_repository.get(session, callback_id)
         if replayed is None:
             raise CallbackNotFound(f"no callback {callback_id}")
-        return await self._deliver_again(session, replayed, url or replayed.url)
+        replay = await self._deliver_again(session, replayed, url or replayed.url)
+        assert replay is not None
+        return replay
 
-    async def _deliver_again(self, session: Session, replayed: CallbackRow, url: str) -> CallbackRow:
+    async def _deliver_again(
+        self, session: Session, replayed: CallbackRow, url: str, *, given_up_only: bool = False
+    ) -> CallbackRow | None:
+        """The new delivery; None when `given_up_only` and a delivery of the event was delivered meanwhile."""
         event = await callback_repository.lock_event(session, replayed.event_key)
         assert event is not None  # an event's first row is never deleted
         deliveries = await callback_repository.deliveries(session, event.id)
@@ -153,6 +158,8 @@ class CallbackOutbox:
                     f"callback {replayed.id} is still being delivered (callback {delivery.id} of its event is"
                     f" {delivery.status}): replay it once it is delivered or given up"
                 )
+            if given_up_only and delivery.status == CallbackStatus.DELIVERED.value:
+                return None
         now = clock.now()
         replay = await callback_repository.add_replay(
             session,
@@ -229,10 +236,13 @@ class CallbackOutbox:
         if dry_run:
             return recovery
         for event, target in events:
+            # Listed unlocked: another replay or recovery may have taken the event since (in flight, or delivered).
             try:
-                recovery.replays.append(await self._deliver_again(session, event, target))
+                replay = await self._deliver_again(session, event, target, given_up_only=True)
             except CallbackStillDelivering:
-                continue  # another recovery or replay took it since it was listed
+                continue
+            if replay is not None:
+                recovery.replays.append(replay)
         if actor is not None:
             await audit.record(
                 session,
