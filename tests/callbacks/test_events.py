@@ -3,6 +3,7 @@ X-Kasir-Callback-Id and attempt numbers that go on; a recovery sends only events
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import timedelta
 
@@ -13,7 +14,7 @@ from kasir.audit.models import AuditEvent
 from kasir.db import fetch
 from kasir.kit.clock import clock
 from kasir.payments.service import payments_service
-from tests.callbacks.helpers import db, record, settle
+from tests.callbacks.helpers import db, give_up, record, settle
 from tests.conftest import TEST_ADMIN_TOKEN
 from tests.support.builders import make_merchant
 from tests.support.cli import kasir_beside_app
@@ -189,3 +190,17 @@ async def test_cli_reviews_then_recovers_and_shows_the_event(app, receiver):
     bad = await kasir_beside_app("callbacks", "recover", "--merchant", merchant.id, "--since", "yesterday")
     assert bad.exit_code != 0
     assert "--since must be an ISO 8601 time" in bad.output
+
+
+async def test_two_replays_of_one_event_at_once_make_one_delivery(app, client):
+    """The event's first row is locked while a replay is decided: of two at once, one is refused (409), so
+    no two deliveries share attempt numbers."""
+    merchant = await make_merchant(app)
+    event_id = await record(db(app), merchant_id=merchant.id, url="http://127.0.0.1:9/cb", transaction_ref="TX-TWO")
+    await give_up(db(app), event_id)
+    answers = await asyncio.gather(
+        *(client.post(f"/admin/callbacks/{event_id}/replay", headers=ADMIN) for _ in range(2))
+    )
+    assert sorted(answer.status_code for answer in answers) == [201, 409]
+    listed = (await client.get("/admin/callbacks", params={"event_id": event_id}, headers=ADMIN)).json()
+    assert [(c["id"] == event_id, c["status"]) for c in listed["callbacks"]] == [(False, "pending"), (True, "failed")]
