@@ -48,14 +48,13 @@ async def fill(env: dict[str, str], merchant_id: str) -> list[str]:
     os.environ.update(env)
     from sqlalchemy import insert
 
+    import kasir.models  # noqa: F401  (every table known to the metadata, as under Alembic)
     from kasir.bnpl.models import BnplTransaction
     from kasir.card.models import CardOrder
     from kasir.config import Settings
     from kasir.db import Database, run
-    from kasir.models import import_all_models
     from kasir.wallet.models import WalletTransaction
 
-    import_all_models()
     database = Database(Settings())
     now = datetime.now(UTC)
     rng = random.Random(23)

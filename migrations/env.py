@@ -8,11 +8,10 @@ from alembic import context
 from sqlalchemy.engine import Connection
 
 from kasir.config import get_settings
-from kasir.db import Base, run_migrations
-from kasir.models import import_all_models
+from kasir.db import run_migrations
+from kasir.models import metadata
 
-import_all_models()
-target_metadata = Base.metadata
+target_metadata = metadata
 
 
 def _run(connection: Connection) -> None:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import importlib
-import importlib.util
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -15,24 +13,33 @@ from fastapi import APIRouter, FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from kasir import __version__
+from kasir.audit.endpoints import router as audit_router
+from kasir.bnpl.endpoints import router as bnpl_router
+from kasir.callbacks.endpoints import router as callbacks_router
 from kasir.callbacks.schemas import webhook_payloads
 from kasir.callbacks.worker import DeliveryWorker
+from kasir.card.endpoints import router as card_router
 from kasir.config import Settings, configure, get_settings
 from kasir.console.admin import router as console_users_router
+from kasir.console.endpoints import router as console_router
 from kasir.db import Database, check_schema
 from kasir.errors import install_error_handlers
 from kasir.kit.logs import configure_logging
 from kasir.kit.routing import StaticPathIndex
+from kasir.merchants.endpoints import router as merchants_router
 from kasir.merchants.sealing import check_secret_key
 from kasir.merchants.service import secret_box
 from kasir.middleware import RequestContextMiddleware
-from kasir.models import ROOMS
 from kasir.openapi import complete_document
 from kasir.ops.docs import add_docs
 from kasir.ops.endpoints import bench_router
 from kasir.ops.endpoints import router as ops_router
+from kasir.payments.endpoints import router as payments_router
+from kasir.processors.endpoints import router as processors_router
+from kasir.products import declare_products
 from kasir.snap.openapi import extra_components
 from kasir.tokens.endpoints import router as token_router
+from kasir.wallet.endpoints import router as wallet_router
 
 log = logging.getLogger("kasir.app")
 
@@ -40,17 +47,20 @@ log = logging.getLogger("kasir.app")
 GC_THRESHOLDS = (10_000, 20, 20)
 
 
-def product_routers(settings: Settings | None = None) -> list[APIRouter]:
-    """The `router` of every room's endpoints.py (wallet, bnpl, card, callbacks admin, console), as they land.
-
-    The console's pages are left out when KASIR_CONSOLE is false.
-    """
-    routers = []
-    for room in ROOMS:
-        if room == "console" and settings is not None and not settings.console:
-            continue
-        if importlib.util.find_spec(f"kasir.{room}.endpoints") is not None:
-            routers.append(importlib.import_module(f"kasir.{room}.endpoints").router)
+def product_routers(settings: Settings) -> list[APIRouter]:
+    """The rooms' routers, in the order their routes are matched; the console's pages only when KASIR_CONSOLE."""
+    routers = [
+        merchants_router,
+        callbacks_router,
+        wallet_router,
+        bnpl_router,
+        card_router,
+        processors_router,
+        audit_router,
+        payments_router,
+    ]
+    if settings.console:
+        routers.append(console_router)
     return routers
 
 
@@ -87,6 +97,7 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
     if settings is not None:
         configure(settings)
     settings = get_settings()
+    declare_products()
     configure_logging(settings.log_level, settings.log_format)
     if log.isEnabledFor(logging.DEBUG):
         log.debug("settings", extra={"settings": settings.loggable()})
@@ -99,7 +110,8 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
         try:
             if check_schema_on_start:
                 await check_schema(database)
-                await check_secret_key(database, secret_box())  # a wrong key stops here, not as 500s later
+                async with database.unit_of_work(read_only=True) as session:
+                    await check_secret_key(session, secret_box())  # a wrong key stops here, not as 500s later
             app.state.database = database
             worker = DeliveryWorker(database, settings) if settings.embedded_worker else None
             app.state.worker = worker  # the embedded worker, or None: whoever must know when it is idle (tests)

@@ -31,6 +31,7 @@ from kasir.merchants.service import MerchantCredentials, merchant_service, secre
 from kasir.ops.metrics import prepare_multiprocess
 from kasir.payments.cli import payments_app, replay_given_up
 from kasir.processors.registry import ConfigurationError, check_configuration
+from kasir.products import declare_products
 
 app = typer.Typer(help="Kasir payment platform.", no_args_is_help=True, pretty_exceptions_enable=False)
 
@@ -124,10 +125,12 @@ def serve(
         database = Database(settings)
         try:
             await check_schema(database)
-            await check_secret_key(database, secret_box(), warn=False)  # the app warns, once its log is set up
+            async with database.unit_of_work(read_only=True) as session:
+                await check_secret_key(session, secret_box(), warn=False)  # the app warns, once its log is set up
         finally:
             await database.dispose()
 
+    declare_products()  # the channels KASIR_PROCESSORS may name, and the simulator
     try:
         live = check_configuration(settings)
     except ConfigurationError as exc:

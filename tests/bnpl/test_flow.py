@@ -11,7 +11,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from kasir.bnpl.service import expire_due_bnpl_transactions
+from kasir.bnpl.jobs import expire_due_bnpl_transactions
 from kasir.config import get_settings
 from kasir.db import Database
 from kasir.kit.clock import clock, parse_aware

@@ -15,7 +15,7 @@ from fastapi import FastAPI
 from kasir.app import create_app
 from kasir.config import Settings, configure
 from kasir.db import Database, upgrade_schema
-from kasir.processors.simulator import Simulator
+from kasir.simulator import Simulator
 from tests.support.postgres import PostgresCluster
 
 STAND_IN = "card=simulator,wallet=simulator,bnpl=simulator"

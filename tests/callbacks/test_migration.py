@@ -12,16 +12,15 @@ from alembic.migration import MigrationContext
 from fastapi import FastAPI
 from sqlalchemy import text
 
-from kasir.db import Base, Database, upgrade_schema
-from kasir.models import import_all_models
+from kasir.db import Database, upgrade_schema
+from kasir.models import metadata
 from tests.support.engine import engine_of
 
 
 async def test_migration_matches_the_models(app: FastAPI) -> None:
-    import_all_models()
     async with engine_of(app.state.database) as engine, engine.connect() as connection:
         diffs = await connection.run_sync(
-            lambda sync: compare_metadata(MigrationContext.configure(sync, opts={"compare_type": False}), Base.metadata)
+            lambda sync: compare_metadata(MigrationContext.configure(sync, opts={"compare_type": False}), metadata)
         )
     assert [d for d in diffs if "callback" in repr(d) or "merchant_credential_grace" in repr(d)] == []
 

@@ -22,8 +22,8 @@ import httpx
 from fastapi import FastAPI
 from sqlalchemy import select, update
 
+from kasir.bnpl.jobs import expire_due_bnpl_transactions
 from kasir.bnpl.models import BnplTransaction
-from kasir.bnpl.service import expire_due_bnpl_transactions
 from kasir.db import fetch_value, run
 from kasir.kit.clock import clock
 from tests.support import builders

@@ -31,7 +31,7 @@ from kasir.card.states import (
     transition,
 )
 from kasir.config import configure, get_settings
-from kasir.processors.simulator.cards import TEST_CARDS, Outcome, one_time_password, outcome_of
+from kasir.simulator.cards import TEST_CARDS, Outcome, one_time_password, outcome_of
 
 NOW = datetime(2026, 11, 23, tzinfo=UTC)
 

@@ -201,6 +201,9 @@ async def test_a_declined_card_is_00_with_status_failed_and_the_declines_code(
     for number, code, description in (
         (DECLINED, "05", "Card declined by the issuer"),
         (INSUFFICIENT, "51", "Insufficient funds"),
+        ("4000000000000069", "54", "Expired card"),
+        ("5100000000000511", "91", "Issuer not responding"),
+        ("4111111111111111", "14", "Card not recognised by the staging issuer; use a test card"),
         (CHALLENGE, "1A", "3-D Secure authentication is not available on a direct charge"),
     ):
         body = dialect_body(number=number)

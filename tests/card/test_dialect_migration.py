@@ -8,17 +8,15 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from fastapi import FastAPI
 
-from kasir.db import Base
-from kasir.models import import_all_models
+from kasir.models import metadata
 from tests.support.engine import engine_of
 
 _TABLES = ("card_stored", "sub_merchant", "card_order")
 
 
 async def test_migration_matches_the_models(app: FastAPI) -> None:
-    import_all_models()
     async with engine_of(app.state.database) as engine, engine.connect() as connection:
         diffs: list[Any] = await connection.run_sync(
-            lambda sync: compare_metadata(MigrationContext.configure(sync, opts={"compare_type": False}), Base.metadata)
+            lambda sync: compare_metadata(MigrationContext.configure(sync, opts={"compare_type": False}), metadata)
         )
     assert [d for d in diffs if any(table in repr(d) for table in _TABLES)] == []

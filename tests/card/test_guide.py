@@ -10,7 +10,7 @@ from pathlib import Path
 import httpx
 from fastapi import FastAPI
 
-from kasir.processors.simulator.cards import TEST_CARDS
+from kasir.simulator.cards import TEST_CARDS
 from tests.support.builders import make_merchant
 from tests.support.wire import auth
 

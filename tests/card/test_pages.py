@@ -10,7 +10,7 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from kasir.card.service import expire_due_card_orders
+from kasir.card.jobs import expire_due_card_orders
 from kasir.config import get_settings
 from kasir.kit.clock import clock
 from tests.support import builders

@@ -21,7 +21,7 @@ from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import Settings
 from kasir.db import Database
 from kasir.db.sqlite import WriteSeatHeldTooLong
-from kasir.processors.simulator import Simulator
+from kasir.simulator import Simulator
 from tests.conftest import TEST_DB
 from tests.db.probe import ADD, add, metadata, names, names_on_disk
 from tests.support.builders import make_merchant

@@ -11,16 +11,15 @@ from fastapi import FastAPI
 from sqlalchemy import text
 
 from kasir.config import Settings
-from kasir.db import Base, Database, upgrade_schema
-from kasir.models import import_all_models
+from kasir.db import Database, upgrade_schema
+from kasir.models import metadata
 from tests.support.engine import engine_of
 
 
 async def test_migration_matches_the_model(app: FastAPI) -> None:
-    import_all_models()
     async with engine_of(app.state.database) as engine, engine.connect() as connection:
         diffs = await connection.run_sync(
-            lambda sync: compare_metadata(MigrationContext.configure(sync, opts={"compare_type": False}), Base.metadata)
+            lambda sync: compare_metadata(MigrationContext.configure(sync, opts={"compare_type": False}), metadata)
         )
     assert [d for d in diffs if "idempotency_key" in repr(d)] == []
 

@@ -15,7 +15,7 @@ from kasir.callbacks.worker import DeliveryWorker
 from kasir.config import Settings
 from kasir.db import Database, Session, fetch_value
 from kasir.errors import RequestInProgress, UnprocessableEntity
-from kasir.idempotency import service
+from kasir.idempotency import jobs, service
 from kasir.idempotency.repository import NewKey, idempotency_repository
 from kasir.kit.clock import clock
 from tests.support.builders import make_merchant
@@ -157,15 +157,15 @@ async def test_an_expired_key_is_a_new_key_and_the_purge_removes_it(app: FastAPI
     # Database, and every earlier test's worker on the session's Database moved it, on clocks of its own;
     # clearing it is the only way to a known start. No await from here to the purge: a worker would run
     # between awaits only.
-    service._purged_at.clear()
-    assert await service.purge_expired_keys(database) >= 1
+    jobs._purged_at.clear()
+    assert await jobs.purge_expired_keys(database) >= 1
     assert not await _key_exists(app, merchant.id, "old")
     assert await _key_exists(app, merchant.id, "later")
     clock.advance(31)  # "later" has expired now, within the minute of the last purge: it stays
-    assert await service.purge_expired_keys(database) == 0  # at most once a minute
+    assert await jobs.purge_expired_keys(database) == 0  # at most once a minute
     assert await _key_exists(app, merchant.id, "later")
     clock.advance(30)
-    await service.purge_expired_keys(database)  # it, or the worker's own pass, purges "later" now
+    await jobs.purge_expired_keys(database)  # it, or the worker's own pass, purges "later" now
     assert not await _key_exists(app, merchant.id, "later")
 
 
@@ -223,6 +223,6 @@ async def test_a_refusal_yields_to_an_answer_stored_in_between(app: FastAPI, mon
 
 def test_the_worker_runs_the_purge() -> None:
     """Without it the table only grows: the purge is one of the worker's scheduled jobs."""
-    from kasir.callbacks.worker import expiry_jobs
+    from kasir.jobs import JOBS
 
-    assert service.purge_expired_keys in expiry_jobs()
+    assert jobs.purge_expired_keys in JOBS

@@ -23,10 +23,11 @@ from kasir.db import Database, upgrade_schema
 from kasir.errors import InvalidToken
 from kasir.idempotency.service import request_fingerprint
 from kasir.kit.crypto import SecretBox
+from kasir.merchants.cli import reseal_all
 from kasir.merchants.repository import merchant_repository
-from kasir.merchants.sealing import SecretKeyMismatch, check_secret_key, reseal_all
+from kasir.merchants.sealing import SecretKeyMismatch, check_secret_key
 from kasir.merchants.service import CredentialKind, MerchantCredentials, merchant_service
-from kasir.processors.simulator.cards import check_one_time_password, one_time_password
+from kasir.simulator.cards import check_one_time_password, one_time_password
 from kasir.tokens.service import Product, mint_access_token, read_access_token
 from tests.conftest import TEST_SECRET_KEY
 from tests.support import builders
@@ -285,9 +286,11 @@ async def test_rotation_reseals_in_batches_leaves_a_concurrent_change_and_is_ide
             ("merchant", 15, 0),
             ("merchant_credential_grace", 1, 0),
         ]
-        await check_secret_key(database, new)  # opens, with a warning that a previous key is needed
+        async with database.unit_of_work(read_only=True) as session:
+            await check_secret_key(session, new)  # opens, with a warning that a previous key is needed
         with pytest.raises(SecretKeyMismatch, match="does not open the secrets stored in the database"):
-            await check_secret_key(database, SecretBox(KEY_B))
+            async with database.unit_of_work(read_only=True) as session:
+                await check_secret_key(session, SecretBox(KEY_B))
 
         # A writer that changed a row after it was read wins: the stale write changes nothing.
         async with database.unit_of_work() as session:
@@ -305,7 +308,8 @@ async def test_rotation_reseals_in_batches_leaves_a_concurrent_change_and_is_ide
         assert [(r.resealed, r.current) for r in again] == [(0, 15), (0, 1)]
 
         only_b = SecretBox(KEY_B)
-        await check_secret_key(database, only_b)
+        async with database.unit_of_work(read_only=True) as session:
+            await check_secret_key(session, only_b)
         async with database.unit_of_work(read_only=True) as session:
             for merchant_id in ids:
                 merchant = await merchant_service.get(session, merchant_id)

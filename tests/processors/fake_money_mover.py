@@ -100,7 +100,11 @@ class FakeMoneyMover:
                     url = f"{self.base_url}/challenge/{key[0]}/{key[1]}"
                     self.decisions[key] = {"result": "challenge", "message": "3-D Secure", "redirect_url": url}
                 else:
-                    self.decisions[key] = {"result": "declined", "message": "Do not honour (fake acquirer)"}
+                    self.decisions[key] = {
+                        "result": "declined",
+                        "message": "Do not honour (fake acquirer)",
+                        "reason": "do_not_honour",
+                    }
             return JSONResponse(self.decisions[key])
         if path in ("/v1/card/challenges", "/v1/card/status"):
             return JSONResponse(self.decisions[(data["reference"], data["attempt"])])

@@ -30,7 +30,7 @@ from kasir.kit.clock import clock
 from kasir.processors.calls import PendingCall, finish_stalled_calls, stalled_after
 from kasir.processors.models import ProcessorCall
 from kasir.processors.protocols import CardCharge, CardDecision, ProcessorUnavailable
-from kasir.processors.simulator import SimulatedAcquirer, SimulatedIssuer
+from kasir.simulator import SimulatedAcquirer, SimulatedIssuer
 from kasir.wallet.models import WalletTransaction
 from tests.support.builders import make_merchant
 from tests.support.wire import auth, compact

@@ -13,7 +13,7 @@ from kasir.processors.registry import ConfigurationError, check_configuration, p
 from tests.support.cli import run_kasir
 
 FAKE_PACKAGE = """
-from kasir.processors.simulator import SimulatedIssuer
+from kasir.simulator import SimulatedIssuer
 
 class OnlyWallet:
     name = "onlywallet"

@@ -117,9 +117,7 @@ async def test_bnpl_checkout_answers_feature_not_allowed(app: FastAPI, client: h
     assert await count(app, BnplTransaction, BnplTransaction.partner_reference_no == number) == 0
 
 
-async def test_readyz_says_which_products_are_live(
-    client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_readyz_says_which_products_are_live(client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch) -> None:
     ready = (await client.get("/readyz")).json()
     assert ready["products"] == {"card": "simulator", "wallet": "simulator", "bnpl": "simulator"}
     monkeypatch.setattr(get_settings(), "processors", "wallet=simulator")

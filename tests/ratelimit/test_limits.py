@@ -23,8 +23,9 @@ from sqlalchemy import func, select
 from kasir.config import get_settings
 from kasir.db import Database, fetch_value
 from kasir.kit.clock import clock
+from kasir.ratelimit.jobs import purge_expired_counters
 from kasir.ratelimit.models import RateLimitCounter
-from kasir.ratelimit.service import AuthenticationLocked, purge_expired_counters, rate_limits
+from kasir.ratelimit.service import AuthenticationLocked, rate_limits
 from tests.conftest import TEST_ADMIN_TOKEN, TEST_DB
 from tests.console.helpers import make_user, sign_in
 from tests.support import builders

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from kasir.callbacks.models import Callback
 from kasir.db import fetch, fetch_value
 from kasir.kit.clock import clock, parse_aware
-from kasir.wallet.service import expire_due_wallet_transactions
+from kasir.wallet.jobs import expire_due_wallet_transactions
 from tests.support import builders
 from tests.support.builders import make_merchant
 from tests.support.receiver import Answer, CallbackReceiver

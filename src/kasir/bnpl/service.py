@@ -18,11 +18,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Protocol, TypeVar
-from weakref import WeakKeyDictionary
 
 from pydantic import BaseModel, ValidationError
 
@@ -42,7 +41,7 @@ from kasir.callbacks.models import CallbackKind
 from kasir.callbacks.service import SignedIds, callback_outbox
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import get_settings
-from kasir.db import Database, Session, each_in_own_unit_of_work
+from kasir.db import Session
 from kasir.errors import (
     DuplicateReference,
     InvalidFieldFormat,
@@ -385,24 +384,3 @@ def transaction_body(tx: TransactionFields) -> dict[str, Any]:
         "validityPeriod": isoformat_seconds(tx.expires_at),
     }
     return body
-
-
-# --- expiry (the worker scheduler calls this) -----------------------------------------
-
-
-# Per Database object, held weakly: keyed by id(), a new database (each test's) could inherit a dead
-# one's date and skip its purge.
-_purged_on: WeakKeyDictionary[Database, date] = WeakKeyDictionary()
-
-
-async def expire_due_bnpl_transactions(database: Database) -> int:
-    """Move every Initiated transaction past its validityPeriod to 05 Expired; each in its own unit of work."""
-    async with database.unit_of_work(read_only=True) as session:
-        due = await bnpl_repository.due_for_expiry(session, clock.now())
-    today = clock.local_now().date()
-    if _purged_on.get(database) != today:
-        # X-EXTERNAL-ID is unique per day: ids older than yesterday are no longer needed (once a day).
-        async with database.unit_of_work() as session:
-            await bnpl_repository.forget_external_ids_before(session, today - timedelta(days=1))
-        _purged_on[database] = today
-    return await each_in_own_unit_of_work(database, due, bnpl_service.expire, what="bnpl expiry")

@@ -24,6 +24,7 @@ from kasir.kit.clock import parse_aware
 from kasir.kit.logs import configure_logging
 from kasir.merchants.sealing import SecretKeyMismatch, check_secret_key
 from kasir.merchants.service import secret_box
+from kasir.products import declare_products
 
 log = logging.getLogger("kasir.worker")
 callbacks_app = typer.Typer(help="Inspect and replay callbacks.", no_args_is_help=True)
@@ -42,6 +43,7 @@ def worker(
     """Deliver callbacks and run expiries as a separate process (SIGTERM finishes in-flight attempts)."""
 
     settings = get_settings()
+    declare_products()  # the processor calls a stopped process left, which the worker finishes
     # The same JSON lines as `kasir serve` (its app configures them): every attempt, every failure.
     configure_logging(settings.log_level, settings.log_format)
     port = settings.worker_metrics_port if metrics_port is None else metrics_port
@@ -52,7 +54,8 @@ def worker(
         database = Database(settings)
         try:
             await check_schema(database)
-            await check_secret_key(database, secret_box())  # it opens hash keys to sign callbacks
+            async with database.unit_of_work(read_only=True) as session:
+                await check_secret_key(session, secret_box())  # it opens hash keys to sign callbacks
             await run_worker_until_signalled(database, settings)
         finally:
             await database.dispose()

@@ -7,52 +7,30 @@ finish while a recording transaction commits are recorded together in the next o
 commit for all, not one each), and with a backlog a claim waits until a quarter of the
 slots are free, so one claim takes many callbacks rather than each finished attempt
 starting a claim of its own. An attempt is still recorded before its slot is given back. The
-same loop runs the expiry scheduler of the product rooms, so pending payments expire
-without any request. `stop()` (SIGTERM) finishes in-flight attempts, then returns.
+same loop runs the rooms' scheduled jobs (kasir.jobs: expiries, purges, stalled processor
+calls), so pending payments expire without any request. `stop()` (SIGTERM) finishes
+in-flight attempts, then returns.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib
 import logging
 import os
 import secrets
 import socket
-from collections.abc import Awaitable, Callable
 
 from kasir.callbacks.dispatcher import AttemptResult, ClaimedCallback, claim_due, record_attempts, send_attempt
 from kasir.callbacks.service import CALLBACKS_CHANNEL
 from kasir.config import Settings
 from kasir.db import Database
+from kasir.jobs import JOBS
 from kasir.kit.http_client import KeepAliveTransport
 
 log = logging.getLogger("kasir.worker")
 
-# (module, function(database) -> count): product rooms' expiry jobs, run when they exist.
-EXPIRY_JOBS = (
-    ("kasir.wallet.service", "expire_due_wallet_transactions"),
-    ("kasir.bnpl.service", "expire_due_bnpl_transactions"),
-    ("kasir.card.service", "expire_due_card_orders"),
-    ("kasir.idempotency.service", "purge_expired_keys"),
-    ("kasir.ratelimit.service", "purge_expired_counters"),
-    ("kasir.processors.calls", "finish_stalled_calls"),
-)
 EXPIRY_INTERVAL_SECONDS = 1.0
-
-
-def expiry_jobs() -> list[Callable[[Database], Awaitable[int]]]:
-    jobs = []
-    for module_name, function_name in EXPIRY_JOBS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError:
-            continue
-        job = getattr(module, function_name, None)
-        if job is not None:
-            jobs.append(job)
-    return jobs
 
 
 class DeliveryWorker:
@@ -216,11 +194,10 @@ class DeliveryWorker:
                     recorded.set_result(None)
 
     async def _expiry_scheduler(self) -> None:
-        jobs = expiry_jobs()
         while not self._stopping:
             self._expiry_passes_begun += 1
             this_pass = self._expiry_passes_begun
-            for job in jobs:
+            for job in JOBS:
                 try:
                     await job(self.database)
                 except Exception:

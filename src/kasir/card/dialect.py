@@ -71,7 +71,7 @@ from kasir.card.schemas import (
 from kasir.card.states import CardOrderStatus
 from kasir.errors import BadRequest, DuplicateReference, FeatureNotAllowed, FieldError, from_pydantic_errors
 from kasir.kit.fields import http_url
-from kasir.processors.protocols import CardDetails
+from kasir.processors.protocols import CardDetails, DeclineReason
 
 DIALECT_VERSION = "v3"  # x-version of every dialect request; recorded on its payments
 RESPONSE_TYPES = ("html", "url")
@@ -82,17 +82,17 @@ INSTALMENT_TENORS = (3, 6, 12)
 SUCCESS_MESSAGE = "Success"
 DIRECT_3DS_REFUSED = "3-D Secure authentication is not available on a direct charge"
 
-# transaction_code of a direct charge's outcome, by the acquirer's message (ISO 8583 response codes);
-# a decline not named here is 05 (do not honour).
-TRANSACTION_CODES = {
-    "Approved": "00",
-    "Card declined by the issuer": "05",
-    "Insufficient funds": "51",
-    "Expired card": "54",
-    "Issuer not responding": "91",
-    "Card not recognised by the staging issuer; use a test card": "14",
-    DIRECT_3DS_REFUSED: "1A",
+# transaction_code of a direct charge's failure, by the acquirer's decline reason (ISO 8583 response
+# codes); a decline with no reason named here is 05 (do not honour), the dialect's own refusal of a
+# challenge 1A.
+TRANSACTION_CODES: dict[DeclineReason, str] = {
+    DeclineReason.DO_NOT_HONOUR: "05",
+    DeclineReason.INSUFFICIENT_FUNDS: "51",
+    DeclineReason.EXPIRED_CARD: "54",
+    DeclineReason.ISSUER_UNAVAILABLE: "91",
+    DeclineReason.INVALID_CARD: "14",
 }
+CHALLENGE_REFUSED_CODE = "1A"
 
 
 # --- errors ------------------------------------------------------------------------------
@@ -439,18 +439,29 @@ def refuses_challenge(details: dict[str, Any]) -> bool:
     return isinstance(answer, dict) and answer.get("kind") == "direct"
 
 
-def dialect_body(answer: dict[str, Any], order: CardOrderRow, attempt: CardAttemptRow, link: str) -> dict[str, Any]:
-    """The dialect's answer to a charge the acquirer decided (`link`: the camelCase answer's)."""
+def dialect_body(
+    answer: dict[str, Any], order: CardOrderRow, attempt: CardAttemptRow, link: str, reason: DeclineReason | None
+) -> dict[str, Any]:
+    """The dialect's answer to a charge the acquirer decided (`link`: the camelCase answer's; `reason`:
+    the acquirer's, when it declined)."""
     if answer.get("kind") == "direct":
-        return direct_answer(order, attempt, token=order.card_token or answer.get("token"))
+        return direct_answer(order, attempt, token=order.card_token or answer.get("token"), reason=reason)
     return charge_answer(link, str(answer.get("kind")))
 
 
-def direct_answer(order: CardOrderRow, attempt: CardAttemptRow | None, *, token: str | None) -> dict[str, Any]:
+def direct_answer(
+    order: CardOrderRow, attempt: CardAttemptRow | None, *, token: str | None, reason: DeclineReason | None
+) -> dict[str, Any]:
     """The direct charge's outcome: SUCCESS (with the stored card's `token`), or FAILED with the decline's
-    code and description."""
+    code (by the acquirer's `reason`) and description."""
     succeeded = order.status == CardOrderStatus.SUCCESS.value
     description = (attempt.response_message if attempt is not None else order.response_message) or ""
+    if succeeded:
+        code = "00"
+    elif description == DIRECT_3DS_REFUSED:
+        code = CHALLENGE_REFUSED_CODE
+    else:
+        code = TRANSACTION_CODES.get(reason, "05") if reason is not None else "05"
     number = attempt.number if attempt is not None else order.attempts_made
     transaction_data: dict[str, Any] = {
         "external_id": order.external_id,
@@ -464,7 +475,7 @@ def direct_answer(order: CardOrderRow, attempt: CardAttemptRow | None, *, token:
         {
             "token": token if succeeded else None,
             "status": "SUCCESS" if succeeded else "FAILED",
-            "transaction_code": "00" if succeeded else TRANSACTION_CODES.get(description, "05"),
+            "transaction_code": code,
             "transaction_description": description,
             "transaction_data": transaction_data,
         }

@@ -7,7 +7,7 @@
 
 The pages are the product's, in staging and production: the card goes to the configured
 acquirer (kasir.processors), which may send the customer to a challenge and back. The
-simulator's challenge page is the simulator's own (kasir.processors.simulator).
+simulator's challenge page is the simulator's own (kasir.simulator).
 
 The charge has one path on every database and setting: authenticate, parse (400 for the
 request's fields, 422 for the card's), check the callback URL (DNS: before any unit of work),
@@ -43,7 +43,7 @@ from kasir.db import ReadSession, Session
 from kasir.errors import FieldError, KasirError, NotFound, WireFormat, wire
 from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
 from kasir.kit.clock import clock
-from kasir.kit.pages import html_page
+from kasir.kit.pages import form_fields, html_page
 from kasir.processors.calls import CallInProgress, PendingCall
 from kasir.processors.registry import card_acquirer, page_of
 from kasir.ratelimit.service import source_address
@@ -160,16 +160,6 @@ def _page_path(order_id: str, suffix: str = "") -> str:
     return f"/card/pages/{order_id}{suffix}"
 
 
-async def _form(request: Request) -> dict[str, str]:
-    form = await request.form()
-    return {name: value for name, value in form.items() if isinstance(value, str)}
-
-
-def _attempt_number(form: dict[str, str]) -> int:
-    value = form.get("attempt", "")
-    return int(value) if value.isdigit() and len(value) < 6 else -1
-
-
 @router.get("/card/pages/{order_id}", response_class=HTMLResponse, **_PAGE)  # type: ignore[arg-type]
 async def payment_page(order_id: str, session: ReadSession) -> Response:
     order = await card_service.get(session, order_id)
@@ -203,8 +193,8 @@ async def pay(order_id: str, request: Request) -> Response:
     """One attempt: held in one unit of work, asked of the acquirer with none open, recorded in a
     second (kasir.processors.calls); the customer is sent on by what was recorded."""
     database = request.app.state.database
-    form = await _form(request)
-    attempt_number = _attempt_number(form)
+    form = await form_fields(request)
+    attempt_number = pages.attempt_number(form)
     # Kept for the page after a refusal: never the card number, never the CVN.
     tenor, save_card = form.get("tenor", "0"), form.get("saveCard") == "true"
     values: dict[str, Any] = {
@@ -279,14 +269,7 @@ def _page_card_fields(form: dict[str, str]) -> dict[str, str]:
 
 
 async def _refused(session: Session, order: Any, heading: str, *, status: int) -> HTMLResponse:
-    html = await pages.render_notice(
-        session,
-        order,
-        heading=heading,
-        message="Nothing was charged by this request. Open the payment page again to see where the payment stands.",
-        link=_page_path(order.id),
-    )
-    return html_page(html, status_code=status)
+    return html_page(await pages.render_refusal(session, order, heading), status_code=status)
 
 
 @router.get("/card/pages/{order_id}/return", **_PAGE)  # type: ignore[arg-type]
@@ -295,7 +278,7 @@ async def challenge_return(order_id: str, request: Request) -> Response:
     network), record it in one unit, and send the customer on (the merchant's returnUrl, or the
     page again with the reason when attempts are left)."""
     database = request.app.state.database
-    attempt_number = _attempt_number(dict(request.query_params))
+    attempt_number = pages.attempt_number(dict(request.query_params))
     async with database.unit_of_work(read_only=True) as session:
         order, attempt = await card_service.challenge(session, order_id)
     if attempt is None or attempt.number != attempt_number:

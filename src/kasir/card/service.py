@@ -56,7 +56,7 @@ from kasir.card.states import (
     transition,
 )
 from kasir.config import get_settings
-from kasir.db import Database, Session, each_in_own_unit_of_work
+from kasir.db import Database, Session
 from kasir.errors import (
     Conflict,
     DuplicateReference,
@@ -73,7 +73,7 @@ from kasir.kit.ids import new_id, new_sortable_id
 from kasir.kit.logs import annotate_request
 from kasir.merchants.basic_auth import BasicCaller, authenticate_basic_in
 from kasir.payments import metrics as payment_metrics
-from kasir.processors.calls import Call, PendingCall, recorded_card, register
+from kasir.processors.calls import Call, PendingCall, recorded_card
 from kasir.processors.protocols import CardCharge, CardDecision, CardResult
 from kasir.processors.registry import card_acquirer, require
 from kasir.processors.repository import processor_call_repository
@@ -612,7 +612,7 @@ class CardChargeAction:
     async def record(
         self, session: Session, call: Call, answer: CardDecision, *, fresh: bool
     ) -> tuple[CardOrderRow, CardAttemptRow, CardDecision | None]:
-        order, attempt, decision = await card_service.record_attempt(
+        order, attempt, _recorded = await card_service.record_attempt(
             session, call.reference, call.details["attempt"], answer if fresh else None
         )
         if fresh and refuses_challenge(call.details) and order.status == CardOrderStatus.AUTHENTICATING.value:
@@ -623,7 +623,9 @@ class CardChargeAction:
             finished = await card_repository.attempt(session, order.id, attempt.number)
             assert finished is not None
             attempt = finished
-        return order, attempt, decision
+        # The acquirer's decision, recorded now or by another unit (asked again, it answers the same):
+        # the dialect's answer needs its decline reason, which is not stored.
+        return order, attempt, answer
 
     async def undo(self, session: Session, call: Call, error: KasirError) -> None:
         await card_service.undo_attempt(
@@ -633,14 +635,12 @@ class CardChargeAction:
     async def respond(
         self, session: Session, call: Call, recorded: tuple[CardOrderRow, CardAttemptRow, CardDecision | None]
     ) -> Response:
-        order, attempt, _decision = recorded
+        order, attempt, decision = recorded
         outcome = ChargeOutcome.of(order, attempt.challenge_url)
         if DIALECT_ANSWER in call.details:  # the provider SDK's dialect (kasir.card.dialect)
-            return JSONResponse(dialect_body(call.details[DIALECT_ANSWER], order, attempt, outcome.link))
+            reason = decision.reason if decision is not None else None
+            return JSONResponse(dialect_body(call.details[DIALECT_ANSWER], order, attempt, outcome.link, reason))
         return JSONResponse(charge_body(outcome))
-
-
-register(CARD_CHARGE, CardChargeAction())
 
 
 def _pending(order_id: str, request: ChargeRequest) -> ChargeOutcome:
@@ -779,13 +779,3 @@ def dialect_callback_fields(order: CardOrderRow) -> dict[str, Any]:
         "tenor": tenor,
         "sub_merchant_id": order.sub_merchant_id,
     }
-
-
-# --- expiry (the worker scheduler calls this) -----------------------------------------------
-
-
-async def expire_due_card_orders(database: Database) -> int:
-    """Close every open order past its expiredTime (EXPIRED callback); each in its own unit of work."""
-    async with database.unit_of_work(read_only=True) as session:
-        due = await card_repository.due_for_expiry(session, clock.now())
-    return await each_in_own_unit_of_work(database, due, card_service.expire, what="card expiry")

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
+from kasir.kit.money import rupiah
+
 # Colours with at least 3:1 contrast against the white card (WCAG 1.4.11, graphical objects).
 COLOURS = {
     "paid": "#1a7f37",
@@ -96,8 +98,6 @@ def bar_chart(
 
 def overview_charts(overview: Any) -> dict[str, Chart]:
     """The Overview page's charts, from kasir.payments.service.Overview."""
-    from kasir.console.format import rupiah
-
     names = {"wallet": "Wallet", "bnpl": "BNPL", "card": "Card"}
     outcomes = ("paid", "refunded", "void", "pending", "expired", "failed")
     status_rows = [

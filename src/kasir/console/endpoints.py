@@ -8,6 +8,7 @@ audit pages are operators' only. Every state-changing request carries the sessio
 from __future__ import annotations
 
 import secrets
+from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Annotated
 from urllib.parse import urlencode
@@ -20,6 +21,7 @@ from kasir.callbacks.models import CallbackKind
 from kasir.config import get_settings
 from kasir.console.charts import overview_charts
 from kasir.console.service import AccountLocked, NotYours, SignInRefused, console_sessions
+from kasir.console.service import SignedIn as NewSession
 from kasir.console.web import (
     COOKIE,
     SIGN_IN_CSRF_COOKIE,
@@ -33,13 +35,13 @@ from kasir.console.web import (
     database,
     render,
 )
-from kasir.db import ReadSession, WriteSession
+from kasir.db import Database, ReadSession, WriteSession
 from kasir.errors import BadRequest
 from kasir.kit.clock import clock, parse_aware
 from kasir.kit.crypto import constant_time_equals, generate_rsa_private_key, private_key_pem, public_key_pem
 from kasir.kit.ids import INT64_MAX
 from kasir.merchants.service import CredentialKind, merchant_service
-from kasir.payments.repository import OUTCOME_NAMES, PRODUCTS
+from kasir.payments.repository import OUTCOME_NAMES, PRODUCTS, PaymentFilter
 from kasir.payments.service import parse_filter as payment_filter
 from kasir.payments.service import payment_actions, payments_service
 from kasir.ratelimit.service import AuthenticationLocked, rate_limits, source_address
@@ -89,7 +91,7 @@ async def sign_in(
     else:
         try:
             await rate_limits.before_authentication(database(request), address)
-            signed_in = await console_sessions.sign_in(database(request), email, password, client_ip(request))
+            signed_in = await _sign_in(database(request), email, password, client_ip(request))
         except AuthenticationLocked as exc:
             error, status, headers = _TOO_MANY_SIGN_INS, exc.http_status, exc.headers
         except (SignInRefused, AccountLocked) as exc:
@@ -115,6 +117,20 @@ async def sign_in(
     return response
 
 
+async def _sign_in(database: Database, email: str, password: str, ip: str | None) -> NewSession:
+    """A new session, or SignInRefused / AccountLocked: each step in a short unit of its own, the password
+    verified between them, never inside one (kasir.console.service.ConsoleSessionService)."""
+    async with database.unit_of_work(read_only=True) as session:
+        signing_in = await console_sessions.signing_in(session, email)
+    checked = await console_sessions.check_password(signing_in, password)
+    if not checked.right:
+        async with database.unit_of_work() as session:
+            failed = await console_sessions.record_failure(session, checked, ip)
+        await console_sessions.refuse(failed)
+    async with database.unit_of_work() as session:
+        return await console_sessions.start_session(session, checked, ip)
+
+
 def _sign_in_cookie(response: Response, token: str) -> None:
     response.set_cookie(
         SIGN_IN_CSRF_COOKIE,
@@ -134,8 +150,8 @@ def _local(target: str) -> str:
 
 
 @router.post("/sign-out")
-async def sign_out(request: Request, viewer: Checked) -> Response:
-    await console_sessions.sign_out(database(request), viewer, client_ip(request))
+async def sign_out(request: Request, viewer: Checked, session: WriteSession) -> Response:
+    await console_sessions.sign_out(session, viewer, client_ip(request))
     response = RedirectResponse("/console/sign-in?signed_out=1", status_code=303)
     response.delete_cookie(COOKIE, path="/console")
     return response
@@ -235,13 +251,26 @@ async def payments_csv(
     )
     stamp = clock.local_now().strftime("%Y%m%d-%H%M%S")
     return StreamingResponse(
-        payments_service.export_csv(database(request), where),
+        _csv_pages(database(request), where),
         media_type="text/csv; charset=utf-8",
         headers={
             "content-disposition": f'attachment; filename="kasir-payments-{stamp}.csv"',
             "cache-control": "no-store",
         },
     )
+
+
+async def _csv_pages(database: Database, where: PaymentFilter) -> AsyncIterator[str]:
+    """The export, a page at a time, each page read in a short read-only unit of its own."""
+    yield payments_service.csv_header()
+    after = None
+    while True:
+        async with database.unit_of_work(read_only=True) as session:
+            page, after = await payments_service.csv_page(session, where, after)
+        if page:
+            yield page
+        if after is None:
+            return
 
 
 @router.get("/payments/{payment_id}")
@@ -261,15 +290,19 @@ async def refund(
     amount: Annotated[int, Form(ge=1)],
     reason: Annotated[str, Form(max_length=255)] = "",
 ) -> Response:
-    await payment_actions.refund(
-        request.app.state.database, viewer.scope, payment_id, amount, reason or None, viewer.actor(client_ip(request))
-    )
+    async with database(request).unit_of_work() as session:
+        held = await payment_actions.refund(
+            session, viewer.scope, payment_id, amount, reason or None, viewer.actor(client_ip(request))
+        )
+    await held.complete(database(request))
     return _back(payment_id, "refunded")
 
 
 @router.post("/payments/{payment_id}/void")
 async def void(request: Request, payment_id: str, viewer: Checked) -> Response:
-    await payment_actions.void(request.app.state.database, viewer.scope, payment_id, viewer.actor(client_ip(request)))
+    async with database(request).unit_of_work() as session:
+        held = await payment_actions.void(session, viewer.scope, payment_id, viewer.actor(client_ip(request)))
+    await held.complete(database(request))
     return _back(payment_id, "voided")
 
 

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import Any
+from typing import Any, NoReturn
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -40,7 +40,7 @@ from kasir.audit.service import Actor, audit
 from kasir.config import get_settings
 from kasir.console.models import Role
 from kasir.console.repository import ConsoleSessionRow, ConsoleUserRow, console_repository
-from kasir.db import Database, Session
+from kasir.db import Session
 from kasir.errors import BadRequest, Conflict, KasirError, NotFound, TooManyRequests
 from kasir.kit.clock import clock
 from kasir.kit.crypto import constant_time_equals
@@ -307,88 +307,131 @@ class ConsoleUserService:
         return user, password
 
 
+@dataclass(frozen=True, slots=True)
+class SigningIn:
+    """Who is signing in: the email as given (normalised) and its user, if any."""
+
+    email: str
+    user: ConsoleUserRow | None
+
+
+@dataclass(frozen=True, slots=True)
+class PasswordChecked:
+    """A known, enabled, unlocked user whose password was verified: `right` or not; `new_hash` when
+    the stored hash's parameters are out of date (re-hashed, before any unit opens)."""
+
+    email: str
+    user: ConsoleUserRow
+    right: bool
+    new_hash: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FailedSignIn:
+    failures: int
+    locked_until: datetime | None
+
+
 class ConsoleSessionService:
-    async def sign_in(self, database: Database, email: str, password: str, ip: str | None) -> SignedIn:
-        """A new session, or SignInRefused / AccountLocked. Each opens its own short units of work:
-        the password is verified between them, never inside one."""
-        settings = get_settings()
+    """Sign-in is three steps, each in its caller's unit of work or none: `signing_in` reads the user
+    (a read unit), `check_password` verifies the password with no unit open (Argon2, on a thread), then
+    `record_failure` (a write unit) and `refuse`, or `start_session` (a write unit)."""
+
+    async def signing_in(self, session: Session, email: str) -> SigningIn:
         email = email.strip().lower()[:254]
-        async with database.unit_of_work(read_only=True) as session:
-            user = await console_repository.user_by_email(session, email)
-        now = clock.now()
-        if user is not None and user.locked_until is not None and user.locked_until > now:
+        return SigningIn(email, await console_repository.user_by_email(session, email))
+
+    async def check_password(self, signing_in: SigningIn, password: str) -> PasswordChecked:
+        """AccountLocked, or SignInRefused for an unknown or disabled user (after as long as a wrong
+        password takes); otherwise whether the password is right."""
+        user = signing_in.user
+        if user is not None and user.locked_until is not None and user.locked_until > clock.now():
             raise AccountLocked(user.locked_until)
         if user is None or user.disabled_at is not None:
             await verify_password(_dummy_hash(), password)
-            await asyncio.sleep(settings.console_sign_in_delay_seconds)
+            await asyncio.sleep(get_settings().console_sign_in_delay_seconds)
             raise SignInRefused()
         if not await verify_password(user.password_hash, password):
-            async with database.unit_of_work() as session:
-                failures = await console_repository.count_failure(session, user.id, clock.now())
-                locked_until = None
-                if failures >= settings.console_lock_after:
-                    locked_until = clock.now() + timedelta(minutes=settings.console_lock_minutes)
-                    await console_repository.lock(session, user.id, locked_until)
-                    await audit.record(
-                        session,
-                        Actor(f"console:{email}", "console", ip, user.id),
-                        "user.locked",
-                        target_type="console_user",
-                        target_id=email,
-                        merchant_id=user.merchant_id,
-                        after={"failed_sign_ins": failures, "locked_until": locked_until},
-                    )
-            await asyncio.sleep(settings.console_sign_in_delay_seconds * min(failures, 4))
-            if locked_until is not None:
-                raise AccountLocked(locked_until)
-            raise SignInRefused()
+            return PasswordChecked(signing_in.email, user, right=False)
         rehash = _hasher().check_needs_rehash(user.password_hash)
         new_hash = await hash_password(password) if rehash else None
-        token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
-        lifetime = timedelta(hours=settings.console_session_hours)
-        async with database.unit_of_work() as session:
-            fresh = await console_repository.user(session, user.id)
-            if fresh is None or fresh.disabled_at is not None:
-                raise SignInRefused()
-            now = clock.now()
-            fresh.failed_sign_ins = 0
-            fresh.last_sign_in_at = now
-            changed: tuple[str, ...] = ("failed_sign_ins", "last_sign_in_at")
-            if new_hash is not None:
-                fresh.password_hash = new_hash
-                changed += ("password_hash",)
-            await console_repository.save_user(session, fresh, changed)
-            await console_repository.add_session(
-                session,
-                ConsoleSessionRow(
-                    id=session_key(token),
-                    user_id=user.id,
-                    csrf_token=csrf,
-                    ip=ip,
-                    created_at=now,
-                    last_seen_at=now,
-                    expires_at=now + lifetime,
-                    revoked_at=None,
-                ),
-            )
+        return PasswordChecked(signing_in.email, user, right=True, new_hash=new_hash)
+
+    async def record_failure(self, session: Session, checked: PasswordChecked, ip: str | None) -> FailedSignIn:
+        """One more failure in a row; KASIR_CONSOLE_LOCK_AFTER of them lock the account (audited)."""
+        settings = get_settings()
+        user = checked.user
+        failures = await console_repository.count_failure(session, user.id, clock.now())
+        locked_until = None
+        if failures >= settings.console_lock_after:
+            locked_until = clock.now() + timedelta(minutes=settings.console_lock_minutes)
+            await console_repository.lock(session, user.id, locked_until)
             await audit.record(
                 session,
-                Actor(f"console:{email}", "console", ip, user.id),
-                "user.sign_in",
+                Actor(f"console:{checked.email}", "console", ip, user.id),
+                "user.locked",
                 target_type="console_user",
-                target_id=email,
+                target_id=checked.email,
                 merchant_id=user.merchant_id,
+                after={"failed_sign_ins": failures, "locked_until": locked_until},
             )
+        return FailedSignIn(failures, locked_until)
+
+    async def refuse(self, failed: FailedSignIn) -> NoReturn:
+        """After the failure is recorded (its unit committed): wait longer the more failures, then refuse."""
+        await asyncio.sleep(get_settings().console_sign_in_delay_seconds * min(failed.failures, 4))
+        if failed.locked_until is not None:
+            raise AccountLocked(failed.locked_until)
+        raise SignInRefused()
+
+    async def start_session(self, session: Session, checked: PasswordChecked, ip: str | None) -> SignedIn:
+        """A new session for a right password, or SignInRefused when the user was disabled meanwhile."""
+        user = checked.user
+        token, csrf = secrets.token_urlsafe(32), secrets.token_urlsafe(32)
+        lifetime = timedelta(hours=get_settings().console_session_hours)
+        fresh = await console_repository.user(session, user.id)
+        if fresh is None or fresh.disabled_at is not None:
+            raise SignInRefused()
+        now = clock.now()
+        fresh.failed_sign_ins = 0
+        fresh.last_sign_in_at = now
+        changed: tuple[str, ...] = ("failed_sign_ins", "last_sign_in_at")
+        if checked.new_hash is not None:
+            fresh.password_hash = checked.new_hash
+            changed += ("password_hash",)
+        await console_repository.save_user(session, fresh, changed)
+        await console_repository.add_session(
+            session,
+            ConsoleSessionRow(
+                id=session_key(token),
+                user_id=user.id,
+                csrf_token=csrf,
+                ip=ip,
+                created_at=now,
+                last_seen_at=now,
+                expires_at=now + lifetime,
+                revoked_at=None,
+            ),
+        )
+        await audit.record(
+            session,
+            Actor(f"console:{checked.email}", "console", ip, user.id),
+            "user.sign_in",
+            target_type="console_user",
+            target_id=checked.email,
+            merchant_id=user.merchant_id,
+        )
         viewer = Viewer(user.id, user.email, Role(user.role), user.merchant_id, session_key(token), csrf)
         return SignedIn(token, viewer, int(lifetime.total_seconds()))
 
-    async def viewer(self, database: Database, token: str | None) -> Viewer:
-        """The signed-in user of a session cookie, or SignInRequired (no session, ended, user disabled)."""
+    async def viewer(self, session: Session, token: str | None) -> tuple[Viewer, bool]:
+        """The signed-in user of a session cookie, or SignInRequired (no session, ended, user disabled); and
+        whether the session's last_seen_at is due to be moved (`touch`: one write a minute at most, not one
+        per page)."""
         if not token or len(token) > 128:
             raise SignInRequired()
         key = session_key(token)
-        async with database.unit_of_work(read_only=True) as session:
-            found = await console_repository.session_with_user(session, key)
+        found = await console_repository.session_with_user(session, key)
         if found is None:
             raise SignInRequired()
         row, user = found
@@ -401,22 +444,22 @@ class ConsoleSessionService:
             or user.disabled_at is not None
         ):
             raise SignInRequired("Your session has ended. Please sign in again.")
-        if now - row.last_seen_at > timedelta(seconds=60):  # one write a minute at most, not one per page
-            async with database.unit_of_work() as session:
-                await console_repository.touch(session, key, now)
-        return Viewer(user.id, user.email, Role(user.role), user.merchant_id, key, row.csrf_token)
+        viewer = Viewer(user.id, user.email, Role(user.role), user.merchant_id, key, row.csrf_token)
+        return viewer, now - row.last_seen_at > timedelta(seconds=60)
 
-    async def sign_out(self, database: Database, viewer: Viewer, ip: str | None) -> None:
-        async with database.unit_of_work() as session:
-            await console_repository.revoke(session, viewer.session_id, clock.now())
-            await audit.record(
-                session,
-                viewer.actor(ip),
-                "user.sign_out",
-                target_type="console_user",
-                target_id=viewer.email,
-                merchant_id=viewer.merchant_id,
-            )
+    async def touch(self, session: Session, viewer: Viewer) -> None:
+        await console_repository.touch(session, viewer.session_id, clock.now())
+
+    async def sign_out(self, session: Session, viewer: Viewer, ip: str | None) -> None:
+        await console_repository.revoke(session, viewer.session_id, clock.now())
+        await audit.record(
+            session,
+            viewer.actor(ip),
+            "user.sign_out",
+            target_type="console_user",
+            target_id=viewer.email,
+            merchant_id=viewer.merchant_id,
+        )
 
     def check_csrf(self, viewer: Viewer, given: str | None) -> None:
         if not given or not constant_time_equals(given, viewer.csrf_token):

@@ -17,13 +17,13 @@ from fastapi import Depends, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.routing import APIRoute
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from kasir.console.charts import bar_chart
-from kasir.console.format import jakarta_time, rupiah
+from kasir.console.format import jakarta_time
 from kasir.console.service import CsrfRefused, SignInRequired, Viewer, console_sessions
 from kasir.db import Database
 from kasir.errors import KasirError
+from kasir.kit.templates import templates
 
 log = logging.getLogger("kasir.console")
 
@@ -42,13 +42,6 @@ SECURITY_HEADERS = {
     "permissions-policy": "camera=(), microphone=(), geolocation=()",
 }
 
-templates = Environment(
-    loader=FileSystemLoader(Path(__file__).parent / "pages"),
-    autoescape=select_autoescape(["html"], default=True),
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
-templates.filters["rupiah"] = rupiah
 templates.filters["jakarta"] = jakarta_time
 templates.globals["bar_chart"] = bar_chart
 
@@ -83,7 +76,9 @@ templates.filters["changes"] = audit_changes
 def render(
     request: Request, name: str, status_code: int = 200, viewer: Viewer | None = None, **context: Any
 ) -> HTMLResponse:
-    html = templates.get_template(name).render(request=request, viewer=viewer, path=request.url.path, **context)
+    html = templates.get_template(f"console/{name}").render(
+        request=request, viewer=viewer, path=request.url.path, **context
+    )
     return HTMLResponse(html, status_code=status_code, headers={"cache-control": "no-store"})
 
 
@@ -143,7 +138,11 @@ def _sign_in_again(request: Request, exc: SignInRequired) -> Response:
 
 
 async def current_viewer(request: Request) -> Viewer:
-    viewer = await console_sessions.viewer(database(request), request.cookies.get(COOKIE))
+    async with database(request).unit_of_work(read_only=True) as session:
+        viewer, touch_due = await console_sessions.viewer(session, request.cookies.get(COOKIE))
+    if touch_due:
+        async with database(request).unit_of_work() as session:
+            await console_sessions.touch(session, viewer)
     request.state.viewer = viewer
     return viewer
 

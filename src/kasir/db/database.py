@@ -5,7 +5,7 @@ success and rolls back on any exception; actions registered with `on_commit()` r
 successful commit. `Database(settings)` chooses the strategy once, from the URL:
 
 - `kasir.db.sqlite`: the embedded file on Python's sqlite3, statements inline, group commit.
-- `kasir.db.postgres`: asyncpg's pool, a transaction per write unit, LISTEN/NOTIFY.
+- `kasir.db.postgres`: a queue of asyncpg connections, a transaction per write unit, LISTEN/NOTIFY.
 
 Nothing outside this package names a dialect or a driver.
 """

@@ -33,7 +33,7 @@ key's answer in a second unit. Until then the key answers 409 REQUEST_IN_PROGRES
                                    SQLite a process's writers take turns, so the first has finished)
 
 each in the route's own wire format (kasir.errors). Keys are scoped by merchant and route, and
-expire after 24 hours (`purge_expired_keys`, run by the worker).
+expire after 24 hours (`kasir.idempotency.jobs.purge_expired_keys`, run by the worker).
 
     KasirError
     ├── Conflict
@@ -47,7 +47,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from functools import lru_cache
 from typing import Protocol, runtime_checkable
 
@@ -248,21 +248,3 @@ def _replay(stored: StoredKey) -> Response:
     headers: dict[str, str] = json.loads(stored.response_headers or "{}")
     headers[REPLAYED_HEADER] = "true"
     return Response(stored.response_body, status_code=stored.response_status, headers=headers)
-
-
-# --- expiry (the worker's scheduler calls this) ----------------------------------------------
-
-_purged_at: dict[int, datetime] = {}
-PURGE_EVERY = timedelta(minutes=1)
-
-
-async def purge_expired_keys(database: Database) -> int:
-    """Delete the keys past their 24 hours, at most once a minute per database."""
-    now = clock.now()
-    last = _purged_at.get(id(database))
-    if last is not None and now - last < PURGE_EVERY:
-        return 0
-    async with database.unit_of_work() as session:
-        purged = await idempotency_repository.purge(session, now)
-    _purged_at[id(database)] = now
-    return purged

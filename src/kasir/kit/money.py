@@ -33,3 +33,18 @@ def round_half_up_rupiah(amount: Decimal) -> Decimal:
 
 def ceil_rupiah(amount: Decimal) -> Decimal:
     return amount.quantize(RUPIAH, rounding=ROUND_CEILING)
+
+
+def rupiah(amount: int | Decimal | None, *, compact: bool = False) -> str:
+    """`150000` -> `Rp 150.000` (Indonesian thousands separator); BNPL's cents keep two decimals when they
+    are not zero (`Rp 150.000,50`); None -> "". `compact`: no space after the symbol (`Rp150.000`), as the
+    customer's pages (the card page, the simulator's pages) write it."""
+    if amount is None:
+        return ""
+    value = Decimal(amount)
+    whole = int(value)
+    text = f"{abs(whole):,}".replace(",", ".")
+    cents = abs(value - whole)
+    if cents:
+        text += "," + f"{cents:.2f}"[2:]
+    return ("-" if value < 0 else "") + ("Rp" if compact else "Rp ") + text

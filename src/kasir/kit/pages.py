@@ -9,6 +9,7 @@ from __future__ import annotations
 import hmac
 from functools import lru_cache
 
+from fastapi import Request
 from fastapi.responses import HTMLResponse
 
 from kasir.config import get_settings
@@ -45,3 +46,9 @@ def form_token(form: str, subject: str) -> str:
 def check_form_token(form: str, subject: str, token: str | None) -> bool:
     """Compared in constant time."""
     return token is not None and constant_time_equals(form_token(form, subject), token)
+
+
+async def form_fields(request: Request) -> dict[str, str]:
+    """A page form's text fields (files, never sent by Kasir's pages, are left out)."""
+    form = await request.form()
+    return {name: value for name, value in form.items() if isinstance(value, str)}

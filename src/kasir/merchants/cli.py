@@ -22,8 +22,8 @@ from kasir.kit.crypto import (
     public_key_fingerprint,
     public_key_pem,
 )
-from kasir.merchants.repository import MerchantRow
-from kasir.merchants.sealing import BATCH_ROWS, Resealed, reseal_all
+from kasir.merchants.repository import SEALED, MerchantRow
+from kasir.merchants.sealing import BATCH_ROWS, Resealed, record_rotation, reseal_batch
 from kasir.merchants.service import CredentialKind, MerchantCredentials, merchant_service, validate_public_key
 
 merchant_app = typer.Typer(help="Create and inspect merchants.", no_args_is_help=True)
@@ -335,6 +335,28 @@ def remove_sub_merchant(merchant_id: str, sub_merchant_id: str) -> None:
 # --- kasir secrets: KASIR_SECRET_KEY rotation (kasir.merchants.sealing) ----------------------
 
 secrets_app = typer.Typer(help="The merchant secrets KASIR_SECRET_KEY seals.", no_args_is_help=True)
+
+
+async def reseal_all(
+    database: Database, box: SecretBox, *, write: bool = True, batch_rows: int = BATCH_ROWS
+) -> list[Resealed]:
+    """Every sealed value re-sealed with `box`'s current key, one unit of work per batch of rows, so a
+    rotation never holds the write seat (or row locks) for the whole table; then the run's audit entry in
+    a unit of its own (`write=False`: only counted, nothing recorded)."""
+    reports = []
+    for table in SEALED:
+        report = Resealed(table)
+        after: str | int | None = None
+        while True:
+            async with database.unit_of_work(read_only=not write) as session:
+                after = await reseal_batch(session, box, report, after, write=write, batch_rows=batch_rows)
+            if after is None:
+                break
+        reports.append(report)
+    if write:
+        async with database.unit_of_work() as session:
+            await record_rotation(session, reports)
+    return reports
 
 
 def _reseal(*, write: bool, batch_rows: int) -> list[Resealed]:

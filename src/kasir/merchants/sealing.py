@@ -11,9 +11,10 @@ key in KASIR_SECRET_KEY_PREVIOUS too, until it expires.
 
 Rotating (README "Rotating the secret key"): every process gets KASIR_SECRET_KEY=new and
 KASIR_SECRET_KEY_PREVIOUS=old; `kasir secrets rotate` re-seals every value with the new key, one
-transaction per batch of rows; then the old key can go. A row whose value changed between the read and
-the write (a merchant's rotation meanwhile) is left as the other writer made it, sealed with the key that
-writer had: a second run says whether anything still needs a previous key.
+transaction per batch of rows (`reseal_batch`, in a unit the command opens); then the old key can go.
+A row whose value changed between the read and the write (a merchant's rotation meanwhile) is left as
+the other writer made it, sealed with the key that writer had: a second run says whether anything
+still needs a previous key.
 
 At start-up (`kasir serve`, `kasir worker`, the app's lifespan) `check_secret_key` opens a sample of
 the sealed values, so a wrong key stops the process there instead of answering 500 later.
@@ -25,7 +26,7 @@ import logging
 from dataclasses import dataclass, field
 
 from kasir.audit.service import Actor, audit
-from kasir.db import Database, Session
+from kasir.db import Session
 from kasir.kit.crypto import SecretBox
 from kasir.merchants.repository import SEALED, merchant_repository
 
@@ -57,45 +58,36 @@ class Resealed:
         }
 
 
-async def reseal_all(
-    database: Database, box: SecretBox, *, write: bool = True, batch_rows: int = BATCH_ROWS
-) -> list[Resealed]:
-    """Every sealed value re-sealed with `box`'s current key, one transaction per batch of rows
-    (`write=False`: only counted). Idempotent: a value already sealed with the current key is not written."""
-    reports = [await _reseal_table(database, box, table, write=write, batch_rows=batch_rows) for table in SEALED]
-    if write:
-        async with database.unit_of_work() as session:
-            await record_rotation(session, reports)
-    return reports
-
-
-async def _reseal_table(database: Database, box: SecretBox, table: str, *, write: bool, batch_rows: int) -> Resealed:
-    report = Resealed(table)
+async def reseal_batch(
+    session: Session, box: SecretBox, report: Resealed, after: str | int | None, *, write: bool, batch_rows: int
+) -> str | int | None:
+    """The next batch of `report.table`'s rows after `after`, re-sealed with `box`'s current key in the
+    caller's unit (`write=False`: only counted into `report`); the id to go on after, or None at the end.
+    Idempotent: a value already sealed with the current key is not written."""
+    table = report.table
     column_names = SEALED[table].column_names
-    after: str | int | None = None
-    while True:
-        async with database.unit_of_work(read_only=not write) as session:
-            rows = await merchant_repository.sealed_batch(session, table, after, batch_rows)
-            for row_id, *values in rows:
-                new = list(values)
-                for i, value in enumerate(values):
-                    try:
-                        resealed = box.reseal(value)
-                    except ValueError:
-                        report.unreadable.append(f"{table} {row_id} {column_names[i]}")
-                        continue
-                    if resealed is None:
-                        report.current += 1
-                    else:
-                        new[i] = resealed
-                to_write = sum(a != b for a, b in zip(values, new, strict=True))
-                if to_write and write and not await merchant_repository.reseal(session, table, row_id, values, new):
-                    report.changed_meanwhile += to_write
-                else:
-                    report.resealed += to_write
-        if len(rows) < batch_rows:
-            return report
-        after = rows[-1][0]
+    rows = await merchant_repository.sealed_batch(session, table, after, batch_rows)
+    for row_id, *values in rows:
+        new = list(values)
+        for i, value in enumerate(values):
+            try:
+                resealed = box.reseal(value)
+            except ValueError:
+                report.unreadable.append(f"{table} {row_id} {column_names[i]}")
+                continue
+            if resealed is None:
+                report.current += 1
+            else:
+                new[i] = resealed
+        to_write = sum(a != b for a, b in zip(values, new, strict=True))
+        if to_write and write and not await merchant_repository.reseal(session, table, row_id, values, new):
+            report.changed_meanwhile += to_write
+        else:
+            report.resealed += to_write
+    if len(rows) < batch_rows:
+        return None
+    last: str | int = rows[-1][0]
+    return last
 
 
 async def record_rotation(session: Session, reports: list[Resealed]) -> None:
@@ -110,15 +102,14 @@ async def record_rotation(session: Session, reports: list[Resealed]) -> None:
     )
 
 
-async def check_secret_key(database: Database, box: SecretBox, *, warn: bool = True) -> None:
+async def check_secret_key(session: Session, box: SecretBox, *, warn: bool = True) -> None:
     """Raise SecretKeyMismatch when the keys cannot open the sealed secrets the database holds; with `warn`,
     log a warning when one still needs a key in KASIR_SECRET_KEY_PREVIOUS.
 
     A sample, to keep start-up quick: the merchant changed last (sealed with the newest key in use), the one
     changed first (the likeliest to need an old key) and the oldest replaced secret still kept.
     """
-    async with database.unit_of_work(read_only=True) as session:
-        sample = await merchant_repository.sealed_sample(session)
+    sample = await merchant_repository.sealed_sample(session)
     needs_previous = False
     for where, value in sample:
         try:

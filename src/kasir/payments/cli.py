@@ -9,8 +9,9 @@ import typer
 from rich.table import Table
 
 from kasir.cli_support import console, fail, print_table, run_in_session
-from kasir.console.format import jakarta_time, rupiah
+from kasir.console.format import jakarta_time
 from kasir.db import Session
+from kasir.kit.money import rupiah
 from kasir.payments.repository import PaymentRow
 from kasir.payments.schemas import PaymentView
 from kasir.payments.service import parse_filter, payments_service

@@ -20,7 +20,7 @@ import csv
 import io
 import json
 import statistics
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -34,10 +34,11 @@ from kasir.callbacks.service import callback_outbox
 from kasir.callbacks.signing import svc_signature_header
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import get_settings
-from kasir.console.format import jakarta_time, rupiah
+from kasir.console.format import jakarta_time
 from kasir.db import Database, Session
 from kasir.errors import BadRequest, Conflict, InvalidMandatoryField, NotFound
 from kasir.kit.clock import JAKARTA, clock, parse_aware
+from kasir.kit.money import rupiah
 from kasir.merchants.service import merchant_service
 from kasir.payments.repository import (
     OUTCOME_NAMES,
@@ -46,6 +47,7 @@ from kasir.payments.repository import (
     PaymentRow,
     payments_repository,
 )
+from kasir.processors.calls import Also, PendingCall
 from kasir.processors.protocols import Event, Notification
 from kasir.processors.registry import SIMULATOR, simulator_serves
 from kasir.processors.service import apply
@@ -381,10 +383,9 @@ class PaymentsService:
             None if p95 is None else p95 * 1000,
         )
 
-    async def export_csv(self, database: Database, where: PaymentFilter) -> AsyncIterator[str]:
-        """The filtered list as CSV, a page at a time, each page in a short read-only unit of work:
-        memory stays at one page whatever the number of rows."""
-        yield _csv_line(
+    def csv_header(self) -> str:
+        """The export's first line (`csv_page` writes the rows under it)."""
+        return _csv_line(
             [
                 "product",
                 "id",
@@ -399,72 +400,84 @@ class PaymentsService:
                 "paid_at",
             ]
         )
-        after: tuple[datetime, str] | None = None
-        while True:
-            async with database.unit_of_work(read_only=True) as session:
-                rows = await payments_repository.page(session, where, after=after, limit=EXPORT_PAGE)
-            if not rows:
-                return
-            buffer = io.StringIO()
-            writer = csv.writer(buffer, lineterminator="\r\n")
-            for row in rows:
-                writer.writerow(
-                    [
-                        _cell(value)
-                        for value in (
-                            row.product,
-                            row.id,
-                            row.merchant_id,
-                            row.external_id or "",
-                            row.order_id or "",
-                            row.channel,
-                            row.status,
-                            row.outcome,
-                            str(row.amount),
-                            row.created_at.astimezone(JAKARTA).isoformat(timespec="seconds"),
-                            row.paid_at.astimezone(JAKARTA).isoformat(timespec="seconds") if row.paid_at else "",
-                        )
-                    ]
-                )
-            yield buffer.getvalue()
-            if len(rows) < EXPORT_PAGE:
-                return
-            after = rows[-1].sort_key
+
+    async def csv_page(
+        self, session: Session, where: PaymentFilter, after: tuple[datetime, str] | None
+    ) -> tuple[str, tuple[datetime, str] | None]:
+        """The filtered list's rows after `after` as CSV, a page of them, and where the next page starts
+        (None: this was the last). The caller reads each page in a short read-only unit of its own, so
+        memory stays at one page whatever the number of rows."""
+        rows = await payments_repository.page(session, where, after=after, limit=EXPORT_PAGE)
+        if not rows:
+            return "", None
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\r\n")
+        for row in rows:
+            writer.writerow(
+                [
+                    _cell(value)
+                    for value in (
+                        row.product,
+                        row.id,
+                        row.merchant_id,
+                        row.external_id or "",
+                        row.order_id or "",
+                        row.channel,
+                        row.status,
+                        row.outcome,
+                        str(row.amount),
+                        row.created_at.astimezone(JAKARTA).isoformat(timespec="seconds"),
+                        row.paid_at.astimezone(JAKARTA).isoformat(timespec="seconds") if row.paid_at else "",
+                    )
+                ]
+            )
+        return buffer.getvalue(), (None if len(rows) < EXPORT_PAGE else rows[-1].sort_key)
+
+
+@dataclass(slots=True)
+class HeldPaymentAction:
+    """A refund or void held in the caller's unit of work. Once that unit has committed, `complete` asks
+    the issuer with no unit open and records its answer with the audit entry in a unit of its own
+    (kasir.processors.calls)."""
+
+    pending: PendingCall
+    audited: Also
+
+    async def complete(self, database: Database) -> None:
+        await self.pending.complete(database, also=self.audited)
 
 
 class PaymentActions:
     """What the console, the admin API and the CLI may do to a payment: through the rooms' services, audited."""
 
     async def refund(
-        self, database: Database, scope: str | None, payment_id: str, amount: int, reason: str | None, actor: Actor
-    ) -> None:
-        """Held in one unit of work, asked of the issuer with none open, recorded with its audit entry in a
-        second (kasir.processors.calls)."""
+        self, session: Session, scope: str | None, payment_id: str, amount: int, reason: str | None, actor: Actor
+    ) -> HeldPaymentAction:
+        """Held in the caller's unit; the issuer is asked by `complete` once it has committed."""
         if amount < 1:
             raise BadRequest("refund amount must be at least Rp 1", field="refund_amount")
-        async with database.unit_of_work() as session:
-            tx = await self._wallet(session, scope, payment_id)
-            before = {"status": tx.status, "refunded_amount": tx.refunded_amount}
-            pending = await wallet_service.refund(session, tx, amount, reason)
-            await pending.hold(session, None)
+        tx = await self._wallet(session, scope, payment_id)
+        before = {"status": tx.status, "refunded_amount": tx.refunded_amount}
+        pending = await wallet_service.refund(session, tx, amount, reason)
+        await pending.hold(session, None)
 
         async def audited(session: Session, tx: Any) -> None:
             after = {"status": tx.status, "refunded_amount": tx.refunded_amount, "refund_amount": amount}
             await self._audit(session, actor, "payment.refund", tx.id, tx.merchant_id, before, after)
 
-        await pending.complete(database, also=audited)
+        return HeldPaymentAction(pending, audited)
 
-    async def void(self, database: Database, scope: str | None, payment_id: str, actor: Actor) -> None:
-        async with database.unit_of_work() as session:
-            tx = await self._wallet(session, scope, payment_id)
-            before = {"status": tx.status}
-            pending = await wallet_service.void(session, tx)
-            await pending.hold(session, None)
+    async def void(self, session: Session, scope: str | None, payment_id: str, actor: Actor) -> HeldPaymentAction:
+        """Held in the caller's unit; the issuer is asked by `complete` once it has committed."""
+        tx = await self._wallet(session, scope, payment_id)
+        before = {"status": tx.status}
+        pending = await wallet_service.void(session, tx)
+        await pending.hold(session, None)
 
         async def audited(session: Session, tx: Any) -> None:
             await self._audit(session, actor, "payment.void", tx.id, tx.merchant_id, before, {"status": tx.status})
 
-        await pending.complete(database, also=audited)
+        return HeldPaymentAction(pending, audited)
 
     async def simulate(
         self, session: Session, scope: str | None, payment_id: str, outcome: str, actor: Actor

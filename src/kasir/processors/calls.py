@@ -27,7 +27,6 @@ then records as step 3 does, the key's answer with it.
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
@@ -83,7 +82,7 @@ class CallInProgress(Conflict):
 class Call:
     """One ask of a processor about one payment."""
 
-    action: str  # "card.charge", "wallet.refund", "wallet.void": the product's `Action`
+    action: str  # "card.charge", "wallet.refund", "wallet.void": the product's `Action` (its offer's)
     product: Product
     reference: str  # Kasir's transaction id
     details: dict[str, Any]  # what recording and asking again need (JSON; never card data)
@@ -131,13 +130,18 @@ _ACTIONS: dict[str, Action] = {}
 
 
 def register(name: str, action: Action) -> None:
+    """A product's action, by name (kasir.processors.offers.declare registers each product's)."""
     _ACTIONS[name] = action
 
 
 def action_of(name: str) -> Action:
-    if name not in _ACTIONS:
-        importlib.import_module(f"kasir.{name.partition('.')[0]}.service")  # the product registers its actions
-    return _ACTIONS[name]
+    action = _ACTIONS.get(name)
+    if action is None:
+        raise LookupError(
+            f"no product declared the processor call {name!r}: the entry point must call "
+            "kasir.products.declare_products() at start-up"
+        )
+    return action
 
 
 @dataclass(frozen=True, slots=True)

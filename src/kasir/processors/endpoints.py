@@ -4,7 +4,7 @@ The processor named in the path verifies its notification (`Processor.notificati
 forged one is refused, 401, nothing applied) and says what changed; each change is applied by
 the product service in its own unit of work, with its callback (kasir.processors.service). A
 processor retries a notification until it gets a 2xx: applying one again changes nothing.
-The simulator's routes (its pages and the dummy payment) are included here too.
+A processor's own routes (the simulator's pages) are its `router()`, included by the app.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from kasir.errors import NotFound, WireFormat, wire
 from kasir.processors.registry import current
 from kasir.processors.schemas import ProcessorNotificationAnswer
 from kasir.processors.service import apply
-from kasir.processors.simulator.endpoints import router as simulator_router
 
 log = logging.getLogger("kasir.processors")
 
@@ -49,6 +48,3 @@ async def notify(name: str, request: Request) -> JSONResponse:
             extra={"processor": name, "transaction_id": notification.reference, "event": notification.event.value},
         )
     return JSONResponse({"applied": applied})
-
-
-router.routes.extend(simulator_router.routes)

@@ -26,14 +26,17 @@ What an exception means:
                                    not verify; nothing is applied.
 
 A card acquirer's *declined* is not an exception: it is a `CardDecision`, recorded as a failed
-attempt. A *no answer* on a charge is one too (`CardResult.NO_ANSWER`): the attempt fails, the
-customer may try again.
+attempt, with a structured `DeclineReason` the product maps to its codes (its `message` is the
+acquirer's text, shown and sent on, never interpreted). A *no answer* on a charge is one too
+(`CardResult.NO_ANSWER`): the attempt fails, the customer may try again.
 
 Notifications: a processor's own signed message, posted to `POST /processors/{name}/notify`,
 is handed to `Processor.notifications()`, which verifies it and turns it into `Notification`s
-(paid, failed, expired, approved, rejected); the product service applies each in one unit of
-work with its callback (kasir.processors.service). The simulator's pages apply theirs through
-the same function.
+(paid, failed, expired, approved, rejected): data, what happened to which reference. The
+product that owns the payment applies each in one unit of work with its callback, through the
+applier its offer declared (kasir.processors.service, kasir.processors.offers). The simulator's
+pages apply theirs through the same function. Nothing here knows a product's states or codes:
+a decline's `DeclineReason` is the acquirer's, its wire code the product's.
 """
 
 from __future__ import annotations
@@ -120,11 +123,23 @@ class CardResult(StrEnum):
     NO_ANSWER = "no_answer"  # the issuer did not answer: a failed attempt, the customer may retry
 
 
+class DeclineReason(StrEnum):
+    """Why a card attempt failed, as the acquirer says it: a product maps it to its own wire codes (the
+    provider SDK's dialect: ISO 8583 response codes), never the acquirer's text."""
+
+    DO_NOT_HONOUR = "do_not_honour"  # declined, no reason given
+    INSUFFICIENT_FUNDS = "insufficient_funds"
+    EXPIRED_CARD = "expired_card"
+    INVALID_CARD = "invalid_card"  # no such card at the issuer
+    ISSUER_UNAVAILABLE = "issuer_unavailable"  # NO_ANSWER: the issuer did not respond
+
+
 @dataclass(frozen=True, slots=True)
 class CardDecision:
     result: CardResult
     message: str  # response_message of the callback: "Approved", the decline reason, ...
     redirect_url: str | None = None  # CHALLENGE only
+    reason: DeclineReason | None = None  # DECLINED, NO_ANSWER: why, when the acquirer says
 
 
 @runtime_checkable

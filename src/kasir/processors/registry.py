@@ -4,9 +4,12 @@
 
 names a processor per product and, where one channel goes elsewhere, per product and channel
 (`PRODUCT.CHANNEL=NAME` wins over `PRODUCT=NAME` for that channel). Unset, staging uses the
-simulator for every product and production uses none. A processor is found by name in the
-entry-point group `kasir.processors` (an operator's connector ships as its own package); the
-simulator is built in.
+simulator for every product and production uses none. A processor is a plug-in found by name in
+the entry-point group `kasir.processors` (an operator's connector ships as its own package, like
+examples/processor-http). The staging simulator (kasir.simulator) is one too, named by Kasir's
+own pyproject.toml; start-up also installs it with `install` (kasir.products), so a checkout whose
+installed metadata predates that entry point finds it the same way. A channel named here must
+be one its product declared (kasir.processors.offers).
 
 A product or channel with no processor is switched off: its routes answer that the channel is
 not available (`ProductUnavailable`, in each route's wire format). A processor's notifications
@@ -17,15 +20,15 @@ the simulator named there stops `kasir serve` (`check_configuration`) and is nev
 
 from __future__ import annotations
 
-import importlib
 import logging
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from importlib.metadata import entry_points
-from typing import Any
+from importlib.metadata import EntryPoint, entry_points
 
 from kasir.config import Settings, get_settings
 from kasir.errors import BadRequest, FieldError, NotFound
+from kasir.processors.offers import offer_of
 from kasir.processors.protocols import PRODUCTS, BnplLender, CardAcquirer, Processor, Product, WalletIssuer
 
 log = logging.getLogger("kasir.processors")
@@ -80,40 +83,36 @@ _CHANNEL_NAME = re.compile(r"[A-Z0-9_]{1,16}")
 
 
 def known_channels(product: Product) -> tuple[str, ...]:
-    """The channels a product takes (card: KASIR_CARD_CHANNELS): a channel named in KASIR_PROCESSORS must be one."""
-    if product == "card":
-        from kasir.card.cards import card_channels
-
-        return tuple(card_channels())
-    if product == "wallet":
-        from kasir.wallet.schemas import CHANNELS
-
-        return CHANNELS
-    from kasir.bnpl.service import PAYMENT_CHANNEL
-
-    return (PAYMENT_CHANNEL,)
+    """The channels a product declared it takes (card: KASIR_CARD_CHANNELS): a channel named in
+    KASIR_PROCESSORS must be one."""
+    return tuple(offer_of(product).channels())
 
 
-def _factories() -> dict[str, Any]:
-    """Every installed processor by name: the entry points, and the built-in simulator."""
-    found: dict[str, Any] = {SIMULATOR: "kasir.processors.simulator:create"}
-    for point in entry_points(group=ENTRY_POINT_GROUP):
-        found[point.name] = point
-    return found
+ProcessorFactory = Callable[[Settings], Processor]
+
+_INSTALLED: dict[str, ProcessorFactory] = {}
+
+
+def install(name: str, factory: ProcessorFactory) -> None:
+    """A processor plug-in shipped inside Kasir (the simulator), found by `name` as an entry point is."""
+    _INSTALLED[name] = factory
+
+
+def _factory(name: str) -> EntryPoint | ProcessorFactory | None:
+    """The installed processor called `name`: its entry point, or else one `install`ed at start-up."""
+    for point in entry_points(group=ENTRY_POINT_GROUP, name=name):
+        return point
+    return _INSTALLED.get(name)
 
 
 def _load(name: str, settings: Settings) -> Processor:
-    factory = _factories().get(name)
+    factory = _factory(name)
     if factory is None:
         raise ConfigurationError(
             f"KASIR_PROCESSORS: no processor {name!r} is installed (entry point group {ENTRY_POINT_GROUP})"
         )
     try:
-        if isinstance(factory, str):
-            module, _, attribute = factory.partition(":")
-            make = getattr(importlib.import_module(module), attribute)
-        else:
-            make = factory.load()
+        make = factory.load() if isinstance(factory, EntryPoint) else factory
         processor: Processor = make(settings)
     except Exception as exc:  # the processor's own configuration: said in one line, not a traceback
         raise ConfigurationError(f"KASIR_PROCESSORS: processor {name!r} could not start: {exc}") from exc

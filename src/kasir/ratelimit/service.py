@@ -33,7 +33,6 @@ import ipaddress
 import math
 import weakref
 from collections.abc import Sequence
-from datetime import timedelta
 
 from starlette.requests import Request
 
@@ -42,7 +41,6 @@ from kasir.db import Database
 from kasir.errors import TooManyRequests
 from kasir.kit.clock import clock
 from kasir.ratelimit.counters import Counter, Counters, SharedCounters
-from kasir.ratelimit.repository import rate_limit_repository
 
 
 class RateLimited(TooManyRequests):
@@ -194,20 +192,3 @@ def _refuse_past(counts: Sequence[int], limits: Sequence[int], counters: Sequenc
 
 
 rate_limits = RateLimits()
-
-PURGE_EVERY = timedelta(minutes=1)
-_purged_at: dict[int, float] = {}
-
-
-async def purge_expired_counters(database: Database) -> int:
-    """Delete the counters of ended windows, at most once a minute per database (the worker's expiry jobs)."""
-    if not database.keeps_counters:
-        return 0
-    now = clock.now()
-    last = _purged_at.get(id(database))
-    if last is not None and 0 <= now.timestamp() - last < PURGE_EVERY.total_seconds():
-        return 0  # (a clock moved back, as in the tests, purges again)
-    async with database.unit_of_work() as session:
-        purged = await rate_limit_repository.purge(session, now)
-    _purged_at[id(database)] = now.timestamp()
-    return purged

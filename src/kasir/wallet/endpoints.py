@@ -1,6 +1,6 @@
 """Wallet routes (docs/decisions.md §5): create-payment, create-qr, inquiry, refund, void, the QR image
 and the checkout (payment_url). The dummy payment and the checkout page's Pay and Fail are the
-simulator's (kasir.processors.simulator); a deployment without a wallet issuer answers `03`
+simulator's (kasir.simulator); a deployment without a wallet issuer answers `03`
 (kasir.processors.registry.ProductUnavailable).
 
 Every API route checks, in order (each failure in the wallet format, docs/decisions.md §4):
@@ -155,7 +155,7 @@ _KEYED_HEADERS = [
     {"name": KEY_HEADER, "in": "header", "required": False, "schema": {"type": "string", "maxLength": 255},
      "description": "Makes retries safe: the first complete answer is replayed (Idempotent-Replayed: true)"},
 ]  # fmt: skip
-_ERRORS: dict[int | str, dict[str, Any]] = {
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     200: {"model": WalletTransactionResponse, "description": "`00` Success: the transaction"},
     400: {"model": WalletErrorBody, "description": "`01` Request Parameter Error: names the field and the rule"},
     401: {"model": WalletErrorBody, "description": "`04` Unauthorized Merchant"},
@@ -175,8 +175,10 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _extra(model: type[BaseModel], *, keyed: bool) -> dict[str, Any]:
-    """The raw-body request schema (the body is read before it is validated: signature first)."""
+def route_openapi(model: type[BaseModel], *, keyed: bool) -> dict[str, Any]:
+    """A wallet route's OpenAPI extra: the raw-body request schema (the body is read before it is
+    validated: signature first), the wallet headers and wire format. The simulator's dummy payment
+    is a wallet route too (kasir.simulator.endpoints)."""
     extra = snap_route("00", model)
     extra.pop("x-snap-service-code", None)
     extra.update(wire(WireFormat.WALLET))
@@ -185,7 +187,9 @@ def _extra(model: type[BaseModel], *, keyed: bool) -> dict[str, Any]:
 
 
 def _route(path: str, model: type[BaseModel], summary: str, *, keyed: bool = True) -> Any:
-    return router.post(path, summary=summary, openapi_extra=_extra(model, keyed=keyed), responses=_ERRORS)
+    return router.post(
+        path, summary=summary, openapi_extra=route_openapi(model, keyed=keyed), responses=ERROR_RESPONSES
+    )
 
 
 async def _create(request: Request, *, qr: bool) -> Response:

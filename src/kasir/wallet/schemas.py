@@ -115,7 +115,7 @@ def _idr(value: str) -> str:
     return value
 
 
-def _rupiah(value: Any) -> Any:
+def _whole_rupiah(value: Any) -> Any:
     # docs/decisions.md §7: whole rupiah. 150000.0 or "150000" are refused rather than guessed at.
     if isinstance(value, bool) or not isinstance(value, int):
         raise PydanticCustomError("rupiah", "must be a whole number of rupiah (a JSON integer, like 150000)")
@@ -169,7 +169,9 @@ PaymentMethod = Annotated[str, Str, Req, AfterValidator(_wallet_method), Documen
 Channel = Annotated[str, Str, Req, AfterValidator(_channel), Documented(enum=list(CHANNELS))]
 Currency = Annotated[str, Str, Req, AfterValidator(_idr), Documented(enum=["IDR"])]
 Rupiah = Annotated[
-    int, BeforeValidator(_rupiah), Documented(type="integer", minimum=1, maximum=AMOUNT_MAX, description="Whole rupiah")
+    int,
+    BeforeValidator(_whole_rupiah),
+    Documented(type="integer", minimum=1, maximum=AMOUNT_MAX, description="Whole rupiah"),
 ]
 Qty = Annotated[int, BeforeValidator(_qty), Documented(type="integer", minimum=1, maximum=QTY_MAX)]
 Email = Annotated[str, Str, _text(64), Req, AfterValidator(email), EMAIL]

@@ -37,7 +37,7 @@ from kasir.callbacks.models import CallbackKind
 from kasir.callbacks.service import SignedIds, callback_outbox
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import get_settings
-from kasir.db import Database, Session, each_in_own_unit_of_work
+from kasir.db import Session
 from kasir.errors import Conflict, InvalidFieldFormat, InvalidMandatoryField, KasirError, NotFound
 from kasir.kit.clock import JAKARTA, clock, isoformat_millis
 from kasir.kit.ids import new_id, random_token
@@ -45,7 +45,7 @@ from kasir.kit.logs import annotate_request
 from kasir.merchants.repository import MerchantRow
 from kasir.merchants.service import merchant_service
 from kasir.payments import metrics as payment_metrics
-from kasir.processors.calls import Call, PendingCall, register
+from kasir.processors.calls import Call, PendingCall
 from kasir.processors.protocols import WalletItem, WalletPayment
 from kasir.processors.registry import wallet_issuer
 from kasir.wallet.qris import QrisPayment, build_payload
@@ -459,10 +459,6 @@ class WalletVoidAction(_WalletAction):
         return await wallet_service.record_void(session, call, fresh=fresh)
 
 
-register(WALLET_REFUND, WalletRefundAction())
-register(WALLET_VOID, WalletVoidAction())
-
-
 def _named(tx: TransactionRow | None, merchant: MerchantRow, ref: TransactionReference) -> TransactionRow:
     """`tx` when it is the merchant's and its external_id and order_id are the reference's; else `02`."""
     if tx is None or tx.merchant_id != merchant.id or (tx.external_id, tx.order_id) != (ref.external_id, ref.order_id):
@@ -629,21 +625,10 @@ def transaction_body(tx: TransactionRow, refunds: Sequence[RefundRow]) -> dict[s
     return body
 
 
-# --- expiry (the worker scheduler calls this) -----------------------------------------
-
-
-async def expire_due_wallet_transactions(database: Database) -> int:
-    """Move every PENDING transaction past its expired_time to EXPIRED; each in its own unit of work."""
-    async with database.unit_of_work(read_only=True) as session:
-        due = await wallet_repository.due_for_expiry(session, clock.now())
-    return await each_in_own_unit_of_work(database, due, wallet_service.expire, what="wallet expiry")
-
-
 __all__ = [
     "CreatePaymentRequest",
     "WalletService",
     "callback_payload",
-    "expire_due_wallet_transactions",
     "payment_url",
     "qr_url",
     "transaction_body",

@@ -26,6 +26,7 @@ from kasir.processors.protocols import (
     CardDecision,
     CardResult,
     Checkout,
+    DeclineReason,
     Event,
     ForgedNotification,
     Notification,
@@ -91,9 +92,19 @@ def _message(answer: httpx.Response) -> str | None:
         return None
 
 
-def _decision(data: Mapping[str, Any]) -> CardDecision:
+def decision_of(data: Mapping[str, Any]) -> CardDecision:
+    """A decision as PROTOCOL.md writes it, as Kasir's CardDecision (its reason, when it names one Kasir knows)."""
     result = CardResult(data["result"])
-    return CardDecision(result, str(data.get("message") or result.value), data.get("redirect_url"))
+    reason = _reason(data.get("reason"))
+    return CardDecision(result, str(data.get("message") or result.value), data.get("redirect_url"), reason=reason)
+
+
+def _reason(value: Any) -> DeclineReason | None:
+    """The decline's reason, when the money mover names one Kasir knows (any other: no reason)."""
+    try:
+        return DeclineReason(value) if value is not None else None
+    except ValueError:
+        return None
 
 
 def _notification(data: Mapping[str, Any] | None) -> Notification | None:
@@ -136,14 +147,14 @@ class HttpAcquirer:
                 "return_url": charge.return_url,
             },
         )
-        return _decision(data)
+        return decision_of(data)
 
     async def complete_challenge(self, reference: str, attempt: int, params: Mapping[str, str]) -> CardDecision:
         payload = {"reference": reference, "attempt": attempt, "params": dict(params)}
-        return _decision(await self.upstream.post("/v1/card/challenges", payload))
+        return decision_of(await self.upstream.post("/v1/card/challenges", payload))
 
     async def status(self, reference: str, attempt: int) -> CardDecision:
-        return _decision(await self.upstream.post("/v1/card/status", {"reference": reference, "attempt": attempt}))
+        return decision_of(await self.upstream.post("/v1/card/status", {"reference": reference, "attempt": attempt}))
 
     def page_notice(self) -> str | None:
         return None

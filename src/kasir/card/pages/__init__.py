@@ -11,29 +11,17 @@ the CVN again (they exist only in the browser and in the request that carried th
 from __future__ import annotations
 
 import json
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
-
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 
 from kasir.card.repository import CardOrderRow
 from kasir.card.schemas import TENORS
 from kasir.card.states import MAX_FAILED_ATTEMPTS, CardOrderStatus
 from kasir.db import Session
+from kasir.kit.money import rupiah
+from kasir.kit.templates import templates
 from kasir.merchants.service import merchant_service
 from kasir.processors.registry import simulator_serves
-
-_env = Environment(
-    loader=FileSystemLoader(Path(__file__).parent),
-    autoescape=select_autoescape(["html"]),
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
-
-
-def rupiah(amount: int) -> str:
-    """`150000` -> `Rp150.000` (Indonesian thousands separator)."""
-    return "Rp" + f"{amount:,}".replace(",", ".")
 
 
 def tenor_options(amount: int) -> list[dict[str, str]]:
@@ -41,7 +29,7 @@ def tenor_options(amount: int) -> list[dict[str, str]]:
 
     options = []
     for tenor in TENORS:
-        monthly = rupiah(installment(amount, tenor))
+        monthly = rupiah(installment(amount, tenor), compact=True)
         label = f"Full payment · {monthly}" if tenor == "0" else f"{tenor} months · {monthly} / month"
         options.append({"tenor": tenor, "monthly_text": monthly, "label": label})
     return options
@@ -51,21 +39,25 @@ def chosen_installment(amount: int, tenor: str) -> str:
     from kasir.card.service import installment
 
     if tenor == "0":
-        return f"Full payment: {rupiah(amount)}"
-    return f"{tenor} × {rupiah(installment(amount, tenor))} per month (0% interest)"
+        return f"Full payment: {rupiah(amount, compact=True)}"
+    return f"{tenor} × {rupiah(installment(amount, tenor), compact=True)} per month (0% interest)"
 
 
 async def common(session: Session, order: CardOrderRow) -> dict[str, Any]:
     merchant = await merchant_service.get(session, order.merchant_id)
     details: dict[str, Any] = json.loads(order.details)
     items = [
-        {"name": item["name"], "qty": item["qty"], "price_text": rupiah(int(item["amount"]) * int(item["qty"]))}
+        {
+            "name": item["name"],
+            "qty": item["qty"],
+            "price_text": rupiah(int(item["amount"]) * int(item["qty"]), compact=True),
+        }
         for item in details.get("itemDetails", [])
     ]
     return {
         "order": order,
         "merchant_name": merchant.name,
-        "amount_text": rupiah(order.amount),
+        "amount_text": rupiah(order.amount, compact=True),
         "items": items,
         "description": details.get("paymentDetails", {}).get("transactionDescription", ""),
         "simulated": simulator_serves(
@@ -90,7 +82,7 @@ async def render_payment(
         message = f"Payment failed: {order.response_message}. {left} attempt{'s' if left != 1 else ''} left."
     from kasir.processors.registry import card_acquirer
 
-    return _env.get_template("payment.html").render(
+    return templates.get_template("card/payment.html").render(
         **await common(session, order),
         notice=card_acquirer(order.payment_channel).page_notice(),
         action=f"/card/pages/{order.id}/pay",
@@ -117,7 +109,7 @@ async def render_closed(
     """The page of a paid or closed order (`status` EXPIRED for one past expiredTime the worker has yet to close)."""
     paid = order.status == CardOrderStatus.SUCCESS.value
     heading = "Payment successful" if paid else "This payment link is closed"
-    return _env.get_template("closed.html").render(
+    return templates.get_template("card/closed.html").render(
         **await common(session, order),
         status=status or order.status,
         heading=heading,
@@ -127,9 +119,27 @@ async def render_closed(
     )
 
 
+def attempt_number(fields: Mapping[str, str]) -> int:
+    """The attempt a page's form (or the challenge's return URL) names; -1 when it names none."""
+    value = fields.get("attempt", "")
+    return int(value) if value.isdigit() and len(value) < 6 else -1
+
+
+async def render_refusal(session: Session, order: CardOrderRow, heading: str) -> str:
+    """A page's form refused, nothing charged (sent twice, stale token): the card page's and the
+    simulator's challenge page's."""
+    return await render_notice(
+        session,
+        order,
+        heading=heading,
+        message="Nothing was charged by this request. Open the payment page again to see where the payment stands.",
+        link=f"/card/pages/{order.id}",
+    )
+
+
 async def render_notice(session: Session, order: CardOrderRow, *, heading: str, message: str, link: str) -> str:
     """A refused form (sent twice, stale token): say so and link back to the page."""
-    return _env.get_template("closed.html").render(
+    return templates.get_template("card/closed.html").render(
         **await common(session, order),
         status="NOTICE",
         heading=heading,

@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from kasir.config import get_settings
 from kasir.kit.crypto import constant_time_equals, derive_key
-from kasir.processors.protocols import CardResult
+from kasir.processors.protocols import CardResult, DeclineReason
 
 
 class Outcome(StrEnum):
@@ -64,6 +64,15 @@ MESSAGES: dict[Outcome, str] = {
     Outcome.UNKNOWN_CARD: "Card not recognised by the staging issuer; use a test card",
 }
 OTP_FAILED_MESSAGE = "3-D Secure authentication failed"
+
+# Why an attempt failed, as the acquirer says it (kasir.processors.protocols.DeclineReason).
+REASONS: dict[Outcome, DeclineReason] = {
+    Outcome.DECLINED: DeclineReason.DO_NOT_HONOUR,
+    Outcome.INSUFFICIENT_FUNDS: DeclineReason.INSUFFICIENT_FUNDS,
+    Outcome.ISSUER_UNAVAILABLE: DeclineReason.ISSUER_UNAVAILABLE,
+    Outcome.EXPIRED_CARD: DeclineReason.EXPIRED_CARD,
+    Outcome.UNKNOWN_CARD: DeclineReason.INVALID_CARD,
+}
 
 RESULTS: dict[Outcome, CardResult] = {
     Outcome.APPROVED: CardResult.APPROVED,

@@ -1,12 +1,16 @@
-"""The staging simulator: one processor serving card, wallet and BNPL, with no money anywhere.
+"""The staging simulator: one processor plug-in serving card, wallet and BNPL, with no money anywhere.
 
     card     the test cards decide (cards.py); a challenge is the OTP page (/card/pages/{id}/3ds)
     wallet   the checkout page with Pay and Fail, and the dummy payment API
     bnpl     the approval page with Approve and Reject
 
-Its pages and the dummy payment reach the products through the same function as any
-processor's notification (kasir.processors.service.apply). `simulates` is True: production
-refuses to start with it and never uses it (kasir.processors.registry).
+A plug-in like any other (examples/processor-http): the entry point `simulator` of the group
+`kasir.processors` (Kasir's pyproject.toml) names `create`, and kasir.products installs the same
+factory at start-up. It sits outside kasir.processors because its pages read the products'
+payments: through their public services, never a room's private helpers. Its pages and the dummy
+payment change a payment as any processor's notification does (kasir.processors.service.apply);
+its routes are its `router()`. `simulates` is True: production refuses to start with it and never
+uses it (kasir.processors.registry).
 """
 
 from __future__ import annotations
@@ -19,6 +23,8 @@ from kasir.config import Settings, get_settings
 from kasir.processors.calls import recorded_card
 from kasir.processors.protocols import (
     BnplApplication,
+    BnplLender,
+    CardAcquirer,
     CardCharge,
     CardDecision,
     CardResult,
@@ -26,10 +32,12 @@ from kasir.processors.protocols import (
     ForgedNotification,
     Notification,
     ProcessorRefused,
+    WalletIssuer,
     WalletPayment,
 )
-from kasir.processors.simulator import pages
-from kasir.processors.simulator.cards import MESSAGES, RESULTS, Outcome, outcome_of
+from kasir.simulator import pages
+from kasir.simulator.cards import MESSAGES, REASONS, RESULTS, Outcome, outcome_of
+from kasir.simulator.endpoints import router as simulator_router
 
 if TYPE_CHECKING:
     from fastapi import APIRouter
@@ -44,7 +52,7 @@ def otp_page_url(reference: str) -> str:
 def _decision(outcome: Outcome, reference: str) -> CardDecision:
     result = RESULTS.get(outcome, CardResult.DECLINED)
     redirect = otp_page_url(reference) if outcome is Outcome.CHALLENGE else None
-    return CardDecision(result, MESSAGES[outcome], redirect)
+    return CardDecision(result, MESSAGES[outcome], redirect, reason=REASONS.get(outcome))
 
 
 class SimulatedAcquirer:
@@ -80,7 +88,7 @@ class SimulatedAcquirer:
         masked = recorded_card.get()
         if masked:
             return _decision(outcome_of(masked), reference)
-        return CardDecision(CardResult.NO_ANSWER, MESSAGES[Outcome.ISSUER_UNAVAILABLE])
+        return _decision(Outcome.ISSUER_UNAVAILABLE, reference)
 
     def page_notice(self) -> str | None:
         return pages.test_cards_notice()
@@ -117,12 +125,12 @@ class Simulator:
     timeout_seconds = 0.0  # it answers in the process, at once
 
     def __init__(self) -> None:
-        self.card = SimulatedAcquirer()
-        self.wallet = SimulatedIssuer()
-        self.bnpl = SimulatedLender()
+        self.card: CardAcquirer | None = SimulatedAcquirer()
+        self.wallet: WalletIssuer | None = SimulatedIssuer()
+        self.bnpl: BnplLender | None = SimulatedLender()
 
     def router(self) -> APIRouter | None:
-        return None  # its routes are Kasir's own (kasir.processors.simulator.endpoints), always installed
+        return simulator_router  # each answers 404 unless the simulator serves its product
 
     async def notifications(self, headers: Mapping[str, str], body: bytes) -> Sequence[Notification]:
         raise ForgedNotification("The simulator sends no notifications: its pages apply their changes")

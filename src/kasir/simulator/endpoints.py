@@ -9,7 +9,9 @@ in production), exactly as the staging-only routes did.
     POST /bnpl/pages/{id}/approve          Approve on the BNPL approval page (tenure)
     POST /bnpl/pages/{id}/reject           Reject on it
 
-Each change goes through kasir.processors.service.apply, as a processor's notification would.
+Each change goes through kasir.processors.service.apply, as a processor's notification would; what a
+page reads of a payment it reads through the product's public service. They are the simulator's
+`router()`, included by the app where the simulator is a configured processor.
 """
 
 from __future__ import annotations
@@ -19,22 +21,22 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from kasir.bnpl.service import bnpl_service
 from kasir.card import pages as card_pages
-from kasir.card.endpoints import _attempt_number, _form, _refused, _see_other
 from kasir.card.service import AttemptAlreadySubmitted, card_service, check_page_token, page_token, return_redirect
 from kasir.card.states import CardOrderStatus
 from kasir.db import ReadSession, Session, WriteSession, rollback_unit
 from kasir.errors import KasirError, NotFound, WireFormat, wire
-from kasir.idempotency.service import idempotency_key
-from kasir.kit.pages import check_form_token, html_page
+from kasir.idempotency.service import idempotency_key, run_once
+from kasir.kit.pages import check_form_token, form_fields, html_page
 from kasir.processors.protocols import Event, Notification, Product
 from kasir.processors.registry import SIMULATOR, simulator_serves
 from kasir.processors.service import apply
-from kasir.processors.simulator import pages
-from kasir.processors.simulator.cards import OTP_FAILED_MESSAGE, check_one_time_password, one_time_password
-from kasir.wallet.endpoints import _ERRORS, _extra, _run_once, parse, verify_wallet_request
+from kasir.simulator import pages
+from kasir.simulator.cards import OTP_FAILED_MESSAGE, check_one_time_password, one_time_password
+from kasir.wallet.endpoints import ERROR_RESPONSES, parse, route_openapi, verify_wallet_request
 from kasir.wallet.schemas import DummyPaymentRequest
-from kasir.wallet.service import ChannelMismatch, wallet_service
+from kasir.wallet.service import ChannelMismatch, timestamp, wallet_service
 
 router = APIRouter(tags=["simulator"])
 
@@ -53,6 +55,14 @@ _CARD_PAGE: dict[str, Any] = {"openapi_extra": _PLAIN, "include_in_schema": Fals
 
 
 # --- card: the 3-D Secure OTP page --------------------------------------------------------
+
+
+def _see_other(url: str) -> RedirectResponse:
+    return RedirectResponse(url, status_code=303)
+
+
+async def _refused(session: Session, order: Any, heading: str, *, status: int) -> Response:
+    return html_page(await card_pages.render_refusal(session, order, heading), status_code=status)
 
 
 @router.get("/card/pages/{order_id}/3ds", response_class=HTMLResponse, **_CARD_PAGE)
@@ -74,9 +84,9 @@ async def otp_page(order_id: str, session: ReadSession) -> Response:
 
 @router.post("/card/pages/{order_id}/3ds", **_CARD_PAGE)
 async def verify_otp(order_id: str, request: Request, session: WriteSession) -> Response:
-    form = await _form(request)
+    form = await form_fields(request)
     order = await card_service.get(session, order_id)
-    attempt_number = _attempt_number(form)
+    attempt_number = card_pages.attempt_number(form)
     if not check_page_token(order.id, attempt_number, "3ds", form.get("csrf", "")):
         return await _refused(session, order, "This form is no longer valid", status=403)
     passed = check_one_time_password(order.id, attempt_number, form.get("otp", "").strip())
@@ -163,8 +173,8 @@ _DUMMY_EVENTS = {"PAID": Event.PAID, "FAILED": Event.FAILED, "EXPIRED": Event.EX
 @router.post(
     "/ewallet/v2/dummy-payment",
     summary="Simulate the customer's payment (staging)",
-    openapi_extra=_extra(DummyPaymentRequest, keyed=True),
-    responses=_ERRORS,
+    openapi_extra=route_openapi(DummyPaymentRequest, keyed=True),
+    responses=ERROR_RESPONSES,
     dependencies=[_simulator_for("wallet")],
 )
 async def dummy_payment(request: Request) -> Response:
@@ -182,13 +192,15 @@ async def dummy_payment(request: Request) -> Response:
         await apply(session, notification, by=SIMULATOR, strict=True)
         return JSONResponse(dummy_payment_result(await wallet_service.get(session, tx.id, lock=True)))  # as changed
 
-    return await _run_once(request, key, caller, pay)
+    # Once per X-Idempotency-Key, scoped by the route's path as every wallet route's (kasir.idempotency).
+    merchant_id = caller.merchant.merchant.id
+    scope = f"POST {request.scope['path']}"
+    database = request.app.state.database
+    return await run_once(request, database, key, merchant_id=merchant_id, scope=scope, body=caller.raw, handler=pay)
 
 
 def dummy_payment_result(tx: Any) -> dict[str, Any]:
     """interface.md: the dummy payment result fields, exactly."""
-    from kasir.wallet.service import timestamp
-
     return {
         "external_id": tx.external_id,
         "order_id": tx.order_id,
@@ -221,8 +233,6 @@ async def _bnpl_page_change(session: Session, notification: Notification) -> Res
 async def approve(
     reference_no: str, tenure: Annotated[int, Form()], session: WriteSession, csrf: _Csrf = None
 ) -> Response:
-    from kasir.bnpl.service import bnpl_service
-
     await bnpl_service.get(session, reference_no, lock=True)  # locked first, as the change will be
     if not check_form_token("bnpl-approve", reference_no, csrf):
         return _forged(_FORGED, pages.render_bnpl_refusal, reference_no)
@@ -231,8 +241,6 @@ async def approve(
 
 @router.post("/bnpl/pages/{reference_no}/reject", summary="Reject on the BNPL page (staging)", **_BNPL_PAGE)
 async def reject(reference_no: str, session: WriteSession, csrf: _Csrf = None) -> Response:
-    from kasir.bnpl.service import bnpl_service
-
     await bnpl_service.get(session, reference_no, lock=True)  # locked first, as the change will be
     if not check_form_token("bnpl-reject", reference_no, csrf):
         return _forged(_FORGED, pages.render_bnpl_refusal, reference_no)

@@ -4,29 +4,14 @@ the BNPL approval page (Jinja2). Every form carries a token bound to its transac
 
 from __future__ import annotations
 
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from jinja2 import ChoiceLoader, Environment, FileSystemLoader, select_autoescape
-
-import kasir.card.pages as card_pages
+from kasir.kit.money import rupiah
 from kasir.kit.pages import form_token
+from kasir.kit.templates import templates
 from kasir.processors.protocols import BnplApplication, WalletPayment
-from kasir.processors.simulator.cards import TEST_CARDS
-
-_env = Environment(
-    # The card layout is the hosted page's: the OTP page looks like the page it came from.
-    loader=ChoiceLoader([FileSystemLoader(Path(__file__).parent / "pages"), FileSystemLoader(card_pages.__path__[0])]),
-    autoescape=select_autoescape(["html"]),
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
-
-
-def rupiah(amount: int) -> str:
-    """`150000` -> `Rp150.000` (Indonesian thousands separator)."""
-    return "Rp" + f"{amount:,}".replace(",", ".")
+from kasir.simulator.cards import TEST_CARDS
 
 
 def test_cards_notice() -> str:
@@ -35,11 +20,11 @@ def test_cards_notice() -> str:
          "description": card.description}
         for card in TEST_CARDS
     ]  # fmt: skip
-    return _env.get_template("test_cards.html").render(test_cards=cards)
+    return templates.get_template("simulator/test_cards.html").render(test_cards=cards)
 
 
 def render_otp(common: dict[str, Any], *, order_id: str, attempt: int, masked_card: str, otp: str, csrf: str) -> str:
-    return _env.get_template("otp.html").render(
+    return templates.get_template("simulator/otp.html").render(
         **common, action=f"/card/pages/{order_id}/3ds", attempt=attempt, csrf=csrf, otp=otp, masked_card=masked_card
     )
 
@@ -55,14 +40,19 @@ def render_wallet_checkout(payment: WalletPayment) -> str:
         return_url=payment.return_url,
     )
     items = [
-        {"name": item.name, "qty": item.qty, "price": rupiah(item.amount), "subtotal": rupiah(item.amount * item.qty)}
+        {
+            "name": item.name,
+            "qty": item.qty,
+            "price": rupiah(item.amount, compact=True),
+            "subtotal": rupiah(item.amount * item.qty, compact=True),
+        }
         for item in payment.items
     ]
-    return _env.get_template("wallet_checkout.html").render(
+    return templates.get_template("simulator/wallet_checkout.html").render(
         tx=tx,
         merchant_name=payment.merchant_name,
         items=items,
-        total=rupiah(payment.amount),
+        total=rupiah(payment.amount, compact=True),
         customer={"full_name": payment.customer_name},
         pending=payment.status == "PENDING",
         qr_image=payment.qr_image_url,
@@ -72,7 +62,9 @@ def render_wallet_checkout(payment: WalletPayment) -> str:
 
 
 def render_wallet_refusal(transaction_id: str, message: str) -> str:
-    return _env.get_template("wallet_refusal.html").render(transaction_id=transaction_id, message=message)
+    return templates.get_template("simulator/wallet_refusal.html").render(
+        transaction_id=transaction_id, message=message
+    )
 
 
 def render_bnpl_approval(application: BnplApplication) -> str:
@@ -83,7 +75,7 @@ def render_bnpl_approval(application: BnplApplication) -> str:
         status_desc=application.status_desc,
         tenure=application.tenure,
     )
-    return _env.get_template("bnpl_approval.html").render(
+    return templates.get_template("simulator/bnpl_approval.html").render(
         tx=tx,
         merchant_name=application.merchant_name,
         items=application.items,
@@ -97,4 +89,4 @@ def render_bnpl_approval(application: BnplApplication) -> str:
 
 
 def render_bnpl_refusal(reference_no: str, message: str) -> str:
-    return _env.get_template("bnpl_refusal.html").render(reference_no=reference_no, message=message)
+    return templates.get_template("simulator/bnpl_refusal.html").render(reference_no=reference_no, message=message)
