@@ -232,7 +232,6 @@ class BnplService:
 
     async def application(self, session: Session, reference_no: str) -> BnplApplication:
         """The transaction as its lender's `checkout` takes it (the customer opened qrContent)."""
-
         tx = await self.get(session, reference_no)
         merchant = await merchant_service.get(session, tx.merchant_id)
         details: dict[str, Any] = json.loads(tx.details)
