@@ -52,22 +52,14 @@ def upgrade() -> None:
         sa.column("attempt_offset", sa.Integer()),
     )
     bind = op.get_bind()
-    bind.execute(
-        callback.update().where(callback.c.replay_of.is_not(None)).values(event_id=callback.c.replay_of)
-    )
+    bind.execute(callback.update().where(callback.c.replay_of.is_not(None)).values(event_id=callback.c.replay_of))
     # A replay of a replay: follow the chain to its first row, one link per pass.
     parent = callback.alias("parent")
     while True:
-        grandparent = (
-            sa.select(parent.c.event_id).where(parent.c.id == callback.c.event_id).scalar_subquery()
-        )
+        grandparent = sa.select(parent.c.event_id).where(parent.c.id == callback.c.event_id).scalar_subquery()
         moved = bind.execute(
             callback.update()
-            .where(
-                callback.c.event_id.in_(
-                    sa.select(parent.c.id).where(parent.c.event_id.is_not(None))
-                )
-            )
+            .where(callback.c.event_id.in_(sa.select(parent.c.id).where(parent.c.event_id.is_not(None))))
             .values(event_id=grandparent)
         )
         if moved.rowcount == 0:
