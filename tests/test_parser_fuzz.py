@@ -9,10 +9,10 @@ from collections.abc import Callable
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from kasir.auth.basic import parse_basic
 from kasir.config import Settings, configure, get_settings
 from kasir.errors import KasirError
 from kasir.kit.crypto import b64decode_strict, constant_time_equals, generate_rsa_private_key, public_key_pem
-from kasir.merchants.basic_auth import parse_basic
 from kasir.snap.headers import check_timestamp, parse_json_body
 from kasir.snap.signatures import verify_asymmetric, verify_symmetric
 from kasir.tokens.service import Product, read_access_token

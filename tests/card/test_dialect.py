@@ -482,12 +482,12 @@ async def test_the_worker_answers_a_stopped_dialect_charge_in_the_dialect(
     and keeps the dialect's answer with the key, which a retry then gets."""
     from datetime import timedelta
 
+    from kasir.auth.basic import basic
     from kasir.card.dialect import DIALECT_ANSWER, answer_details, parse_dialect
     from kasir.card.service import card_service
     from kasir.idempotency.repository import NewKey, idempotency_repository
     from kasir.idempotency.service import KeyRef, request_fingerprint
     from kasir.kit.clock import clock
-    from kasir.merchants.basic_auth import authenticate_basic_in
     from kasir.processors.calls import PendingCall, finish_stalled_calls, stalled_after
     from kasir.processors.registry import card_acquirer
 
@@ -497,7 +497,7 @@ async def test_the_worker_answers_a_stopped_dialect_charge_in_the_dialect(
     headers = dialect_headers(merchant, body)
     database = app.state.database
     scope, key = f"POST {DIRECT_V1}", reference("KEY")
-    caller = await authenticate_basic_in(database, headers["Authorization"], address="127.0.0.1")
+    caller = await basic.authenticate(database, headers["Authorization"], address="127.0.0.1")
     charge = parse_dialect(json.loads(raw), now=clock.local_now(), cvn_required=True)
     async with database.unit_of_work() as session:
         now = clock.now()

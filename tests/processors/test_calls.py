@@ -20,6 +20,7 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import func, select
 
+from kasir.auth import basic
 from kasir.card.models import CardAttempt, CardOrder
 from kasir.card.service import card_service
 from kasir.card.states import CardAttemptStatus
@@ -166,7 +167,7 @@ async def test_the_worker_finishes_a_charge_a_stopped_process_left_at_the_acquir
     body = charge_body(number=APPROVED, expired_time=jakarta_in(5))
     database = app.state.database
     raw = compact(body).encode()
-    caller = await card_service.authenticate(database, auth(merchant), address="127.0.0.1")
+    caller = await basic.authenticate(database, auth(merchant), address="127.0.0.1")
     request, card = card_service.parse(raw)
     async with database.unit_of_work() as session:
         pending = await card_service.charge(session, caller, request, card)

@@ -5,15 +5,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Query
 
-from kasir.admin import require_admin
 from kasir.audit.schemas import AuditEventView, AuditList
 from kasir.audit.service import audit
+from kasir.auth.admin import ADMIN
 from kasir.db import ReadSession
 from kasir.kit.ids import INT64_MAX
 
-router = APIRouter(prefix="/admin/audit", tags=["admin"], dependencies=[Depends(require_admin)])
+router = APIRouter(prefix="/admin/audit", tags=["admin"], dependencies=[ADMIN])
 
 
 @router.get("", summary="Audit events, newest first")

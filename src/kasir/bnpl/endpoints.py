@@ -5,7 +5,8 @@ simulator's Approve and Reject are its own routes. Without a lender the checkout
 403xx01 Feature Not Allowed (kasir.processors.registry.ProductUnavailable).
 
 Each SNAP route is served under `/v1.0/bnpl/...` (documented) and `/v1.1/bnpl/...` (the
-interface's sample request); both reach the same handler.
+interface's sample request); both reach the same handler. Each is `SnapSigned` (kasir.auth.snap):
+the signature is verified before the route's unit of work opens; X-EXTERNAL-ID is claimed in it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
+from kasir.auth import PUBLIC, SnapSigned
+from kasir.auth.snap import SNAP_HEADERS, claim_external_id
 from kasir.bnpl.schemas import (
     BnplCalculationResponse,
     BnplCheckoutResponse,
@@ -24,16 +27,10 @@ from kasir.bnpl.schemas import (
     PaymentCalculationRequest,
     QrCheckoutRequest,
 )
-from kasir.bnpl.security import (
-    SNAP_HEADERS,
-    claim_external_id,
-    verified_caller,
-    verified_snap_request,
-)
 from kasir.bnpl.service import bnpl_service, option_body, page_url, parse_request, transaction_body
 from kasir.db import ReadSession, Session
 from kasir.errors import WireFormat, wire
-from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
+from kasir.idempotency.service import KEY_HEADER, Keyed
 from kasir.kit.clock import isoformat_seconds
 from kasir.kit.qr import qr_png
 from kasir.processors.pages import hand_over
@@ -91,8 +88,9 @@ def _snap_post(
     BnplCalculationResponse,
     "BNPL payment calculation",
 )
-async def payment_calculation(request: Request) -> JSONResponse:
-    async with verified_snap_request(request) as (session, caller):
+async def payment_calculation(request: Request, caller: SnapSigned) -> JSONResponse:
+    async with request.app.state.database.unit_of_work() as session:
+        await claim_external_id(session, caller)  # a reused X-EXTERNAL-ID is refused before the body is read
         calculation = parse_request(PaymentCalculationRequest, caller.body)
         options = await bnpl_service.calculate(session, caller, calculation)
     return JSONResponse(
@@ -105,10 +103,7 @@ async def payment_calculation(request: Request) -> JSONResponse:
 
 
 @_snap_post("qr-checkout", SERVICE_QR_CHECKOUT, QrCheckoutRequest, BnplCheckoutResponse, "BNPL QR checkout", keyed=True)
-async def qr_checkout(request: Request) -> Response:
-    database = request.app.state.database
-    caller = await verified_caller(request)
-    key = idempotency_key(request)
+async def qr_checkout(caller: SnapSigned, once: Keyed) -> Response:
     checkout = parse_request(QrCheckoutRequest, caller.body)
     await bnpl_service.check_callback_url(checkout)  # DNS: before the unit of work
     require("bnpl", None)
@@ -119,14 +114,13 @@ async def qr_checkout(request: Request) -> Response:
         body = {"responseCode": success_code(SERVICE_QR_CHECKOUT), "responseMessage": SUCCESS_MESSAGE}
         return JSONResponse({**body, **transaction_body(tx)})
 
-    merchant_id = caller.merchant_id
-    return await run_once(request, database, key, merchant_id=merchant_id, scope=_CHECKOUT_SCOPE, body=caller.body,
-                          handler=checkout_in)  # fmt: skip
+    return await once.run(caller.merchant_id, checkout_in, scope=_CHECKOUT_SCOPE)
 
 
 @_snap_post("status", SERVICE_STATUS_INQUIRY, BnplStatusInquiryRequest, BnplStatusResponse, "BNPL status inquiry")
-async def status_inquiry(request: Request) -> JSONResponse:
-    async with verified_snap_request(request) as (session, caller):
+async def status_inquiry(request: Request, caller: SnapSigned) -> JSONResponse:
+    async with request.app.state.database.unit_of_work() as session:
+        await claim_external_id(session, caller)  # a reused X-EXTERNAL-ID is refused before the body is read
         inquiry = parse_request(BnplStatusInquiryRequest, caller.body)
         tx = await bnpl_service.inquire(session, caller.merchant_id, inquiry)
     body = {
@@ -147,7 +141,7 @@ async def status_inquiry(request: Request) -> JSONResponse:
 _PLAIN = wire(WireFormat.PLAIN)
 
 
-@router.get("/bnpl/qr/{reference_no}.png", openapi_extra=_PLAIN, include_in_schema=False)
+@router.get("/bnpl/qr/{reference_no}.png", openapi_extra=_PLAIN, include_in_schema=False, dependencies=[PUBLIC])
 async def qr_image(reference_no: str, session: ReadSession) -> Response:
     tx = await bnpl_service.get(session, reference_no)
     return Response(qr_png(page_url(tx), border=2), media_type="image/png")
@@ -158,6 +152,7 @@ async def qr_image(reference_no: str, session: ReadSession) -> Response:
     summary="BNPL approval (qrContent): the lender's approval page",
     openapi_extra=_PLAIN,
     include_in_schema=False,
+    dependencies=[PUBLIC],
     response_class=HTMLResponse,
 )
 async def approval_page(reference_no: str, request: Request) -> Response:

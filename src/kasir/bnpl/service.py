@@ -25,6 +25,7 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from kasir.auth.snap import SnapCaller
 from kasir.bnpl.models import amount_of, cents_of
 from kasir.bnpl.pricing import (
     DEFAULT_PLANS,
@@ -35,7 +36,6 @@ from kasir.bnpl.pricing import (
     plans_to_json,
 )
 from kasir.bnpl.repository import TransactionRow, bnpl_repository
-from kasir.bnpl.security import SnapCaller
 from kasir.bnpl.states import DESCRIPTIONS, IS_TERMINAL, NOTIFIED, BnplStatus, TransactionNotInitiated, transition
 from kasir.callbacks.models import CallbackKind
 from kasir.callbacks.service import SignedIds, callback_outbox

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Query, Request, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from kasir.admin import require_admin
 from kasir.audit.service import Actor
+from kasir.auth import ADMIN, PUBLIC
 from kasir.callbacks.models import CallbackStatus
 from kasir.callbacks.repository import callback_repository
 from kasir.callbacks.schemas import CallbackList, CallbackView, RecoverAnswer, RecoverRequest
@@ -21,7 +21,7 @@ from kasir.kit.ids import INT64_MAX
 from kasir.ops.metrics import scrape_registry
 
 router = APIRouter()
-admin = APIRouter(prefix="/admin/callbacks", tags=["admin"], dependencies=[Depends(require_admin)])
+admin = APIRouter(prefix="/admin/callbacks", tags=["admin"], dependencies=[ADMIN])
 
 
 @admin.get("", summary="List callbacks, newest first")
@@ -111,7 +111,13 @@ _pending = _PendingCallbacks()
 
 
 # response_class: documented as text/plain (Prometheus's text format), not FastAPI's default JSON.
-@router.get("/metrics", tags=["operations"], summary="Prometheus metrics", response_class=PlainTextResponse)
+@router.get(
+    "/metrics",
+    tags=["operations"],
+    summary="Prometheus metrics",
+    response_class=PlainTextResponse,
+    dependencies=[PUBLIC],
+)
 async def metrics(session: ReadSession) -> Response:
     _pending.counts = await callback_repository.count_by_status(session)
     return Response(generate_latest(scrape_registry(_pending)), media_type=CONTENT_TYPE_LATEST)

@@ -6,8 +6,8 @@
 
 The SDK signs like the wallet API (Basic base64(merchantId:secretUnboundId), `x-req-signature` =
 sha256(hashKey + external_id + order_id), `x-version: v3`) and reads the wallet API's answers
-`{response_code, response_message, data}`: its requests are verified by the wallet room's
-`verify_wallet_request`, and its errors are rendered in the wallet format (kasir.errors.speak).
+`{response_code, response_message, data}`: its requests are verified by the wallet API's scheme,
+`kasir.auth.wallet_signature` (kasir.auth), and its errors are rendered in the wallet format (kasir.errors.speak).
 
 A dialect request becomes the camelCase charge's `ChargeRequest` and card (`DialectCharge`), and
 goes through the same card service, idempotency, duplicate rules, states, attempts and callbacks.

@@ -5,9 +5,9 @@
     POST /card-v2/v1/charge-direct    the outcome at once; no 3-D Secure
     POST /card-v2/v2/charge-direct    the same, `card_details.card_cvn` optional
 
-Every check and answer is the wallet API's (`verify_wallet_request`, then the wallet error
-format), and the charge is the camelCase charge's: the card service in one unit of work through
-the idempotency room, an X-Idempotency-Key honoured when sent. A stored card and a sub-merchant
+Every check and answer is the wallet API's (`WalletSigned`, kasir.auth.wallet, then the wallet
+error format), and the charge is the camelCase charge's: the card service in one unit of work
+through the idempotency room (`Keyed`), an X-Idempotency-Key honoured when sent. A stored card and a sub-merchant
 are looked up before that unit, in a read-only one, like the merchant's credentials.
 """
 
@@ -20,6 +20,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel
 
+from kasir.auth import WalletCaller, WalletSigned
 from kasir.card.dialect import (
     DIALECT_ANSWER,
     DIALECT_VERSION,
@@ -29,20 +30,18 @@ from kasir.card.dialect import (
     UnknownSubMerchant,
     answer_details,
     parse_dialect,
-    response_type_of,
     snake_field,
     stored_card,
 )
 from kasir.card.repository import card_repository
 from kasir.card.service import DuplicateOrder, card_service
 from kasir.db import Session
-from kasir.errors import WireFormat, speak, wire
-from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
+from kasir.errors import WireFormat, wire
+from kasir.idempotency.service import KEY_HEADER, Keyed, Once
 from kasir.kit.clock import clock
 from kasir.merchants.service import merchant_service
 from kasir.processors.calls import PendingCall
 from kasir.snap.openapi import snap_route
-from kasir.wallet.endpoints import verify_wallet_request
 from kasir.wallet.schemas import WalletErrorBody
 
 dialect_router = APIRouter(tags=["card (provider SDK dialect)"])
@@ -67,13 +66,12 @@ def speaks_dialect(request: Request, body: bytes) -> bool:
     return isinstance(data, dict) and ("external_id" in data or "payment_details" in data)
 
 
-async def dialect_charge(request: Request, *, scope: str, direct: bool, cvn_required: bool) -> Response:
-    speak(request, WireFormat.WALLET)  # every error of this request in the wallet format
-    verified = await verify_wallet_request(request)  # x-version, Content-Type, Basic, x-req-signature
+async def dialect_charge(
+    request: Request, verified: WalletCaller, once: Once, answer_kind: str, *, scope: str, cvn_required: bool
+) -> Response:
+    """The charge of a verified dialect request (x-version, Content-Type, Basic, x-req-signature checked)."""
     caller = verified.merchant
     merchant_id = caller.merchant.id
-    answer_kind = "direct" if direct else response_type_of(request.headers.get(RESPONSE_TYPE_HEADER))
-    key = idempotency_key(request)
     charge = parse_dialect(verified.body, now=clock.local_now(), cvn_required=cvn_required)
     sub_merchant_id = (request.headers.get(SUB_MERCHANT_HEADER) or "").strip() or None
     card = charge.card
@@ -114,9 +112,7 @@ async def dialect_charge(request: Request, *, scope: str, direct: bool, cvn_requ
         outcome.call.details[DIALECT_ANSWER] = answer_details(answer_kind, card.stored_token)
         return outcome
 
-    return await run_once(
-        request, database, key, merchant_id=merchant_id, scope=scope, body=verified.raw, handler=charge_in
-    )
+    return await once.run(merchant_id, charge_in, scope=scope)
 
 
 # --- the direct charges ----------------------------------------------------------------------
@@ -181,8 +177,8 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     response_model=DirectResponse,
     responses=_ERRORS,
 )
-async def charge_direct(request: Request) -> Response:
-    return await dialect_charge(request, scope=f"POST {DIRECT_V1}", direct=True, cvn_required=True)
+async def charge_direct(request: Request, caller: WalletSigned, once: Keyed) -> Response:
+    return await dialect_charge(request, caller, once, "direct", scope=f"POST {DIRECT_V1}", cvn_required=True)
 
 
 @dialect_router.post(
@@ -192,5 +188,5 @@ async def charge_direct(request: Request) -> Response:
     response_model=DirectResponse,
     responses=_ERRORS,
 )
-async def charge_direct_v2(request: Request) -> Response:
-    return await dialect_charge(request, scope=f"POST {DIRECT_V2}", direct=True, cvn_required=False)
+async def charge_direct_v2(request: Request, caller: WalletSigned, once: Keyed) -> Response:
+    return await dialect_charge(request, caller, once, "direct", scope=f"POST {DIRECT_V2}", cvn_required=False)

@@ -9,22 +9,25 @@ The pages are the product's, in staging and production: the card goes to the con
 acquirer (kasir.processors), which may send the customer to a challenge and back. The
 simulator's challenge page is the simulator's own (kasir.simulator).
 
-The charge has one path on every database and setting: authenticate, parse (400 for the
-request's fields, 422 for the card's), check the callback URL (DNS: before any unit of work),
-then one unit of work through the idempotency room (kasir.idempotency), which claims the key,
+The charge has one path on every database and setting: authenticate (`CardCharger`: Basic, or
+Basic + x-req-signature for the provider SDK's dialect, kasir.auth), parse (400 for the request's
+fields, 422 for the card's), check the callback URL (DNS: before any unit of work), then one
+unit of work through the idempotency room (`Keyed`, kasir.idempotency), which claims the key,
 runs the charge in a savepoint and keeps its answer, a 2xx or a 4xx, with the key.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from kasir.auth import PUBLIC, Authenticator, BasicCaller, OneOf, WalletCaller, basic, wallet_signature
 from kasir.card import pages
-from kasir.card.dialect_endpoints import dialect_charge, dialect_router, speaks_dialect
+from kasir.card.dialect import response_type_of
+from kasir.card.dialect_endpoints import RESPONSE_TYPE_HEADER, dialect_charge, dialect_router, speaks_dialect
 from kasir.card.schemas import CardErrorBody, CardValidationError, ChargeRequest, ChargeResponse
 from kasir.card.service import (
     EXPIRED_BY_TIME,
@@ -40,13 +43,12 @@ from kasir.card.service import (
 from kasir.card.states import CardOrderClosed, CardOrderStatus
 from kasir.config import get_settings
 from kasir.db import ReadSession, Session
-from kasir.errors import FieldError, KasirError, NotFound, WireFormat, wire
-from kasir.idempotency.service import KEY_HEADER, idempotency_key, run_once
+from kasir.errors import FieldError, KasirError, NotFound, WireFormat, speak, wire
+from kasir.idempotency.service import KEY_HEADER, Keyed
 from kasir.kit.clock import clock
 from kasir.kit.pages import form_fields, html_page
 from kasir.processors.calls import CallInProgress, PendingCall
 from kasir.processors.registry import card_acquirer, page_of
-from kasir.ratelimit.service import source_address
 from kasir.snap.openapi import snap_route
 
 router = APIRouter(tags=["card"])
@@ -78,6 +80,25 @@ def _error_responses() -> dict[int | str, dict[str, Any]]:
     return {status: {"model": CardErrorBody, "description": text} for status, text in described.items()}
 
 
+async def _charge_scheme(request: Request) -> Authenticator[Any]:
+    """The provider SDK's snake_case charge (its body's keys, or x-version v3) is the wallet API's
+    scheme and speaks its error format; the camelCase charge is Basic, once its Content-Type is JSON."""
+    if speaks_dialect(request, await request.body()):
+        speak(request, WireFormat.WALLET)  # every error of this request in the wallet format
+        return wallet_signature
+    _require_json(request)
+    return basic
+
+
+card_charger = OneOf(_charge_scheme, (basic, wallet_signature))
+CardCharger = Annotated[BasicCaller | WalletCaller, Depends(card_charger)]
+
+
+async def _dialect_answer(request: Request, caller: CardCharger) -> str | None:
+    """The dialect's answer kind (its response-type header, checked after its signature); None for camelCase."""
+    return response_type_of(request.headers.get(RESPONSE_TYPE_HEADER)) if isinstance(caller, WalletCaller) else None
+
+
 @router.post(
     CHARGE_PATH,
     summary="Card charge",
@@ -85,17 +106,15 @@ def _error_responses() -> dict[int | str, dict[str, Any]]:
     response_model=ChargeResponse,
     responses=_error_responses(),
 )
-async def charge(request: Request) -> Response:
-    if speaks_dialect(request, await request.body()):  # the provider SDK's snake_case charge
-        return await dialect_charge(request, scope=_SCOPE, direct=False, cvn_required=True)
-    _require_json(request)
-    database = request.app.state.database
-    caller = await card_service.authenticate(
-        database, request.headers.get("authorization"), address=source_address(request)
-    )
-    key = idempotency_key(request)
-    body = await request.body()
-    charge_request, card = card_service.parse(body)
+async def charge(
+    request: Request,
+    caller: CardCharger,
+    answer_kind: Annotated[str | None, Depends(_dialect_answer)],
+    once: Keyed,
+) -> Response:
+    if isinstance(caller, WalletCaller):  # the provider SDK's snake_case charge
+        return await dialect_charge(request, caller, once, answer_kind or "html", scope=_SCOPE, cvn_required=True)
+    charge_request, card = card_service.parse(await request.body())
     await card_service.check_callback_url(caller, charge_request)
     card_service.require_processor(charge_request)
 
@@ -103,8 +122,7 @@ async def charge(request: Request) -> Response:
         outcome = await card_service.charge(session, caller, charge_request, card)
         return outcome if isinstance(outcome, PendingCall) else JSONResponse(charge_body(outcome))
 
-    merchant_id = caller.merchant.id
-    return await run_once(request, database, key, merchant_id=merchant_id, scope=_SCOPE, body=body, handler=charge_in)
+    return await once.run(caller.merchant.id, charge_in, scope=_SCOPE)
 
 
 # The provider SDK's direct charges (its charge is the route above).
@@ -130,14 +148,14 @@ def _card_is_live() -> None:
 
 
 # The pages of a switched-off product are not served (404), as the staging-only pages were in production.
-_PAGE = {"openapi_extra": _PLAIN, "include_in_schema": False, "dependencies": [Depends(_card_is_live)]}
+_PAGE = {"openapi_extra": _PLAIN, "include_in_schema": False, "dependencies": [PUBLIC, Depends(_card_is_live)]}
 
 
 _STATIC = Path(pages.__file__).parent / "static"
 _SCRIPTS = {path.name: path.read_bytes() for path in _STATIC.glob("*.js")}
 
 
-@router.get("/card/static/{name}", include_in_schema=False)
+@router.get("/card/static/{name}", include_in_schema=False, dependencies=[PUBLIC])
 async def page_script(name: str) -> Response:
     """The pages' scripts, files of the package: the pages' Content-Security-Policy allows no inline script."""
     script = _SCRIPTS.get(name)

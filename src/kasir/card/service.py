@@ -40,6 +40,7 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import ValidationError
 from pydantic.alias_generators import to_camel
 
+from kasir.auth.basic import BasicCaller
 from kasir.callbacks.models import CallbackKind
 from kasir.callbacks.service import SignedIds, callback_outbox
 from kasir.callbacks.ssrf import check_callback_url
@@ -56,7 +57,7 @@ from kasir.card.states import (
     transition,
 )
 from kasir.config import get_settings
-from kasir.db import Database, Session
+from kasir.db import Session
 from kasir.errors import (
     Conflict,
     DuplicateReference,
@@ -71,7 +72,6 @@ from kasir.kit.clock import JAKARTA, clock, isoformat_seconds, parse_aware
 from kasir.kit.crypto import constant_time_equals, derive_key
 from kasir.kit.ids import new_id, new_sortable_id
 from kasir.kit.logs import annotate_request
-from kasir.merchants.basic_auth import BasicCaller, authenticate_basic_in
 from kasir.payments import metrics as payment_metrics
 from kasir.processors.calls import Call, PendingCall, recorded_card
 from kasir.processors.protocols import CardCharge, CardDecision, CardResult
@@ -213,9 +213,6 @@ def card_from_fields(fields: dict[str, Any], *, now: datetime, prefix: str = "ca
 
 class CardService:
     # --- the charge API (interface.md endpoint 6) ---------------------------------------
-
-    async def authenticate(self, database: Database, authorization: str | None, *, address: str) -> BasicCaller:
-        return await authenticate_basic_in(database, authorization, address=address)
 
     def parse(self, body: bytes) -> tuple[ChargeRequest, ParsedCard | None]:
         """400 for the request's fields; else 422 for any rule of the card's (issue 26)."""

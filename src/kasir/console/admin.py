@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, Path, Request
 
-from kasir.admin import require_admin
 from kasir.audit.service import Actor
+from kasir.auth.admin import ADMIN
 from kasir.console.schemas import UserCreate, UserList, UserPassword, UserView, UserWithPassword
 from kasir.console.service import console_users
 from kasir.db import ReadSession, WriteSession
 from kasir.kit.ids import INT32_MAX
 
-router = APIRouter(prefix="/admin/users", tags=["admin"], dependencies=[Depends(require_admin)])
+router = APIRouter(prefix="/admin/users", tags=["admin"], dependencies=[ADMIN])
 # A user's id as its column can hold it (console_user.id is an Integer): checked before the query, as an id
 # beyond it was a 500 (OverflowError on SQLite past int64, DataError on PostgreSQL past int32).
 UserId = Annotated[int, Path(ge=1, le=INT32_MAX)]

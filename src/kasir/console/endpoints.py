@@ -17,24 +17,14 @@ from fastapi import APIRouter, Form, Path, Query, Request, Response
 from fastapi.responses import FileResponse, RedirectResponse, StreamingResponse
 
 from kasir.audit.service import audit
+from kasir.auth.console import COOKIE, Checked, CheckedOperator, Operator, SignedIn, SignIn, client_ip
+from kasir.auth.scheme import PUBLIC
 from kasir.callbacks.models import CallbackKind
 from kasir.config import get_settings
 from kasir.console.charts import overview_charts
 from kasir.console.service import AccountLocked, NotYours, SignInRefused, console_sessions
 from kasir.console.service import SignedIn as NewSession
-from kasir.console.web import (
-    COOKIE,
-    SIGN_IN_CSRF_COOKIE,
-    STATIC,
-    Checked,
-    CheckedOperator,
-    ConsoleRoute,
-    Operator,
-    SignedIn,
-    client_ip,
-    database,
-    render,
-)
+from kasir.console.web import SIGN_IN_CSRF_COOKIE, STATIC, ConsoleRoute, database, render
 from kasir.db import Database, ReadSession, WriteSession
 from kasir.errors import BadRequest
 from kasir.kit.clock import clock, parse_aware
@@ -44,7 +34,7 @@ from kasir.merchants.service import CredentialKind, merchant_service
 from kasir.payments.repository import OUTCOME_NAMES, PRODUCTS, PaymentFilter
 from kasir.payments.service import parse_filter as payment_filter
 from kasir.payments.service import payment_actions, payments_service
-from kasir.ratelimit.service import AuthenticationLocked, rate_limits, source_address
+from kasir.ratelimit.service import AuthenticationLocked
 from kasir.staging import staging_only
 
 router = APIRouter(prefix="/console", route_class=ConsoleRoute, include_in_schema=False)
@@ -67,7 +57,7 @@ STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg
 _TOO_MANY_SIGN_INS = "Too many failed sign-ins from this address. Please try again later."
 
 
-@router.get("/sign-in")
+@router.get("/sign-in", dependencies=[PUBLIC])
 async def sign_in_page(request: Request, next: str = "/console/overview") -> Response:  # noqa: A002
     token = secrets.token_urlsafe(24)
     response = render(request, "sign_in.html", csrf_token=token, next=_local(next))
@@ -78,24 +68,23 @@ async def sign_in_page(request: Request, next: str = "/console/overview") -> Res
 @router.post("/sign-in")
 async def sign_in(
     request: Request,
+    signer: SignIn,
     email: Annotated[str, Form(max_length=254)],
     password: Annotated[str, Form(max_length=1024)],
     csrf_token: Annotated[str, Form(max_length=64)] = "",
     next: Annotated[str, Form(max_length=2048)] = "/console/overview",  # noqa: A002
 ) -> Response:
     expected = request.cookies.get(SIGN_IN_CSRF_COOKIE, "")
-    address = source_address(request)
     headers: dict[str, str] = {}
     if not expected or not constant_time_equals(expected, csrf_token):
         error, status = "This form has expired. Please try again.", 403
     else:
         try:
-            await rate_limits.before_authentication(database(request), address)
-            signed_in = await _sign_in(database(request), email, password, client_ip(request))
+            ip = client_ip(request)
+            signed_in = await signer.sign_in(request, lambda: _sign_in(database(request), email, password, ip))
         except AuthenticationLocked as exc:
             error, status, headers = _TOO_MANY_SIGN_INS, exc.http_status, exc.headers
         except (SignInRefused, AccountLocked) as exc:
-            await rate_limits.failed_authentication(database(request), address)
             error, status, headers = exc.message, exc.http_status, exc.headers
         else:
             redirect = RedirectResponse(_local(next), status_code=303)
@@ -157,8 +146,8 @@ async def sign_out(request: Request, viewer: Checked, session: WriteSession) -> 
     return response
 
 
-@router.get("")
-@router.get("/")
+@router.get("", dependencies=[PUBLIC])
+@router.get("/", dependencies=[PUBLIC])
 async def home() -> Response:
     return RedirectResponse("/console/overview", status_code=303)
 
@@ -581,7 +570,7 @@ async def audit_log(
 # --- static files and everything else ------------------------------------------------------------------
 
 
-@router.get("/static/{name}")
+@router.get("/static/{name}", dependencies=[PUBLIC])
 async def static(name: str) -> Response:
     path = STATIC / name
     if "/" in name or name.startswith(".") or path.suffix not in STATIC_TYPES or not path.is_file():
@@ -589,6 +578,6 @@ async def static(name: str) -> Response:
     return FileResponse(path, media_type=STATIC_TYPES[path.suffix], headers={"cache-control": "public, max-age=3600"})
 
 
-@router.api_route("/{anything:path}", methods=["GET", "POST"])
+@router.api_route("/{anything:path}", methods=["GET", "POST"], dependencies=[PUBLIC])
 async def not_found(anything: str, request: Request) -> Response:
     raise NotYours()

@@ -10,24 +10,24 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Coroutine
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 from urllib.parse import quote
 
-from fastapi import Depends, Request, Response
+from fastapi import Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse
 from fastapi.routing import APIRoute
 
+from kasir.auth.console import COOKIE
 from kasir.console.charts import bar_chart
 from kasir.console.format import jakarta_time
-from kasir.console.service import CsrfRefused, SignInRequired, Viewer, console_sessions
+from kasir.console.service import SignInRequired, Viewer
 from kasir.db import Database
 from kasir.errors import KasirError
 from kasir.kit.templates import templates
 
 log = logging.getLogger("kasir.console")
 
-COOKIE = "kasir_console"
 SIGN_IN_CSRF_COOKIE = "kasir_console_signin"
 STATIC = Path(__file__).parent / "static"
 
@@ -82,10 +82,6 @@ def render(
     return HTMLResponse(html, status_code=status_code, headers={"cache-control": "no-store"})
 
 
-def client_ip(request: Request) -> str | None:
-    return request.client.host if request.client else None
-
-
 def database(request: Request) -> Database:
     db: Database = request.app.state.database
     return db
@@ -135,59 +131,3 @@ def _sign_in_again(request: Request, exc: SignInRequired) -> Response:
             response.headers["hx-redirect"] = "/console/sign-in"
     response.delete_cookie(COOKIE, path="/console")
     return response
-
-
-async def current_viewer(request: Request) -> Viewer:
-    async with database(request).unit_of_work(read_only=True) as session:
-        viewer, touch_due = await console_sessions.viewer(session, request.cookies.get(COOKIE))
-    if touch_due:
-        async with database(request).unit_of_work() as session:
-            await console_sessions.touch(session, viewer)
-    request.state.viewer = viewer
-    return viewer
-
-
-async def checked_viewer(request: Request) -> Viewer:
-    """The viewer of a state-changing request, whose CSRF token (form field or header) is its session's."""
-    viewer = await current_viewer(request)
-    given = request.headers.get("x-csrf-token")
-    if given is None and request.headers.get("content-type", "").startswith(
-        ("application/x-www-form-urlencoded", "multipart/form-data")
-    ):
-        form = await request.form()
-        value = form.get("csrf_token")
-        given = value if isinstance(value, str) else None
-    console_sessions.check_csrf(viewer, given)
-    _check_origin(request)
-    return viewer
-
-
-def _check_origin(request: Request) -> None:
-    """A browser's Origin, when it sends one, must be this console's own."""
-    origin = request.headers.get("origin")
-    if origin and origin != "null":
-        host = request.headers.get("host", "")
-        if origin.split("://", 1)[-1] != host:
-            raise CsrfRefused()
-
-
-def operator_only(viewer: Viewer) -> Viewer:
-    from kasir.console.service import NotYours
-
-    if not viewer.is_operator:
-        raise NotYours()  # merchant users do not learn the page exists
-    return viewer
-
-
-async def current_operator(viewer: Annotated[Viewer, Depends(current_viewer)]) -> Viewer:
-    return operator_only(viewer)
-
-
-async def checked_operator(viewer: Annotated[Viewer, Depends(checked_viewer)]) -> Viewer:
-    return operator_only(viewer)
-
-
-SignedIn = Annotated[Viewer, Depends(current_viewer)]
-Checked = Annotated[Viewer, Depends(checked_viewer)]
-Operator = Annotated[Viewer, Depends(current_operator)]
-CheckedOperator = Annotated[Viewer, Depends(checked_operator)]

@@ -1,7 +1,7 @@
 """X-Idempotency-Key for every merchant POST that creates or moves money (docs/decisions.md §7, for all of them).
 
-    endpoint: authenticate, key = idempotency_key(request), parse, check what needs the network (DNS), then
-        return await run_once(request, database, key, merchant_id=..., scope=..., body=raw, handler=...)
+    endpoint: authenticate (kasir.auth), `once: Keyed` (the key, checked), parse, check what needs the
+        network (DNS), then  return await once.run(merchant_id, handler)
 
 One unit of work holds it all:
 
@@ -49,9 +49,9 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
 from functools import lru_cache
-from typing import Protocol, runtime_checkable
+from typing import Annotated, Protocol, runtime_checkable
 
-from fastapi import Request
+from fastapi import Depends, Request
 from fastapi.responses import Response
 
 from kasir.config import get_settings
@@ -118,6 +118,33 @@ def idempotency_key(request: Request) -> str | None:
     if not 1 <= len(key) <= KEY_MAX or not key.isprintable():
         raise InvalidFieldFormat(KEY_HEADER, f"must be 1 to {KEY_MAX} printable characters")
     return key
+
+
+@dataclass(frozen=True, slots=True)
+class Once:
+    """A keyed route's X-Idempotency-Key, and the request whose one unit of work `run` runs (`run_once`)."""
+
+    request: Request
+    key: str | None
+
+    async def run(self, merchant_id: str, handler: Handler, *, scope: str | None = None) -> Response:
+        """`run_once` with the request's raw body, scoped by `scope` (default: the route's own path)."""
+        request = self.request
+        # scope['path'] is the route's static path: request.url would parse it all
+        scope = scope or f"POST {request.scope['path']}"
+        body = await request.body()
+        database = request.app.state.database
+        return await run_once(request, database, self.key, merchant_id=merchant_id, scope=scope, body=body,
+                              handler=handler)  # fmt: skip
+
+
+async def keyed(request: Request) -> Once:
+    """Dependency: the request's checked X-Idempotency-Key (400 in the route's format), ready to `run`."""
+    return Once(request, idempotency_key(request))
+
+
+# A money-moving route's declaration that it is keyed (the route guard reads it: tests/auth/test_routes.py).
+Keyed = Annotated[Once, Depends(keyed)]
 
 
 @lru_cache(maxsize=8)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Request
 
-from kasir.admin import require_admin
 from kasir.audit.service import Actor
+from kasir.auth.admin import ADMIN
 from kasir.db import ReadSession, WriteSession
 from kasir.errors import BadRequest
 from kasir.kit.crypto import public_key_fingerprint
@@ -29,7 +29,7 @@ from kasir.merchants.schemas import (
 )
 from kasir.merchants.service import CredentialKind, merchant_service
 
-router = APIRouter(prefix="/admin/merchants", tags=["admin"], dependencies=[Depends(require_admin)])
+router = APIRouter(prefix="/admin/merchants", tags=["admin"], dependencies=[ADMIN])
 
 
 def _view(merchant: MerchantRow) -> MerchantView:

@@ -236,15 +236,12 @@ def merchant_state(merchant: MerchantRow) -> dict[str, Any]:
     }
 
 
-# Other rooms' caches of a merchant's credentials, keyed by merchant id (BNPL's SNAP check adds its own).
+# The authenticators' caches of a merchant's credentials, keyed by merchant id (kasir.auth adds them).
 merchant_id_caches: list[TtlCache[str, Any]] = []
 
 
 def forget_cached(merchant: MerchantRow) -> None:
     """This process's hot paths read the merchant again on their next request."""
-    from kasir.merchants.basic_auth import known_merchants
-
-    known_merchants.forget(merchant.id)
     token_signer_cache.forget(merchant.client_id)
     for cache in merchant_id_caches:
         cache.forget(merchant.id)

@@ -16,6 +16,8 @@ from fastapi.responses import HTMLResponse
 from starlette.routing import Mount
 from starlette.staticfiles import StaticFiles
 
+from kasir.auth.scheme import PUBLIC
+
 ASSETS = Path(fastapi_offline.__file__).parent / "static"
 ASSETS_PATH = "/docs/assets"
 # Nothing but this server: ReDoc's sidebar asks a CDN for its logo, which the browser then does not fetch.
@@ -37,7 +39,7 @@ def add_docs(app: FastAPI, openapi_url: str, docs_url: str = "/docs", redoc_url:
     router = APIRouter(include_in_schema=False)
     title = app.title
 
-    @router.get(docs_url, response_class=HTMLResponse)
+    @router.get(docs_url, response_class=HTMLResponse, dependencies=[PUBLIC])
     async def swagger_ui() -> HTMLResponse:
         return _confined(
             get_swagger_ui_html(
@@ -49,7 +51,7 @@ def add_docs(app: FastAPI, openapi_url: str, docs_url: str = "/docs", redoc_url:
             )
         )
 
-    @router.get(redoc_url, response_class=HTMLResponse)
+    @router.get(redoc_url, response_class=HTMLResponse, dependencies=[PUBLIC])
     async def redoc() -> HTMLResponse:
         return _confined(
             get_redoc_html(

@@ -7,13 +7,14 @@ import json
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
+from kasir.auth.scheme import PUBLIC
 from kasir.db import SchemaBehind, check_schema, ping
 from kasir.ops.schemas import Health, Readiness
 
 router = APIRouter(tags=["operations"])
 
 
-@router.get("/healthz", summary="Liveness: the process answers", response_model=Health)
+@router.get("/healthz", summary="Liveness: the process answers", response_model=Health, dependencies=[PUBLIC])
 async def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
@@ -21,6 +22,7 @@ async def healthz() -> dict[str, str]:
 @router.get(
     "/readyz",
     summary="Readiness: the database is reachable and migrated",
+    dependencies=[PUBLIC],
     responses={
         200: {"model": Readiness, "description": "Ready"},
         503: {"model": Readiness, "description": "Not ready, with the reason"},
@@ -54,7 +56,7 @@ def live_products() -> dict[str, str | None]:
 bench_router = APIRouter(tags=["benchmark"], include_in_schema=False)
 
 
-@bench_router.post("/bench/ceiling")
+@bench_router.post("/bench/ceiling", dependencies=[PUBLIC])
 async def bench_ceiling(request: Request) -> JSONResponse:
     """The benchmark's ceiling: same framework, middleware and server; parse the body, answer. No database."""
     body = json.loads(await request.body())

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Path, Query, Request
 
-from kasir.admin import require_admin
 from kasir.audit.service import Actor
+from kasir.auth.admin import ADMIN
 from kasir.callbacks.schemas import CallbackView
 from kasir.db import ReadSession, WriteSession
 from kasir.kit.ids import INT64_MAX
 from kasir.payments.schemas import PaymentList, PaymentView, ReplayedList, ReplayGivenUpRequest, ReplayRequest
 from kasir.payments.service import parse_filter, payment_actions, payments_service
 
-router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[Depends(require_admin)])
+router = APIRouter(prefix="/admin", tags=["admin"], dependencies=[ADMIN])
 
 
 def actor(request: Request) -> Actor:

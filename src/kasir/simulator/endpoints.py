@@ -21,6 +21,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from kasir.auth import wallet_signature as verify_wallet_request
 from kasir.bnpl.service import bnpl_service
 from kasir.card import pages as card_pages
 from kasir.card.service import AttemptAlreadySubmitted, card_service, check_page_token, page_token, return_redirect
@@ -34,7 +35,7 @@ from kasir.processors.registry import SIMULATOR, simulator_serves
 from kasir.processors.service import apply
 from kasir.simulator import pages
 from kasir.simulator.cards import OTP_FAILED_MESSAGE, check_one_time_password, one_time_password
-from kasir.wallet.endpoints import ERROR_RESPONSES, parse, route_openapi, verify_wallet_request
+from kasir.wallet.endpoints import ERROR_RESPONSES, parse, route_openapi
 from kasir.wallet.schemas import DummyPaymentRequest
 from kasir.wallet.service import ChannelMismatch, timestamp, wallet_service
 

@@ -68,7 +68,7 @@ def snap_errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {status: {"model": SnapErrorBody, "description": descriptions[status]} for status in statuses}
 
 
-# The headers' rules (docs/decisions.md §3.2; checked in kasir.bnpl.security and kasir.snap.headers).
+# The headers' rules (docs/decisions.md §3.2; checked in kasir.auth.snap and kasir.snap.headers).
 _HEADER_SCHEMAS: dict[str, dict[str, Any]] = {
     "Content-Type": {"type": "string", "enum": ["application/json"]},
     "X-EXTERNAL-ID": {"type": "string", "pattern": "^[0-9]{1,36}$"},

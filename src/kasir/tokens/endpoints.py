@@ -1,21 +1,22 @@
-"""interface.md endpoints 1 and 2: B2B access tokens for the payment and disbursement products."""
+"""interface.md endpoints 1 and 2: B2B access tokens for the payment and disbursement products.
+
+The request is proven, counted and the token minted by the scheme (kasir.auth.access_token); the
+route answers it.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from kasir.config import get_settings
-from kasir.errors import KasirError, Unauthorized
-from kasir.kit.clock import clock, isoformat_seconds
-from kasir.ratelimit.service import rate_limits, source_address
+from kasir.auth import DisbursementTokenRequest, PaymentTokenRequest
+from kasir.auth.access_token import TokenRequest
 from kasir.snap.codes import SERVICE_TOKEN, SUCCESS_MESSAGE, success_code
-from kasir.snap.headers import check_timestamp, parse_json_body, require_headers, require_json_content_type
 from kasir.snap.openapi import snap_errors, snap_header_params, snap_route
 from kasir.tokens.schemas import AccessTokenRequest, AccessTokenResponse
-from kasir.tokens.service import ACCESS_TOKEN_TTL_SECONDS, Product, access_token_service, parse_grant
+from kasir.tokens.service import ACCESS_TOKEN_TTL_SECONDS
 
 router = APIRouter(tags=["access token"])
 
@@ -42,51 +43,19 @@ _TOKEN_ROUTE: dict[str, Any] = {
 }
 
 
-async def _issue(request: Request, product: Product) -> JSONResponse:
-    """The token; a refusal carries X-TIMESTAMP and X-CLIENT-KEY (when sent) as a success does (issue 26)."""
-    try:
-        return await _issue_token(request, product)
-    except KasirError as error:
-        error.headers = {**_answer_headers(request.headers.get("x-client-key")), **error.headers}
-        raise
-
-
-def _answer_headers(client_key: str | None) -> dict[str, str]:
-    """interface.md endpoint 1: response headers X-TIMESTAMP (server time) and X-CLIENT-KEY (the request's)."""
-    headers = {"X-TIMESTAMP": isoformat_seconds(clock.now())}
-    if client_key is not None and client_key.strip():
-        headers["X-CLIENT-KEY"] = client_key.strip()
-    return headers
-
-
-async def _issue_token(request: Request, product: Product) -> JSONResponse:
-    database, address = request.app.state.database, source_address(request)
-    await rate_limits.token_request(database, address)  # before anything is read
-    headers = request.headers
-    require_json_content_type(headers)
-    timestamp, client_key, signature = require_headers(headers, "X-TIMESTAMP", "X-CLIENT-KEY", "X-SIGNATURE")
-    check_timestamp(timestamp, get_settings().clock_skew_seconds)
-    additional_info = parse_grant(parse_json_body(await request.body()))
-    await rate_limits.before_token(database, address, client_key)
-    try:
-        token = await access_token_service.issue(
-            database, product=product, client_key=client_key, timestamp=timestamp, signature=signature
-        )
-    except Unauthorized:
-        await rate_limits.failed_authentication(database, address, client_key)
-        raise
-    await rate_limits.token_issued(database, client_key)
+def _answer(proven: TokenRequest) -> JSONResponse:
+    token = proven.token
     body: dict[str, Any] = {**_SUCCESS, "accessToken": token.value, "tokenType": "Bearer", "expiresIn": _EXPIRES_IN}
-    if additional_info is not None:
-        body["additionalInfo"] = additional_info
-    return JSONResponse(body, headers=_answer_headers(client_key))
+    if proven.additional_info is not None:
+        body["additionalInfo"] = proven.additional_info
+    return JSONResponse(body, headers=proven.answer_headers())
 
 
 @router.post("/auth/merchants/v1.0/access-token/b2b", summary="Access token (payment product)", **_TOKEN_ROUTE)
-async def payment_access_token(request: Request) -> JSONResponse:
-    return await _issue(request, Product.PAYMENT)
+async def payment_access_token(proven: PaymentTokenRequest) -> JSONResponse:
+    return _answer(proven)
 
 
 @router.post("/api/v1.0/access-token/b2b", summary="Access token (disbursement product)", **_TOKEN_ROUTE)
-async def disbursement_access_token(request: Request) -> JSONResponse:
-    return await _issue(request, Product.DISBURSEMENT)
+async def disbursement_access_token(proven: DisbursementTokenRequest) -> JSONResponse:
+    return _answer(proven)

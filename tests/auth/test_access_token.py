@@ -1,19 +1,17 @@
-"""Token verification (issue: valid, expired after 900 s, unknown, wrong product -> 401xx01)."""
+"""Token verification (valid, expired after 900 s, unknown, wrong product -> 401xx01): kasir.auth.access_token."""
 
 from __future__ import annotations
 
 import json
-from typing import Annotated
 
 import httpx
 import pytest
-from fastapi import Depends, FastAPI
+from fastapi import FastAPI
 
+from kasir.auth import PaymentToken
 from kasir.errors import WireFormat, install_error_handlers, wire
 from kasir.kit.clock import clock
 from kasir.middleware import RequestContextMiddleware
-from kasir.tokens.dependencies import require_access_token
-from kasir.tokens.service import AccessToken, Product
 from tests.support.builders import make_merchant
 from tests.support.wire.snap import GRANT, token_headers
 from tests.tokens.test_endpoints import DISBURSEMENT_PATH, PAYMENT_PATH
@@ -25,7 +23,7 @@ install_error_handlers(probe)
 
 
 @probe.post("/probe", openapi_extra=wire(WireFormat.SNAP, "92"))
-async def guarded(token: Annotated[AccessToken, Depends(require_access_token(Product.PAYMENT))]) -> dict[str, str]:
+async def guarded(token: PaymentToken) -> dict[str, str]:
     return {"merchant": token.merchant_id}
 
 
@@ -41,7 +39,8 @@ async def get_token(app, client, path: str = PAYMENT_PATH):
 
 
 @pytest.fixture
-async def probe_client():
+async def probe_client(app):
+    probe.state.database = app.state.database  # where the authenticator counts failures (kasir.ratelimit)
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app=probe), base_url="http://probe") as http:
         yield http
 

@@ -12,19 +12,30 @@ wallet's x-req-signature check uses the key the merchant still signs with.
 
 Every failure is counted (kasir.ratelimit): per source address, and per merchant from that
 address once the header names one; while either is locked the answer is 429 before any check.
+
+`basic` is the card charge's scheme; the wallet's (kasir.auth.wallet) proves Basic first with
+`basic.authenticate`, then its x-req-signature.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fastapi import Request
+
+from kasir.auth.scheme import Authenticator, FailedAuthentications, source
 from kasir.db import Database
 from kasir.errors import Unauthorized
 from kasir.kit.crypto import b64decode_strict, constant_time_equals
 from kasir.kit.ttl_cache import TtlCache
 from kasir.merchants.repository import MerchantRow, merchant_repository
-from kasir.merchants.service import CredentialKind, MerchantSecrets, credential_cache_seconds, merchant_service
-from kasir.ratelimit.service import rate_limits
+from kasir.merchants.service import (
+    CredentialKind,
+    MerchantSecrets,
+    credential_cache_seconds,
+    merchant_id_caches,
+    merchant_service,
+)
 
 # Compared against when the merchant is unknown, so timing does not say whether it exists.
 _UNKNOWN_SECRET = "x" * 32
@@ -60,27 +71,43 @@ def parse_basic(header: str | None) -> tuple[str, str, str | None]:
 # hold briefly: the lifecycle (rotation, disabling, a new callback URL) forgets this process's
 # entry at once, and other processes' entries end within the cache's seconds.
 known_merchants: TtlCache[str, BasicCaller] = TtlCache(credential_cache_seconds)
+merchant_id_caches.append(known_merchants)
 
 
-async def authenticate_basic_in(database: Database, header: str | None, *, address: str) -> BasicCaller:
-    """The merchant whose Basic credentials these are (docs/decisions.md §3.4), or Unauthorized; a
-    request from `address` (the source address) while it is locked out: AuthenticationLocked (429).
+class BasicAuthenticator(Authenticator[BasicCaller]):
+    """`Authorization: Basic`: the merchant whose credentials these are."""
 
-    The database is read only if the merchant is not cached, once for all the requests that
-    miss it together, in a read-only unit of work of its own. Called outside any unit of work.
-    """
-    try:
-        merchant_id, secret, hash_key = parse_basic(header)
-    except Unauthorized:
-        await rate_limits.before_authentication(database, address)
-        await rate_limits.failed_authentication(database, address)
-        raise
-    await rate_limits.before_authentication(database, address, merchant_id)
-    try:
-        return await _authenticate(database, merchant_id, secret, hash_key)
-    except Unauthorized:
-        await rate_limits.failed_authentication(database, address, merchant_id)
-        raise
+    scheme = "basic"
+
+    def __init__(self) -> None:
+        self.rate_limit = FailedAuthentications()
+
+    async def __call__(self, request: Request) -> BasicCaller:
+        database, address = source(request)
+        return await self.authenticate(database, request.headers.get("authorization"), address=address)
+
+    async def authenticate(self, database: Database, header: str | None, *, address: str) -> BasicCaller:
+        """The merchant whose Basic credentials these are (docs/decisions.md §3.4), or Unauthorized; a
+        request from `address` (the source address) while it is locked out: AuthenticationLocked (429).
+
+        The database is read only if the merchant is not cached, once for all the requests that
+        miss it together, in a read-only unit of work of its own. Called outside any unit of work.
+        """
+        try:
+            merchant_id, secret, hash_key = parse_basic(header)
+        except Unauthorized:
+            await self.rate_limit.before(database, address)
+            await self.rate_limit.failed(database, address)
+            raise
+        await self.rate_limit.before(database, address, merchant_id)
+        try:
+            return await _authenticate(database, merchant_id, secret, hash_key)
+        except Unauthorized:
+            await self.rate_limit.failed(database, address, merchant_id)
+            raise
+
+
+basic = BasicAuthenticator()
 
 
 async def _authenticate(database: Database, merchant_id: str, secret: str, hash_key: str | None) -> BasicCaller:

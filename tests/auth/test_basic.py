@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from kasir.auth.basic import basic, known_merchants, parse_basic
 from kasir.config import get_settings
 from kasir.errors import Unauthorized
-from kasir.merchants.basic_auth import authenticate_basic_in, known_merchants, parse_basic
 from kasir.merchants.service import merchant_id_caches, token_signer_cache
 from tests.support.builders import make_merchant
 from tests.support.wire import basic_auth
 
 
 async def check(app, header: str | None):
-    return await authenticate_basic_in(app.state.database, header, address="192.0.2.1")
+    return await basic.authenticate(app.state.database, header, address="192.0.2.1")
 
 
 async def test_two_and_three_part_forms_are_accepted(app):
