@@ -5,6 +5,8 @@ signature with kasir-client, and ends with a table of what happened and how long
 
     token   access token (RSA-signed)
     wallet  create-payment → dummy payment → PAID callback; partial refund → REFUNDED callback;
+            the operator replays the PAID callback → it comes with the id already seen, and is dropped
+            (with the admin token: KASIR_ADMIN_TOKEN, else var/admin.token);
             a second payment → dummy payment → void → VOID callback
     bnpl    calculation → QR checkout → approval page → notification → status inquiry
     card    CLOSE charge with the 3-D Secure test card → the OTP page, driven over HTTP like a
@@ -34,6 +36,7 @@ from kasir_client import (
     AsyncClient,
     ChargeResult,
     Credentials,
+    WalletCallback,
     WalletResult,
     verify_bnpl_notification,
     verify_payment_page_callback,
@@ -174,6 +177,8 @@ class Demo:
     http: httpx.AsyncClient
     status: Status | None = None
     paid_wallet: tuple[WalletResult, str] | None = None  # (transaction, callback path) for the refund step
+    admin_token: str | None = None  # to replay a callback as an operator would; without it, no replay step
+    seen: set[str] = field(default_factory=set)  # X-Kasir-Callback-Id of every callback processed
 
     def progress(self, text: str) -> None:
         if self.status is not None:
@@ -255,8 +260,9 @@ class Demo:
     def _ref(tx: WalletResult) -> dict[str, Any]:
         return {"transaction_id": tx.transaction_id, "external_id": tx.external_id, "order_id": tx.order_id}
 
-    async def _wallet_callback(self, tx: WalletResult, path: str, count: int, status: str) -> None:
-        """The count-th callback at `path`, verified against our own order (header and query)."""
+    async def _wallet_callback(self, tx: WalletResult, path: str, count: int, status: str) -> WalletCallback:
+        """The count-th callback at `path`, verified against our own order (header and query), and processed
+        unless its X-Kasir-Callback-Id was seen already (delivery is at least once)."""
         callback = (await self.receiver.wait(path, count))[count - 1]
         event = verify_wallet_callback(
             callback.body,
@@ -267,8 +273,13 @@ class Demo:
         )
         if event.transaction_status != status:
             raise RuntimeError(f"callback says {event.transaction_status}, expected {status}")
+        if event.callback_id in self.seen:
+            return event  # seen: dropped, the order is shipped once
         if status == "PAID":  # the signature covers neither status nor amount: ask Kasir before shipping
             await self.client.confirm_wallet_payment(event, amount=tx.amount)
+        if event.callback_id:
+            self.seen.add(event.callback_id)
+        return event
 
     async def _wallet_paid(self, order: dict[str, Any]) -> tuple[WalletResult, str]:
         path = urlsplit(order["callback_url"]).path
@@ -304,6 +315,23 @@ class Demo:
         if inquiry.transaction_status != "REFUNDED":
             raise RuntimeError(f"inquiry answered {inquiry.transaction_status}")
         return f"{rupiah(30_000)} of {rupiah(tx.amount or 0)} refunded; REFUNDED callback verified; inquiry REFUNDED"
+
+    async def wallet_replayed(self) -> str:
+        if self.paid_wallet is None:
+            raise RuntimeError("no paid wallet transaction (the payment step failed)")
+        tx, path = self.paid_wallet
+        paid = (await self.receiver.wait(path, 1))[0]
+        event_id = paid.headers["x-kasir-callback-id"]
+        self.progress(f"wallet: the operator replays callback {event_id}")
+        answer = await self.http.post(
+            f"{BASE_URL}/admin/callbacks/{event_id}/replay", headers={"Authorization": f"Bearer {self.admin_token}"}
+        )
+        if answer.status_code != 201:
+            raise RuntimeError(f"replay answered {answer.status_code}: {answer.text}")
+        event = await self._wallet_callback(tx, path, 3, "PAID")  # after PAID and REFUNDED
+        if event.callback_id != event_id:
+            raise RuntimeError(f"the replay came as callback {event.callback_id}, not {event_id}")
+        return f"PAID callback replayed: X-Kasir-Callback-Id {event_id} (attempt {event.attempt}) seen, dropped"
 
     async def wallet_void(self) -> str:
         tx, path = await self._wallet_paid(self._wallet_order("SHOPEEPAY", 50_000))
@@ -407,11 +435,25 @@ def steps(demo: Demo) -> list[Step]:
         Step("token", "access token (RSA-signed request)", demo.token),
         Step("wallet", "create-payment → dummy payment → PAID callback", demo.wallet_pay),
         Step("wallet", "partial refund → REFUNDED callback → inquiry", demo.wallet_refund),
+        *(
+            [Step("wallet", "operator replays the PAID callback → same id, seen", demo.wallet_replayed)]
+            if demo.admin_token
+            else []
+        ),
         Step("wallet", "second payment → dummy payment → void → VOID callback", demo.wallet_void),
         Step("bnpl", "calculate → checkout → approve → notification", demo.bnpl),
         Step("card", "CLOSE charge, 3-D Secure card → OTP page → SUCCESS callback", demo.card_3ds),
         Step("card", "CLOSE charge, declined card → FAILED callback", demo.card_declined),
     ]
+
+
+def admin_token() -> str | None:
+    """KASIR_ADMIN_TOKEN, else the one `make run` generated (KASIR_DATA_DIR, default var/admin.token)."""
+    token = os.environ.get("KASIR_ADMIN_TOKEN")
+    if token:
+        return token
+    path = Path(os.environ.get("KASIR_DATA_DIR", ROOT / "var")) / "admin.token"
+    return path.read_text().strip() if path.exists() else None
 
 
 async def main() -> int:
@@ -429,7 +471,7 @@ async def main() -> int:
     await receiver.start()
     results: list[tuple[Step, bool, str, float]] = []
     async with AsyncClient(BASE_URL, credentials) as client, httpx.AsyncClient(timeout=20) as http:
-        demo = Demo(client, credentials, receiver, http)
+        demo = Demo(client, credentials, receiver, http, admin_token=admin_token())
         for step in steps(demo):
             started = time.perf_counter()
             with console.status(f"{step.product}: {step.name}") as status:

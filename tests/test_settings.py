@@ -464,8 +464,12 @@ async def test_the_callback_signature_brand_names_the_header(settings: Settings,
 
     from kasir.callbacks.dispatcher import ClaimedCallback, send_attempt
     from kasir.callbacks.models import Callback, CallbackKind
+    from kasir.callbacks.service import SignedIds
     from kasir.callbacks.signing import with_query_signature
+    from kasir.merchants.service import CallbackSigning, SigningValue
     from tests.support.builders import make_merchant
+    from tests.support.wire import x_req_signature
+    from tests.support.wire.callbacks import callback_signature
     from tests.support.wire.dialect import DIRECT_V1, dialect_body, post_dialect
 
     assert Settings(callback_signature_brand="mcp").callback_signature_brand == "mcp"
@@ -494,10 +498,15 @@ async def test_the_callback_signature_brand_names_the_header(settings: Settings,
         url=receiver.url("/branded-here"),
         payload=row.payload.encode(),
         svc_signature=row.svc_signature,
+        signed_ids=SignedIds.decoded(row.signed_ids),
+        event_key=row.id,
+        attempt_offset=0,
         attempt_number=1,
         max_attempts=1,
         created_at_unix=row.created_at.timestamp(),
-        client_secret=None,
+        signing=CallbackSigning(
+            SigningValue(merchant.credentials.hash_key), SigningValue(merchant.credentials.client_secret)
+        ),
     )
     branded = settings.model_copy(update={"callback_signature_brand": "mcp"})
     configure(branded)
@@ -511,7 +520,8 @@ async def test_the_callback_signature_brand_names_the_header(settings: Settings,
     finally:
         configure(settings)
     assert result.accepted, result
-    assert wallet == ("mcp-signature", row.svc_signature)
+    x_req = x_req_signature(merchant.credentials.hash_key, body["external_id"], body["order_id"])
+    assert wallet == ("mcp-signature", callback_signature(row.transaction_ref, x_req))
     [callback] = await receiver.wait_for(1, path="/branded-here")
     assert "mcp-signature" in callback.headers
     assert "svc-signature" not in callback.headers

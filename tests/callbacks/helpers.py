@@ -4,12 +4,13 @@ import asyncio
 from typing import Any
 
 from fastapi import FastAPI
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from kasir.callbacks.models import Callback, CallbackKind
 from kasir.callbacks.repository import CallbackAttemptRow, CallbackRow, callback_repository
 from kasir.callbacks.service import callback_outbox
-from kasir.db import Database, fetch_value
+from kasir.db import Database, fetch_value, run
+from kasir.kit.clock import clock
 from tests.support.worker import callback_hang_guard
 
 
@@ -77,3 +78,27 @@ async def wait_attempts(database: Database, callback_id: int, count: int) -> Cal
         if asyncio.get_running_loop().time() > deadline:
             raise AssertionError(f"callback {callback_id} has {len(attempts)} attempts, expected {count}")
         await asyncio.sleep(0.05)
+
+
+async def give_up(database: Database, callback_id: int) -> None:
+    """The callback as a worker leaves it after its last attempt was refused (without sending any): given up."""
+    async with database.unit_of_work() as session:
+        await run(
+            session,
+            update(Callback)
+            .where(Callback.id == callback_id)
+            .values(status="failed", attempts_made=Callback.max_attempts, last_error="HTTP 500 not accepted"),
+        )
+
+
+async def settle(app: FastAPI, callback_id: int, status: str) -> None:
+    """Let the worker make the delivery's attempts until it is `status`, moving the clock to each retry.
+
+    The clock moves only while the delivery waits (pending), and only to its retry: a lease is never
+    run out under an attempt in flight."""
+    async with asyncio.timeout(callback_hang_guard()):
+        while (row := (await load(db(app), callback_id))[0]).status != status:
+            assert row.status != ("delivered" if status == "failed" else "failed"), row
+            if row.status == "pending" and row.attempts_made > 0 and row.next_attempt_at > clock.now():
+                clock.advance((row.next_attempt_at - clock.now()).total_seconds() + 0.5)
+            await asyncio.sleep(0.02)

@@ -44,15 +44,19 @@ async def test_list_show_and_replay(app, client, receiver):
     assert shown["attempts"][0]["http_status"] == 500
     assert shown["attempts"][0]["latency_ms"] >= 0
 
-    replay = await client.post(f"/admin/callbacks/{failed_first}/replay", headers=ADMIN)
-    assert replay.status_code == 201
-    replay_id = replay.json()["id"]
-    assert replay.json()["replay_of"] == failed_first
-    # The replay waits for the earlier callback of its transaction (still being retried).
+    # Not while the event is still being delivered (its retry is due in 10 s): 409, and no new delivery.
+    refused = await client.post(f"/admin/callbacks/{failed_first}/replay", headers=ADMIN)
+    assert refused.status_code == 409
+    assert "still being delivered" in refused.json()["message"]
     from kasir.kit.clock import clock
 
     clock.advance(11.5)
     await wait_status(db(app), failed_first, "delivered")
+    replay = await client.post(f"/admin/callbacks/{failed_first}/replay", headers=ADMIN)
+    assert replay.status_code == 201
+    replay_id = replay.json()["id"]
+    assert replay.json()["replay_of"] == failed_first
+    assert replay.json()["event_id"] == failed_first
     await wait_status(db(app), replay_id, "delivered")
     bodies = [r.body for r in receiver.requests]
     assert bodies[-1] == bodies[0]  # same payload, byte for byte
@@ -115,14 +119,16 @@ async def test_replay_to_a_url_given(app, client, receiver):
     missing = await client.post(f"/admin/callbacks/{original}/replay-to", headers=ADMIN, json={"target": "url"})
     assert missing.status_code == 400
     assert missing.json()["message"] == "url is required"
-    answer = await client.post(
-        f"/admin/callbacks/{original}/replay-to", headers=ADMIN, json={"target": "url", "url": receiver.url("/new")}
-    )
-    assert answer.status_code == 201, answer.text
-    replay = answer.json()
-    assert (replay["url"], replay["replay_of"]) == (receiver.url("/new"), original)
+    to_new = {"target": "url", "url": receiver.url("/new")}
+    still_delivering = await client.post(f"/admin/callbacks/{original}/replay-to", headers=ADMIN, json=to_new)
+    assert still_delivering.status_code == 409
     from kasir.kit.clock import clock
 
-    clock.advance(11.5)  # the replay waits for the earlier callback of its transaction (retried now)
+    clock.advance(11.5)  # its retry is due: delivered
+    await wait_status(db(app), original, "delivered")
+    answer = await client.post(f"/admin/callbacks/{original}/replay-to", headers=ADMIN, json=to_new)
+    assert answer.status_code == 201, answer.text
+    replay = answer.json()
+    assert (replay["url"], replay["replay_of"], replay["event_id"]) == (receiver.url("/new"), original, original)
     await wait_status(db(app), replay["id"], "delivered")
     assert [r.path for r in receiver.requests] == ["/old", "/old", "/new"]

@@ -107,10 +107,13 @@ async def test_production_delivery_to_loopback_is_refused_without_connecting(set
         url=receiver.url(),
         payload=b"{}",
         svc_signature="s",
+        signed_ids=None,
+        event_key=1,
+        attempt_offset=0,
         attempt_number=1,
         max_attempts=3,
         created_at_unix=0,
-        client_secret=None,
+        signing=None,
     )
     import httpx
 

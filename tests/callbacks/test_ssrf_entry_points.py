@@ -17,7 +17,7 @@ import pytest
 from fastapi import FastAPI
 
 from kasir.callbacks.ssrf import use_resolver
-from tests.callbacks.helpers import record
+from tests.callbacks.helpers import give_up, record
 from tests.callbacks.production import isolated_database, production_app
 from tests.conftest import TEST_ADMIN_TOKEN
 from tests.support import builders
@@ -156,7 +156,6 @@ class EntryPoints:
     client: httpx.AsyncClient
     merchant: builders.TestMerchant
     bnpl_token: str
-    callback_id: int
 
 
 @pytest.fixture(scope="module")
@@ -172,10 +171,7 @@ async def entry(settings, postgres, data_dir, resolver) -> AsyncIterator[EntryPo
         transport = httpx.ASGITransport(app=application)
         async with httpx.AsyncClient(transport=transport, base_url="http://kasir.test") as http:
             merchant = await make_merchant(application, callback_url="https://public.example/default")
-            callback_id = await record(
-                application.state.database, merchant_id=merchant.id, url="https://public.example/cb"
-            )
-            yield EntryPoints(application, http, merchant, await access_token(http, merchant), callback_id)
+            yield EntryPoints(application, http, merchant, await access_token(http, merchant))
 
 
 def plain(answer: httpx.Response) -> Refusal:
@@ -239,9 +235,21 @@ async def bnpl_checkout(entry: EntryPoints, url: str) -> Refusal | None:
 
 
 async def replay_to_url(entry: EntryPoints, url: str) -> Refusal | None:
-    path = f"/admin/callbacks/{entry.callback_id}/replay-to"
+    # An event of its own each time, given up: one with a delivery in flight is refused (409) whatever the URL.
+    database = entry.app.state.database
+    callback_id = await record(
+        database, merchant_id=entry.merchant.id, url="https://public.example/cb", transaction_ref=unique_name("TX")
+    )
+    await give_up(database, callback_id)
+    path = f"/admin/callbacks/{callback_id}/replay-to"
     answer = await entry.client.post(path, headers=ADMIN, json={"target": "url", "url": url})
     return None if answer.status_code == 201 else plain(answer)
+
+
+async def recover_to_url(entry: EntryPoints, url: str) -> Refusal | None:
+    body = {"merchant_id": entry.merchant.id, "since": "2026-11-01T00:00:00+07:00", "url": url}
+    answer = await entry.client.post("/admin/callbacks/recover", headers=ADMIN, json=body)
+    return None if answer.status_code == 200 else plain(answer)
 
 
 EntryPoint = Callable[[EntryPoints, str], Awaitable[Refusal | None]]
@@ -253,6 +261,7 @@ ENTRY_POINTS: list[tuple[EntryPoint, str]] = [
     (card_ewallet_charge, "callbackUrl"),
     (bnpl_checkout, "callbackUrl"),
     (replay_to_url, "url"),
+    (recover_to_url, "url"),
 ]
 
 

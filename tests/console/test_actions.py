@@ -16,6 +16,7 @@ from kasir.audit.models import AuditEvent
 from kasir.callbacks.models import Callback
 from kasir.db import fetch
 from kasir.kit.clock import clock
+from tests.callbacks.helpers import give_up
 from tests.console.helpers import closing, page_csrf, paid_wallet_payment, signed_in
 from tests.support import builders
 from tests.support.builders import make_merchant
@@ -80,11 +81,20 @@ async def test_replay_to_the_original_or_the_current_url(app: FastAPI, client: h
     (paid,) = await callbacks_of(app, tx["transaction_id"])
     async with closing(await signed_in(app)) as browser:
         csrf = await page_csrf(browser)
+        # No worker runs here: the callback is still pending, and a replay of it is refused until it settles.
+        refused = await browser.post(
+            f"/console/callbacks/{paid.id}/replay", data={"target": "original", "csrf_token": csrf}
+        )
+        assert refused.status_code == 409
+        assert "still being delivered" in refused.text
+        await give_up(app.state.database, paid.id)
         for target in ("original", "current"):
             response = await browser.post(
                 f"/console/callbacks/{paid.id}/replay", data={"target": target, "csrf_token": csrf}
             )
             assert response.status_code == 303
+            [replay] = [c for c in await callbacks_of(app, tx["transaction_id"]) if c.id > paid.id][-1:]
+            await give_up(app.state.database, replay.id)  # settled, as a worker would leave it
     replays = [c for c in await callbacks_of(app, tx["transaction_id"]) if c.replay_of == paid.id]
     assert [c.url for c in replays] == ["http://127.0.0.1:9/first", CALLBACK_URL]
     assert all(c.payload == paid.payload for c in replays)

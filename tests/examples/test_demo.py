@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives import serialization
 
+from tests.conftest import TEST_ADMIN_TOKEN
 from tests.support.builders import make_merchant
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-STEPS = 7
+STEPS = 8
 
 
 async def test_demo_runs_every_product_against_the_served_service(app, served, tmp_path):
@@ -39,7 +40,13 @@ async def test_demo_runs_every_product_against_the_served_service(app, served, t
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
         )
     )
-    env = {**os.environ, "KASIR_URL": served.base_url, "KASIR_DEMO_DIR": str(tmp_path), "COLUMNS": "200"}
+    env = {
+        **os.environ,
+        "KASIR_URL": served.base_url,
+        "KASIR_DEMO_DIR": str(tmp_path),
+        "KASIR_ADMIN_TOKEN": TEST_ADMIN_TOKEN,  # the replay step, as an operator
+        "COLUMNS": "200",
+    }
     completed = await asyncio.to_thread(
         subprocess.run,
         [sys.executable, str(ROOT / "examples" / "demo.py")],
@@ -55,4 +62,6 @@ async def test_demo_runs_every_product_against_the_served_service(app, served, t
     assert "✗" not in output
     for product in ("token", "wallet", "bnpl", "card"):
         assert f"✓ {product}:" in output
-    assert f"callbacks received and verified: {STEPS}" in output  # PAID, REFUNDED, PAID, VOID, BNPL, SUCCESS, FAILED
+    # PAID, REFUNDED, PAID again (replayed: the same X-Kasir-Callback-Id, seen), PAID, VOID, BNPL, SUCCESS, FAILED
+    assert f"callbacks received and verified: {STEPS}" in output
+    assert "✓ wallet: operator replays the PAID callback → same id, seen" in output

@@ -189,3 +189,34 @@ async def test_demo_merchant_is_idempotent(tmp_path: Path):
     assert credentials["client_id"] in second
     assert "access-token/b2b" in second
     assert (out / "private.pem").exists()
+
+
+async def test_confirm_rotation_switches_callback_signing_and_is_audited(app):
+    from sqlalchemy import select
+
+    from kasir.audit.models import AuditEvent
+    from kasir.db import fetch
+    from tests.support.builders import make_merchant
+
+    merchant = await make_merchant(app)
+    nothing = await kasir_beside_app("merchant", "confirm-rotation", merchant.id, "--kind", "hash_key")
+    assert nothing.exit_code != 0
+    assert "no replaced hash_key" in nothing.output
+    rotated = await kasir_beside_app("merchant", "rotate", merchant.id, "--kind", "hash_key", "--grace", "600")
+    assert rotated.exit_code == 0, rotated.output
+    confirmed = await kasir_beside_app("merchant", "confirm-rotation", merchant.id, "--kind", "hash_key")
+    assert confirmed.exit_code == 0, confirmed.output
+    assert f"callbacks of {merchant.id} are signed with its current hash_key" in confirmed.output
+    again = await kasir_beside_app("merchant", "confirm-rotation", merchant.id, "--kind", "hash_key")
+    assert again.exit_code == 0  # confirmed already: nothing changes
+    refused = await kasir_beside_app("merchant", "confirm-rotation", merchant.id, "--kind", "secret")
+    assert refused.exit_code != 0
+    assert "only a hash_key or client_secret rotation signs callbacks" in refused.output
+    async with app.state.database.unit_of_work(read_only=True) as session:
+        rows = await fetch(
+            session, select(AuditEvent.action, AuditEvent.channel).where(AuditEvent.target_id == merchant.id)
+        )
+    assert [(row.action, row.channel) for row in rows] == [
+        ("merchant.rotate.hash_key", "cli"),
+        ("merchant.confirm.hash_key", "cli"),
+    ]

@@ -158,8 +158,9 @@ class WalletCallback:
     payment_channel: str = ""
     response_code: str = ""
     response_message: str = ""  # the failure reason of OVO's `failed` (response_code 03)
-    callback_id: str | None = None  # X-Kasir-Callback-Id: the same on every attempt; deduplicate with it
-    attempt: int | None = None  # X-Kasir-Attempt: 1 for the first delivery
+    # X-Kasir-Callback-Id: the event's, the same on every attempt and every replay; deduplicate with it.
+    callback_id: str | None = None
+    attempt: int | None = None  # X-Kasir-Attempt: 1 for the first; counted across the event, replays included
 
 
 @dataclass(frozen=True)
@@ -174,8 +175,9 @@ class PaymentPageCallback:
     raw: dict[str, Any]
     response_message: str = ""
     acq: str = ""  # the acquirer that processed the attempt (BCA, CIMB, BRI)
-    callback_id: str | None = None  # X-Kasir-Callback-Id: the same on every attempt; deduplicate with it
-    attempt: int | None = None  # X-Kasir-Attempt: 1 for the first delivery
+    # X-Kasir-Callback-Id: the event's, the same on every attempt and every replay; deduplicate with it.
+    callback_id: str | None = None
+    attempt: int | None = None  # X-Kasir-Attempt: 1 for the first; counted across the event, replays included
 
 
 @dataclass(frozen=True)
@@ -187,6 +189,7 @@ class BnplNotification:
     amount: Decimal | None
     tenure: int | None
     raw: dict[str, Any]
-    callback_id: str | None = None  # X-Kasir-Callback-Id: the same on every attempt; deduplicate with it
-    attempt: int | None = None  # X-Kasir-Attempt: 1 for the first delivery
+    # X-Kasir-Callback-Id: the event's, the same on every attempt and every replay; deduplicate with it.
+    callback_id: str | None = None
+    attempt: int | None = None  # X-Kasir-Attempt: 1 for the first; counted across the event, replays included
     timestamp: str | None = None  # X-TIMESTAMP, checked against the tolerance

@@ -20,8 +20,15 @@ against a timestamp tolerance, 300 s by default). A BNPL notification also carri
 computed as the wallet's with referenceNo as the transaction id and partnerReferenceNo as both
 external id and order id; pass `hash_key=` and `verify_bnpl_notification` checks it too.
 
-Every verified event carries `callback_id` (X-Kasir-Callback-Id, the same on every delivery of
-one callback) and `attempt` (X-Kasir-Attempt): deduplicate with the id.
+Every verified event carries `callback_id` (X-Kasir-Callback-Id) and `attempt` (X-Kasir-Attempt).
+Deduplicate by the id: it names the event and is the same on every attempt and on every replay an
+operator makes of it (single or bulk, to the original URL or another), so a replay comes with an
+id you have seen; drop it. `attempt` counts across the event (replays included) and never repeats
+a number within it: for logs, not for deduplication.
+
+During a rotation of your hash_key or client_secret with a grace period, callbacks stay signed with
+the previous value until you confirm the switch (or the grace ends): verify with the previous value
+until then, with the new one after.
 """
 
 from __future__ import annotations
@@ -59,7 +66,8 @@ def _header(headers: Mapping[str, str], name: str) -> str | None:
 
 
 def _delivery(headers: Mapping[str, str]) -> tuple[str | None, int | None]:
-    """X-Kasir-Callback-Id and X-Kasir-Attempt (not signed: use them to deduplicate, not to trust)."""
+    """X-Kasir-Callback-Id (the event's, the same on every attempt and replay) and X-Kasir-Attempt (counted
+    across the event). Not signed: use them to deduplicate, not to trust."""
     attempt = _header(headers, ATTEMPT)
     return _header(headers, CALLBACK_ID), int(attempt) if attempt and attempt.strip().isdigit() else None
 

@@ -38,8 +38,7 @@ from kasir.bnpl.pricing import (
 from kasir.bnpl.repository import TransactionRow, bnpl_repository
 from kasir.bnpl.states import DESCRIPTIONS, IS_TERMINAL, NOTIFIED, BnplStatus, TransactionNotInitiated, transition
 from kasir.callbacks.models import CallbackKind
-from kasir.callbacks.service import callback_outbox
-from kasir.callbacks.signing import bnpl_svc_signature
+from kasir.callbacks.service import SignedIds, callback_outbox
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import get_settings
 from kasir.db import Session
@@ -233,8 +232,6 @@ class BnplService:
 
     async def application(self, session: Session, reference_no: str) -> BnplApplication:
         """The transaction as its lender's `checkout` takes it (the customer opened qrContent)."""
-        from kasir.merchants.service import merchant_service
-
         tx = await self.get(session, reference_no)
         merchant = await merchant_service.get(session, tx.merchant_id)
         details: dict[str, Any] = json.loads(tx.details)
@@ -290,7 +287,6 @@ class BnplService:
         if IS_TERMINAL[BnplStatus(tx.status)]:
             payment_metrics.settled_in(session, "bnpl", BnplStatus(tx.status).name)
         if BnplStatus(tx.status) in NOTIFIED:
-            hash_key = await merchant_service.hash_key(session, tx.merchant_id)
             await callback_outbox.record(
                 session,
                 kind=CallbackKind.BNPL,
@@ -299,7 +295,8 @@ class BnplService:
                 event=tx.status,
                 url=tx.callback_url,
                 payload=await self.notification_payload(session, tx),
-                svc_signature=bnpl_svc_signature(hash_key, tx.id, tx.partner_reference_no),
+                # Issue 26: the wallet's svc-signature with partnerReferenceNo as external id and order id.
+                signed_ids=SignedIds(tx.id, tx.partner_reference_no, tx.partner_reference_no),
             )
 
     async def notification_payload(self, session: Session, tx: TransactionRow) -> dict[str, Any]:

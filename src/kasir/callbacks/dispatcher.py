@@ -26,13 +26,21 @@ from kasir.callbacks import metrics
 from kasir.callbacks.models import CallbackKind, CallbackStatus
 from kasir.callbacks.policies import POLICIES
 from kasir.callbacks.repository import callback_repository
-from kasir.callbacks.signing import bnpl_svc_signature, snap_notify_headers, svc_signature_header, with_query_signature
+from kasir.callbacks.service import SignedIds
+from kasir.callbacks.signing import (
+    bnpl_svc_signature,
+    snap_notify_headers,
+    svc_signature,
+    svc_signature_header,
+    with_query_signature,
+    x_req_signature,
+)
 from kasir.callbacks.ssrf import UnsafeCallbackUrl, resolve_checked
 from kasir.config import Settings
 from kasir.db import Database
 from kasir.kit import http_client
 from kasir.kit.clock import clock, isoformat_seconds
-from kasir.merchants.service import merchant_service
+from kasir.merchants.service import CallbackSigning, merchant_service
 
 log = logging.getLogger("kasir.callbacks")
 
@@ -49,11 +57,19 @@ class ClaimedCallback:
     transaction_ref: str
     url: str
     payload: bytes
-    svc_signature: str | None
-    attempt_number: int
+    svc_signature: str | None  # as recorded (rows from before signatures were made at send time)
+    signed_ids: SignedIds | None  # what svc-signature is made of, signed at send time
+    event_key: int  # X-Kasir-Callback-Id: the event's, on every delivery of it
+    attempt_offset: int  # attempts of the event's earlier deliveries
+    attempt_number: int  # of this delivery: its policy counts these
     max_attempts: int
     created_at_unix: float
-    client_secret: str | None  # BNPL notify signatures only
+    signing: CallbackSigning | None  # the merchant's signing values (None: nothing to sign with them)
+
+    @property
+    def event_attempt(self) -> int:
+        """X-Kasir-Attempt: counted across the event, never a number the merchant saw for it."""
+        return self.attempt_offset + self.attempt_number
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,15 +94,27 @@ async def claim_due(database: Database, worker: str, limit: int, lease_seconds: 
         rows = await callback_repository.claim(session, now, limit, worker, now + timedelta(seconds=lease_seconds))
         if not rows:
             return []
-        secrets: dict[str, tuple[str, str]] = {}  # BNPL merchants: (client_secret, hash_key)
-        for id_, fence, kind, merchant_id, ref, url, payload, svc_signature, made, most, created_at, _ in rows:
-            if kind == CallbackKind.BNPL.value:
-                if merchant_id not in secrets:
-                    merchant = await merchant_service.get(session, merchant_id)
-                    merchant_secrets = merchant_service.secrets(merchant)
-                    secrets[merchant_id] = (merchant_secrets.client_secret, merchant_secrets.hash_key)
-                if svc_signature is None:  # recorded before BNPL notifications carried svc-signature
-                    svc_signature = _bnpl_signature_of(payload, secrets[merchant_id][1])
+        signings: dict[str, CallbackSigning] = {}
+        for (
+            id_,
+            fence,
+            kind,
+            merchant_id,
+            ref,
+            url,
+            payload,
+            svc_signature,
+            signed_ids,
+            event_id,
+            offset,
+            made,
+            most,
+            created_at,
+            _,
+        ) in rows:
+            needs_signing = kind == CallbackKind.BNPL.value or signed_ids is not None
+            if needs_signing and merchant_id not in signings:
+                signings[merchant_id] = await merchant_service.callback_signing(session, merchant_id)
             claimed.append(
                 ClaimedCallback(
                     id=id_,
@@ -97,16 +125,19 @@ async def claim_due(database: Database, worker: str, limit: int, lease_seconds: 
                     url=url,
                     payload=payload.encode(),
                     svc_signature=svc_signature,
+                    signed_ids=None if signed_ids is None else SignedIds.decoded(signed_ids),
+                    event_key=id_ if event_id is None else event_id,
+                    attempt_offset=offset,
                     attempt_number=made + 1,
                     max_attempts=most,
                     created_at_unix=created_at.timestamp(),
-                    client_secret=secrets[merchant_id][0] if merchant_id in secrets else None,
+                    signing=signings.get(merchant_id) if needs_signing else None,
                 )
             )
     return claimed
 
 
-def _bnpl_signature_of(payload: str, hash_key: str) -> str | None:
+def _bnpl_signature_of(payload: bytes, hash_key: str) -> str | None:
     try:
         body = json.loads(payload)
         return bnpl_svc_signature(hash_key, body["originalReferenceNo"], body["originalPartnerReferenceNo"])
@@ -114,20 +145,37 @@ def _bnpl_signature_of(payload: str, hash_key: str) -> str | None:
         return None
 
 
+def svc_signature_of(callback: ClaimedCallback) -> str | None:
+    """The attempt's svc-signature: made now from the recorded ids with the hash key the merchant verifies
+    with now (docs/decisions.md §8), or as recorded by rows from before that (a BNPL one with none: from its
+    payload)."""
+    if callback.signed_ids is not None:
+        assert callback.signing is not None
+        ids = callback.signed_ids
+        hash_key = callback.signing.hash_key.now()
+        return svc_signature(
+            ids.transaction_id, x_req_signature(hash_key, ids.external_id, ids.order_id), ids.sub_merchant_id
+        )
+    if callback.svc_signature is None and callback.kind is CallbackKind.BNPL:
+        assert callback.signing is not None  # recorded before BNPL notifications carried svc-signature
+        return _bnpl_signature_of(callback.payload, callback.signing.hash_key.now())
+    return callback.svc_signature
+
+
 def request_for(callback: ClaimedCallback) -> tuple[str, dict[str, str]]:
     """The URL and headers of one attempt; signatures computed now (fresh on every attempt and replay)."""
     headers = {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
-        "X-Kasir-Callback-Id": str(callback.id),
-        "X-Kasir-Attempt": str(callback.attempt_number),
+        "X-Kasir-Callback-Id": str(callback.event_key),
+        "X-Kasir-Attempt": str(callback.event_attempt),
     }
     url = callback.url
     if callback.kind is CallbackKind.BNPL:
-        assert callback.client_secret is not None
+        assert callback.signing is not None
         headers.update(
             snap_notify_headers(
-                client_secret=callback.client_secret,
+                client_secret=callback.signing.client_secret.now(),
                 partner_id=callback.merchant_id,
                 callback_url=callback.url,
                 body=callback.payload,
@@ -135,10 +183,11 @@ def request_for(callback: ClaimedCallback) -> tuple[str, dict[str, str]]:
             )
         )
     # interface.md Events: every callback carries svc-signature (BNPL's beside its SNAP headers, issue 26).
-    if callback.svc_signature is not None:
-        headers[svc_signature_header()] = callback.svc_signature
+    signature = svc_signature_of(callback)
+    if signature is not None:
+        headers[svc_signature_header()] = signature
         if callback.kind is CallbackKind.WALLET:  # docs/decisions.md §3.5: also as a query parameter
-            url = with_query_signature(url, callback.svc_signature)
+            url = with_query_signature(url, signature)
     return url, headers
 
 
@@ -242,7 +291,7 @@ async def record_attempts(
             await callback_repository.add_attempt(
                 session,
                 callback_id=callback.id,
-                number=callback.attempt_number,
+                number=callback.event_attempt,
                 fence=callback.fence,
                 worker=worker,
                 started_at=now - timedelta(milliseconds=result.latency_ms),
@@ -278,7 +327,8 @@ async def record_attempts(
             extra={
                 "callback_id": callback.id,
                 "kind": callback.kind.value,
-                "attempt": callback.attempt_number,
+                "event_id": callback.event_key,
+                "attempt": callback.event_attempt,
                 "http_status": result.http_status,
                 "outcome": status.value,
                 "latency_ms": result.latency_ms,

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query, Response
+from fastapi import APIRouter, Path, Query, Request, Response
 from fastapi.responses import PlainTextResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
+from kasir.audit.service import Actor
 from kasir.auth import ADMIN, PUBLIC
 from kasir.callbacks.models import CallbackStatus
 from kasir.callbacks.repository import callback_repository
-from kasir.callbacks.schemas import CallbackList, CallbackView
+from kasir.callbacks.schemas import CallbackList, CallbackView, RecoverAnswer, RecoverRequest
 from kasir.callbacks.service import callback_outbox
 from kasir.db import ReadSession, WriteSession
 from kasir.kit.ids import INT64_MAX
@@ -29,6 +30,7 @@ async def list_callbacks(
     status: Annotated[CallbackStatus | None, Query()] = None,
     merchant_id: Annotated[str | None, Query()] = None,
     transaction: Annotated[str | None, Query(description="The product's transaction id")] = None,
+    event_id: Annotated[int | None, Query(ge=1, le=INT64_MAX, description="Every delivery of this event")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> CallbackList:
     rows = await callback_repository.search(
@@ -36,21 +38,58 @@ async def list_callbacks(
         status=status.value if status else None,
         merchant_id=merchant_id,
         transaction_ref=transaction,
+        event_key=event_id,
         limit=limit,
     )
     return CallbackList(callbacks=[CallbackView.of(row) for row in rows])
 
 
-@admin.get("/{callback_id}", summary="One callback with its payload and every attempt")
+@admin.get("/{callback_id}", summary="One callback with its payload and every attempt, and every delivery of its event")
 async def show_callback(callback_id: Annotated[int, Path(ge=1, le=INT64_MAX)], session: ReadSession) -> CallbackView:
     callback, attempts = await callback_outbox.show(session, callback_id)
-    return CallbackView.of(callback, attempts, with_payload=True)
+    event = await callback_outbox.event(session, callback_id)
+    return CallbackView.of(callback, attempts, with_payload=True, event=event)
 
 
-@admin.post("/{callback_id}/replay", status_code=201, summary="Deliver again: same payload, fresh signature headers")
+_STILL_DELIVERING: dict[int | str, dict[str, Any]] = {
+    409: {
+        "description": "A delivery of the callback's event is still pending or being sent",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PlainErrorBody"}}},
+    }
+}
+
+
+@admin.post(
+    "/{callback_id}/replay",
+    status_code=201,
+    summary="Deliver the event again: same payload and X-Kasir-Callback-Id, fresh signature headers",
+    responses=_STILL_DELIVERING,
+)
 async def replay_callback(callback_id: Annotated[int, Path(ge=1, le=INT64_MAX)], session: WriteSession) -> CallbackView:
     replay = await callback_outbox.replay(session, callback_id)
     return CallbackView.of(replay)
+
+
+@admin.post(
+    "/recover",
+    summary="Deliver again a merchant's given-up events since a time (`dry_run`: review how many and where first)",
+    responses={
+        404: {
+            "description": "No merchant with that merchant_id",
+            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PlainErrorBody"}}},
+        }
+    },
+)
+async def recover(body: RecoverRequest, request: Request, session: WriteSession) -> RecoverAnswer:
+    recovery = await callback_outbox.recover(
+        session,
+        body.merchant_id,
+        body.since,
+        url=body.url or None,
+        dry_run=body.dry_run,
+        actor=Actor.admin_api(request.client.host if request.client else None),
+    )
+    return RecoverAnswer.of(recovery, dry_run=body.dry_run)
 
 
 router.include_router(admin)

@@ -35,7 +35,11 @@ class Callback(Base):
     event: Mapped[str] = mapped_column(String(32))  # what happened: PAID, FAILED, 00, ...
     url: Mapped[str] = mapped_column(String(2048))
     payload: Mapped[str] = mapped_column(Text)  # the exact JSON body sent
-    svc_signature: Mapped[str | None] = mapped_column(String(128))  # docs/decisions.md §3.5; BNPL too (issue 26)
+    # Rows recorded before signatures were made at send time keep the one computed then (§3.5; BNPL too,
+    # issue 26); newer rows keep what it is made of (`signed_ids`) and are signed when each attempt is sent,
+    # with the hash key the merchant verifies with then (docs/decisions.md §8).
+    svc_signature: Mapped[str | None] = mapped_column(String(128))
+    signed_ids: Mapped[str | None] = mapped_column(Text)  # JSON: transaction_id, external_id, order_id, ...
     status: Mapped[str] = mapped_column(String(16), default=CallbackStatus.PENDING)
     attempts_made: Mapped[int] = mapped_column(Integer, default=0)
     max_attempts: Mapped[int] = mapped_column(Integer)
@@ -44,6 +48,11 @@ class Callback(Base):
     lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     fence: Mapped[int] = mapped_column(Integer, default=0)  # bumped at every claim; a stale worker's write is refused
     replay_of: Mapped[int | None] = mapped_column(BigInteger().with_variant(Integer, "sqlite"))
+    # A replay is another delivery of the same event: the event is its first row (event_id NULL there),
+    # and every delivery goes out with the event's id as X-Kasir-Callback-Id (docs/decisions.md §8).
+    event_id: Mapped[int | None] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), index=True)
+    # Attempts the event's earlier deliveries made: X-Kasir-Attempt counts across the event.
+    attempt_offset: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     last_error: Mapped[str | None] = mapped_column(String(500))
@@ -61,7 +70,7 @@ class CallbackAttempt(Base):
 
     id: Mapped[int] = mapped_column(BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True)
     callback_id: Mapped[int] = mapped_column(ForeignKey("callback.id"), index=True)
-    number: Mapped[int] = mapped_column(Integer)  # 1 = first try
+    number: Mapped[int] = mapped_column(Integer)  # X-Kasir-Attempt: 1 = the event's first try
     fence: Mapped[int] = mapped_column(Integer)
     worker: Mapped[str] = mapped_column(String(64))
     started_at: Mapped[datetime] = mapped_column(UTCDateTime())

@@ -10,11 +10,11 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Integer, and_, bindparam, func, insert, null, or_, select, update
+from sqlalchemy import Integer, Select, and_, bindparam, func, insert, null, or_, select, update
 from sqlalchemy.orm import aliased
 
 from kasir.callbacks.models import Callback, CallbackAttempt, CallbackStatus
-from kasir.db import Session, Statement, binds, fetch
+from kasir.db import Session, Statement, binds, fetch, fetch_value
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +29,7 @@ class CallbackRow:
     url: str
     payload: str
     svc_signature: str | None
+    signed_ids: str | None
     status: str
     attempts_made: int
     max_attempts: int
@@ -37,9 +38,16 @@ class CallbackRow:
     lease_expires_at: datetime | None
     fence: int
     replay_of: int | None
+    event_id: int | None
+    attempt_offset: int
     created_at: datetime
     delivered_at: datetime | None
     last_error: str | None
+
+    @property
+    def event_key(self) -> int:
+        """The event's id, which every delivery of it carries as X-Kasir-Callback-Id: its first row's."""
+        return self.event_id if self.event_id is not None else self.id
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,11 +99,13 @@ _NEW_COLUMNS = (
     "url",
     "payload",
     "svc_signature",
+    "signed_ids",
     "status",
     "attempts_made",
     "max_attempts",
     "next_attempt_at",
     "fence",
+    "attempt_offset",
     "created_at",
 )
 _ADD_CALLBACK = Statement(insert(Callback).values(binds(Callback, _NEW_COLUMNS)))
@@ -107,12 +117,38 @@ _ATTEMPTS = Statement(
     ATTEMPT_SELECT.where(CallbackAttempt.callback_id == bindparam("callback_id")).order_by(CallbackAttempt.id)
 )
 _COUNT_BY_STATUS = Statement(select(Callback.status, func.count()).group_by(Callback.status))
+# An event's deliveries: its first row and every replay of it, oldest first.
+_DELIVERIES = Statement(
+    CALLBACK_SELECT.where(
+        or_(Callback.id == bindparam("event_key"), Callback.event_id == bindparam("event_key"))
+    ).order_by(Callback.id)
+)
+# The event's first row, locked: replays of one event are decided one after the other.
+_EVENT_LOCKED = Statement(CALLBACK_SELECT.where(Callback.id == bindparam("event_key")).with_for_update())
 _OUTCOME_COLUMNS = ("status", "attempts_made", "next_attempt_at", "delivered_at", "last_error")
 _RECORD_OUTCOME = Statement(
     update(Callback)
     .where(Callback.id == bindparam("callback_id"), Callback.fence == bindparam("held_fence"))
     .values(lease_owner=null(), lease_expires_at=null(), **binds(Callback, _OUTCOME_COLUMNS))
 )
+
+
+def given_up_events(merchant_id: str | None = None, since: datetime | None = None) -> Select[Any]:
+    """Events given up: first rows whose every delivery failed (a replay that fails again adds none, one
+    delivered since takes the event out). The inner look-up is by `ix_callback_event_id`, for failed rows
+    only, which are few."""
+    other = aliased(Callback)
+    not_failed_delivery = (
+        select(other.id).where(other.event_id == Callback.id, other.status != CallbackStatus.FAILED.value).exists()
+    )
+    query = select(*(Callback.__table__.c[name] for name in CALLBACK_COLUMNS)).where(
+        Callback.event_id.is_(None), Callback.status == CallbackStatus.FAILED.value, ~not_failed_delivery
+    )
+    if merchant_id is not None:
+        query = query.where(Callback.merchant_id == merchant_id)
+    if since is not None:
+        query = query.where(Callback.created_at >= since)
+    return query
 
 
 def _claim_statement() -> Statement:
@@ -177,6 +213,9 @@ CLAIMED_COLUMNS = (
     "url",
     "payload",
     "svc_signature",
+    "signed_ids",
+    "event_id",
+    "attempt_offset",
     "attempts_made",
     "max_attempts",
     "created_at",
@@ -218,6 +257,32 @@ class CallbackRepository:
     async def attempts(self, session: Session, callback_id: int) -> list[CallbackAttemptRow]:
         return [CallbackAttemptRow(*row) for row in await _ATTEMPTS.rows(session, callback_id=callback_id)]
 
+    async def lock_event(self, session: Session, event_key: int) -> CallbackRow | None:
+        """The event's first row, locked to the end of the unit (on SQLite the unit holds the write seat)."""
+        found = await _EVENT_LOCKED.first(session, event_key=event_key)
+        return None if found is None else CallbackRow(*found)
+
+    async def deliveries(self, session: Session, event_key: int) -> list[CallbackRow]:
+        """Every delivery of the event (its first row, then its replays), oldest first."""
+        return [CallbackRow(*row) for row in await _DELIVERIES.rows(session, event_key=event_key)]
+
+    async def attempts_of(self, session: Session, callback_ids: list[int]) -> list[CallbackAttemptRow]:
+        if not callback_ids:
+            return []
+        statement = ATTEMPT_SELECT.where(CallbackAttempt.callback_id.in_(callback_ids)).order_by(CallbackAttempt.id)
+        return [CallbackAttemptRow(*row) for row in await fetch(session, statement)]
+
+    async def given_up(self, session: Session, merchant_id: str, since: datetime) -> list[CallbackRow]:
+        """The merchant's events given up, recorded since `since`, oldest first (their first rows)."""
+        query = given_up_events(merchant_id, since).order_by(Callback.id)
+        return [CallbackRow(*row) for row in await fetch(session, query)]
+
+    async def count_given_up(
+        self, session: Session, merchant_id: str | None = None, since: datetime | None = None
+    ) -> int:
+        query = select(func.count()).select_from(given_up_events(merchant_id, since).subquery())
+        return int(await fetch_value(session, query) or 0)
+
     async def search(
         self,
         session: Session,
@@ -225,9 +290,12 @@ class CallbackRepository:
         status: str | None = None,
         merchant_id: str | None = None,
         transaction_ref: str | None = None,
+        event_key: int | None = None,
         limit: int = 100,
     ) -> list[CallbackRow]:
         query = CALLBACK_SELECT.order_by(Callback.id.desc()).limit(limit)
+        if event_key is not None:
+            query = query.where(or_(Callback.id == event_key, Callback.event_id == event_key))
         if status is not None:
             query = query.where(Callback.status == status)
         if merchant_id is not None:
@@ -237,7 +305,11 @@ class CallbackRepository:
         return [CallbackRow(*row) for row in await fetch(session, query)]
 
     async def count_by_status(self, session: Session) -> dict[str, int]:
-        return {status: int(count) for status, count in await _COUNT_BY_STATUS.rows(session)}
+        """Deliveries by status, except `failed`: the events given up (issue 41: a replay that fails
+        again is not another callback given up)."""
+        counts = {status: int(count) for status, count in await _COUNT_BY_STATUS.rows(session)}
+        counts[CallbackStatus.FAILED.value] = await self.count_given_up(session)
+        return counts
 
 
 callback_repository = CallbackRepository()

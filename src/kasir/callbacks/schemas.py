@@ -4,14 +4,15 @@ import json
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import AwareDatetime, BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from kasir.callbacks.repository import CallbackAttemptRow, CallbackRow
+from kasir.callbacks.service import Deliveries, Recovery
 
 
 class CallbackAttemptView(BaseModel):
-    number: int
+    number: int = Field(description="X-Kasir-Attempt: counted across the event, its replays included")
     worker: str
     started_at: datetime
     latency_ms: int
@@ -35,7 +36,8 @@ class CallbackAttemptView(BaseModel):
 
 
 class CallbackView(BaseModel):
-    id: int
+    id: int = Field(description="This delivery's id: the event's first one, or a replay of it")
+    event_id: int = Field(description="The event's id, X-Kasir-Callback-Id of every delivery of it")
     merchant_id: str
     kind: str
     transaction_ref: str
@@ -51,13 +53,22 @@ class CallbackView(BaseModel):
     replay_of: int | None
     payload: Any = None
     attempts: list[CallbackAttemptView] | None = None
+    deliveries: list[CallbackView] | None = Field(
+        None, description="Every delivery of the event (its first, then each replay) with its attempts"
+    )
 
     @classmethod
     def of(
-        cls, callback: CallbackRow, attempts: list[CallbackAttemptRow] | None = None, *, with_payload: bool = False
+        cls,
+        callback: CallbackRow,
+        attempts: list[CallbackAttemptRow] | None = None,
+        *,
+        with_payload: bool = False,
+        event: Deliveries | None = None,
     ) -> CallbackView:
         return cls(
             id=callback.id,
+            event_id=callback.event_key,
             merchant_id=callback.merchant_id,
             kind=callback.kind,
             transaction_ref=callback.transaction_ref,
@@ -73,11 +84,51 @@ class CallbackView(BaseModel):
             replay_of=callback.replay_of,
             payload=json.loads(callback.payload) if with_payload else None,
             attempts=[CallbackAttemptView.of(a) for a in attempts] if attempts is not None else None,
+            deliveries=None if event is None else [cls.of(d, tried) for d, tried in event.deliveries],
         )
 
 
 class CallbackList(BaseModel):
     callbacks: list[CallbackView]
+
+
+class RecoverRequest(BaseModel):
+    merchant_id: str
+    since: AwareDatetime = Field(description="ISO 8601 with offset: events recorded since then")
+    url: str | None = Field(
+        None,
+        max_length=2048,
+        description="Deliver them all here (the rules of callback URLs apply); by default, to the URL as it is now: "
+        "the merchant's default callback URL for wallet and payment-page events where one is set, else the event's",
+    )
+    dry_run: bool = Field(False, description="Review: answer how many and where, send nothing")
+
+
+class RecoverTarget(BaseModel):
+    url: str
+    events: int
+
+
+class RecoverAnswer(BaseModel):
+    merchant_id: str
+    since: datetime
+    dry_run: bool
+    events: int = Field(description="Given-up events (no delivery delivered, none in flight) recorded since then")
+    targets: list[RecoverTarget]
+    event_ids: list[int]
+    replays: list[int] = Field(description="Ids of the new deliveries (none for a dry run)")
+
+    @classmethod
+    def of(cls, recovery: Recovery, *, dry_run: bool) -> RecoverAnswer:
+        return cls(
+            merchant_id=recovery.merchant_id,
+            since=recovery.since,
+            dry_run=dry_run,
+            events=len(recovery.events),
+            targets=[RecoverTarget(url=url, events=count) for url, count in recovery.targets()],
+            event_ids=[event.id for event, _ in recovery.events],
+            replays=[replay.id for replay in recovery.replays],
+        )
 
 
 # --- the callbacks' payloads, as the OpenAPI document's `webhooks` (kasir.openapi) ---------------------------

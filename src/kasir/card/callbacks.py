@@ -1,9 +1,9 @@
 """The card room's payment-page callback: its payload (interface.md "Payment-page callback payload")
 and its record in the callbacks outbox, in the unit of work of the change it reports.
 
-The outbox sends it after commit (kasir.callbacks), signed per docs/decisions.md §3.5: the
-`svc_signature` over the order's `x_req_signature`, with the sub-merchant of a charge in the
-provider SDK's dialect.
+The outbox sends it after commit (kasir.callbacks), signed per docs/decisions.md §3.5 when each
+attempt is sent: the `svc_signature` over the order's `x_req_signature` (from the ids recorded
+here, `SignedIds`), with the sub-merchant of a charge in the provider SDK's dialect.
 """
 
 from __future__ import annotations
@@ -13,21 +13,18 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kasir.callbacks.models import CallbackKind
-from kasir.callbacks.service import callback_outbox
-from kasir.callbacks.signing import svc_signature, x_req_signature
+from kasir.callbacks.service import SignedIds, callback_outbox
 from kasir.card.cards import card_channels
 from kasir.card.page_links import return_redirect
 from kasir.card.repository import CardOrderRow
 from kasir.db import Session
 from kasir.kit.clock import JAKARTA, isoformat_seconds
-from kasir.merchants.service import merchant_service
 
 
 async def record_callback(session: Session, order: CardOrderRow, event: str) -> None:
     """The order's callback for `event` (SUCCESS, FAILED, EXPIRED), sent once the unit commits."""
     if not order.callback_url:
         return  # neither the request nor the merchant named a callback URL
-    hash_key = await merchant_service.hash_key(session, order.merchant_id)
     await callback_outbox.record(
         session,
         kind=CallbackKind.PAYMENT_PAGE,
@@ -36,9 +33,7 @@ async def record_callback(session: Session, order: CardOrderRow, event: str) -> 
         event=event,
         url=order.callback_url,
         payload=callback_payload(order, event),
-        svc_signature=svc_signature(
-            order.id, x_req_signature(hash_key, order.external_id, order.order_id), order.sub_merchant_id
-        ),
+        signed_ids=SignedIds(order.id, order.external_id, order.order_id, order.sub_merchant_id),
     )
 
 

@@ -231,6 +231,24 @@ def rotate(
     _print_credentials(values, f"{kind.value} of {merchant_id} rotated: store the new value now")
 
 
+@merchant_app.command("confirm-rotation")
+def confirm_rotation(
+    merchant_id: str,
+    kind: Annotated[CredentialKind, typer.Option("--kind", help="hash_key or client_secret")],
+) -> None:
+    """The merchant verifies callbacks with the rotated value: sign them with it from now (not the old one)."""
+
+    async def work(session: Session) -> str:
+        confirmed = await merchant_service.confirm_switch(session, merchant_id, kind, actor=Actor.cli())
+        return confirmed.isoformat(timespec="seconds")
+
+    confirmed_at = run_in_session(work)
+    console.print(
+        f"callbacks of {merchant_id} are signed with its current {kind.value} (switch confirmed {confirmed_at})",
+        highlight=False,
+    )
+
+
 @merchant_app.command("set-callback-url")
 def set_callback_url(
     merchant_id: str, url: Annotated[str, typer.Argument(help="The new default callback URL ('' removes it)")]

@@ -14,12 +14,14 @@ from kasir.kit.crypto import public_key_fingerprint
 from kasir.merchants.repository import MerchantRow, SubMerchantRow
 from kasir.merchants.schemas import (
     MerchantCallbackUrl,
+    MerchantConfirmSwitch,
     MerchantCreate,
     MerchantCreated,
     MerchantKey,
     MerchantList,
     MerchantRotate,
     MerchantRotated,
+    MerchantSwitchConfirmed,
     MerchantView,
     SubMerchantCreate,
     SubMerchantList,
@@ -93,6 +95,30 @@ async def rotate(merchant_id: str, body: MerchantRotate, request: Request, sessi
         new_value=rotated.new_value,
         old_accepted_until=rotated.old_accepted_until,
     )
+
+
+_NOTHING_TO_CONFIRM: dict[int | str, dict[str, Any]] = {
+    409: {
+        "description": "No replaced value of that credential is in its grace period",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PlainErrorBody"}}},
+    }
+}
+
+
+@router.post(
+    "/{merchant_id}/confirm-rotation",
+    summary="The merchant verifies callbacks with the rotated hash_key or client_secret: sign them with it from now",
+    responses=_NOTHING_TO_CONFIRM,
+)
+async def confirm_rotation(
+    merchant_id: str, body: MerchantConfirmSwitch, request: Request, session: WriteSession
+) -> MerchantSwitchConfirmed:
+    try:
+        kind = CredentialKind(body.kind)
+    except ValueError as exc:
+        raise BadRequest("kind must be hash_key or client_secret", field="kind") from exc
+    confirmed_at = await merchant_service.confirm_switch(session, merchant_id, kind, actor=actor(request))
+    return MerchantSwitchConfirmed(merchant_id=merchant_id, kind=kind.value, confirmed_at=confirmed_at)
 
 
 @router.post("/{merchant_id}/callback-url", summary="Change the default callback URL (SSRF rules apply)")

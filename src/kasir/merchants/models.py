@@ -44,6 +44,9 @@ class MerchantCredentialGrace(Base):
     value: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # The merchant verifies callbacks with the new value now: they are no longer signed with this one
+    # (docs/decisions.md §8; a hash key or client secret only).
+    confirmed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
 
 
 class SubMerchant(Base):

@@ -49,6 +49,7 @@ class GraceRow:
     value: str
     created_at: datetime
     expires_at: datetime
+    confirmed_at: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +79,6 @@ _BY_NAME = Statement(_merchant.where(Merchant.name == bindparam("name")))
 _ALL = Statement(_merchant.order_by(Merchant.created_at, Merchant.id))
 # The UPDATE of each set of columns the lifecycle changes (a rotation, a callback URL, disabling).
 _SAVES: dict[tuple[str, ...], Statement] = {}
-# Every callback a payment records is signed with its merchant's hash key: read alone.
-_HASH_KEY = Statement(select(Merchant.hash_key_encrypted).where(Merchant.id == bindparam("merchant_id")))
 
 _ADD_GRACE = Statement(
     insert(MerchantCredentialGrace)
@@ -94,6 +93,18 @@ _CUT_GRACE = Statement(
         MerchantCredentialGrace.expires_at > bindparam("until", type_=MerchantCredentialGrace.expires_at.type),
     )
     .values(expires_at=bindparam("until", type_=MerchantCredentialGrace.expires_at.type))
+)
+# The merchant verifies callbacks with the new value: its replaced ones sign them no more.
+_confirmed_now = bindparam("now", type_=MerchantCredentialGrace.confirmed_at.type)
+_CONFIRM_GRACE = Statement(
+    update(MerchantCredentialGrace)
+    .where(
+        MerchantCredentialGrace.merchant_id == bindparam("merchant_id"),
+        MerchantCredentialGrace.kind == bindparam("kind"),
+        MerchantCredentialGrace.expires_at > _confirmed_now,
+        MerchantCredentialGrace.confirmed_at.is_(None),
+    )
+    .values(confirmed_at=_confirmed_now)
 )
 _GRACE = Statement(
     select(*(_grace_table.c[name] for name in GRACE_COLUMNS))
@@ -138,10 +149,6 @@ class MerchantRepository:
             )
         await statement.execute(session, merchant_id=merchant.id, **{name: getattr(merchant, name) for name in columns})
 
-    async def sealed_hash_key(self, session: Session, merchant_id: str) -> str | None:
-        """The merchant's hash key as stored (sealed); None when there is no such merchant."""
-        return await _HASH_KEY.scalar(session, merchant_id=merchant_id)  # type: ignore[no-any-return]
-
     async def get_by_client_id(self, session: Session, client_id: str) -> MerchantRow | None:
         found = await _BY_CLIENT_ID.first(session, client_id=client_id)
         return None if found is None else MerchantRow(*found)
@@ -163,6 +170,7 @@ class MerchantRepository:
             "value": value,
             "created_at": created_at,
             "expires_at": expires_at,
+            "confirmed_at": None,
         }
         grace_id = await _ADD_GRACE.scalar(session, **values)
         return GraceRow(id=int(grace_id), **values)
@@ -170,6 +178,10 @@ class MerchantRepository:
     async def cut_grace(self, session: Session, merchant_id: str, kind: str, until: datetime) -> None:
         """Every replaced `kind` of the merchant accepted until `until` at the latest."""
         await _CUT_GRACE.execute(session, merchant_id=merchant_id, kind=kind, until=until)
+
+    async def confirm_grace(self, session: Session, merchant_id: str, kind: str, now: datetime) -> int:
+        """Mark the merchant's replaced `kind` values still in grace as confirmed at `now`: how many."""
+        return await _CONFIRM_GRACE.execute(session, merchant_id=merchant_id, kind=kind, now=now)
 
     async def grace(self, session: Session, merchant_id: str, now: datetime) -> Sequence[GraceRow]:
         """The merchant's replaced credentials whose grace period has not ended at `now`."""

@@ -35,6 +35,20 @@ class MerchantRotated(BaseModel):
     old_accepted_until: datetime | None
 
 
+class MerchantConfirmSwitch(BaseModel):
+    kind: str = Field(
+        description="hash_key | client_secret: the rotated credential the merchant verifies callbacks with now"
+    )
+
+
+class MerchantSwitchConfirmed(BaseModel):
+    """From now on the merchant's callbacks are signed with its current value of `kind`."""
+
+    merchant_id: str
+    kind: str
+    confirmed_at: datetime
+
+
 class MerchantView(BaseModel):
     merchant_id: str
     name: str

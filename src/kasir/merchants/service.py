@@ -6,13 +6,16 @@ The lifecycle (one service for the console, the admin API and the CLI, every act
     rotate                one credential (client_secret | secret | hash_key | public_key) at a time;
                           the new value is answered once; with a grace period the old one is
                           still accepted until it ends (merchant_credential_grace, sealed)
+    confirm_switch        the merchant verifies callbacks with the new hash_key or client_secret:
+                          until then, and while the grace lasts, callbacks are signed with the
+                          replaced one (docs/decisions.md §8; `callback_signing`)
     disable / enable      a disabled merchant's credentials and tokens are refused with the
                           documented 401s; its pending callbacks still go out
 
 Changes reach this process's credential caches at once and other processes within
 KASIR_CREDENTIAL_CACHE_SECONDS.
 
-Errors: MerchantError (400), MerchantNotFound (404), MerchantNameTaken (409).
+Errors: MerchantError (400), MerchantNotFound (404), MerchantNameTaken (409), NothingToConfirm (409).
 """
 
 from __future__ import annotations
@@ -53,6 +56,10 @@ class MerchantNameTaken(Conflict):
 
 
 class MerchantNotFound(NotFound):
+    pass
+
+
+class NothingToConfirm(Conflict):
     pass
 
 
@@ -130,6 +137,36 @@ class MerchantSecrets:
             if constant_time_equals(given, value) and found is None:
                 found = value
         return found
+
+
+@dataclass(frozen=True, slots=True)
+class SigningValue:
+    """What signs a merchant's callbacks: the replaced value while its grace lasts and the merchant has not
+    confirmed the switch, else the current one; asked at each attempt (`now()`), so the grace's end counts."""
+
+    current: str
+    previous: str | None = None
+    previous_until: datetime | None = None
+
+    def __repr__(self) -> str:
+        return "SigningValue(<hidden>)"
+
+    def now(self) -> str:
+        if self.previous is not None and self.previous_until is not None and clock.now() < self.previous_until:
+            return self.previous
+        return self.current
+
+
+@dataclass(frozen=True, slots=True)
+class CallbackSigning:
+    """The values a merchant's callbacks are signed with (§3.5 svc-signature, §3.6 BNPL X-SIGNATURE)."""
+
+    hash_key: SigningValue
+    client_secret: SigningValue
+
+
+# Credentials whose replaced value signs callbacks until the merchant confirms the switch (docs/decisions.md §8).
+SIGNS_CALLBACKS = (CredentialKind.HASH_KEY, CredentialKind.CLIENT_SECRET)
 
 
 def mask(value: str) -> str:
@@ -217,6 +254,9 @@ def credential_cache_seconds() -> float:
 
 # client_id -> TokenSigner for a few seconds: the token endpoint's hot path skips the database.
 token_signer_cache: TtlCache[str, TokenSigner] = TtlCache(credential_cache_seconds)
+# merchant id -> CallbackSigning for a few seconds: the delivery workers' claims skip the database.
+callback_signing_cache: TtlCache[str, CallbackSigning] = TtlCache(credential_cache_seconds)
+merchant_id_caches.append(callback_signing_cache)
 
 
 class MerchantService:
@@ -396,6 +436,67 @@ class MerchantService:
             )
         return Rotated(merchant.id, kind, shown, until)
 
+    async def confirm_switch(
+        self, session: Session, merchant_id: str, kind: CredentialKind, *, actor: Actor | None = None
+    ) -> datetime:
+        """The merchant verifies callbacks with the new `kind` (hash_key or client_secret) now: from the next
+        attempt they are signed with it, though the replaced value is still accepted on requests until its grace
+        ends. Answers when the switch was confirmed (now, or earlier when it was already)."""
+        if kind not in SIGNS_CALLBACKS:
+            raise MerchantError("only a hash_key or client_secret rotation signs callbacks", field="kind")
+        merchant = await self.get(session, merchant_id)
+        now = clock.now()
+        in_grace = [row for row in await merchant_repository.grace(session, merchant.id, now) if row.kind == kind.value]
+        if not in_grace:
+            raise NothingToConfirm(
+                f"no replaced {kind.value} of {merchant.id} is in its grace period: callbacks are signed with the"
+                " current one already"
+            )
+        if all(row.confirmed_at is not None for row in in_grace):
+            return max(row.confirmed_at for row in in_grace if row.confirmed_at is not None)
+        await merchant_repository.confirm_grace(session, merchant.id, kind.value, now)
+        forget_cached(merchant)
+        if actor is not None:
+            await audit.record(
+                session,
+                actor,
+                f"merchant.confirm.{kind.value}",
+                target_type="merchant",
+                target_id=merchant.id,
+                merchant_id=merchant.id,
+                before={"callbacks_signed_with": f"previous {kind.value}"},
+                after={
+                    "callbacks_signed_with": f"current {kind.value}",
+                    "previous_accepted_until": max(row.expires_at for row in in_grace)
+                    .astimezone(JAKARTA)
+                    .isoformat(timespec="seconds"),
+                },
+            )
+        return now
+
+    async def callback_signing(self, session: Session, merchant_id: str) -> CallbackSigning:
+        """What the merchant's callbacks are signed with (docs/decisions.md §8): each value with the one it
+        replaced, while that one is in its grace and the switch is not confirmed (the last replaced, should
+        there be several)."""
+        cached = callback_signing_cache.get(merchant_id)
+        if cached is not None:
+            return cached
+        merchant = await self.get(session, merchant_id)
+        rows = await merchant_repository.grace(session, merchant.id, clock.now())
+        box = secret_box()
+
+        def signing_value(kind: CredentialKind) -> SigningValue:
+            current = box.open(getattr(merchant, f"{kind.value}_encrypted"))
+            unconfirmed = [row for row in rows if row.kind == kind.value and row.confirmed_at is None]
+            if not unconfirmed:
+                return SigningValue(current)
+            replaced_last = max(unconfirmed, key=lambda row: row.id)
+            return SigningValue(current, box.open(replaced_last.value), replaced_last.expires_at)
+
+        signing = CallbackSigning(signing_value(CredentialKind.HASH_KEY), signing_value(CredentialKind.CLIENT_SECRET))
+        callback_signing_cache.put(merchant_id, signing)
+        return signing
+
     async def change_callback_url(
         self, session: Session, merchant_id: str, url: str | None, *, actor: Actor | None = None
     ) -> MerchantRow:
@@ -464,13 +565,6 @@ class MerchantService:
             for row in rows
         )
         return MerchantSecrets(secrets.client_secret, secrets.secret, secrets.hash_key, grace)
-
-    async def hash_key(self, session: Session, merchant_id: str) -> str:
-        """The merchant's hash key, opened: what its callbacks' signatures are made with."""
-        sealed = await merchant_repository.sealed_hash_key(session, merchant_id)
-        if sealed is None:
-            raise MerchantNotFound(f"no merchant with id {merchant_id!r}", field="merchant_id")
-        return secret_box().open(sealed)
 
     def secrets(self, merchant: MerchantRow) -> MerchantSecrets:
         box = secret_box()

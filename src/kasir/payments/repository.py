@@ -22,7 +22,13 @@ from kasir.bnpl.models import BnplTransaction, amount_of
 from kasir.bnpl.repository import TransactionRow as BnplTransactionRow
 from kasir.bnpl.repository import bnpl_repository
 from kasir.callbacks.models import Callback, CallbackAttempt
-from kasir.callbacks.repository import ATTEMPT_SELECT, CALLBACK_SELECT, CallbackAttemptRow, CallbackRow
+from kasir.callbacks.repository import (
+    ATTEMPT_SELECT,
+    CALLBACK_SELECT,
+    CallbackAttemptRow,
+    CallbackRow,
+    callback_repository,
+)
 from kasir.card.models import CardOrder
 from kasir.card.repository import CardAttemptRow, CardOrderRow, card_repository
 from kasir.db import Session, Statement, fetch, fetch_value
@@ -100,13 +106,6 @@ _CALLBACKS_OF_PAYMENT = Statement(
     ).order_by(Callback.id)
 )
 _CALLBACK = Statement(CALLBACK_SELECT.where(Callback.id == bindparam("callback_id")))
-_GIVEN_UP_SINCE = Statement(
-    CALLBACK_SELECT.where(
-        Callback.merchant_id == bindparam("merchant_id"),
-        Callback.status == "failed",
-        Callback.created_at >= bindparam("since", type_=Callback.created_at.type),
-    ).order_by(Callback.id)
-)
 
 
 class _Table:
@@ -372,8 +371,8 @@ class PaymentsRepository:
         return [CallbackRow(*row) for row in await fetch(session, statement)]
 
     async def given_up_since(self, session: Session, merchant_id: str, since: datetime) -> list[CallbackRow]:
-        found = await _GIVEN_UP_SINCE.rows(session, merchant_id=merchant_id, since=since)
-        return [CallbackRow(*row) for row in found]
+        """The merchant's events given up since `since` (kasir.callbacks: one per event, not per delivery)."""
+        return await callback_repository.given_up(session, merchant_id, since)
 
 
 payments_repository = PaymentsRepository()

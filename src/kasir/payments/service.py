@@ -29,7 +29,7 @@ from typing import Any
 from kasir.audit.service import Actor, audit
 from kasir.bnpl.service import bnpl_service
 from kasir.callbacks.models import CallbackKind
-from kasir.callbacks.repository import CallbackAttemptRow, CallbackRow
+from kasir.callbacks.repository import CallbackAttemptRow, CallbackRow, callback_repository
 from kasir.callbacks.service import callback_outbox
 from kasir.callbacks.signing import svc_signature_header
 from kasir.callbacks.ssrf import check_callback_url
@@ -168,9 +168,11 @@ class CallbackWithAttempts:
     @property
     def headers(self) -> dict[str, str]:
         """The headers Kasir will send with it (what `sent` shows once an attempt went out)."""
-        headers = {"Content-Type": "application/json", "X-Kasir-Callback-Id": str(self.callback.id)}
+        headers = {"Content-Type": "application/json", "X-Kasir-Callback-Id": str(self.callback.event_key)}
         if self.callback.svc_signature:
             headers[svc_signature_header()] = self.callback.svc_signature
+        elif self.callback.signed_ids:
+            headers[svc_signature_header()] = "(SHA-256, computed when sent)"
         if self.callback.kind == CallbackKind.BNPL.value:
             headers.update({"X-PARTNER-ID": self.callback.merchant_id, "X-VERSION": "v1", "X-SIGNATURE": "(HMAC)"})
         return headers
@@ -367,7 +369,7 @@ class PaymentsService:
         callbacks = {
             "delivered": counts.get("delivered", 0),
             "retrying": retrying,
-            "given_up": counts.get("failed", 0),
+            "given_up": await callback_repository.count_given_up(session, scope, since),
             "pending": waiting - retrying,
         }
         latencies = await payments_repository.delivery_latencies(session, scope, since)
@@ -557,14 +559,12 @@ class PaymentActions:
     async def replay_given_up(
         self, session: Session, scope: str | None, merchant_id: str, since: datetime, actor: Actor
     ) -> list[CallbackRow]:
-        """Every given-up callback of the merchant recorded since `since`, delivered again (one audited action)."""
+        """Every given-up event of the merchant recorded since `since`, delivered again to the URL it was first sent
+        to (one audited action)."""
         if scope is not None and merchant_id != scope:
             raise CallbackNotFound()
-        await merchant_service.get(session, merchant_id)
-        replays = [
-            await callback_outbox.replay(session, c.id)
-            for c in await payments_repository.given_up_since(session, merchant_id, since)
-        ]
+        recovery = await callback_outbox.recover(session, merchant_id, since, original_urls=True)
+        replays = recovery.replays
         await audit.record(
             session,
             actor,

@@ -34,8 +34,7 @@ from typing import Any
 from fastapi.responses import JSONResponse, Response
 
 from kasir.callbacks.models import CallbackKind
-from kasir.callbacks.service import callback_outbox
-from kasir.callbacks.signing import svc_signature, x_req_signature
+from kasir.callbacks.service import SignedIds, callback_outbox
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import get_settings
 from kasir.db import Session
@@ -405,7 +404,6 @@ class WalletService:
         payment_metrics.settled_in(session, "wallet", WalletStatus(tx.status).name)
         if WalletStatus(tx.status) not in NOTIFIED:
             return
-        hash_key = await merchant_service.hash_key(session, tx.merchant_id)
         await callback_outbox.record(
             session,
             kind=CallbackKind.WALLET,
@@ -414,7 +412,7 @@ class WalletService:
             event=tx.status,
             url=tx.callback_url,
             payload=callback_payload(tx, await self.refunds(session, tx)),
-            svc_signature=svc_signature(tx.id, x_req_signature(hash_key, tx.external_id, tx.order_id)),
+            signed_ids=SignedIds(tx.id, tx.external_id, tx.order_id),
         )
 
 
