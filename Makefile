@@ -37,6 +37,7 @@ run: $(VENV)/.runtime
 ## make test: install what the tests need, then the whole suite on SQLite and on PostgreSQL
 test: $(VENV)/.dev system-deps
 	$(BIN)/ruff check src tests migrations sdk bench examples scripts
+	$(BIN)/ruff format --check src tests
 	$(BIN)/mypy
 	cd sdk && ../$(BIN)/mypy
 	$(MAKE) --no-print-directory sdk-compat
@@ -62,6 +63,7 @@ system-deps:
 
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests migrations sdk bench examples scripts
+	$(BIN)/ruff format --check src tests
 	$(BIN)/mypy
 	cd sdk && ../$(BIN)/mypy
 	$(MAKE) --no-print-directory sdk-compat

@@ -146,9 +146,7 @@ async def test_the_console_service_finds_no_user_beyond_its_column(app: FastAPI)
                 await console_users.get(session, user_id)
 
 
-async def test_a_body_over_the_limit_is_refused_before_authentication(
-    app: FastAPI, client: httpx.AsyncClient
-) -> None:
+async def test_a_body_over_the_limit_is_refused_before_authentication(app: FastAPI, client: httpx.AsyncClient) -> None:
     """Finding 1: an unauthenticated admin request with a huge body was read and parsed whole before its 401."""
     limit = app.state.settings.max_body_bytes
     big = b'{"name":"' + b"x" * (limit + 1) + b'"}'

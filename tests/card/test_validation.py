@@ -138,8 +138,12 @@ async def test_every_failing_card_field_is_listed_whatever_rule_it_breaks(
 ) -> None:
     # A type error, a missing field and content errors at once: one 422 naming each card field.
     body = charge_body()
-    body["cardDetails"] = {"cardNumber": 4811111111111114, "cardExpiredMonth": "9", "cardExpiredYear": "2099",
-                           "cardCvn": "12"}
+    body["cardDetails"] = {
+        "cardNumber": 4811111111111114,
+        "cardExpiredMonth": "9",
+        "cardExpiredYear": "2099",
+        "cardCvn": "12",
+    }
     response = await post_charge(client, merchant, body)
     assert response.status_code == 422, response.text
     assert sorted(e["field"] for e in response.json()["errors"]) == [

@@ -68,9 +68,12 @@ async def test_real_bnpl_notification_verifies_and_tampering_is_refused(app, rec
     keys = {"client_secret": secret, "callback_url": url}
     event = verify_bnpl_notification(request.body, request.headers, hash_key=hash_key, **keys)
     assert event.original_reference_no == "R-1"
-    assert verify_bnpl_notification(
-        request.body, request.headers, hash_key=hash_key, partner_reference_no="P-1", **keys
-    ).original_partner_reference_no == "P-1"
+    assert (
+        verify_bnpl_notification(
+            request.body, request.headers, hash_key=hash_key, partner_reference_no="P-1", **keys
+        ).original_partner_reference_no
+        == "P-1"
+    )
     with pytest.raises(SignatureError, match="svc-signature does not match"):
         verify_bnpl_notification(request.body, request.headers, hash_key="wrong", **keys)
     with pytest.raises(SignatureError, match="svc-signature does not match"):

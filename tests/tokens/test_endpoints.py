@@ -17,6 +17,7 @@ from tests.support.wire.snap import GRANT, snap_timestamp, token_headers, token_
 PAYMENT_PATH = "/auth/merchants/v1.0/access-token/b2b"
 DISBURSEMENT_PATH = "/api/v1.0/access-token/b2b"
 
+
 @pytest.mark.slow
 @pytest.mark.parametrize("path", [PAYMENT_PATH, DISBURSEMENT_PATH])
 async def test_token_over_real_http_from_served_process(app, served, path):

@@ -176,6 +176,7 @@ class BnplRepository:
         first's row, with the changes the unit made to it."""
         if not lock:
             return await self.row(session, reference_no)
+
         async def read() -> TransactionRow | None:
             found = await _LOCKED_TRANSACTION.first(session, reference_no=reference_no)
             return None if found is None else TransactionRow(*found)

@@ -82,6 +82,7 @@ def snap_header_params(*names: str) -> list[dict[str, Any]]:
         for name in names
     ]
 
+
 # What the fields' own schemas cannot say: the rules across fields, checked by the services.
 _ITEMS_SUM = "the items' amount × qty add up to the payment's amount"
 REQUEST_RULES = {

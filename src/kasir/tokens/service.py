@@ -128,9 +128,7 @@ class AccessTokenService:
         if not verify_asymmetric(signer.public_key_pem, string_to_sign, signature_bytes):
             # A rotated key verifies until its grace period ends (kasir.merchants.service.rotate).
             previous = signer.previous_public_keys()
-            if not any(
-                [verify_asymmetric(pem, string_to_sign, signature_bytes) for pem in previous]
-            ):
+            if not any([verify_asymmetric(pem, string_to_sign, signature_bytes) for pem in previous]):
                 raise Unauthorized("X-SIGNATURE does not verify with the registered public key")
         return mint_access_token(signer.merchant_id, product)
 

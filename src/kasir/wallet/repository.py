@@ -134,6 +134,7 @@ class WalletRepository:
         second locked read is the first's row, with the changes the unit made to it."""
         if not lock:
             return await self.row(session, transaction_id)
+
         async def read() -> TransactionRow | None:
             found = await _LOCKED_TRANSACTION.first(session, transaction_id=transaction_id)
             return None if found is None else TransactionRow(*found)
