@@ -14,7 +14,7 @@ from sqlalchemy import text
 
 from kasir.db import Database, upgrade_schema
 from kasir.models import metadata
-from tests.support.engine import engine_of
+from tests.support.engine import engine_of, insert_old_merchant
 
 
 async def test_migration_matches_the_models(app: FastAPI) -> None:
@@ -34,13 +34,7 @@ async def test_existing_replays_become_deliveries_of_their_event(settings, postg
     try:
         await upgrade_schema(database, "0012")
         async with engine_of(database) as engine, engine.begin() as connection:
-            await connection.execute(
-                text(
-                    "INSERT INTO merchant (id, name, client_id, client_secret_encrypted, secret_encrypted,"
-                    " hash_key_encrypted, public_key_pem, created_at, updated_at)"
-                    " VALUES ('M1', 'm', 'c', 'x', 'x', 'x', 'pem', '2026-11-24 00:00:00', '2026-11-24 00:00:00')"
-                )
-            )
+            await insert_old_merchant(connection)
             # An event given up (3 attempts), a replay of it given up (3), a replay of that replay not sent yet,
             # and an event of its own: as operators left them before events had one id.
             for callback_id, status, made, replay_of in (

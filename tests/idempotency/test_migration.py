@@ -13,7 +13,7 @@ from sqlalchemy import text
 from kasir.config import Settings
 from kasir.db import Database, upgrade_schema
 from kasir.models import metadata
-from tests.support.engine import engine_of
+from tests.support.engine import engine_of, insert_old_merchant
 
 
 async def test_migration_matches_the_model(app: FastAPI) -> None:
@@ -34,13 +34,7 @@ async def test_the_card_charges_answered_keys_move_over_and_back(tmp_path: Path)
     try:
         await upgrade_schema(database, "0007")
         async with engine_of(database) as engine, engine.begin() as connection:
-            await connection.execute(
-                text(
-                    "INSERT INTO merchant (id, name, client_id, client_secret_encrypted, secret_encrypted,"
-                    " hash_key_encrypted, public_key_pem, created_at, updated_at)"
-                    " VALUES ('M1', 'm', 'c', 'x', 'x', 'x', 'pem', '2026-11-24 00:00:00', '2026-11-24 00:00:00')"
-                )
-            )
+            await insert_old_merchant(connection)
             for key, status, answer in (("done", "complete", '{"statusCode":"00"}'), ("running", "in_progress", None)):
                 await connection.execute(
                     text(
