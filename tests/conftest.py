@@ -19,6 +19,7 @@ from kasir.callbacks.worker import DeliveryWorker
 from kasir.config import Settings, configure
 from kasir.db import Database, upgrade_schema
 from kasir.kit.clock import clock
+from kasir.products import declare_products
 from tests.support.browser import artifacts, chromium  # noqa: F401 (fixtures)
 from tests.support.postgres import PostgresCluster
 from tests.support.receiver import CallbackReceiver
@@ -173,6 +174,14 @@ async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://kasir.test") as http:
         yield http
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _products_declared() -> None:
+    """The products' offers, declared as every entry point of Kasir declares them at start-up
+    (kasir.products): a test that reaches the processors without an app would otherwise find none,
+    or find them only when an earlier test of its worker happened to create an app."""
+    declare_products()
 
 
 @pytest.fixture(autouse=True)

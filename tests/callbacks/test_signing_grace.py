@@ -64,7 +64,9 @@ async def confirm(client: Any, merchant: builders.TestMerchant, kind: str) -> No
 
 async def audited(app: FastAPI, merchant: builders.TestMerchant) -> list[str]:
     async with app.state.database.unit_of_work(read_only=True) as session:
-        rows = await fetch(session, select(AuditEvent.action).where(AuditEvent.target_id == merchant.id))
+        rows = await fetch(
+            session, select(AuditEvent.action).where(AuditEvent.target_id == merchant.id).order_by(AuditEvent.id)
+        )
     return [row.action for row in rows]
 
 
