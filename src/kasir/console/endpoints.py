@@ -292,7 +292,13 @@ async def refund(
     viewer: Checked,
     amount: Annotated[int, Form(ge=1)],
     reason: Annotated[str, Form(max_length=255)] = "",
+    confirmed: Annotated[str, Form()] = "",
 ) -> Response:
+    if confirmed != "yes":
+        # The second look (issue 41): the amount, the payment and what is left after, before anything moves.
+        async with database(request).unit_of_work(read_only=True) as session:
+            review = await payment_actions.review_refund(session, viewer.scope, payment_id, amount, reason or None)
+        return render(request, "confirm_refund.html", viewer=viewer, r=review)
     async with database(request).unit_of_work() as session:
         held = await payment_actions.refund(
             session, viewer.scope, payment_id, amount, reason or None, viewer.actor(client_ip(request))
@@ -302,7 +308,11 @@ async def refund(
 
 
 @router.post("/payments/{payment_id}/void")
-async def void(request: Request, payment_id: str, viewer: Checked) -> Response:
+async def void(request: Request, payment_id: str, viewer: Checked, confirmed: Annotated[str, Form()] = "") -> Response:
+    if confirmed != "yes":
+        async with database(request).unit_of_work(read_only=True) as session:
+            row = await payment_actions.review_void(session, viewer.scope, payment_id)
+        return render(request, "confirm_void.html", viewer=viewer, row=row)
     async with database(request).unit_of_work() as session:
         held = await payment_actions.void(session, viewer.scope, payment_id, viewer.actor(client_ip(request)))
     await held.complete(database(request))
