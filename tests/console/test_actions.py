@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -51,18 +52,44 @@ async def test_refund_void_and_simulate_from_the_console(app: FastAPI, client: h
     pending = await create(client, merchant, CALLBACK_URL, channel="OVO")
     async with closing(await signed_in(app)) as browser:
         csrf = await page_csrf(browser)
+        form = await browser.get(f"/console/payments/{tx['transaction_id']}")
+        assert 'id="refund-amount"' in form.text
+        assert re.search(r'<input id="refund-amount"[^>]*\svalue=', form.text) is None  # asks, never pre-filled
+        assert "Left to refund: <strong>Rp 100.000</strong>" in form.text
+        # The first post is the review: the amount, the payment and what remains after; nothing moves.
+        review = await browser.post(
+            f"/console/payments/{tx['transaction_id']}/refund",
+            data={"amount": "30000", "reason": "one cup returned", "csrf_token": csrf},
+        )
+        assert review.status_code == 200
+        assert 'id="review-amount">Rp 30.000<' in review.text
+        assert 'id="review-remaining">Rp 70.000<' in review.text
+        assert tx["transaction_id"] in review.text
+        assert [c.event for c in await callbacks_of(app, tx["transaction_id"])] == ["PAID"]
+        assert "payment.refund" not in await audit_actions(app, tx["transaction_id"])
+        still = await client.post(INQUIRY, content=json.dumps(ref(tx)), headers=wallet_headers(merchant, ref(tx)))
+        assert still.json()["transaction_status"] == "PAID"
         refunded = await browser.post(
-            f"/console/payments/{tx['transaction_id']}/refund", data={"amount": "30000", "csrf_token": csrf}
+            f"/console/payments/{tx['transaction_id']}/refund",
+            data={"amount": "30000", "reason": "one cup returned", "confirmed": "yes", "csrf_token": csrf},
         )
         assert refunded.status_code == 303
         page = await browser.get(refunded.headers["location"])
         assert "Refund recorded" in page.text
         assert "REFUNDED" in page.text
+        assert 'id="refunded-total">Rp 30.000<' in page.text
+        assert "one cup returned" in page.text
+        assert "Left to refund: <strong>Rp 70.000</strong>" in page.text
         too_much = await browser.post(
             f"/console/payments/{tx['transaction_id']}/refund", data={"amount": "999999", "csrf_token": csrf}
         )
         assert too_much.status_code == 409
         assert "refundable" in too_much.text
+        confirmed_too_much = await browser.post(
+            f"/console/payments/{tx['transaction_id']}/refund",
+            data={"amount": "999999", "confirmed": "yes", "csrf_token": csrf},
+        )
+        assert confirmed_too_much.status_code == 409
         simulated = await browser.post(
             f"/console/payments/{pending['transaction_id']}/simulate", data={"outcome": "fail", "csrf_token": csrf}
         )
@@ -73,6 +100,26 @@ async def test_refund_void_and_simulate_from_the_console(app: FastAPI, client: h
     inquiry = await client.post(INQUIRY, content=json.dumps(ref(tx)), headers=wallet_headers(merchant, ref(tx)))
     assert inquiry.json()["transaction_status"] == "REFUNDED"
     assert "payment.refund" in await audit_actions(app, tx["transaction_id"])
+
+
+async def test_void_confirms_first(app: FastAPI, client: httpx.AsyncClient) -> None:
+    merchant = await make_merchant(app, callback_url=CALLBACK_URL)
+    tx = await paid_wallet_payment(client, merchant, CALLBACK_URL)
+    async with closing(await signed_in(app)) as browser:
+        csrf = await page_csrf(browser)
+        review = await browser.post(f"/console/payments/{tx['transaction_id']}/void", data={"csrf_token": csrf})
+        assert review.status_code == 200
+        assert 'id="confirm-void"' in review.text
+        assert [c.event for c in await callbacks_of(app, tx["transaction_id"])] == ["PAID"]
+        assert "payment.void" not in await audit_actions(app, tx["transaction_id"])
+        voided = await browser.post(
+            f"/console/payments/{tx['transaction_id']}/void", data={"confirmed": "yes", "csrf_token": csrf}
+        )
+        assert voided.status_code == 303
+    assert [c.event for c in await callbacks_of(app, tx["transaction_id"])] == ["PAID", "VOID"]
+    inquiry = await client.post(INQUIRY, content=json.dumps(ref(tx)), headers=wallet_headers(merchant, ref(tx)))
+    assert inquiry.json()["transaction_status"] == "VOID"
+    assert "payment.void" in await audit_actions(app, tx["transaction_id"])
 
 
 async def test_replay_to_the_original_or_the_current_url(app: FastAPI, client: httpx.AsyncClient) -> None:
@@ -112,6 +159,49 @@ async def test_csv_export_has_every_filtered_row(app: FastAPI, client: httpx.Asy
     assert {row["id"] for row in rows} == {tx["transaction_id"] for tx in made}
     assert {row["amount"] for row in rows} == {"100000"}
     assert {row["outcome"] for row in rows} == {"paid"}
+    assert {(row["refunded_amount"], row["net_amount"]) for row in rows} == {("0", "100000")}
+
+
+async def test_csv_export_adds_refunded_and_net_at_the_end(app: FastAPI, client: httpx.AsyncClient) -> None:
+    merchant = await make_merchant(app, callback_url=CALLBACK_URL)
+    refunded = await paid_wallet_payment(client, merchant, CALLBACK_URL)
+    pending = await create(client, merchant, CALLBACK_URL, channel="OVO")
+    async with closing(await signed_in(app)) as browser:
+        csrf = await page_csrf(browser)
+        done = await browser.post(
+            f"/console/payments/{refunded['transaction_id']}/refund",
+            data={"amount": "25000", "confirmed": "yes", "csrf_token": csrf},
+        )
+        assert done.status_code == 303
+        response = await browser.get(f"/console/payments.csv?merchant={merchant.id}")
+    header, *lines = list(csv.reader(io.StringIO(response.text)))
+    # The columns before stay where they were; the two new ones come last.
+    assert header == [
+        "product",
+        "id",
+        "merchant_id",
+        "external_id",
+        "order_id",
+        "channel",
+        "status",
+        "outcome",
+        "amount",
+        "created_at",
+        "paid_at",
+        "refunded_amount",
+        "net_amount",
+    ]
+    by_id = {line[1]: dict(zip(header, line, strict=True)) for line in lines}
+    assert by_id[refunded["transaction_id"]]["status"] == "REFUNDED"
+    assert (by_id[refunded["transaction_id"]]["refunded_amount"], by_id[refunded["transaction_id"]]["net_amount"]) == (
+        "25000",
+        "75000",
+    )
+    # Never paid: nothing refunded, nothing kept.
+    assert (by_id[pending["transaction_id"]]["refunded_amount"], by_id[pending["transaction_id"]]["net_amount"]) == (
+        "0",
+        "0",
+    )
 
 
 async def test_admin_api_lists_searches_and_pages_payments(app: FastAPI, client: httpx.AsyncClient) -> None:

@@ -27,6 +27,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 DESKTOP = {"width": 1280, "height": 900}
 PHONE = {"width": 375, "height": 812}
+# The documentation's screenshots (docs/console/, linked from docs/operator/console.md).
+DOCS_WIDE = {"width": 1440, "height": 900}
+DOCS_PHONE = {"width": 390, "height": 844}
 
 
 async def new_page(chromium: Any, viewport: dict[str, int] = DESKTOP) -> Any:
@@ -138,10 +141,12 @@ async def test_operator_walks_through_the_console(
     [current] = await receiver.wait_for(1, path="/current")
     assert json.loads(again.body) == json.loads(current.body)
 
-    # Refund part of it.
+    # Refund part of it, through its confirmation.
     await page.fill("#refund-amount", "50000")
     async with page.expect_navigation():
         await page.click("#refund")
+    async with page.expect_navigation():
+        await page.click("#confirm-refund")
     assert "Refund recorded" in await page.inner_text("main")
     assert await page.inner_text("#payment-status") == "REFUNDED"
     await shot(page, artifacts, "payment-refunded")
@@ -294,3 +299,109 @@ async def test_operator_walks_through_the_console(
     assert "locked until" in await page.inner_text("#sign-in-error")
     await shot(page, artifacts, "sign-in-locked")
     await page.context.close()
+
+
+async def no_sideways_scrolling(page: Any) -> None:
+    width = await page.evaluate("document.documentElement.scrollWidth")
+    assert width <= page.viewport_size["width"], width
+
+
+async def test_operator_creates_and_disables_a_user(
+    app: FastAPI, served: ServedKasir, chromium: Any, artifacts: Path
+) -> None:
+    base = served.base_url
+    merchant = await make_merchant(app)
+    operator = await make_user(app)
+    await make_user(app, role="merchant_admin", merchant_id=merchant.id)
+    page = await new_page(chromium, DOCS_WIDE)
+    await sign_in(page, base, operator)
+    await page.click("text=Users")
+    assert page.url == f"{base}/console/users"
+    email = f"kasir-{merchant.id.lower()}@example.id"
+    await page.fill("#u-email", email)
+    await page.select_option("#u-role", "merchant")
+    await page.select_option("#u-merchant", merchant.id)
+    async with page.expect_navigation():
+        await page.click("#create-user")
+    assert await page.inner_text("#user-email") == email
+    password = (await page.inner_text("#new-password")).strip()
+    assert len(password) >= 12
+    await shot(page, artifacts, "user-created")
+    async with page.expect_navigation():
+        await page.click("#back-to-users")
+    row = page.locator("#users-table tr", has_text=email)
+    assert "active" in await row.inner_text()
+    await page.screenshot(path=str(artifacts / "console-users.png"))
+    page.once("dialog", lambda dialog: dialog.accept())  # "Disable?": danger buttons ask once more
+    async with page.expect_navigation():
+        await row.locator("button", has_text="Disable").click()
+    assert "User disabled" in await page.inner_text("main")
+    assert "disabled" in await page.locator("#users-table tr", has_text=email).inner_text()
+    # The new user's password is refused now that it is disabled.
+    other = await new_page(chromium)
+    await sign_in(other, base, email, password)
+    assert "Email or password is wrong." in await other.inner_text("#sign-in-error")
+    await other.context.close()
+    assert [e for e in page.errors if "Content Security Policy" in e or "Refused" in e] == []
+    await page.context.close()
+
+    phone = await new_page(chromium, DOCS_PHONE)
+    await sign_in(phone, base, operator)
+    await phone.goto(f"{base}/console/users")
+    await no_sideways_scrolling(phone)
+    await phone.screenshot(path=str(artifacts / "console-phone-users.png"))
+    await phone.context.close()
+
+
+async def test_partial_refund_through_its_confirmation(
+    app: FastAPI, served: ServedKasir, receiver: CallbackReceiver, chromium: Any, artifacts: Path
+) -> None:
+    base = served.base_url
+    merchant = await make_merchant(app, callback_url=receiver.url("/cb"))
+    async with httpx.AsyncClient(base_url=base) as api:
+        paid = await create(
+            api,
+            merchant,
+            receiver.url("/cb"),
+            channel="DANA",
+            amount=150_000,
+            items=[{"item_id": "KOPI-1", "name": "Kopi Susu", "amount": 75_000, "qty": 2}],
+        )
+        assert (await dummy_payment(api, merchant, paid)).status_code == 200
+    operator = await make_user(app)
+    for viewport, name in ((DOCS_PHONE, "phone-refund-confirm"), (DOCS_WIDE, "refund-confirm")):
+        page = await new_page(chromium, viewport)
+        await sign_in(page, base, operator)
+        await page.goto(f"{base}/console/payments/{paid['transaction_id']}")
+        assert await page.input_value("#refund-amount") == ""  # asked for, never pre-filled
+        assert "Rp 150.000" in await page.inner_text("#refundable")
+        await page.fill("#refund-amount", "40000")
+        await page.fill("#refund-reason", "One cup returned")
+        async with page.expect_navigation():
+            await page.click("#refund")
+        assert await page.inner_text("#review-amount") == "Rp 40.000"
+        assert await page.inner_text("#review-remaining") == "Rp 110.000"
+        if viewport is DOCS_PHONE:
+            await no_sideways_scrolling(page)
+        await page.screenshot(path=str(artifacts / f"console-{name}.png"))
+        if viewport is DOCS_PHONE:  # the phone looks, then cancels: nothing moved
+            async with page.expect_navigation():
+                await page.click("#cancel")
+            assert await page.inner_text("#payment-status") == "PAID"
+            await page.context.close()
+            continue
+        async with page.expect_navigation():
+            await page.click("#confirm-refund")
+        assert "Refund recorded" in await page.inner_text("main")
+        assert await page.inner_text("#payment-status") == "REFUNDED"
+        assert await page.inner_text("#refunded-total") == "Rp 40.000"
+        assert "One cup returned" in await page.inner_text("#refunds")
+        assert "Rp 110.000" in await page.inner_text("#refundable")
+        await shot(page, artifacts, "payment-partly-refunded")
+        assert [e for e in page.errors if "Content Security Policy" in e or "Refused" in e] == []
+        await page.context.close()
+    # The merchant hears of the one confirmed refund (after the PAID callback), and only of it.
+    [_paid_callback, refunded] = await receiver.wait_for(2, path="/cb")
+    body = json.loads(refunded.body)
+    assert body["transaction_status"] == "REFUNDED"
+    assert [h["refund_amount"] for h in body["refund_history"]] == [40_000]

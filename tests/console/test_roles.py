@@ -42,6 +42,7 @@ async def test_a_merchant_user_gets_404_for_every_route_of_another_merchants_dat
             "/console/merchants",
             "/console/merchants/new",
             "/console/audit",
+            "/console/users",  # a merchant user manages nobody (a merchant's admin: tests/console/test_users.py)
             f"/console/callbacks?merchant={theirs.id}",
         ]
         for path in gets:
@@ -51,7 +52,9 @@ async def test_a_merchant_user_gets_404_for_every_route_of_another_merchants_dat
             assert theirs.credentials.name not in response.text, path
         posts = [
             (f"/console/payments/{their_id}/refund", {"amount": "1000"}),
+            (f"/console/payments/{their_id}/refund", {"amount": "1000", "confirmed": "yes"}),
             (f"/console/payments/{their_id}/void", {}),
+            (f"/console/payments/{their_id}/void", {"confirmed": "yes"}),
             (f"/console/payments/{their_id}/simulate", {"outcome": "pay"}),
             (f"/console/callbacks/{their_callback}/replay", {"target": "original"}),
             (f"/console/callbacks/{their_callback}/replay", {"target": "current"}),

@@ -112,8 +112,24 @@ async def checked_operator(viewer: Annotated[Viewer, Depends(console_session_che
     return operator_only(viewer)
 
 
+def user_manager_only(viewer: Viewer) -> Viewer:
+    if not viewer.manages_users:
+        raise NotYours()
+    return viewer
+
+
+async def current_user_manager(viewer: Annotated[Viewer, Depends(console_session)]) -> Viewer:
+    return user_manager_only(viewer)
+
+
+async def checked_user_manager(viewer: Annotated[Viewer, Depends(console_session_checked)]) -> Viewer:
+    return user_manager_only(viewer)
+
+
 SignedIn = Annotated[Viewer, Depends(console_session)]
 Checked = Annotated[Viewer, Depends(console_session_checked)]
 Operator = Annotated[Viewer, Depends(current_operator)]
 CheckedOperator = Annotated[Viewer, Depends(checked_operator)]
+UserManager = Annotated[Viewer, Depends(current_user_manager)]
+CheckedUserManager = Annotated[Viewer, Depends(checked_user_manager)]
 SignIn = Annotated[ConsoleSignInAuthenticator, Depends(console_sign_in)]

@@ -40,7 +40,13 @@ def _row(user: ConsoleUserRow) -> dict[str, str | None]:
 @user_app.command("create")
 def create(
     email: Annotated[str, typer.Option("--email", help="Sign-in email")],
-    role: Annotated[str, typer.Option("--role", help="operator (every merchant) or merchant (one merchant)")],
+    role: Annotated[
+        str,
+        typer.Option(
+            "--role",
+            help="operator (every merchant), merchant (one merchant) or merchant_admin (one merchant, and its users)",
+        ),
+    ],
     merchant: Annotated[str | None, typer.Option("--merchant", help="The merchant id a merchant user sees")] = None,
     password_stdin: Annotated[
         bool, typer.Option("--password-stdin", help="Read the password from stdin instead of generating one")

@@ -17,19 +17,30 @@ from fastapi import APIRouter, Form, Path, Query, Request, Response
 from fastapi.responses import FileResponse, RedirectResponse, StreamingResponse
 
 from kasir.audit.service import audit
-from kasir.auth.console import COOKIE, Checked, CheckedOperator, Operator, SignedIn, SignIn, client_ip
+from kasir.auth.console import (
+    COOKIE,
+    Checked,
+    CheckedOperator,
+    CheckedUserManager,
+    Operator,
+    SignedIn,
+    SignIn,
+    UserManager,
+    client_ip,
+)
 from kasir.auth.scheme import PUBLIC
 from kasir.callbacks.models import CallbackKind
 from kasir.config import get_settings
 from kasir.console.charts import overview_charts
-from kasir.console.service import AccountLocked, NotYours, SignInRefused, console_sessions
+from kasir.console.models import Role
+from kasir.console.service import AccountLocked, NotYours, SignInRefused, Viewer, console_sessions, console_users
 from kasir.console.service import SignedIn as NewSession
 from kasir.console.web import SIGN_IN_CSRF_COOKIE, STATIC, ConsoleRoute, database, render
 from kasir.db import Database, ReadSession, WriteSession
 from kasir.errors import BadRequest
 from kasir.kit.clock import clock, parse_aware
 from kasir.kit.crypto import constant_time_equals, generate_rsa_private_key, private_key_pem, public_key_pem
-from kasir.kit.ids import INT64_MAX
+from kasir.kit.ids import INT32_MAX, INT64_MAX
 from kasir.merchants.service import CredentialKind, merchant_service
 from kasir.payments.repository import OUTCOME_NAMES, PRODUCTS, PaymentFilter
 from kasir.payments.service import parse_filter as payment_filter
@@ -47,6 +58,9 @@ DONE = {
     "callback_url": "Default callback URL changed.",
     "disabled": "Merchant disabled: its credentials and tokens are refused; pending callbacks still go out.",
     "enabled": "Merchant enabled.",
+    "user_disabled": "User disabled: its sessions ended at once.",
+    "user_enabled": "User enabled.",
+    "user_unlocked": "User unlocked: it may sign in again.",
 }
 STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml", ".txt": "text/plain"}
 
@@ -278,7 +292,13 @@ async def refund(
     viewer: Checked,
     amount: Annotated[int, Form(ge=1)],
     reason: Annotated[str, Form(max_length=255)] = "",
+    confirmed: Annotated[str, Form()] = "",
 ) -> Response:
+    if confirmed != "yes":
+        # The second look (issue 41): the amount, the payment and what is left after, before anything moves.
+        async with database(request).unit_of_work(read_only=True) as session:
+            review = await payment_actions.review_refund(session, viewer.scope, payment_id, amount, reason or None)
+        return render(request, "confirm_refund.html", viewer=viewer, r=review)
     async with database(request).unit_of_work() as session:
         held = await payment_actions.refund(
             session, viewer.scope, payment_id, amount, reason or None, viewer.actor(client_ip(request))
@@ -288,7 +308,11 @@ async def refund(
 
 
 @router.post("/payments/{payment_id}/void")
-async def void(request: Request, payment_id: str, viewer: Checked) -> Response:
+async def void(request: Request, payment_id: str, viewer: Checked, confirmed: Annotated[str, Form()] = "") -> Response:
+    if confirmed != "yes":
+        async with database(request).unit_of_work(read_only=True) as session:
+            row = await payment_actions.review_void(session, viewer.scope, payment_id)
+        return render(request, "confirm_void.html", viewer=viewer, row=row)
     async with database(request).unit_of_work() as session:
         held = await payment_actions.void(session, viewer.scope, payment_id, viewer.actor(client_ip(request)))
     await held.complete(database(request))
@@ -539,6 +563,86 @@ async def disable(
 async def enable(request: Request, merchant_id: str, viewer: CheckedOperator, session: WriteSession) -> Response:
     await merchant_service.set_disabled(session, merchant_id, False, actor=viewer.actor(client_ip(request)))
     return RedirectResponse(f"/console/merchants/{merchant_id}?done=enabled", status_code=303)
+
+
+# --- console users (operators: every user; a merchant's admin: its own merchant's) ----------------------------
+
+# As its Integer column can hold it (console_user.id), checked before the query (kasir.console.admin.UserId).
+UserId = Annotated[int, Path(ge=1, le=INT32_MAX)]
+
+
+def _roles(viewer: Viewer) -> list[str]:
+    """The roles this viewer may give: a merchant's admin never makes an operator."""
+    return [role.value for role in Role if viewer.is_operator or role.of_a_merchant]
+
+
+@router.get("/users")
+async def users(request: Request, viewer: UserManager, session: ReadSession, done: str = "") -> Response:
+    entries = await console_users.entries(session, viewer.scope)
+    merchants = await merchant_service.list(session) if viewer.is_operator else []
+    return render(
+        request,
+        "users.html",
+        viewer=viewer,
+        entries=entries,
+        merchants=merchants,
+        roles=_roles(viewer),
+        done=DONE.get(done),
+    )
+
+
+@router.post("/users")
+async def create_user(
+    request: Request,
+    viewer: CheckedUserManager,
+    session: WriteSession,
+    email: Annotated[str, Form(max_length=254)],
+    role: Annotated[str, Form(max_length=16)],
+    merchant: Annotated[str, Form(max_length=32)] = "",
+) -> Response:
+    user, password = await console_users.create(
+        session,
+        email=email,
+        role=role,
+        merchant_id=merchant or None,
+        actor=viewer.actor(client_ip(request)),
+        within=viewer.scope,
+    )
+    return render(request, "user_password.html", viewer=viewer, user=user, password=password, created=True)
+
+
+@router.post("/users/{user_id}/reset-password")
+async def reset_user_password(
+    request: Request, user_id: UserId, viewer: CheckedUserManager, session: WriteSession
+) -> Response:
+    user, password = await console_users.reset_password(
+        session, user_id, actor=viewer.actor(client_ip(request)), within=viewer.scope
+    )
+    return render(request, "user_password.html", viewer=viewer, user=user, password=password, created=False)
+
+
+@router.post("/users/{user_id}/disable")
+async def disable_user(
+    request: Request, user_id: UserId, viewer: CheckedUserManager, session: WriteSession
+) -> Response:
+    await console_users.set_disabled(
+        session, user_id, True, actor=viewer.actor(client_ip(request)), within=viewer.scope
+    )
+    return RedirectResponse("/console/users?done=user_disabled", status_code=303)
+
+
+@router.post("/users/{user_id}/enable")
+async def enable_user(request: Request, user_id: UserId, viewer: CheckedUserManager, session: WriteSession) -> Response:
+    await console_users.set_disabled(
+        session, user_id, False, actor=viewer.actor(client_ip(request)), within=viewer.scope
+    )
+    return RedirectResponse("/console/users?done=user_enabled", status_code=303)
+
+
+@router.post("/users/{user_id}/unlock")
+async def unlock_user(request: Request, user_id: UserId, viewer: CheckedUserManager, session: WriteSession) -> Response:
+    await console_users.unlock(session, user_id, actor=viewer.actor(client_ip(request)), within=viewer.scope)
+    return RedirectResponse("/console/users?done=user_unlocked", status_code=303)
 
 
 # --- audit log (operators) ---------------------------------------------------------------------------

@@ -14,6 +14,12 @@ from kasir.db import Base, UTCDateTime
 class Role(StrEnum):
     OPERATOR = "operator"  # sees and acts on every merchant
     MERCHANT = "merchant"  # sees and acts on its own merchant only
+    # A merchant user who also manages its own merchant's console users (issue 41: merchants add their own staff).
+    MERCHANT_ADMIN = "merchant_admin"
+
+    @property
+    def of_a_merchant(self) -> bool:
+        return self is not Role.OPERATOR
 
 
 class ConsoleUser(Base):

@@ -60,6 +60,7 @@ _ADD_USER = Statement(insert(ConsoleUser).values(binds(ConsoleUser, USER_COLUMNS
 _USER = Statement(_user.where(ConsoleUser.id == bindparam("user_id")))
 _USER_BY_EMAIL = Statement(_user.where(ConsoleUser.email == bindparam("email")))
 _USERS = Statement(_user.order_by(ConsoleUser.id))
+_USERS_OF = Statement(_user.where(ConsoleUser.merchant_id == bindparam("merchant_id")).order_by(ConsoleUser.id))
 # The UPDATE of each set of columns the service changes (disabling, a new password, a sign-in).
 _SAVES: dict[tuple[str, ...], Statement] = {}
 _COUNT_FAILURE = Statement(
@@ -136,6 +137,9 @@ class ConsoleRepository:
 
     async def users(self, session: Session) -> list[ConsoleUserRow]:
         return [ConsoleUserRow(*row) for row in await _USERS.rows(session)]
+
+    async def users_of(self, session: Session, merchant_id: str) -> list[ConsoleUserRow]:
+        return [ConsoleUserRow(*row) for row in await _USERS_OF.rows(session, merchant_id=merchant_id)]
 
     async def save_user(self, session: Session, user: ConsoleUserRow, columns: tuple[str, ...]) -> None:
         """Write the `columns` the service changed, and only those: what another unit changed meanwhile

@@ -9,8 +9,8 @@ from kasir.console.repository import ConsoleUserRow
 
 class UserCreate(BaseModel):
     email: str = Field(max_length=254)
-    role: str = Field(description="operator | merchant")
-    merchant_id: str | None = Field(None, description="The merchant a merchant user sees")
+    role: str = Field(description="operator | merchant | merchant_admin")
+    merchant_id: str | None = Field(None, description="The merchant a merchant user (or merchant admin) sees")
     password: str | None = Field(None, description="At least 12 characters; generated when absent")
 
 

@@ -166,6 +166,11 @@ class Viewer:
         """The merchant every query is limited to; None for an operator (every merchant)."""
         return None if self.is_operator else self.merchant_id
 
+    @property
+    def manages_users(self) -> bool:
+        """Operators manage every console user; a merchant's admin, its own merchant's."""
+        return self.role in (Role.OPERATOR, Role.MERCHANT_ADMIN)
+
     def may_see(self, merchant_id: str | None) -> bool:
         return self.is_operator or (merchant_id is not None and merchant_id == self.merchant_id)
 
@@ -194,7 +199,36 @@ def user_state(user: ConsoleUserRow) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True, slots=True)
+class UserEntry:
+    """A row of the console's users page."""
+
+    user: ConsoleUserRow
+    merchant_name: str | None
+    state: str  # active | disabled | locked
+
+
+def state_of(user: ConsoleUserRow, now: datetime) -> str:
+    if user.disabled_at is not None:
+        return "disabled"
+    if user.locked_until is not None and user.locked_until > now:
+        return "locked"
+    return "active"
+
+
 class ConsoleUserService:
+    async def entries(self, session: Session, within: str | None = None) -> list[UserEntry]:
+        """The users page: every user (or merchant `within`'s), with its merchant's name and state."""
+        if within is not None:
+            names = {within: (await merchant_service.get(session, within)).name}
+        else:
+            names = {merchant.id: merchant.name for merchant in await merchant_service.list(session)}
+        now = clock.now()
+        return [
+            UserEntry(user, names.get(user.merchant_id) if user.merchant_id else None, state_of(user, now))
+            for user in await self.list(session, within)
+        ]
+
     async def create(
         self,
         session: Session,
@@ -204,16 +238,25 @@ class ConsoleUserService:
         merchant_id: str | None = None,
         password: str | None = None,
         actor: Actor,
+        within: str | None = None,
     ) -> tuple[ConsoleUserRow, str]:
-        """The new user and its password (generated when none is given): shown once."""
+        """The new user and its password (generated when none is given): shown once. `within`: the merchant
+        a merchant's admin manages; the new user is that merchant's."""
         email = normalise_email(email)
         try:
             role_ = Role(role)
         except ValueError as exc:
-            raise UserInvalid("role must be operator or merchant", field="role") from exc
-        if role_ is Role.MERCHANT and not merchant_id:
+            raise UserInvalid("role must be operator, merchant or merchant_admin", field="role") from exc
+        if within is not None:
+            # A merchant's admin adds its own merchant's users, never an operator nor another merchant's.
+            if not role_.of_a_merchant:
+                raise UserInvalid("role must be merchant or merchant_admin", field="role")
+            if merchant_id and merchant_id != within:
+                raise NotYours()
+            merchant_id = within
+        if role_.of_a_merchant and not merchant_id:
             raise UserInvalid("a merchant user needs --merchant (the merchant id)", field="merchant_id")
-        if role_ is not Role.MERCHANT and merchant_id:
+        if not role_.of_a_merchant and merchant_id:
             raise UserInvalid("an operator sees every merchant: give no merchant", field="merchant_id")
         password = check_password(password) if password is not None else new_password()
         # Before the unit's first statement: on SQLite that statement takes the write seat, and the hash
@@ -227,7 +270,7 @@ class ConsoleUserService:
             session,
             email=email,
             role=role_.value,
-            merchant_id=merchant_id if role_ is Role.MERCHANT else None,
+            merchant_id=merchant_id if role_.of_a_merchant else None,
             password_hash=password_hash,
             created_at=clock.now(),
         )
@@ -242,10 +285,20 @@ class ConsoleUserService:
         )
         return user, password
 
-    async def list(self, session: Session) -> Sequence[ConsoleUserRow]:
+    async def list(self, session: Session, within: str | None = None) -> Sequence[ConsoleUserRow]:
+        """Every user, or only merchant `within`'s (what its admin sees)."""
+        if within is not None:
+            return await console_repository.users_of(session, within)
         return await console_repository.users(session)
 
-    async def get(self, session: Session, email_or_id: str | int) -> ConsoleUserRow:
+    async def get(self, session: Session, email_or_id: str | int, within: str | None = None) -> ConsoleUserRow:
+        """The user; with `within`, only one of that merchant (another's answers as if it did not exist)."""
+        user = await self._get(session, email_or_id)
+        if within is not None and user.merchant_id != within:
+            raise UserNotFound(f"no console user {email_or_id}", field="user")
+        return user
+
+    async def _get(self, session: Session, email_or_id: str | int) -> ConsoleUserRow:
         if isinstance(email_or_id, int) or str(email_or_id).isdigit():
             user_id = int(email_or_id)
             # Beyond its Integer column no row can have it, and the driver would raise instead of finding none.
@@ -257,10 +310,13 @@ class ConsoleUserService:
         return user
 
     async def set_disabled(
-        self, session: Session, email_or_id: str | int, disabled: bool, *, actor: Actor
+        self, session: Session, email_or_id: str | int, disabled: bool, *, actor: Actor, within: str | None = None
     ) -> ConsoleUserRow:
         """Disabling ends every session of the user at once."""
-        user = await self.get(session, email_or_id)
+        user = await self.get(session, email_or_id, within)
+        if disabled and actor.user_id == user.id:
+            # Nobody else of the merchant may be left to enable it again: a user never disables itself.
+            raise UserInvalid("you cannot disable the user you are signed in as", field="user")
         before = user_state(user)
         now = clock.now()
         user.disabled_at = (user.disabled_at or now) if disabled else None
@@ -281,12 +337,18 @@ class ConsoleUserService:
         return user
 
     async def reset_password(
-        self, session: Session, email_or_id: str | int, password: str | None = None, *, actor: Actor
+        self,
+        session: Session,
+        email_or_id: str | int,
+        password: str | None = None,
+        *,
+        actor: Actor,
+        within: str | None = None,
     ) -> tuple[ConsoleUserRow, str]:
         """A new password (generated when none is given), shown once; the user's sessions end, a lock is lifted."""
         password = check_password(password) if password is not None else new_password()
         password_hash = await hash_password(password)
-        user = await self.get(session, email_or_id)
+        user = await self.get(session, email_or_id, within)
         now = clock.now()
         user.password_hash = password_hash
         user.failed_sign_ins = 0
@@ -305,6 +367,28 @@ class ConsoleUserService:
             merchant_id=user.merchant_id,
         )
         return user, password
+
+    async def unlock(
+        self, session: Session, email_or_id: str | int, *, actor: Actor, within: str | None = None
+    ) -> ConsoleUserRow:
+        """Lift a sign-in lock (too many failures in a row) before it ends; the password stays."""
+        user = await self.get(session, email_or_id, within)
+        before = {"failed_sign_ins": user.failed_sign_ins, "locked_until": user.locked_until}
+        user.failed_sign_ins = 0
+        user.locked_until = None
+        user.updated_at = clock.now()
+        await console_repository.save_user(session, user, ("failed_sign_ins", "locked_until", "updated_at"))
+        await audit.record(
+            session,
+            actor,
+            "user.unlock",
+            target_type="console_user",
+            target_id=user.email,
+            merchant_id=user.merchant_id,
+            before=before,
+            after={"failed_sign_ins": 0, "locked_until": None},
+        )
+        return user
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,9 +32,9 @@ from kasir.callbacks.repository import (
 from kasir.card.models import CardOrder
 from kasir.card.repository import CardAttemptRow, CardOrderRow, card_repository
 from kasir.db import Session, Statement, fetch, fetch_value
-from kasir.wallet.models import WalletTransaction
-from kasir.wallet.repository import RefundRow, wallet_repository
+from kasir.wallet.models import WalletRefund, WalletTransaction
 from kasir.wallet.repository import TransactionRow as WalletTransactionRow
+from kasir.wallet.repository import wallet_repository
 
 PRODUCTS = ("wallet", "bnpl", "card")
 
@@ -105,6 +105,20 @@ _CALLBACKS_OF_PAYMENT = Statement(
         Callback.merchant_id == bindparam("merchant_id"), Callback.transaction_ref == bindparam("payment_id")
     ).order_by(Callback.id)
 )
+_REFUNDS_WITH_REASONS = Statement(
+    select(WalletRefund.refunded_at, WalletRefund.amount, WalletRefund.reason)
+    .where(WalletRefund.transaction_id == bindparam("payment_id"))
+    .order_by(WalletRefund.id)
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RefundWithReason:
+    refunded_at: datetime
+    amount: int
+    reason: str | None
+
+
 _CALLBACK = Statement(CALLBACK_SELECT.where(Callback.id == bindparam("callback_id")))
 
 
@@ -320,8 +334,21 @@ class PaymentsRepository:
     async def wallet(self, session: Session, payment_id: str) -> WalletTransactionRow | None:
         return await wallet_repository.row(session, payment_id)
 
-    async def wallet_refunds(self, session: Session, payment_id: str) -> list[RefundRow]:
-        return await wallet_repository.refunds(session, payment_id)
+    async def wallet_refunds_with_reasons(self, session: Session, payment_id: str) -> list[RefundWithReason]:
+        """The console's view of a payment's refunds (the callback's refund_history has no reason)."""
+        return [RefundWithReason(*row) for row in await _REFUNDS_WITH_REASONS.rows(session, payment_id=payment_id)]
+
+    async def wallet_refunded(self, session: Session, payment_ids: Sequence[str]) -> dict[str, int]:
+        """Refunded so far, by wallet payment id, for a page of the export (one IN query by primary key)."""
+        if not payment_ids:
+            return {}
+        found = await fetch(
+            session,
+            select(WalletTransaction.id, WalletTransaction.refunded_amount).where(
+                WalletTransaction.id.in_(payment_ids)
+            ),
+        )
+        return {row.id: int(row.refunded_amount) for row in found}
 
     async def bnpl(self, session: Session, payment_id: str) -> BnplTransactionRow | None:
         return await bnpl_repository.row(session, payment_id)

@@ -178,6 +178,28 @@ class CallbackWithAttempts:
         return headers
 
 
+@dataclass(frozen=True, slots=True)
+class RefundEntry:
+    refunded_at: datetime
+    amount: int
+    reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RefundReview:
+    """What the console shows before a refund moves anything: the payment, the amount, what is left after."""
+
+    row: PaymentRow
+    amount: int
+    reason: str | None
+    refunded: int
+    refundable: int
+
+    @property
+    def remaining_after(self) -> int:
+        return self.refundable - self.amount
+
+
 @dataclass
 class PaymentDetail:
     row: PaymentRow
@@ -188,6 +210,8 @@ class PaymentDetail:
     timeline: list[TimelineEntry]
     callbacks: list[CallbackWithAttempts]
     refundable: int | None = None  # wallet: what is left to refund
+    refunded: int = 0  # wallet: refunded so far
+    refunds: list[RefundEntry] = field(default_factory=list)  # wallet: oldest first
     can_void: bool = False
     simulate: tuple[str, ...] = ()  # staging: pay / fail / expire
 
@@ -285,8 +309,10 @@ class PaymentsService:
             detail.items = list(details.get("item_details") or [])
             if tx.paid_at:
                 timeline.append(TimelineEntry(tx.paid_at, "Paid", tx.issuer or ""))
-            for refund in await payments_repository.wallet_refunds(session, tx.id):
+            for refund in await payments_repository.wallet_refunds_with_reasons(session, tx.id):
                 timeline.append(TimelineEntry(refund.refunded_at, "Refunded", rupiah(refund.amount)))
+                detail.refunds.append(RefundEntry(refund.refunded_at, refund.amount, refund.reason))
+            detail.refunded = tx.refunded_amount
             if tx.voided_at:
                 timeline.append(TimelineEntry(tx.voided_at, "Voided"))
             if tx.status in ("EXPIRED", "failed"):
@@ -398,6 +424,9 @@ class PaymentsService:
                 "amount",
                 "created_at",
                 "paid_at",
+                # Added at the end, so a spreadsheet reading the columns above by position still reads them.
+                "refunded_amount",
+                "net_amount",
             ]
         )
 
@@ -410,9 +439,13 @@ class PaymentsService:
         rows = await payments_repository.page(session, where, after=after, limit=EXPORT_PAGE)
         if not rows:
             return "", None
+        refunded = await payments_repository.wallet_refunded(
+            session, [row.id for row in rows if row.product == "wallet"]
+        )
         buffer = io.StringIO()
         writer = csv.writer(buffer, lineterminator="\r\n")
         for row in rows:
+            back = Decimal(refunded.get(row.id, 0)) if row.product == "wallet" else Decimal(0)
             writer.writerow(
                 [
                     _cell(value)
@@ -428,10 +461,19 @@ class PaymentsService:
                         str(row.amount),
                         row.created_at.astimezone(JAKARTA).isoformat(timespec="seconds"),
                         row.paid_at.astimezone(JAKARTA).isoformat(timespec="seconds") if row.paid_at else "",
+                        str(back),
+                        str(net_amount(row, back)),
                     )
                 ]
             )
         return buffer.getvalue(), (None if len(rows) < EXPORT_PAGE else rows[-1].sort_key)
+
+
+def net_amount(row: PaymentRow, refunded: Decimal) -> Decimal:
+    """What the merchant keeps: a paid payment's amount less its refunds; nothing for one never paid or voided."""
+    if row.outcome not in ("paid", "refunded"):
+        return Decimal(0)
+    return row.amount - refunded
 
 
 @dataclass(slots=True)
@@ -449,6 +491,23 @@ class HeldPaymentAction:
 
 class PaymentActions:
     """What the console, the admin API and the CLI may do to a payment: through the rooms' services, audited."""
+
+    async def review_refund(
+        self, session: Session, scope: str | None, payment_id: str, amount: int, reason: str | None
+    ) -> RefundReview:
+        """The console's confirmation step: the refund checked as `refund` checks it, and nothing written."""
+        if amount < 1:
+            raise BadRequest("refund amount must be at least Rp 1", field="refund_amount")
+        tx = await self._wallet(session, scope, payment_id, lock=False)
+        wallet_service.check_refund(tx, amount)
+        row = await payments_service.get(session, scope, payment_id)
+        return RefundReview(row, amount, reason, tx.refunded_amount, tx.refundable_amount)
+
+    async def review_void(self, session: Session, scope: str | None, payment_id: str) -> PaymentRow:
+        """The console's confirmation step of a void: checked as `void` checks it, and nothing written."""
+        tx = await self._wallet(session, scope, payment_id, lock=False)
+        wallet_service.check_void(tx)
+        return await payments_service.get(session, scope, payment_id)
 
     async def refund(
         self, session: Session, scope: str | None, payment_id: str, amount: int, reason: str | None, actor: Actor
@@ -576,11 +635,13 @@ class PaymentActions:
         )
         return replays
 
-    async def _wallet(self, session: Session, scope: str | None, payment_id: str) -> WalletTransactionRow:
+    async def _wallet(
+        self, session: Session, scope: str | None, payment_id: str, *, lock: bool = True
+    ) -> WalletTransactionRow:
         row = await payments_service.get(session, scope, payment_id)
         if row.product != "wallet":
             raise ActionRefused("refund and void are for wallet payments")
-        return await wallet_service.get(session, row.id, lock=True)
+        return await wallet_service.get(session, row.id, lock=lock)
 
     async def _audit(
         self,

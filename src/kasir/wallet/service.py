@@ -347,15 +347,29 @@ class WalletService:
         await self._changed(session, tx)
         return True
 
-    async def refund(self, session: Session, tx: TransactionRow, amount: int, reason: str | None = None) -> PendingCall:
-        """The refund, checked and held: the issuer is asked once this unit of work has committed
-        (kasir.processors.calls), and it is recorded (REFUNDED, the callback) in a second."""
+    def check_refund(self, tx: TransactionRow, amount: int) -> None:
+        """What refuses a refund before anything is written (also the console's review step, which writes nothing)."""
         check_transition(tx, WalletStatus.REFUNDED)
         if amount > tx.refundable_amount:
             raise RefundExceedsRefundable(
                 f"Failed Request: refund_amount exceeds the refundable amount ({tx.refundable_amount})"
             )
         wallet_issuer(tx.payment_channel)  # switched off: refused before anything is written
+
+    def check_void(self, tx: TransactionRow) -> None:
+        """What refuses a void before anything is written (also the console's review step)."""
+        check_transition(tx, WalletStatus.VOID)
+        assert tx.paid_at is not None
+        if tx.paid_at.astimezone(JAKARTA).date() != clock.local_now().date():
+            raise VoidNotSameDay(
+                "Failed Request: a transaction can be voided only on the day it was paid (Asia/Jakarta)"
+            )
+        wallet_issuer(tx.payment_channel)
+
+    async def refund(self, session: Session, tx: TransactionRow, amount: int, reason: str | None = None) -> PendingCall:
+        """The refund, checked and held: the issuer is asked once this unit of work has committed
+        (kasir.processors.calls), and it is recorded (REFUNDED, the callback) in a second."""
+        self.check_refund(tx, amount)
         # Numbered by the refunds recorded: a retry of this one (nothing recorded) asks with the same reference.
         refund_reference = f"{tx.id}-R{len(await self.refunds(session, tx)) + 1}"
         details = {"channel": tx.payment_channel, "refund_reference": refund_reference, "amount": amount}
@@ -374,13 +388,7 @@ class WalletService:
 
     async def void(self, session: Session, tx: TransactionRow) -> PendingCall:
         """The void, checked and held: asked of the issuer once this unit of work has committed."""
-        check_transition(tx, WalletStatus.VOID)
-        assert tx.paid_at is not None
-        if tx.paid_at.astimezone(JAKARTA).date() != clock.local_now().date():
-            raise VoidNotSameDay(
-                "Failed Request: a transaction can be voided only on the day it was paid (Asia/Jakarta)"
-            )
-        wallet_issuer(tx.payment_channel)
+        self.check_void(tx)
         return PendingCall(Call(WALLET_VOID, "wallet", tx.id, {"channel": tx.payment_channel}))
 
     async def record_void(self, session: Session, call: Call, *, fresh: bool) -> TransactionRow:

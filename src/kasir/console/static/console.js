@@ -15,10 +15,11 @@
     link.click();
     setTimeout(function () { URL.revokeObjectURL(link.href); link.remove(); }, 0);
   });
-  // Buttons marked `danger` ask once more before the form goes.
+  // Buttons marked `danger` ask once more before the form goes, except where a page of its own does the
+  // asking (`data-no-ask`: a confirmation page's button, or a button that leads to one).
   document.addEventListener("submit", function (event) {
     var button = event.submitter;
-    if (button && button.classList.contains("danger") && button.id !== "confirm" && !window.confirm(button.textContent.trim() + "?")) {
+    if (button && button.classList.contains("danger") && button.id !== "confirm" && !button.hasAttribute("data-no-ask") && !window.confirm(button.textContent.trim() + "?")) {
       event.preventDefault();
     }
   });
