@@ -61,6 +61,10 @@ def translated(error: BaseException) -> BaseException:
         return LockTimeout(f"PostgreSQL: {error}")
     if isinstance(error, _UNAVAILABLE):
         return DatabaseUnavailable(f"PostgreSQL: {type(error).__name__}: {error}")
+    if isinstance(error, asyncpg.InternalClientError):
+        # The connection is in a state its protocol cannot go on from (the server ended it while it was idle,
+        # and asyncpg has not yet seen the socket close): the connection's fault, not the statement's.
+        return DatabaseUnavailable(f"PostgreSQL: {error}")
     if isinstance(error, asyncpg.InterfaceError) and ("closed" in str(error) or "released" in str(error)):
         # The server ended the connection under the unit (a restart, a terminated backend): asyncpg has
         # closed it.
@@ -250,14 +254,26 @@ class PostgresSession(Session):
     async def _connect(self) -> asyncpg.Connection:
         """The unit's connection, taken at its first statement; in a transaction unless in autocommit."""
         queue = self.queue = self.strategy.connections()
-        try:
-            connection = await queue.acquire()
-        except BaseException as error:
-            raise translated(error) from error
-        self.connection = connection
-        if not self.autocommit:
-            await self._execute("BEGIN")
-        return connection
+        for last_try in (False, True):
+            try:
+                connection = await queue.acquire()
+            except BaseException as error:
+                raise translated(error) from error
+            self.connection = connection
+            if self.autocommit:
+                return connection
+            try:
+                await self._execute("BEGIN")
+                return connection
+            except DatabaseUnavailable:
+                # An idle connection the server ended meanwhile (a restart, a terminated backend): nothing
+                # of the unit has run on it, so it is closed and the unit begins on another.
+                self.connection, self.broken = None, False
+                connection.terminate()
+                queue.release(connection)
+                if last_try:
+                    raise
+        raise AssertionError("unreachable")
 
     async def _execute(self, sql: str) -> None:
         assert self.connection is not None
