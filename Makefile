@@ -29,6 +29,11 @@ $(VENV)/.runtime: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e .
 	touch $@
 
+# What `make demo` needs: Kasir's runtime (httpx, rich) and the SDK, not the test toolchain.
+$(VENV)/.demo: sdk/pyproject.toml $(VENV)/.runtime
+	$(BIN)/pip install -q -e ./sdk
+	touch $@
+
 $(VENV)/.dev: pyproject.toml sdk/pyproject.toml $(VENV)/.runtime
 	$(BIN)/pip install -q -e '.[dev]' -e ./sdk
 	touch $@
@@ -100,5 +105,5 @@ soak: $(VENV)/.dev
 	for db in $${SOAK_DB:-sqlite postgres}; do SOAK_DB=$$db $(BIN)/python scripts/soak.py || exit 1; done
 
 ## make demo: against a running `make run` (the same PORT and HOST), a merchant goes through every product
-demo: $(VENV)/.dev
+demo: $(VENV)/.demo
 	KASIR_URL=$(KASIR_URL) NO_PROXY=127.0.0.1,localhost,$$NO_PROXY $(BIN)/python examples/demo.py
