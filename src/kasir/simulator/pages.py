@@ -12,6 +12,7 @@ from kasir.kit.pages import form_token
 from kasir.kit.templates import templates
 from kasir.processors.protocols import BnplApplication, WalletPayment
 from kasir.simulator.cards import TEST_CARDS
+from kasir.wallet.schemas import FAILURE_CHANNEL
 
 
 def test_cards_notice() -> str:
@@ -29,41 +30,57 @@ def render_otp(common: dict[str, Any], *, order_id: str, attempt: int, masked_ca
     )
 
 
+# What a shopper reads of a wallet payment that no longer waits (the page, and a form sent after it closed):
+# words, not the wire's state names.
+WALLET_OUTCOMES = {
+    "PAID": "Paid. Thank you!",
+    "REFUNDED": "Paid, then refunded by the shop.",
+    "VOID": "Cancelled by the shop: the payment was returned.",
+    "failed": "The payment was declined.",
+    "EXPIRED": "This payment expired before it was paid.",
+}
+WALLET_CLOSED = {
+    "PAID": "This payment is already paid.",
+    "REFUNDED": "This payment is already paid (and refunded).",
+    "VOID": "This payment was cancelled by the shop.",
+    "failed": "This payment was declined.",
+    "EXPIRED": "This payment has expired.",
+}
+
+
 def render_wallet_checkout(payment: WalletPayment) -> str:
-    tx = SimpleNamespace(
-        id=payment.reference,
-        order_id=payment.order_id,
-        payment_channel=payment.channel,
-        amount=payment.amount,
-        status=payment.status,
-        failure_reason=payment.failure_reason,
-        return_url=payment.return_url,
-    )
     items = [
-        {
-            "name": item.name,
-            "qty": item.qty,
-            "price": rupiah(item.amount, compact=True),
-            "subtotal": rupiah(item.amount * item.qty, compact=True),
-        }
+        {"name": item.name, "qty": item.qty, "subtotal": rupiah(item.amount * item.qty, compact=True)}
         for item in payment.items
     ]
+    outcome = WALLET_OUTCOMES.get(payment.status, "")
+    if payment.status == "failed" and payment.failure_reason:
+        outcome = f"{outcome} {payment.failure_reason}"
     return templates.get_template("simulator/wallet_checkout.html").render(
-        tx=tx,
+        simulated=True,
+        reference=payment.reference,
+        order_id=payment.order_id,
         merchant_name=payment.merchant_name,
-        items=items,
+        channel=payment.channel,
+        amount=payment.amount,
         total=rupiah(payment.amount, compact=True),
-        customer={"full_name": payment.customer_name},
+        items=items,
+        customer_name=payment.customer_name,
+        status=payment.status,
         pending=payment.status == "PENDING",
+        paid=payment.status == "PAID",
+        outcome=outcome,
+        return_url=payment.return_url,
+        can_fail=payment.channel == FAILURE_CHANNEL,
         qr_image=payment.qr_image_url,
         pay_token=form_token("wallet-pay", payment.reference),
         fail_token=form_token("wallet-fail", payment.reference),
     )
 
 
-def render_wallet_refusal(transaction_id: str, message: str) -> str:
+def render_wallet_refusal(transaction_id: str, message: str, merchant_name: str = "") -> str:
     return templates.get_template("simulator/wallet_refusal.html").render(
-        transaction_id=transaction_id, message=message
+        simulated=True, transaction_id=transaction_id, message=message, merchant_name=merchant_name
     )
 
 
