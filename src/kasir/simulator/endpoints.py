@@ -22,7 +22,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from kasir.auth import PUBLIC, WalletSigned
-from kasir.bnpl.service import bnpl_service
+from kasir.bnpl.service import UnknownTenure, bnpl_service
 from kasir.card import pages as card_pages
 from kasir.card.page_links import check_page_token, page_token, return_redirect
 from kasir.card.service import AttemptAlreadySubmitted, card_service
@@ -239,9 +239,21 @@ async def _bnpl_page_change(session: Session, notification: Notification) -> Res
     except KasirError as error:
         if isinstance(error, NotFound):
             raise
-        html = pages.render_bnpl_refusal(notification.reference, error.message)
+        await rollback_unit(session)
+        application = await bnpl_service.application(session, notification.reference)
+        message = _bnpl_shopper_refusal(error, application.status)
+        html = pages.render_bnpl_refusal(application.reference, message, application.merchant_name)
         return html_page(html, status_code=error.http_status)
     return RedirectResponse(f"/bnpl/pages/{notification.reference}", status_code=303)
+
+
+def _bnpl_shopper_refusal(error: KasirError, status: str) -> str:
+    """The refusal in the customer's words (the wire's message names codes and fields)."""
+    if isinstance(error, UnknownTenure):
+        return "Choose one of the plans on the page."
+    if status == "01":  # still waiting, yet refused: past its validity, the expiry job has not recorded it yet
+        return pages.BNPL_CLOSED["05"]
+    return pages.BNPL_CLOSED.get(status, "This application cannot be changed now.")
 
 
 @router.post("/bnpl/pages/{reference_no}/approve", summary="Approve on the BNPL page (staging)", **_BNPL_PAGE)

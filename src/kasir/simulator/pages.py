@@ -4,7 +4,8 @@ the BNPL approval page (Jinja2). Every form carries a token bound to its transac
 
 from __future__ import annotations
 
-from types import SimpleNamespace
+from collections.abc import Mapping
+from decimal import Decimal
 from typing import Any
 
 from kasir.kit.money import rupiah
@@ -84,26 +85,74 @@ def render_wallet_refusal(transaction_id: str, message: str, merchant_name: str 
     )
 
 
+# The BNPL application's outcome in the customer's words (not the SNAP codes and descriptions).
+BNPL_OUTCOMES = {
+    "00": "Approved: you pay in {tenure} monthly installments of {monthly}.",
+    "05": "This application expired before you decided.",
+    "06": "You declined paying later: nothing will be charged.",
+}
+BNPL_CLOSED = {
+    "00": "You already approved this plan.",
+    "05": "This application has expired.",
+    "06": "You already declined this plan.",
+}
+
+
+def _plan(plan: Mapping[str, Any]) -> dict[str, Any]:
+    """One installment plan as the customer reads it: what a month costs, what it all costs and why. On a 0 %
+    plan the installments rounded up to whole rupiah may add a few rupiah: that is rounding, not interest."""
+    provision = Decimal(plan["provision"]["value"])
+    interest = Decimal(plan["totalInterest"]["value"])
+    parts = [f"Total {rupiah(Decimal(plan['installmentAmount']['value']), compact=True)}"]
+    if provision:
+        parts.append(f"provision {rupiah(provision, compact=True)}")
+    if plan["rate"]:
+        parts.append(f"interest {rupiah(interest, compact=True)} ({plan['rate']}% a month)")
+    elif interest:
+        parts.append(f"no interest ({rupiah(interest, compact=True)} from rounding the installments up)")
+    else:
+        parts.append("no interest")
+    return {
+        "tenure": plan["tenure"],
+        "monthly": rupiah(Decimal(plan["monthlyInstallment"]["value"]), compact=True),
+        "terms": " · ".join(parts),
+    }
+
+
 def render_bnpl_approval(application: BnplApplication) -> str:
-    tx = SimpleNamespace(
-        id=application.reference,
-        partner_reference_no=application.partner_reference_no,
-        status=application.status,
-        status_desc=application.status_desc,
-        tenure=application.tenure,
+    items = [
+        {
+            "name": item.get("name", ""),
+            "qty": item.get("qty", 1),
+            "subtotal": rupiah(Decimal(item["amount"]["value"]) * int(item.get("qty", 1)), compact=True),
+        }
+        for item in application.items
+    ]
+    plans = [_plan(plan) for plan in application.plans]
+    chosen = next((plan for plan in plans if plan["tenure"] == application.tenure), None)
+    outcome = BNPL_OUTCOMES.get(application.status, "").format(
+        tenure=application.tenure, monthly=chosen["monthly"] if chosen else ""
     )
     return templates.get_template("simulator/bnpl_approval.html").render(
-        tx=tx,
+        simulated=True,
+        reference=application.reference,
+        order_id=application.partner_reference_no,
         merchant_name=application.merchant_name,
-        items=application.items,
-        customer={"fullName": application.customer_name},
-        amount={"value": application.amount, "currency": application.currency},
-        options=application.plans,
+        amount=application.amount,
+        total=rupiah(Decimal(application.amount), compact=True),
+        items=items,
+        customer_name=application.customer_name,
+        status=application.status,
         pending=application.status == "01",
+        approved=application.status == "00",
+        outcome=outcome,
+        plans=plans,
         approve_token=form_token("bnpl-approve", application.reference),
         reject_token=form_token("bnpl-reject", application.reference),
     )
 
 
-def render_bnpl_refusal(reference_no: str, message: str) -> str:
-    return templates.get_template("simulator/bnpl_refusal.html").render(reference_no=reference_no, message=message)
+def render_bnpl_refusal(reference_no: str, message: str, merchant_name: str = "") -> str:
+    return templates.get_template("simulator/bnpl_refusal.html").render(
+        simulated=True, reference_no=reference_no, message=message, merchant_name=merchant_name
+    )
