@@ -4,6 +4,12 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 PYTEST_ARGS ?=
+# Where `make run` serves (`make run PORT=8080`, `make run HOST=0.0.0.0`) and where `make demo` finds it: the
+# demo merchant's token script and the console's sign-in name the same address (unless KASIR_PUBLIC_URL is set).
+HOST ?= 127.0.0.1
+PORT ?= 8000
+# The address a browser on this machine reaches the server at (a server on every interface is on 127.0.0.1 too).
+KASIR_URL ?= http://$(if $(filter 0.0.0.0,$(HOST)),127.0.0.1,$(HOST)):$(PORT)
 # The fast lane's parallel workers (pytest-xdist): one per core.
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 # The lanes (docs/contributor/tests.md): the fast lane in parallel, then the slow lane (subprocesses,
@@ -23,16 +29,22 @@ $(VENV)/.runtime: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -e .
 	touch $@
 
+# What `make demo` needs: Kasir's runtime (httpx, rich) and the SDK, not the test toolchain.
+$(VENV)/.demo: sdk/pyproject.toml $(VENV)/.runtime
+	$(BIN)/pip install -q -e ./sdk
+	touch $@
+
 $(VENV)/.dev: pyproject.toml sdk/pyproject.toml $(VENV)/.runtime
 	$(BIN)/pip install -q -e '.[dev]' -e ./sdk
 	touch $@
 
 ## make run: set up, migrate the embedded SQLite database, create the demo merchant and the demo console users
-## (operator@kasir.demo, merchant@kasir.demo; it prints their passwords and the sign-in URL), serve on :8000
+## (operator@kasir.demo, merchant@kasir.demo; it prints their passwords and the sign-in URL), serve on
+## 127.0.0.1:8000, or where `make run HOST=... PORT=...` says
 run: $(VENV)/.runtime
 	$(BIN)/kasir db upgrade
-	$(BIN)/kasir demo-merchant
-	exec $(BIN)/kasir serve --host 127.0.0.1 --port 8000
+	$(BIN)/kasir demo-merchant --host $(HOST) --port $(PORT)
+	exec $(BIN)/kasir serve --host $(HOST) --port $(PORT)
 
 ## make test: install what the tests need, then the whole suite on SQLite and on PostgreSQL
 test: $(VENV)/.dev system-deps
@@ -92,6 +104,6 @@ soak: $(VENV)/.dev
 	@scripts/system-deps.sh soak
 	for db in $${SOAK_DB:-sqlite postgres}; do SOAK_DB=$$db $(BIN)/python scripts/soak.py || exit 1; done
 
-## make demo: against a running `make run`, a merchant goes through every product
-demo: $(VENV)/.dev
-	NO_PROXY=127.0.0.1,localhost,$$NO_PROXY $(BIN)/python examples/demo.py
+## make demo: against a running `make run` (the same PORT and HOST), a merchant goes through every product
+demo: $(VENV)/.demo
+	KASIR_URL=$(KASIR_URL) NO_PROXY=127.0.0.1,localhost,$$NO_PROXY $(BIN)/python examples/demo.py

@@ -114,12 +114,7 @@ def serve(
         # the processes of --workers N read the environment afresh.
         os.environ["KASIR_EMBEDDED_WORKER"] = "true" if worker else "false"
         configure(None)
-    settings = get_settings()
-    if "public_url" not in settings.model_fields_set:
-        # The links Kasir hands out (pages, QR codes) point at this server unless KASIR_PUBLIC_URL says otherwise.
-        os.environ["KASIR_PUBLIC_URL"] = f"http://{_browsable(host)}:{port}"
-        configure(None)
-        settings = get_settings()
+    settings = _served_at(host, port)
 
     async def check() -> None:
         database = Database(settings)
@@ -174,6 +169,17 @@ def serve(
     )
 
 
+def _served_at(host: str, port: int) -> Settings:
+    """The settings, with the links Kasir hands out (pages, QR codes, the demo's token script) pointing at a
+    server listening on `host`:`port`, unless KASIR_PUBLIC_URL says otherwise."""
+    settings = get_settings()
+    if "public_url" not in settings.model_fields_set:
+        os.environ["KASIR_PUBLIC_URL"] = f"http://{_browsable(host)}:{port}"
+        configure(None)
+        settings = get_settings()
+    return settings
+
+
 def _browsable(host: str) -> str:
     """The address a browser on this machine reaches a server listening on `host` at."""
     if host in ("0.0.0.0", ""):  # noqa: S104 (naming it, not binding it)
@@ -223,9 +229,16 @@ def _banner(settings: Settings, host: str, port: int, workers: int, live: str, a
 @app.command("demo-merchant")
 def demo_merchant(
     out: Annotated[Path | None, typer.Option(help="Directory for the demo credentials")] = None,
+    host: Annotated[str, typer.Option(help="Address `kasir serve` listens on (unless KASIR_PUBLIC_URL is set)")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(help="Port `kasir serve` listens on (unless KASIR_PUBLIC_URL is set)")] = 8000,
 ) -> None:
-    """Create the demo merchant once (idempotent) and print how to get a token with it."""
-    settings = get_settings()
+    """Create the demo merchant once (idempotent) and print how to get a token with it.
+
+    The token script and the console's sign-in name the server `kasir serve --host --port` will be: give them
+    the same --host and --port (`make run PORT=...` does)."""
+    settings = _served_at(host, port)
     if settings.is_production:
         fail("KASIR_ENV=production: the demo merchant and its published console passwords are for staging only")
     directory = out or settings.data_dir / "demo"

@@ -61,8 +61,8 @@ async def test_checkout_approve_on_page_notifies_and_inquiry_follows(
     html = page.text
     assert merchant.credentials.name in html
     assert "Sepatu Lari" in html
-    assert "100000.00" in html
-    assert "18947.00" in html  # the 6-month monthly installment of the default table
+    assert "Rp100.000" in html
+    assert "Rp18.947 a month" in html  # the 6-month monthly installment of the default table
     action = re.search(r'action="([^"]+/approve)"', html)
     assert action is not None
     assert re.findall(r'name="tenure" value="(\d+)"', html) == ["3", "6", "12"]

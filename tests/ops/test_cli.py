@@ -1,5 +1,6 @@
 """Operating the `kasir` command: one line and exit code 2 for a bad setting, an unreachable database or a
-port in use; what `kasir serve` prints and writes at start; links that follow --port; whole ids in tables.
+port in use; what `kasir serve` prints and writes at start; links that follow --port (serve's and
+demo-merchant's); whole ids in tables.
 
 The messages and outputs are checked in-process (tests/support/cli.py: Typer's runner through kasir.cli.main,
 what the console script runs); the installed binary runs once per command family."""
@@ -164,6 +165,32 @@ def test_demo_merchant_refuses_a_production_database(settings_env: dict[str, str
     line = one_line(run_kasir("demo-merchant", env={**settings_env, "KASIR_ENV": "production"}))
     assert "KASIR_ENV=production" in line
     assert "staging only" in line
+
+
+@pytest.mark.parametrize(
+    ("args", "public_url", "base"),
+    [
+        (("--port", "8181"), None, "http://127.0.0.1:8181"),
+        (("--host", "0.0.0.0", "--port", "8282"), None, "http://127.0.0.1:8282"),  # noqa: S104
+        (("--port", "8181"), "https://pay.example.test", "https://pay.example.test"),
+    ],
+)
+def test_demo_merchant_names_the_server_make_run_serves(
+    args: tuple[str, ...], public_url: str | None, base: str, tmp_path: Path
+) -> None:
+    """`make run PORT=8181` passes its --host and --port to demo-merchant: the token script and the console's
+    sign-in it prints name that server, not :8000 (KASIR_PUBLIC_URL, where set, still decides)."""
+    env = {"KASIR_ENV": "staging", "KASIR_DATA_DIR": str(tmp_path)}  # a database of its own: it writes
+    if public_url is not None:
+        env["KASIR_PUBLIC_URL"] = public_url
+    assert run_kasir("db", "upgrade", env=env).exit_code == 0
+    result = run_kasir("demo-merchant", *args, env=env)
+    assert result.exit_code == 0, result.output
+    script = (tmp_path / "demo" / "get-token.sh").read_text()
+    assert f"curl -sS -X POST {base}/auth/merchants/v1.0/access-token/b2b " in script
+    assert f"curl -sS -X POST {base}/auth/merchants/v1.0/access-token/b2b " in result.stdout
+    assert f"{base}/console/sign-in" in result.stdout
+    assert ":8000" not in script + result.stdout
 
 
 @pytest.mark.slow

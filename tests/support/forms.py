@@ -1,4 +1,5 @@
-"""Post a page's form as a browser would: fetch the page, keep its hidden fields (the CSRF token), post."""
+"""Post a page's form as a browser would: fetch the page, keep its hidden fields (the CSRF token), post; and
+read a page's text as its reader sees it."""
 
 from __future__ import annotations
 
@@ -53,3 +54,29 @@ async def submit(http: httpx.AsyncClient, url: str, form_id: str, **fields: Any)
     """Open the page at `url` and send its form `form_id` with `fields` added."""
     forms = await page_forms(http, url)
     return await post_form(http, forms[form_id], **fields)
+
+
+class _Text(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.parts: list[str] = []
+        self._hidden = 0
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in ("style", "script", "title"):
+            self._hidden += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in ("style", "script", "title"):
+            self._hidden -= 1
+
+    def handle_data(self, data: str) -> None:
+        if not self._hidden:
+            self.parts.append(data)
+
+
+def visible_text(html: str) -> str:
+    """What a reader of the page sees: its text, without tags, attributes, styles and scripts, spaces folded."""
+    parser = _Text()
+    parser.feed(html)
+    return " ".join(" ".join(parser.parts).split())

@@ -10,11 +10,12 @@ import pytest
 from fastapi import FastAPI
 
 from kasir.config import get_settings
+from kasir.kit.pages import form_token
 from tests.support.builders import make_merchant
-from tests.support.forms import page_forms, post_form, submit
+from tests.support.forms import page_forms, post_form, submit, visible_text
 from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
-from tests.support.wire.wallet import check_callback, create, dummy_payment, inquire, item
+from tests.support.wire.wallet import check_callback, create, dummy_payment, inquire, item, refund, void
 from tests.support.worker import settled_callbacks
 
 ITEMS = [item(40_000, 2, name="Sepatu Lari"), item(20_000, 1, item_id="shippingfee", name="Ongkir")]
@@ -41,10 +42,8 @@ async def test_page_shows_the_payment_and_pay_sends_the_callback(
     assert "Rp100.000" in html
     assert 'id="channel">DANA<' in html
     assert 'data-status="PENDING"' in html
-    pay = re.search(r'action="([^"]+/pay)"', html)
-    fail = re.search(r'action="([^"]+/fail)"', html)
-    assert pay is not None
-    assert fail is not None
+    assert re.search(r'action="([^"]+/pay)"', html) is not None
+    assert re.search(r'action="([^"]+/fail)"', html) is None  # DANA does not report failures
 
     forms = await page_forms(client, page_path(tx))
     assert forms["pay-form"].fields["csrf"]
@@ -62,7 +61,10 @@ async def test_page_shows_the_payment_and_pay_sends_the_callback(
 
     again = await post_form(client, forms["pay-form"])  # the page's form, sent again
     assert again.status_code == 409
-    assert "PAID" in again.text
+    assert visible_text(again.text) == (
+        f"Staging simulator: no money moves. {merchant.credentials.name} This payment is already paid. "
+        "Back to the payment"
+    )
     assert (await dummy_payment(client, merchant, tx)).status_code == 409
     assert len(receiver.requests) == 1
 
@@ -82,12 +84,85 @@ async def test_fail_on_the_page_for_ovo(app: FastAPI, client: httpx.AsyncClient,
 
 
 async def test_fail_on_the_page_is_refused_outside_ovo(app: FastAPI, client: httpx.AsyncClient) -> None:
+    """The page offers no Fail button (only OVO reports failures); the form posted anyway is refused."""
     merchant = await make_merchant(app)
     tx = await create(client, merchant, channel="SHOPEEPAY")
-    refused = await submit(client, page_path(tx), "fail-form")
+    csrf = form_token("wallet-fail", tx["transaction_id"])
+    refused = await client.post(f"{page_path(tx)}/fail", data={"csrf": csrf})
     assert refused.status_code == 409
-    assert "OVO" in refused.text
+    assert visible_text(refused.text) == (
+        f"Staging simulator: no money moves. {merchant.credentials.name} "
+        "Only OVO payments can be declined here: this one is paid with SHOPEEPAY. Back to the payment"
+    )
     assert (await inquire(client, merchant, tx))["transaction_status"] == "PENDING"
+
+
+@pytest.mark.parametrize("channel", ["OVO", "DANA", "SHOPEEPAY", "LINKAJA", "VIRGO", "QRIS"])
+async def test_only_ovo_offers_a_fail_button(app: FastAPI, client: httpx.AsyncClient, channel: str) -> None:
+    """decisions.md §5: OVO is the failure-reporting channel; a Fail button elsewhere could only be refused."""
+    merchant = await make_merchant(app)
+    tx = await create(client, merchant, channel=channel)
+    forms = await page_forms(client, page_path(tx))
+    assert "pay-form" in forms
+    assert ("fail-form" in forms) == (channel == "OVO")
+    html = (await client.get(page_path(tx))).text
+    assert ('id="fail"' in html) == (channel == "OVO")
+
+
+# Words of the wire a shopper has no use for: states, codes, field names, the wire's messages.
+WIRE_WORDS = re.compile(
+    r"\b(PENDING|PAID|EXPIRED|REFUNDED|VOID|failed|Failed Request|transaction_status|response_code|"
+    r"payment_channel|[a-z]+_[a-z_]+)\b"
+)
+
+
+async def test_the_page_speaks_to_the_shopper_in_every_state(app: FastAPI, client: httpx.AsyncClient) -> None:
+    """Pending, paid, declined, expired, refunded, void: words, not the wire's states, codes or field names;
+    after paying a way back to the shop (the payment's return_url), or the advice to close the page."""
+    merchant = await make_merchant(app)
+    shop = "https://shop.example/orders/42"
+    pages: dict[str, str] = {}
+
+    pending = await create(client, merchant, channel="DANA", items=ITEMS, return_url=shop)
+    pages["pending"] = (await client.get(page_path(pending))).text
+    assert (await submit(client, page_path(pending), "pay-form")).status_code == 303
+    pages["paid"] = (await client.get(page_path(pending))).text
+
+    declined = await create(client, merchant, channel="OVO", return_url=shop)
+    assert (await submit(client, page_path(declined), "fail-form")).status_code == 303
+    pages["declined"] = (await client.get(page_path(declined))).text
+
+    expired = await create(client, merchant, channel="LINKAJA")
+    assert (await dummy_payment(client, merchant, expired, simulate_status="EXPIRED")).status_code == 200
+    pages["expired"] = (await client.get(page_path(expired))).text
+
+    refunded = await create(client, merchant, channel="SHOPEEPAY", return_url=shop)
+    assert (await dummy_payment(client, merchant, refunded)).status_code == 200
+    assert (await refund(client, merchant, refunded, 1_000)).status_code == 200
+    pages["refunded"] = (await client.get(page_path(refunded))).text
+
+    voided = await create(client, merchant, channel="VIRGO")
+    assert (await dummy_payment(client, merchant, voided)).status_code == 200
+    assert (await void(client, merchant, voided)).status_code == 200
+    pages["void"] = (await client.get(page_path(voided))).text
+
+    for name, html in pages.items():
+        text = visible_text(html)
+        assert WIRE_WORDS.search(text) is None, (name, WIRE_WORDS.search(text), text)
+        assert "Rp100.000" in text, name
+    assert "Pay Rp100.000" in visible_text(pages["pending"])
+    assert f'href="{shop}" id="return">Back to {merchant.credentials.name} without paying<' in pages["pending"]
+    assert "Paid. Thank you!" in visible_text(pages["paid"])
+    assert f'href="{shop}" id="return">Back to {merchant.credentials.name}<' in pages["paid"]
+    assert "The payment was declined. Declined on the checkout page" in visible_text(pages["declined"])
+    assert f'href="{shop}" id="return"' in pages["declined"]
+    assert "This payment expired before it was paid." in visible_text(pages["expired"])
+    assert f"You can close this page and go back to {merchant.credentials.name}." in visible_text(pages["expired"])
+    assert "Paid, then refunded by the shop." in visible_text(pages["refunded"])
+    assert "Cancelled by the shop" in visible_text(pages["void"])
+    for name in ("paid", "declined", "expired", "refunded", "void"):
+        assert "pay-form" not in pages[name], name
+        assert "fail-form" not in pages[name], name
 
 
 async def test_qris_page_shows_the_code(app: FastAPI, client: httpx.AsyncClient) -> None:

@@ -22,7 +22,7 @@ from fastapi import APIRouter, Depends, Form, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from kasir.auth import PUBLIC, WalletSigned
-from kasir.bnpl.service import bnpl_service
+from kasir.bnpl.service import UnknownTenure, bnpl_service
 from kasir.card import pages as card_pages
 from kasir.card.page_links import check_page_token, page_token, return_redirect
 from kasir.card.service import AttemptAlreadySubmitted, card_service
@@ -31,14 +31,20 @@ from kasir.db import ReadSession, Session, WriteSession, rollback_unit
 from kasir.errors import KasirError, NotFound, WireFormat, wire
 from kasir.idempotency.service import Keyed
 from kasir.kit.pages import check_form_token, form_fields, html_page
-from kasir.processors.protocols import Event, Notification, Product
+from kasir.processors.protocols import Event, Notification, Product, WalletPayment
 from kasir.processors.registry import SIMULATOR, simulator_serves
 from kasir.processors.service import apply
 from kasir.simulator import pages
 from kasir.simulator.cards import OTP_FAILED_MESSAGE, check_one_time_password, one_time_password
 from kasir.wallet.endpoints import ERROR_RESPONSES, parse, route_openapi
-from kasir.wallet.schemas import DummyPaymentRequest
-from kasir.wallet.service import ChannelMismatch, timestamp, wallet_service
+from kasir.wallet.schemas import FAILURE_CHANNEL, DummyPaymentRequest
+from kasir.wallet.service import (
+    ChannelMismatch,
+    NotTheFailureChannel,
+    TransactionExpired,
+    timestamp,
+    wallet_service,
+)
 
 router = APIRouter(tags=["simulator"])
 
@@ -129,9 +135,20 @@ async def _wallet_page_change(session: Session, notification: Notification) -> R
     except KasirError as error:
         if isinstance(error, NotFound):
             raise
-        html = pages.render_wallet_refusal(notification.reference, error.message)
+        await rollback_unit(session)
+        payment = await wallet_service.checkout(session, notification.reference)
+        html = pages.render_wallet_refusal(payment.reference, _shopper_refusal(error, payment), payment.merchant_name)
         return html_page(html, status_code=error.http_status)
     return RedirectResponse(f"/ewallet/pages/{notification.reference}", status_code=303)
+
+
+def _shopper_refusal(error: KasirError, payment: WalletPayment) -> str:
+    """The refusal in a shopper's words (the wire's message names states and codes)."""
+    if isinstance(error, NotTheFailureChannel):
+        return f"Only {FAILURE_CHANNEL} payments can be declined here: this one is paid with {payment.channel}."
+    if isinstance(error, TransactionExpired):
+        return pages.WALLET_CLOSED["EXPIRED"]
+    return pages.WALLET_CLOSED.get(payment.status, "This payment cannot be changed now.")
 
 
 _Csrf = Annotated[str | None, Form(max_length=128)]
@@ -222,9 +239,21 @@ async def _bnpl_page_change(session: Session, notification: Notification) -> Res
     except KasirError as error:
         if isinstance(error, NotFound):
             raise
-        html = pages.render_bnpl_refusal(notification.reference, error.message)
+        await rollback_unit(session)
+        application = await bnpl_service.application(session, notification.reference)
+        message = _bnpl_shopper_refusal(error, application.status)
+        html = pages.render_bnpl_refusal(application.reference, message, application.merchant_name)
         return html_page(html, status_code=error.http_status)
     return RedirectResponse(f"/bnpl/pages/{notification.reference}", status_code=303)
+
+
+def _bnpl_shopper_refusal(error: KasirError, status: str) -> str:
+    """The refusal in the customer's words (the wire's message names codes and fields)."""
+    if isinstance(error, UnknownTenure):
+        return "Choose one of the plans on the page."
+    if status == "01":  # still waiting, yet refused: past its validity, the expiry job has not recorded it yet
+        return pages.BNPL_CLOSED["05"]
+    return pages.BNPL_CLOSED.get(status, "This application cannot be changed now.")
 
 
 @router.post("/bnpl/pages/{reference_no}/approve", summary="Approve on the BNPL page (staging)", **_BNPL_PAGE)
