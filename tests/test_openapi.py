@@ -128,6 +128,16 @@ async def test_response_headers_are_documented(document: dict[str, Any]) -> None
             assert {"401", "429"} <= set(operation["responses"]), (method, path)
 
 
+async def test_generic_token_path_is_documented_as_endpoint_1(document: dict[str, Any]) -> None:
+    # docs/decisions.md §12.2: the same endpoint under SNAP's generic path.
+    paths = document["paths"]
+    generic = paths["/v1.0/access-token/b2b"]["post"]
+    payment = paths["/auth/merchants/v1.0/access-token/b2b"]["post"]
+    assert generic["operationId"] == "createAccessTokenGeneric"
+    for part in ("parameters", "requestBody", "responses"):
+        assert generic[part] == payment[part], part
+
+
 async def test_the_callbacks_are_webhooks(document: dict[str, Any]) -> None:
     webhooks = document["webhooks"]
     assert set(webhooks) == {"walletNotification", "paymentPageNotification", "bnplNotification"}

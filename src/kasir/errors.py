@@ -72,6 +72,7 @@ _PREFIX_FORMATS: list[tuple[str, WireFormat, str | None]] = [
     ("/card-v2/", WireFormat.CARD, None),
     ("/auth/merchants/", WireFormat.SNAP, "73"),
     ("/api/v1.0/access-token/", WireFormat.SNAP, "73"),
+    ("/v1.0/access-token/", WireFormat.SNAP, "73"),
     ("/v1.0/bnpl/", WireFormat.SNAP, "00"),
     ("/v1.1/bnpl/", WireFormat.SNAP, "00"),
 ]

@@ -70,6 +70,7 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("get", "/metrics"): "getMetrics",
     ("post", "/auth/merchants/v1.0/access-token/b2b"): "createAccessToken",
     ("post", "/api/v1.0/access-token/b2b"): "createDisbursementAccessToken",
+    ("post", "/v1.0/access-token/b2b"): "createAccessTokenGeneric",
     ("post", "/ewallet/v2/create-payment"): "createWalletPayment",
     ("post", "/ewallet/v2/create-qr"): "createWalletQrPayment",
     ("post", "/ewallet/v2/inquiry"): "getWalletTransaction",
