@@ -120,6 +120,11 @@ async def test_response_headers_are_documented(document: dict[str, Any]) -> None
     assert "Idempotent-Replayed" in charge["200"]["headers"]
     assert "Retry-After" in charge["429"]["headers"]
     assert "Retry-After" in charge["503"]["headers"]
+    # docs/decisions.md §4: an outage is HTTP 500 in the wallet and SNAP formats, with Retry-After.
+    for path in ("/ewallet/v2/create-payment", "/v1.0/bnpl/qr-checkout", "/card-v2/v1/charge-direct"):
+        responses = paths[path]["post"]["responses"]
+        assert "503" not in responses, path
+        assert "Retry-After" in responses["500"]["headers"], path
     token = paths["/auth/merchants/v1.0/access-token/b2b"]["post"]["responses"]
     for status in ("200", "400", "401"):
         assert {"X-TIMESTAMP", "X-CLIENT-KEY"} <= set(token[status]["headers"]), status

@@ -165,8 +165,10 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     },
     422: {"model": WalletErrorBody, "description": "`01`: X-Idempotency-Key reused with another body"},
     429: {"model": WalletErrorBody, "description": "`04`: too many failed authentications; retry after Retry-After"},
-    503: {"model": WalletErrorBody, "description": "`98`: unavailable; retry after Retry-After"},
-    500: {"model": WalletErrorBody, "description": "`98` System Error"},
+    500: {
+        "model": WalletErrorBody,
+        "description": "`98` System Error (with Retry-After: unavailable; retry after it)",
+    },
 }
 
 
