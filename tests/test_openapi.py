@@ -120,12 +120,27 @@ async def test_response_headers_are_documented(document: dict[str, Any]) -> None
     assert "Idempotent-Replayed" in charge["200"]["headers"]
     assert "Retry-After" in charge["429"]["headers"]
     assert "Retry-After" in charge["503"]["headers"]
+    # docs/decisions.md §4: an outage is HTTP 500 in the wallet and SNAP formats, with Retry-After.
+    for path in ("/ewallet/v2/create-payment", "/v1.0/bnpl/qr-checkout", "/card-v2/v1/charge-direct"):
+        responses = paths[path]["post"]["responses"]
+        assert "503" not in responses, path
+        assert "Retry-After" in responses["500"]["headers"], path
     token = paths["/auth/merchants/v1.0/access-token/b2b"]["post"]["responses"]
     for status in ("200", "400", "401"):
         assert {"X-TIMESTAMP", "X-CLIENT-KEY"} <= set(token[status]["headers"]), status
     for method, path, operation in _operations(document):
         if path.startswith("/admin/"):
             assert {"401", "429"} <= set(operation["responses"]), (method, path)
+
+
+async def test_generic_token_path_is_documented_as_endpoint_1(document: dict[str, Any]) -> None:
+    # docs/decisions.md §12.2: the same endpoint under SNAP's generic path.
+    paths = document["paths"]
+    generic = paths["/v1.0/access-token/b2b"]["post"]
+    payment = paths["/auth/merchants/v1.0/access-token/b2b"]["post"]
+    assert generic["operationId"] == "createAccessTokenGeneric"
+    for part in ("parameters", "requestBody", "responses"):
+        assert generic[part] == payment[part], part
 
 
 async def test_the_callbacks_are_webhooks(document: dict[str, Any]) -> None:

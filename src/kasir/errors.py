@@ -17,7 +17,7 @@ A domain raises what went wrong; the route it happened on decides how it is said
     │   └── RequestInProgress     409                                        card REQUEST_IN_PROGRESS
     ├── UnprocessableEntity       422  SNAP xx00                 wallet 01   card (per subclass)
     ├── TooManyRequests           429  SNAP xx00 Too Many Requests  wallet 98  card TOO_MANY_REQUESTS
-    ├── ServiceUnavailable        503                            wallet 98   card SERVICE_UNAVAILABLE
+    ├── ServiceUnavailable        503  SNAP 500xx00 (HTTP 500)   wallet 98 (HTTP 500)  card SERVICE_UNAVAILABLE
     └── GatewayTimeout            504  SNAP xx00 Timeout
 
 Wire formats (docs/decisions.md §4):
@@ -72,6 +72,7 @@ _PREFIX_FORMATS: list[tuple[str, WireFormat, str | None]] = [
     ("/card-v2/", WireFormat.CARD, None),
     ("/auth/merchants/", WireFormat.SNAP, "73"),
     ("/api/v1.0/access-token/", WireFormat.SNAP, "73"),
+    ("/v1.0/access-token/", WireFormat.SNAP, "73"),
     ("/v1.0/bnpl/", WireFormat.SNAP, "00"),
     ("/v1.1/bnpl/", WireFormat.SNAP, "00"),
 ]
@@ -220,6 +221,11 @@ class TooManyRequests(KasirError):
 
 
 class ServiceUnavailable(KasirError):
+    """The database or a processor cannot take the work now; retry (with Retry-After). docs/decisions.md §4
+    pairs wallet `98` and SNAP `500xx00` (General Error) with HTTP 500, so there it is said as a 500; the
+    card format keeps interface.md's 503 SERVICE_UNAVAILABLE. `http_status` stays 503: a 5xx frees an
+    X-Idempotency-Key either way."""
+
     http_status = 503
     card_status = "SERVICE_UNAVAILABLE"
     default_message = "Service Unavailable"
@@ -270,9 +276,15 @@ def _request_id(request: Request) -> str:
     return str(request.scope.get("state", {}).get("request_id", ""))
 
 
+# docs/decisions.md §4: the formats whose codes pair an outage with HTTP 500 (wallet 98, SNAP 500xx00).
+_OUTAGE_AS_500 = frozenset({WireFormat.SNAP, WireFormat.WALLET})
+
+
 def render(request: Request, error: KasirError) -> JSONResponse:
     format, service_code = _route_wire(request)
     status = error.http_status
+    if isinstance(error, ServiceUnavailable) and format in _OUTAGE_AS_500:
+        status = 500
     body: dict[str, Any]
     if format is WireFormat.SNAP:
         body = {
@@ -408,7 +420,8 @@ def install_error_handlers(app: FastAPI) -> None:
         return render(request, error)
 
     app.add_exception_handler(KasirError, on_kasir_error)
-    # interface.md: 503, retry with exponential backoff; every route, in its own wire format.
+    # Retry with exponential backoff (interface.md), every route in its own wire format: card 503, wallet
+    # and SNAP 500 (ServiceUnavailable).
     for unavailable in UNAVAILABLE:
         app.add_exception_handler(unavailable, on_database_unavailable)
     app.add_exception_handler(RequestValidationError, on_validation_error)

@@ -11,7 +11,8 @@ generator needs and FastAPI cannot know:
   the access token as Bearer for BNPL's symmetric signature or none for its asymmetric one, the admin token);
   the signature headers stay documented header parameters;
 - the response headers: `X-Request-ID` on every answer, `Idempotent-Replayed` on the answers of the routes
-  that take `X-Idempotency-Key`, `Retry-After` on 429 and 503 (and on the 409 of a request still running);
+  that take `X-Idempotency-Key`, `Retry-After` on 429, on an outage's 500 or 503, and on the 409 of a request
+  still running;
 - the three callbacks as `webhooks`, each with its payload, its signature headers and the answer expected;
 - examples of every error body, and `/metrics` as text/plain.
 """
@@ -70,6 +71,7 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("get", "/metrics"): "getMetrics",
     ("post", "/auth/merchants/v1.0/access-token/b2b"): "createAccessToken",
     ("post", "/api/v1.0/access-token/b2b"): "createDisbursementAccessToken",
+    ("post", "/v1.0/access-token/b2b"): "createAccessTokenGeneric",
     ("post", "/ewallet/v2/create-payment"): "createWalletPayment",
     ("post", "/ewallet/v2/create-qr"): "createWalletQrPayment",
     ("post", "/ewallet/v2/inquiry"): "getWalletTransaction",
@@ -228,7 +230,8 @@ def _complete_operation(method: str, path: str, operation: dict[str, Any]) -> No
         headers.setdefault("X-Request-ID", {"$ref": "#/components/headers/X-Request-ID"})
         if keyed and status[0] in "24" and status != "429":  # a stored 2xx or 4xx answer, replayed
             headers.setdefault("Idempotent-Replayed", {"$ref": "#/components/headers/Idempotent-Replayed"})
-        if status in ("429", "503") or (keyed and status == "409"):
+        # An outage: card 503, wallet and SNAP 500 (docs/decisions.md §4, kasir.errors.ServiceUnavailable).
+        if status in ("429", "500", "503") or (keyed and status == "409"):
             headers.setdefault("Retry-After", {"$ref": "#/components/headers/Retry-After"})
         if token_route:
             headers["X-TIMESTAMP"] = {"$ref": "#/components/headers/X-TIMESTAMP"}

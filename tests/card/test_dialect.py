@@ -21,7 +21,7 @@ from tests.conftest import TEST_ADMIN_TOKEN
 from tests.support.builders import make_merchant
 from tests.support.cli import kasir_beside_app
 from tests.support.receiver import CallbackReceiver, ReceivedRequest
-from tests.support.wire import compact, x_req_signature
+from tests.support.wire import auth, compact, x_req_signature
 from tests.support.wire.callbacks import callback_signature, sub_merchant_signature
 from tests.support.wire.card import CHARGE, charge_body, post_charge
 from tests.support.wire.dialect import (
@@ -354,6 +354,32 @@ async def test_wrong_signature_credentials_disabled_merchant_and_x_version(
     assert (await client.post(f"/admin/merchants/{disabled.id}/disable", headers=ADMIN)).status_code == 200
     refused = await post_dialect(client, disabled, DIRECT_V1, dialect_body())
     assert (refused.status_code, refused.json()["response_code"]) == (401, "04")
+
+
+async def test_a_camelcase_charge_with_the_dialects_headers_is_kasirs_own_card_api(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    """docs/decisions.md §12.3: on the shared charge path the body decides, not `x-version` or `x-req-signature`."""
+    merchant = await make_merchant(app)
+    body = charge_body()
+    headers = {
+        "Content-Type": "application/json",
+        "Authorization": auth(merchant),
+        "x-version": "v3",
+        "x-req-signature": x_req_signature(merchant.credentials.hash_key, body["externalId"], body["orderId"]),
+    }
+    charged = await client.post(CHARGE, content=compact(body), headers=headers)
+    assert charged.status_code == 200, charged.text
+    assert (charged.json()["statusCode"], charged.json()["statusMessage"]) == ("00", "SUCCESS")
+    # Its refusals are the card format's too: a missing field, wrong credentials.
+    del body["orderId"]
+    missing = await client.post(CHARGE, content=compact(body), headers=headers)
+    assert (missing.status_code, missing.json()["statusMessage"]) == (400, "VALIDATION_ERROR")
+    assert missing.json()["errors"][0]["field"] == "orderId"
+    wrong = await client.post(
+        CHARGE, content=compact(charge_body()), headers={**headers, "Authorization": auth(merchant, secret="nope")}
+    )
+    assert (wrong.status_code, wrong.json()["statusMessage"]) == (401, "UNAUTHORIZED")
 
 
 async def test_validation_names_the_field_and_the_reason(app: FastAPI, client: httpx.AsyncClient) -> None:

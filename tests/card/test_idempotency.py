@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 from typing import Any
 
@@ -20,7 +21,7 @@ from tests.support import builders
 from tests.support.builders import make_merchant
 from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
-from tests.support.wire import compact
+from tests.support.wire import compact, same_meaning
 from tests.support.wire.card import DECLINED, charge_body, post_charge
 from tests.support.worker import settled_callbacks
 
@@ -71,6 +72,25 @@ async def test_same_key_other_body_is_refused(app: FastAPI, client: httpx.AsyncC
             }
         ],
     }
+    assert await orders_for(app, merchant) == 1
+
+
+async def test_the_same_json_written_another_way_is_replayed(app: FastAPI, client: httpx.AsyncClient) -> None:
+    """docs/decisions.md §12.5: key order, whitespace and escapes do not matter (numbers by value:
+    tests/idempotency/test_service.py; the charge takes whole rupiah as integers only)."""
+    merchant = await make_merchant(app)
+    key = new_key()
+    body = compact(charge_body(number=DECLINED))
+    first = await post_charge(client, merchant, body, key=key)
+    assert first.status_code == 200, first.text
+    again = await post_charge(client, merchant, same_meaning(body), key=key)
+    assert again.status_code == 200, again.text
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.content == first.content
+    changed = json.loads(body)
+    changed["paymentDetails"]["transactionDescription"] += " "
+    other = await post_charge(client, merchant, same_meaning(compact(changed)), key=key)
+    assert (other.status_code, other.json()["statusMessage"]) == (422, "IDEMPOTENCY_KEY_REUSED")
     assert await orders_for(app, merchant) == 1
 
 

@@ -23,7 +23,7 @@ from kasir.wallet.models import WalletRefund, WalletTransaction
 from tests.support import builders
 from tests.support.builders import make_merchant
 from tests.support.server import ServedKasir
-from tests.support.wire import compact, wallet
+from tests.support.wire import compact, same_meaning, wallet
 from tests.support.wire import snap as bnpl
 
 KEY = "X-Idempotency-Key"
@@ -193,6 +193,57 @@ async def test_the_same_key_with_another_body_is_refused_in_the_routes_format(
     assert other.json()[field] == value
     assert "idempotent-replayed" not in other.headers
     assert await route.effects(app, merchant, state) == before
+
+
+def _restated(
+    merchant: builders.TestMerchant, request: tuple[str, str, dict[str, str]]
+) -> tuple[str, str, dict[str, str]]:
+    """The request with its body written another way (`same_meaning`), signed again where the signature covers
+    the body (SNAP: its minified hash), under a new X-EXTERNAL-ID as a SNAP client's retry has."""
+    path, text, headers = request
+    restated = same_meaning(text)
+    if path.startswith("/v1.0/bnpl/"):
+        headers = bnpl.snap_headers(merchant, path, restated)
+    return path, restated, headers
+
+
+async def test_the_same_json_written_another_way_is_replayed(
+    app: FastAPI, client: httpx.AsyncClient, route: Route
+) -> None:
+    """docs/decisions.md §12.5: key order, whitespace and escapes do not matter (numbers by value:
+    tests/idempotency/test_service.py, as these routes' schemas take whole rupiah as integers only)."""
+    merchant = await make_merchant(app)
+    state = await route.prepare(client, merchant)
+    before = await route.effects(app, merchant, state)
+    key, request = new_key(), route.request(merchant, state)
+    first = await send(client, request, key)
+    assert first.status_code == 200, first.text
+    again = await send(client, _restated(merchant, request), key)
+    assert again.status_code == 200, again.text
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.content == first.content
+    assert await route.effects(app, merchant, state) == before + 1
+    # A changed value, written the same other way, is another request.
+    other = await send(client, _restated(merchant, route.request(merchant, state)), key)
+    assert other.status_code == 422, other.text
+    field, value = route.reused_code
+    assert other.json()[field] == value
+    assert await route.effects(app, merchant, state) == before + 1
+
+
+async def test_a_body_that_is_not_json_is_refused_before_its_key_is_looked_at(
+    app: FastAPI, client: httpx.AsyncClient, route: Route
+) -> None:
+    """docs/decisions.md §12.5: the refusal is not the key's answer; the key's first request is the next one."""
+    merchant = await make_merchant(app)
+    state = await route.prepare(client, merchant)
+    key, (path, text, headers) = new_key(), route.request(merchant, state)
+    broken = await send(client, (path, text[:-1], headers), key)
+    assert broken.status_code in (400, 401), broken.text
+    assert "idempotent-replayed" not in broken.headers
+    first = await send(client, route.request(merchant, state), key)
+    assert first.status_code == 200, first.text
+    assert "idempotent-replayed" not in first.headers
 
 
 async def test_keys_are_per_merchant(app: FastAPI, client: httpx.AsyncClient, route: Route) -> None:

@@ -226,3 +226,65 @@ def test_the_worker_runs_the_purge() -> None:
     from kasir.jobs import JOBS
 
     assert jobs.purge_expired_keys in JOBS
+
+
+@pytest.mark.parametrize(
+    ("first", "retry"),
+    [
+        (b'{"amount":10000,"items":[1,2]}', b'{ "items" : [ 1, 2 ],\n  "amount" : 10000.0 }'),
+        (b'{"amount":10000}', b'{"amount":1e4}'),
+        (b'{"amount":10000}', b'{"amount":1.0000E+4}'),
+        (b'{"amount":0}', b'{"amount":-0.0}'),
+        (b'{"url":"https://a/b","name":"A\xc3\xa9"}', b'{"name":"\\u0041\\u00e9","url":"https:\\/\\/a\\/b"}'),
+        (b'{"n":123456789012345678901234567890.5}', b'{"n":1234567890123456789012345678905e-1}'),
+    ],
+)
+async def test_bodies_with_equal_json_values_are_one_request(app: FastAPI, first: bytes, retry: bytes) -> None:
+    """docs/decisions.md §12.5: key order, whitespace, escapes and the spelling of a number do not matter."""
+    database = app.state.database
+    merchant = await make_merchant(app)
+    answered = await once(database, merchant.id, "k", answering(200, '{"paid":true}'), body=first)
+    replayed = await once(database, merchant.id, "k", never_runs, body=retry)
+    assert replayed.headers[service.REPLAYED_HEADER] == "true"
+    assert (replayed.status_code, bytes(replayed.body)) == (200, bytes(answered.body))
+
+
+@pytest.mark.parametrize(
+    ("first", "retry"),
+    [
+        (b'{"amount":10000}', b'{"amount":10000.5}'),
+        (b'{"amount":10000}', b'{"amount":"10000"}'),
+        # Beyond a float's (and Decimal's default context's) precision: still another number.
+        (b'{"n":12345678901234567890123456789012345}', b'{"n":12345678901234567890123456789012346}'),
+        (b'{"n":0.1000000000000000000000000000000001}', b'{"n":0.1}'),
+        (b'{"items":[1,2]}', b'{"items":[2,1]}'),
+        (b'{"flag":true}', b'{"flag":1}'),
+        (b'{"note":null}', b'{"note":""}'),
+        (b'{"note":null}', b"{}"),
+        (b'{"name":"a"}', b'{"name":"A"}'),
+    ],
+)
+async def test_bodies_with_other_json_values_are_another_request(app: FastAPI, first: bytes, retry: bytes) -> None:
+    database = app.state.database
+    merchant = await make_merchant(app)
+    assert (await once(database, merchant.id, "k", answering(200), body=first)).status_code == 200
+    with pytest.raises(service.IdempotencyKeyReused):
+        await once(database, merchant.id, "k", never_runs, body=retry)
+
+
+async def test_a_key_stored_with_its_raw_bodys_fingerprint_still_replays_that_body(app: FastAPI) -> None:
+    """Keys stored before §12.5 hold a keyed hash of the raw bytes (`raw_fingerprint`) for their 24 hours: a
+    byte-identical retry still replays; the same JSON written another way is refused, as it was then."""
+    database = app.state.database
+    merchant = await make_merchant(app)
+    body = b'{"amount":10000,"order_id":"O-1"}'
+    now = clock.now()
+    stored = NewKey(merchant.id, SCOPE, "old", service.raw_fingerprint(body), now, now + service.TTL)
+    async with database.unit_of_work() as session:
+        assert await idempotency_repository.claim(session, stored, wait_seconds=1)
+        await idempotency_repository.answer(session, merchant.id, SCOPE, "old", 200, "{}", '{"paid":true}')
+    replayed = await once(database, merchant.id, "old", never_runs, body=body)
+    assert (replayed.status_code, bytes(replayed.body)) == (200, b'{"paid":true}')
+    assert replayed.headers[service.REPLAYED_HEADER] == "true"
+    with pytest.raises(service.IdempotencyKeyReused):
+        await once(database, merchant.id, "old", never_runs, body=b'{"order_id":"O-1","amount":10000}')

@@ -53,7 +53,8 @@ class Format:
 
     ok: dict[str, Any]
     in_progress: dict[str, Any]  # 409 + Retry-After
-    unavailable: dict[str, Any]  # 503 + Retry-After
+    unavailable: dict[str, Any]  # an outage, with Retry-After
+    unavailable_status: int  # docs/decisions.md §4: wallet 98 and SNAP 500xx00 are HTTP 500; the card's is 503
     duplicate: dict[str, Any]  # 409 without Retry-After: final
     reused: dict[str, Any]  # 422: the key was used with another body
 
@@ -62,6 +63,7 @@ CARD = Format(
     ok=CARD_OK,
     in_progress={"statusCode": "409", "statusMessage": "REQUEST_IN_PROGRESS", "errors": []},
     unavailable={"statusCode": "503", "statusMessage": "SERVICE_UNAVAILABLE", "errors": []},
+    unavailable_status=503,
     duplicate={
         "statusCode": "409",
         "statusMessage": "DUPLICATE_ORDER",
@@ -76,14 +78,16 @@ CARD = Format(
 WALLET = Format(
     ok=WALLET_OK,
     in_progress={"response_code": "03", "response_message": "A request with this idempotency key is still running"},
-    unavailable={"response_code": "98", "response_message": "System Error"},
+    unavailable={"response_code": "98", "response_message": "Service temporarily unavailable; retry"},
+    unavailable_status=500,
     duplicate={"response_code": "03", "response_message": "Failed Request"},
     reused={"response_code": "01", "response_message": "X-Idempotency-Key was already used with a different body"},
 )
 SNAP = Format(
     ok=BNPL_OK,
     in_progress={"responseCode": "4099200", "responseMessage": "Request In Progress"},
-    unavailable={"responseCode": "5039200", "responseMessage": "Service Unavailable"},
+    unavailable={"responseCode": "5009200", "responseMessage": "Service temporarily unavailable; retry"},
+    unavailable_status=500,
     duplicate={"responseCode": "4099201", "responseMessage": "Duplicate partnerReferenceNo"},
     reused={"responseCode": "4229200", "responseMessage": "X-Idempotency-Key was already used"},
 )
@@ -192,7 +196,7 @@ async def test_request_in_progress_is_retried_after_retry_after_with_the_same_ke
 async def test_unavailable_and_a_dropped_connection_are_retried_with_the_same_key(app, call: MoneyCall):
     merchant = await make_merchant(app)
     script = [
-        Reply(503, call.format.unavailable, retry_after="0.3"),
+        Reply(call.format.unavailable_status, call.format.unavailable, retry_after="0.3"),
         Reply(drop=True),  # the request was read, then the connection lost: the service let go of the key
         Reply(200, call.format.ok),
     ]
@@ -233,7 +237,7 @@ async def test_sync_client_follows_the_same_rule(app, method: str):
     script = [
         Reply(drop=True),
         Reply(409, call.format.in_progress, retry_after="1"),  # as the service sends it
-        Reply(503, call.format.unavailable, retry_after="0"),
+        Reply(call.format.unavailable_status, call.format.unavailable, retry_after="0"),
         Reply(200, call.format.ok, replayed=True),
     ]
 
@@ -254,7 +258,7 @@ async def test_retry_after_is_capped_at_max_delay(app):
     call = BY_NAME["wallet_refund"]
     script = [
         Reply(409, WALLET.in_progress, retry_after="86400"),  # a hostile or mistaken day
-        Reply(503, WALLET.unavailable, retry_after="Wed, 21 Oct 2065 07:28:00 GMT"),  # a date: the backoff applies
+        Reply(500, WALLET.unavailable, retry_after="Wed, 21 Oct 2065 07:28:00 GMT"),  # a date: the backoff applies
         Reply(200, WALLET.ok),
     ]
     async with ScriptedServer(*script) as server:
@@ -291,7 +295,7 @@ async def test_reads_carry_no_key_and_keep_their_rules(app):
         Reply(drop=True),  # a read is always safe to send again
         Reply(200, WALLET.ok),
         Reply(409, WALLET.in_progress, retry_after="0"),  # not retried: a 409 of a read is not a key's
-        Reply(503, SNAP.unavailable, retry_after="0"),
+        Reply(500, SNAP.unavailable, retry_after="0"),
         Reply(200, {**BNPL_OK, "responseCode": "2009300"}),
     ]
     async with ScriptedServer(*script) as server:

@@ -12,10 +12,19 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from kasir.kit.clock import clock, parse_aware
 from kasir.tokens.service import Product, read_access_token
 from tests.support.builders import make_merchant, rsa_key
-from tests.support.wire.snap import GRANT, snap_timestamp, token_headers, token_signature
+from tests.support.wire.snap import (
+    GRANT,
+    access_token,
+    checkout_body,
+    post_signed,
+    snap_timestamp,
+    token_headers,
+    token_signature,
+)
 
 PAYMENT_PATH = "/auth/merchants/v1.0/access-token/b2b"
 DISBURSEMENT_PATH = "/api/v1.0/access-token/b2b"
+GENERIC_PATH = "/v1.0/access-token/b2b"  # docs/decisions.md §12.2: endpoint 1 under SNAP's generic path
 
 
 @pytest.mark.slow
@@ -254,7 +263,7 @@ def _refusals(merchant) -> dict[str, tuple[dict[str, str], bytes, int]]:
     }
 
 
-@pytest.mark.parametrize("path", [PAYMENT_PATH, DISBURSEMENT_PATH])
+@pytest.mark.parametrize("path", [PAYMENT_PATH, DISBURSEMENT_PATH, GENERIC_PATH])
 async def test_refusals_carry_x_timestamp_and_x_client_key(app, client, path):
     # Issue 26: a token error answer carries X-TIMESTAMP (server time) and X-CLIENT-KEY (the request's)
     # as a success does.
@@ -273,3 +282,39 @@ async def test_refusal_without_a_client_key_carries_x_timestamp_only(app, client
     assert response.json() == {"responseCode": "4007302", "responseMessage": "Invalid Mandatory Field X-CLIENT-KEY"}
     assert "X-CLIENT-KEY" not in response.headers
     parse_aware(response.headers["X-TIMESTAMP"])
+
+
+async def test_generic_path_issues_a_payment_token_that_opens_bnpl(app, client):
+    merchant = await make_merchant(app)
+    response = await client.post(GENERIC_PATH, headers=token_headers(merchant), content=GRANT)
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert (body["responseCode"], body["responseMessage"], body["tokenType"], body["expiresIn"]) == (
+        "2007300",
+        "Successful",
+        "Bearer",
+        "900",
+    )
+    assert response.headers["X-CLIENT-KEY"] == merchant.client_id
+    assert read_access_token(body["accessToken"], Product.PAYMENT).merchant_id == merchant.id
+
+    token = await access_token(client, merchant, GENERIC_PATH)
+    checkout = await post_signed(client, merchant, "/v1.0/bnpl/qr-checkout", checkout_body(), token=token)
+    assert checkout.status_code == 200, checkout.text
+    assert checkout.json()["responseCode"] == "2009200"
+
+
+async def test_generic_path_refuses_as_the_payment_path_does(app, client):
+    merchant = await make_merchant(app)
+    # The same refusal, built afresh for each path (a timestamp and signature of its own).
+    for name in _refusals(merchant):
+        answers = []
+        for path in (PAYMENT_PATH, GENERIC_PATH):
+            headers, body, _status = _refusals(merchant)[name]
+            response = await client.post(path, headers=headers, content=body)
+            answers.append((response.status_code, response.json()))
+        assert answers[0] == answers[1], name
+    unknown = await client.post("/v1.0/access-token/other")
+    assert (unknown.status_code, unknown.json()["responseCode"]) == (404, "4047301")
+    wrong_method = await client.get(GENERIC_PATH)
+    assert (wrong_method.status_code, wrong_method.json()["responseCode"]) == (405, "4057300")

@@ -520,9 +520,11 @@ class Client(_Core):
       fresh X-TIMESTAMP and signature).
     - Every call is tried again, up to max_retries times, after a transport error (refused
       connection, timeout, connection dropped before the answer) and after HTTP 500, 502, 503 or
-      504; a money-moving call also after a 409 with Retry-After (the first try with its key is
-      still running). Other 4xx never are: not a 409 without Retry-After (a duplicate order, a
-      refused state change), not a 422 (the key was used before with another body).
+      504 (Kasir's outage answers, with Retry-After: wallet `98` and SNAP `500xx00` as HTTP 500,
+      the card's 503 SERVICE_UNAVAILABLE); a money-moving call also after a 409 with Retry-After
+      (the first try with its key is still running). Other 4xx never are: not a 409 without
+      Retry-After (a duplicate order, a refused state change), not a 422 (the key was used before
+      with another body).
     - Between tries: exponential backoff with full jitter (up to backoff * 2**try), at least the
       answer's Retry-After (seconds) when it has one, and never more than max_delay.
     - Why a retry cannot act twice: Kasir keeps the first complete answer to a key and gives it

@@ -72,7 +72,7 @@ def _snap_post(
                 openapi_extra=extra,
                 responses={
                     200: {"model": answer, "description": "Successful"},
-                    **snap_errors(400, 401, 404, 409, *((422,) if keyed else ()), 429, 500, 503),
+                    **snap_errors(400, 401, 404, 409, *((422,) if keyed else ()), 429, 500),
                 },
                 include_in_schema=True,
             )

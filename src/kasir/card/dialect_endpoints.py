@@ -1,7 +1,7 @@
 """Routes of the provider SDK's snake_case card dialect (kasir.card.dialect).
 
-    POST /card-v2/v1/charge           shared with the camelCase charge: a body with `external_id` or
-                                      `payment_details`, or the header `x-version: v3`, is the dialect's
+    POST /card-v2/v1/charge           shared with the camelCase charge: a body with `external_id`,
+                                      `payment_details` or `card_details` is the dialect's (not a header)
     POST /card-v2/v1/charge-direct    the outcome at once; no 3-D Secure
     POST /card-v2/v2/charge-direct    the same, `card_details.card_cvn` optional
 
@@ -50,20 +50,21 @@ DIRECT_V1 = "/card-v2/v1/charge-direct"
 DIRECT_V2 = "/card-v2/v2/charge-direct"
 SUB_MERCHANT_HEADER = "sub-merchant-id"
 RESPONSE_TYPE_HEADER = "response-type"
-_SNAKE_KEYS = (b'"external_id"', b'"payment_details"')
+_SNAKE_KEYS = ("external_id", "payment_details", "card_details")
+_SNAKE_KEY_BYTES = tuple(f'"{key}"'.encode() for key in _SNAKE_KEYS)
 
 
 def speaks_dialect(request: Request, body: bytes) -> bool:
-    """Whether a request to the charge's path is the SDK's: its body's keys, or `x-version: v3`."""
-    if request.headers.get("x-version", "").strip() == DIALECT_VERSION:
-        return True
-    if not any(key in body for key in _SNAKE_KEYS):
+    """Whether a request to the charge's path is the SDK's: docs/decisions.md §12.3, the body decides (a JSON
+    object with one of the dialect's snake_case keys), not the headers: a camelCase charge that also carries
+    `x-version` or `x-req-signature` is Kasir's own card API."""
+    if not any(key in body for key in _SNAKE_KEY_BYTES):
         return False  # the camelCase charge's path: no parsing here
     try:
         data = json.loads(body)
     except ValueError:
         return False
-    return isinstance(data, dict) and ("external_id" in data or "payment_details" in data)
+    return isinstance(data, dict) and any(key in data for key in _SNAKE_KEYS)
 
 
 async def dialect_charge(
@@ -165,8 +166,10 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     },
     422: {"model": WalletErrorBody, "description": "`01`: X-Idempotency-Key reused with another body"},
     429: {"model": WalletErrorBody, "description": "`04`: too many failed authentications; retry after Retry-After"},
-    503: {"model": WalletErrorBody, "description": "`98`: unavailable; retry after Retry-After"},
-    500: {"model": WalletErrorBody, "description": "`98` System Error"},
+    500: {
+        "model": WalletErrorBody,
+        "description": "`98` System Error (with Retry-After: unavailable; retry after it)",
+    },
 }
 
 

@@ -73,8 +73,9 @@ def _error_responses() -> dict[int | str, dict[str, Any]]:
 
 
 async def _charge_scheme(request: Request) -> Authenticator[Any]:
-    """The provider SDK's snake_case charge (its body's keys, or x-version v3) is the wallet API's
-    scheme and speaks its error format; the camelCase charge is Basic, once its Content-Type is JSON."""
+    """The provider SDK's snake_case charge (its body's keys, docs/decisions.md §12.3) is the wallet API's
+    scheme and speaks its error format; any other body is the camelCase charge: Basic, once its Content-Type
+    is JSON, whatever `x-version` or `x-req-signature` it carries."""
     if speaks_dialect(request, await request.body()):
         speak(request, WireFormat.WALLET)  # every error of this request in the wallet format
         return wallet_signature

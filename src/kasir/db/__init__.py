@@ -13,7 +13,7 @@
     lock_wait_at_most(session, s)      wait at most s for a row another unit holds (LockTimeout)
     InsertUnlessTaken(table, ...)      INSERT ... ON CONFLICT DO NOTHING waiting at most s, in one statement
     Base, UTCDateTime                  the models' declarative base and aware UTC datetimes
-    UNAVAILABLE                        what an unreachable or overloaded database raises (503)
+    UNAVAILABLE                        what an unreachable or overloaded database raises (an outage)
 
 The strategies (`sqlite.py`, `postgres.py`) are the only modules that know a dialect or a driver;
 the rooms' repositories write SQLAlchemy Core statements and run them through this interface.

@@ -31,7 +31,7 @@ from kasir.db.statements import Statement, binds
 log = logging.getLogger("kasir.db")
 
 # What a database that cannot be reached or cannot take the work raises: every route answers it with
-# 503 and Retry-After in its own wire format (kasir.errors).
+# an outage and Retry-After in its own wire format (kasir.errors.ServiceUnavailable).
 UNAVAILABLE: tuple[type[Exception], ...] = (DatabaseUnavailable,)
 
 

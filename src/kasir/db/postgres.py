@@ -12,7 +12,7 @@
 
 Errors are asyncpg's exception types: a connection that failed or cannot be had, a server
 shutting down or out of resources, a deadlock or serialization failure is DatabaseUnavailable
-(503, the client retries); a lock timeout is LockTimeout; anything else is a bug.
+(an outage answer, the client retries); a lock timeout is LockTimeout; anything else is a bug.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ own: the actions to run after the commit, the channels to wake, the rows read lo
 
     DatabaseError
      ├── UnsupportedDatabaseUrl  KASIR_DATABASE_URL is neither sqlite+aiosqlite:/// nor postgresql+asyncpg://
-     ├── DatabaseUnavailable   cannot be reached or cannot take the work now: 503 + Retry-After
+     ├── DatabaseUnavailable   cannot be reached or cannot take the work now: Retry-After (kasir.errors)
      └── LockTimeout           a row another unit holds was not free in time (lock_wait_at_most)
 
 Any other error of the driver is a bug and goes on as the driver raised it.

@@ -27,6 +27,7 @@ key's answer in a second unit. Until then the key answers 409 REQUEST_IN_PROGRES
 (the processor did not answer) frees the key, as above. A key found taken answers:
 
     same body, answered            the stored answer, byte for byte, with `Idempotent-Replayed: true`
+                                   ("same" by meaning, docs/decisions.md §12.5: `request_fingerprint`)
     another body                   422 IDEMPOTENCY_KEY_REUSED
     first request still running    409 REQUEST_IN_PROGRESS with Retry-After (on PostgreSQL, after
                                    waiting KASIR_IDEMPOTENCY_WAIT_SECONDS for the key's row; on
@@ -48,8 +49,9 @@ import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import timedelta
+from decimal import Decimal
 from functools import lru_cache
-from typing import Annotated, Protocol, runtime_checkable
+from typing import Annotated, Any, Protocol, runtime_checkable
 
 from fastapi import Depends, Request
 from fastapi.responses import Response
@@ -67,9 +69,12 @@ REPLAYED_HEADER = "Idempotent-Replayed"
 KEY_MAX = 255  # docs/decisions.md §7
 TTL = timedelta(hours=24)  # docs/decisions.md §7
 RETRY_AFTER_SECONDS = 1
-# The key of the request fingerprint. Named for the card charge, whose keys came first: the keys
-# moved from its table keep their fingerprints.
+# The key of the raw-body fingerprint, which keys stored before docs/decisions.md §12.5 hold. Named for
+# the card charge, whose keys came first: the keys moved from its table keep their fingerprints.
 _FINGERPRINT_PURPOSE = "kasir/card-idempotency"
+# The key of the fingerprint by meaning (§12.5): a key of its own, so that no fingerprint of one kind can
+# pass for one of the other.
+_MEANING_PURPOSE = "kasir/idempotency-meaning"
 # Headers of an answer that are not the answer's own: made afresh for every response.
 _NOT_STORED = frozenset({b"content-length", b"x-request-id", b"date", b"server"})
 
@@ -147,23 +152,90 @@ async def keyed(request: Request) -> Once:
 Keyed = Annotated[Once, Depends(keyed)]
 
 
-@lru_cache(maxsize=8)
-def _fingerprint_key(secret_key: str) -> HmacKey:
-    return HmacKey(derive_key(secret_key, _FINGERPRINT_PURPOSE))
+@lru_cache(maxsize=16)
+def _fingerprint_key(secret_key: str, purpose: str) -> HmacKey:
+    return HmacKey(derive_key(secret_key, purpose))
+
+
+class _NotJson(ValueError):
+    pass
+
+
+def _no_constant(name: str) -> Any:
+    raise _NotJson(name)  # NaN, Infinity: Python's json takes them, JSON does not
+
+
+def _number(value: Decimal) -> str:
+    """A number by value, exactly: `10000`, `10000.0`, `1e4` and `1.0E+4` are all `1E4`; no digit is lost
+    (Decimal.normalize would round to its context's precision)."""
+    sign, digits, exponent = value.as_tuple()
+    assert isinstance(exponent, int)  # a parsed JSON number is finite
+    significant = "".join(map(str, digits)).lstrip("0")
+    if not significant:
+        return "0"  # 0, 0.0, -0 and 0e5 are one value
+    stripped = significant.rstrip("0")
+    exponent += len(significant) - len(stripped)
+    return f"{'-' if sign else ''}{stripped}E{exponent}"
+
+
+def _canonical(value: Any, out: list[str]) -> None:
+    if isinstance(value, dict):
+        out.append("{")
+        for index, name in enumerate(sorted(value)):
+            out.append(("," if index else "") + json.dumps(name) + ":")
+            _canonical(value[name], out)
+        out.append("}")
+    elif isinstance(value, list):
+        out.append("[")
+        for index, item in enumerate(value):
+            if index:
+                out.append(",")
+            _canonical(item, out)
+        out.append("]")
+    elif isinstance(value, Decimal):
+        out.append(_number(value))
+    else:  # a string (escapes said one way by json.dumps), true, false, null
+        out.append(json.dumps(value))
+
+
+def canonical_json(body: bytes) -> bytes | None:
+    """docs/decisions.md §12.5: one text for every body that parses to the same JSON value (key order,
+    whitespace, escapes and the spelling of numbers do not matter); None for a body that is not JSON."""
+    try:
+        value = json.loads(body, parse_float=Decimal, parse_int=Decimal, parse_constant=_no_constant)
+        out: list[str] = []
+        _canonical(value, out)
+    except (ValueError, RecursionError):  # UnicodeDecodeError and JSONDecodeError are ValueErrors
+        return None
+    return "".join(out).encode()
 
 
 def request_fingerprint(body: bytes, secret_key: str | None = None) -> str:
-    """Keyed hash of the raw body: a plain SHA-256 of a body with a card number could be brute-forced."""
-    return _fingerprint_key(secret_key or get_settings().resolved_secret_key()).digest(body).hex()
+    """Keyed hash of the body's meaning (`canonical_json`; a plain SHA-256 of a body with a card number
+    could be brute-forced). The routes refuse a body that is not JSON before they run, so the raw bytes
+    are hashed only for a caller that passes one anyway (with a mark no canonical text starts with)."""
+    secret = secret_key or get_settings().resolved_secret_key()
+    canonical = canonical_json(body)
+    return _fingerprint_key(secret, _MEANING_PURPOSE).digest(canonical or b"\x00raw:" + body).hex()
+
+
+def raw_fingerprint(body: bytes, secret_key: str | None = None) -> str:
+    """The fingerprint keys stored before §12.5 hold: a keyed hash of the raw bytes."""
+    return _fingerprint_key(secret_key or get_settings().resolved_secret_key(), _FINGERPRINT_PURPOSE).digest(body).hex()
 
 
 def _same_request(stored_hash: str, fingerprint: str, body: bytes) -> bool:
-    """The stored fingerprint is this body's, under the current key or (a key made before a rotation and
-    retried after it) one in KASIR_SECRET_KEY_PREVIOUS."""
+    """The stored fingerprint is this body's: by meaning under the current key, or (a key made before a
+    rotation and retried after it) one in KASIR_SECRET_KEY_PREVIOUS; or, for a key stored before §12.5
+    (kept 24 hours), the raw bytes' under any of them: its byte-identical retry still replays."""
     if constant_time_equals(stored_hash, fingerprint):
         return True
-    previous = get_settings().previous_secret_keys()
-    return any(constant_time_equals(stored_hash, request_fingerprint(body, key)) for key in previous)
+    settings = get_settings()
+    previous = settings.previous_secret_keys()
+    if any(constant_time_equals(stored_hash, request_fingerprint(body, key)) for key in previous):
+        return True
+    keys = (settings.resolved_secret_key(), *previous)
+    return any(constant_time_equals(stored_hash, raw_fingerprint(body, key)) for key in keys)
 
 
 async def run_once(

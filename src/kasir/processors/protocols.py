@@ -17,9 +17,10 @@ a processor answers one question, "did the money move?". Kasir calls a processor
 What an exception means:
 
     ProcessorError                 (500, never raised as such)
-    ├── ProcessorUnavailable       503 in the route's format: the processor did not answer (timeout,
-    │                              connection refused, 5xx). What was held is taken back; the request
-    │                              may be retried with the same X-Idempotency-Key (the call is idempotent).
+    ├── ProcessorUnavailable       an outage in the route's format (kasir.errors.ServiceUnavailable): the
+    │                              processor did not answer (timeout, connection refused, 5xx). What was
+    │                              held is taken back; the request may be retried with the same
+    │                              X-Idempotency-Key (the call is idempotent).
     ├── ProcessorRefused           409 in the route's format: the processor answered no (a refund it
     │                              will not make). Nothing is recorded.
     └── ForgedNotification         401 at /processors/{name}/notify: the notification's signature does

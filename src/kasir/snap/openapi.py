@@ -62,8 +62,7 @@ def snap_errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         422: "`422xx00`: X-Idempotency-Key reused with another body",
         429: "`429xx00 Too Many Requests`: a rate limit or a lockout after failed authentications; retry after "
         "Retry-After (seconds)",
-        500: "`500xx00 General Error`",
-        503: "`503xx00`: the database is unavailable; retry after Retry-After",
+        500: "`500xx00 General Error` (with Retry-After: the database or the processor is unavailable; retry after it)",
     }
     return {status: {"model": SnapErrorBody, "description": descriptions[status]} for status in statuses}
 

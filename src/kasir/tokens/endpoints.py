@@ -1,5 +1,8 @@
 """interface.md endpoints 1 and 2: B2B access tokens for the payment and disbursement products.
 
+Endpoint 1 is also served under SNAP's generic path `/v1.0/access-token/b2b` (docs/decisions.md §12.2), by
+the same scheme and answer, so a SNAP library that only takes a base URL works.
+
 The request is proven, counted and the token minted by the scheme (kasir.auth.access_token); the
 route answers it.
 """
@@ -53,6 +56,17 @@ def _answer(proven: TokenRequest) -> JSONResponse:
 
 @router.post("/auth/merchants/v1.0/access-token/b2b", summary="Access token (payment product)", **_TOKEN_ROUTE)
 async def payment_access_token(proven: PaymentTokenRequest) -> JSONResponse:
+    return _answer(proven)
+
+
+@router.post(
+    "/v1.0/access-token/b2b",
+    summary="Access token (payment product, SNAP's generic path)",
+    description="The same endpoint as `POST /auth/merchants/v1.0/access-token/b2b`: headers, body, answers, codes "
+    "and rate limits; it issues a payment-product token.",
+    **_TOKEN_ROUTE,
+)
+async def payment_access_token_generic(proven: PaymentTokenRequest) -> JSONResponse:
     return _answer(proven)
 
 

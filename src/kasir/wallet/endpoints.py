@@ -91,8 +91,11 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
         "model": WalletErrorBody,
         "description": "`04`: too many failed authentications from this address; retry after Retry-After",
     },
-    503: {"model": WalletErrorBody, "description": "`98`: the database is unavailable; retry after Retry-After"},
-    500: {"model": WalletErrorBody, "description": "`98` System Error"},
+    500: {
+        "model": WalletErrorBody,
+        "description": "`98` System Error (with Retry-After: the database or the processor is unavailable; "
+        "retry after it)",
+    },
 }
 
 

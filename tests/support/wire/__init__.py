@@ -46,6 +46,26 @@ def compact(body: object) -> str:
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False)
 
 
+def same_meaning(text: str, *, fractions: bool = False) -> str:
+    """`text` (compact JSON) written another way that parses to the same JSON value (docs/decisions.md §12.5):
+    keys in reverse order, indented, every character outside ASCII and every `/` escaped (`\\u00e9`, `\\/`);
+    with `fractions`, whole numbers spelled with one (`10000.0`: a route whose schema takes only integers
+    refuses that before its key is looked at)."""
+
+    def restate(value: object) -> object:
+        if isinstance(value, dict):
+            return {name: restate(value[name]) for name in reversed(list(value))}
+        if isinstance(value, list):
+            return [restate(item) for item in value]
+        if fractions and isinstance(value, int) and not isinstance(value, bool):
+            return float(value)  # json.dumps writes 10000.0: the same number
+        return value
+
+    restated = json.dumps(restate(json.loads(text)), indent=3, ensure_ascii=True)
+    assert restated != text
+    return restated.replace("/", "\\/")  # outside strings JSON has no `/`
+
+
 def jakarta_time(offset_seconds: float = 0) -> str:
     """Now on the movable clock, plus `offset_seconds`, in Asia/Jakarta to the second: 2026-11-22T10:00:00+07:00."""
     return (clock.now() + timedelta(seconds=offset_seconds)).astimezone(JAKARTA).isoformat(timespec="seconds")
