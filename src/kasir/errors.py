@@ -257,7 +257,18 @@ def _route_wire(request: Request) -> tuple[WireFormat, str | None]:
     extra = getattr(route, "openapi_extra", None) or {}
     if "x-kasir-wire-format" in extra:
         return WireFormat(extra["x-kasir-wire-format"]), extra.get("x-snap-service-code")
-    return _path_wire(request.url.path)
+    format, service_code = _path_wire(request.url.path)
+    if format is WireFormat.CARD and _sent_by_the_provider_sdk(request):
+        # No route (an unknown /card-v2/ path) or none yet (refused before routing): the provider SDK reads
+        # only its dialect's answers, which are the wallet format's (kasir.card.dialect).
+        return WireFormat.WALLET, None
+    return format, service_code
+
+
+def _sent_by_the_provider_sdk(request: Request) -> bool:
+    """The headers the provider's Node SDK sends on every card call, and Kasir's own card API never needs."""
+    headers = request.headers
+    return "x-req-signature" in headers or headers.get("x-version") == "v3"
 
 
 def _path_wire(path: str) -> tuple[WireFormat, str | None]:

@@ -549,3 +549,26 @@ async def test_the_worker_answers_a_stopped_dialect_charge_in_the_dialect(
     assert (answer["response_code"], answer["data"]["status"]) == ("00", "SUCCESS")
     assert answer["data"]["transaction_data"]["order_id"] == body["order_id"]
     assert re.fullmatch(r"CTK[A-Z0-9]{32}", answer["data"]["token"])
+
+
+async def test_the_provider_sdks_requests_get_its_format_where_no_route_answers(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    """The SDK reads only its dialect's answers (wallet format): an unknown /card-v2/ path, or a request refused
+    before routing (a body past KASIR_MAX_BODY_BYTES), answers in it when the SDK's headers say who sent it."""
+    merchant = await make_merchant(app)
+    body = dialect_body()
+    unknown = await post_dialect(client, merchant, "/card-v2/v1/no-such-call", body)
+    assert unknown.status_code == 404
+    assert set(unknown.json()) >= {"response_code", "response_message"}, unknown.text
+    assert "statusCode" not in unknown.json()
+    # Kasir's own card API (no x-req-signature, no x-version) keeps the card format there.
+    camel = await client.post("/card-v2/v1/no-such-call", json=charge_body())
+    assert camel.status_code == 404
+    assert "statusCode" in camel.json(), camel.text
+    assert "response_code" not in camel.json()
+
+    too_big = {**body, "padding": "x" * (get_settings().max_body_bytes + 1)}
+    refused = await post_dialect(client, merchant, DIRECT_V1, too_big)
+    assert refused.status_code == 413, refused.text
+    assert set(refused.json()) >= {"response_code", "response_message"}, refused.text
