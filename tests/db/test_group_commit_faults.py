@@ -279,10 +279,11 @@ async def test_a_charge_whose_commit_fails_answers_503_saves_nothing_and_frees_i
 
 
 @pytest.mark.skipif(TEST_DB != "sqlite", reason="SQLite's group commit")
-async def test_every_route_answers_an_unavailable_database_with_503_in_its_own_format(
+async def test_every_route_answers_an_unavailable_database_in_its_own_format(
     app: FastAPI, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Mapped once (kasir.errors), not per endpoint: the wallet's format says it as `98`."""
+    """Mapped once (kasir.errors), not per endpoint: the wallet's format says it as `98` with HTTP 500, as
+    docs/decisions.md §4 pairs them, and Retry-After."""
     from tests.support.wire import wallet
 
     merchant = await make_merchant(app)
@@ -294,5 +295,5 @@ async def test_every_route_answers_an_unavailable_database_with_503_in_its_own_f
     monkeypatch.setattr(kasir.db.sqlite, "_commit_sqlite", fails)
     body = wallet.create_body()
     refused = await wallet.post_wallet(client, merchant, wallet.CREATE, body)
-    wallet.assert_problem(refused, 503, "98")
+    wallet.assert_problem(refused, 500, "98")
     assert refused.headers["retry-after"] == "1"
