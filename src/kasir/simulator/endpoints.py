@@ -16,6 +16,7 @@ page reads of a payment it reads through the product's public service. They are 
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Form, Request
@@ -129,17 +130,28 @@ _WALLET_PAGE: dict[str, Any] = {
 }  # fmt: skip
 
 
-async def _wallet_page_change(session: Session, notification: Notification) -> Response:
+RefusalPage = Callable[[Session, KasirError], Awaitable[str]]
+
+
+async def _page_change(session: Session, notification: Notification, page: str, refusal: RefusalPage) -> Response:
+    """Apply a page form's change as the simulator's notification; back to `page`, or a refusal in the shopper's
+    words (read after the refused change is rolled back, so it says where the payment stands)."""
     try:
         await apply(session, notification, by=SIMULATOR, strict=True)
     except KasirError as error:
         if isinstance(error, NotFound):
             raise
         await rollback_unit(session)
+        return html_page(await refusal(session, error), status_code=error.http_status)
+    return RedirectResponse(page, status_code=303)
+
+
+async def _wallet_page_change(session: Session, notification: Notification) -> Response:
+    async def refusal(session: Session, error: KasirError) -> str:
         payment = await wallet_service.checkout(session, notification.reference)
-        html = pages.render_wallet_refusal(payment.reference, _shopper_refusal(error, payment), payment.merchant_name)
-        return html_page(html, status_code=error.http_status)
-    return RedirectResponse(f"/ewallet/pages/{notification.reference}", status_code=303)
+        return pages.render_wallet_refusal(payment.reference, _shopper_refusal(error, payment), payment.merchant_name)
+
+    return await _page_change(session, notification, f"/ewallet/pages/{notification.reference}", refusal)
 
 
 def _shopper_refusal(error: KasirError, payment: WalletPayment) -> str:
@@ -234,17 +246,12 @@ _BNPL_PAGE: dict[str, Any] = {
 
 
 async def _bnpl_page_change(session: Session, notification: Notification) -> Response:
-    try:
-        await apply(session, notification, by=SIMULATOR, strict=True)
-    except KasirError as error:
-        if isinstance(error, NotFound):
-            raise
-        await rollback_unit(session)
+    async def refusal(session: Session, error: KasirError) -> str:
         application = await bnpl_service.application(session, notification.reference)
         message = _bnpl_shopper_refusal(error, application.status)
-        html = pages.render_bnpl_refusal(application.reference, message, application.merchant_name)
-        return html_page(html, status_code=error.http_status)
-    return RedirectResponse(f"/bnpl/pages/{notification.reference}", status_code=303)
+        return pages.render_bnpl_refusal(application.reference, message, application.merchant_name)
+
+    return await _page_change(session, notification, f"/bnpl/pages/{notification.reference}", refusal)
 
 
 def _bnpl_shopper_refusal(error: KasirError, status: str) -> str:
