@@ -49,6 +49,9 @@ class Settings(BaseSettings):
         description="Seconds to wait before each callback retry, comma-separated (jitter is added).",
     )
     callback_timeout_seconds: float = Field(10.0, gt=0, description="Timeout of one callback attempt.")
+    callback_answer_max_bytes: int = Field(
+        16384, ge=2048, description="Bytes of a merchant's answer to a callback read at most; the rest is not read."
+    )
     callback_lease_seconds: float = Field(
         30.0, gt=0, description="How long a worker owns a claimed callback; must exceed the timeout."
     )
@@ -56,6 +59,9 @@ class Settings(BaseSettings):
         1.0, gt=0, description="How often an idle worker looks for due callbacks (commits wake it at once)."
     )
     callback_concurrency: int = Field(32, ge=1, description="Callback attempts in flight per worker.")
+    callback_concurrency_per_merchant: int = Field(
+        8, ge=1, description="Callback attempts in flight per worker for one merchant, at most."
+    )
     callback_signature_brand: str = Field(
         "svc",
         pattern=r"^[A-Za-z0-9]{1,32}$",

@@ -14,7 +14,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from urllib.parse import urlsplit, urlunsplit
@@ -35,7 +35,7 @@ from kasir.callbacks.signing import (
     with_query_signature,
     x_req_signature,
 )
-from kasir.callbacks.ssrf import UnsafeCallbackUrl, resolve_checked
+from kasir.callbacks.ssrf import DELIVERY_LOOKUPS, UnsafeCallbackUrl, resolve_checked
 from kasir.config import Settings
 from kasir.db import Database
 from kasir.kit import http_client
@@ -83,15 +83,19 @@ class AttemptResult:
     request_headers: dict[str, str] | None = None
 
 
-async def claim_due(database: Database, worker: str, limit: int, lease_seconds: float) -> list[ClaimedCallback]:
-    """Take up to `limit` due callbacks whose earlier siblings (same transaction) are settled."""
+async def claim_due(
+    database: Database, worker: str, limit: int, lease_seconds: float, skip_merchants: Collection[str] = ()
+) -> list[ClaimedCallback]:
+    """Take up to `limit` due callbacks whose earlier siblings (same transaction) are settled, none of
+    `skip_merchants`."""
     now = clock.now()
     claimed: list[ClaimedCallback] = []
     # One UPDATE takes the lease and needs no transaction around it; a worker claims at every wake-up,
     # often for one callback or none. Should a merchant's read below fail, the claimed callbacks wait
     # out their lease and are claimed again, as after a worker's crash.
     async with database.unit_of_work(atomic=False) as session:
-        rows = await callback_repository.claim(session, now, limit, worker, now + timedelta(seconds=lease_seconds))
+        lease_until = now + timedelta(seconds=lease_seconds)
+        rows = await callback_repository.claim(session, now, limit, worker, lease_until, skip_merchants)
         if not rows:
             return []
         signings: dict[str, CallbackSigning] = {}
@@ -135,6 +139,12 @@ async def claim_due(database: Database, worker: str, limit: int, lease_seconds: 
                 )
             )
     return claimed
+
+
+async def give_back(database: Database, callbacks: Collection[ClaimedCallback]) -> None:
+    """Claimed callbacks handed back unsent, due again at once (for this worker's next claim or another's)."""
+    async with database.unit_of_work() as session:
+        await callback_repository.give_back(session, [(callback.id, callback.fence) for callback in callbacks])
 
 
 def _bnpl_signature_of(payload: bytes, hash_key: str) -> str | None:
@@ -204,14 +214,22 @@ async def send_attempt(
             if settings.is_production:
                 # Resolve and check again (DNS may answer otherwise than when the URL was given), connect
                 # to the address that was checked; keep the name for Host and TLS SNI.
-                target = await resolve_checked(url, allowed_networks=settings.callback_allowed_networks)
+                target = await resolve_checked(
+                    url, allowed_networks=settings.callback_allowed_networks, lookups=DELIVERY_LOOKUPS
+                )
                 headers["Host"] = _host_header(target.host, target.parts.port)
                 if target.parts.scheme == "https":
                     extensions["sni_hostname"] = target.host
                 literal = f"[{target.address}]" if ":" in target.address else target.address
                 url = urlunsplit(target.parts._replace(netloc=f"{literal}:{target.port}"))
+            # A merchant's answer is read up to a bound: one endpoint's endless answer costs no more memory
+            # than another's, and the attempt's timeout cuts one that trickles.
+            limit = settings.callback_answer_max_bytes
             if isinstance(http, httpx.AsyncClient):
-                response = await http.post(url, content=callback.payload, headers=headers, extensions=extensions)
+                request = http.build_request(
+                    "POST", url, content=callback.payload, headers=headers, extensions=extensions
+                )
+                response = await http_client.read_at_most(await http.send(request, stream=True), limit)
             else:
                 response = await http_client.post(
                     http,
@@ -219,6 +237,7 @@ async def send_attempt(
                     content=callback.payload,
                     headers=headers,
                     timeout=settings.callback_timeout_seconds,
+                    max_body_bytes=limit,
                     extensions=extensions,
                 )
     except UnsafeCallbackUrl as exc:
@@ -234,6 +253,8 @@ async def send_attempt(
     error = None
     if not accepted:
         error = f"HTTP {response.status_code} not accepted"
+        if response.extensions.get(http_client.BODY_CUT):
+            error += f" (answer longer than {settings.callback_answer_max_bytes} bytes, cut)"
         if response.is_redirect:
             error = f"HTTP {response.status_code} redirect (not followed)"
     return AttemptResult(accepted, response.status_code, error, excerpt, _ms(started), sent_url, sent_headers)

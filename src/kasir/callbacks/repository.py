@@ -6,6 +6,7 @@ is changed only by the statements here (claim, record_outcome), keyed by its id 
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
@@ -151,7 +152,7 @@ def given_up_events(merchant_id: str | None = None, since: datetime | None = Non
     return query
 
 
-def _claim_statement() -> Statement:
+def _claim_query(skip_merchants: Collection[str] = (), values: dict[str, Any] | None = None) -> Any:
     """Take due callbacks in one statement: UPDATE ... WHERE id IN (the due ones, locked) RETURNING them.
 
     The inner query takes the due callbacks that are the first unsettled (pending or delivering) one of
@@ -165,9 +166,16 @@ def _claim_statement() -> Statement:
     pending row and joined every due callback with every unsettled one, a claim costing seconds for a
     few thousand waiting. A scalar subquery is always one look-up per due row, in
     `ix_callback_transaction`, whatever the statistics say.
+
+    `skip_merchants`: merchants whose callbacks are not claimed this time (the worker's share for each
+    merchant is taken: kasir.callbacks.worker), a statement built per call with its `values` in it.
     """
+
+    def param(name: str, type_: Any) -> Any:
+        return bindparam(name, type_=type_) if values is None else bindparam(name, values[name], type_=type_)
+
     due_one, sibling = aliased(Callback), aliased(Callback)
-    now = bindparam("now", type_=Callback.next_attempt_at.type)
+    now = param("now", Callback.next_attempt_at.type)
     first_unsettled_of_its_transaction = (
         select(func.min(sibling.id))
         .where(
@@ -186,18 +194,19 @@ def _claim_statement() -> Statement:
     chosen = (
         select(due_one.id)
         .where(due, due_one.id == first_unsettled_of_its_transaction)
+        .where(*([due_one.merchant_id.not_in(sorted(skip_merchants))] if skip_merchants else []))
         .order_by(due_one.next_attempt_at, due_one.id)
-        .limit(bindparam("claim_limit", type_=Integer()))
+        .limit(param("claim_limit", Integer()))
         .with_for_update(skip_locked=True, of=due_one)
         .scalar_subquery()
     )
-    return Statement(
+    return (
         update(Callback)
         .where(Callback.id.in_(chosen))
         .values(
             status=CallbackStatus.DELIVERING.value,
-            lease_owner=bindparam("worker", type_=Callback.lease_owner.type),
-            lease_expires_at=bindparam("lease_until", type_=Callback.lease_expires_at.type),
+            lease_owner=param("worker", Callback.lease_owner.type),
+            lease_expires_at=param("lease_until", Callback.lease_expires_at.type),
             fence=Callback.fence + 1,
         )
         .returning(*(getattr(Callback, name) for name in CLAIMED_COLUMNS))
@@ -221,17 +230,37 @@ CLAIMED_COLUMNS = (
     "created_at",
     "next_attempt_at",
 )
-_CLAIM = _claim_statement()
+_CLAIM = Statement(_claim_query())
+_GIVE_BACK = Statement(
+    update(Callback)
+    .where(Callback.id == bindparam("callback_id"), Callback.fence == bindparam("held_fence"))
+    .values(status=CallbackStatus.PENDING.value, lease_owner=null(), lease_expires_at=null())
+)
 
 
 class CallbackRepository:
     async def claim(
-        self, session: Session, now: datetime, limit: int, worker: str, lease_until: datetime
+        self,
+        session: Session,
+        now: datetime,
+        limit: int,
+        worker: str,
+        lease_until: datetime,
+        skip_merchants: Collection[str] = (),
     ) -> list[tuple[Any, ...]]:
         """Claim up to `limit` due callbacks for `worker` until `lease_until`: rows of CLAIMED_COLUMNS, the fence
         already bumped, oldest first."""
-        rows = await _CLAIM.rows(session, now=now, claim_limit=limit, worker=worker, lease_until=lease_until)
+        params = {"now": now, "claim_limit": limit, "worker": worker, "lease_until": lease_until}
+        if skip_merchants:
+            rows = [tuple(row) for row in await fetch(session, _claim_query(skip_merchants, params))]
+        else:
+            rows = await _CLAIM.rows(session, **params)
         return sorted(rows, key=lambda row: (row[-1], row[0]))
+
+    async def give_back(self, session: Session, held: Iterable[tuple[int, int]]) -> None:
+        """Claimed callbacks (id, fence) handed back unsent: pending and due again, for any worker's next claim."""
+        for callback_id, fence in held:
+            await _GIVE_BACK.execute(session, callback_id=callback_id, held_fence=fence)
 
     async def add(self, session: Session, **values: Any) -> None:
         """A new callback: every column of `_NEW_COLUMNS`."""

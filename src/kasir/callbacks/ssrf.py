@@ -12,6 +12,13 @@ An operator may allow private networks of their own (KASIR_CALLBACK_ALLOWED_NETW
 whose every address lies inside them is accepted, http or https; any other address still
 has to be public, over https.
 
+Names are looked up with the system's resolver (getaddrinfo: /etc/hosts, DNS, as the host is set up),
+which blocks a thread until it answers or gives up, whatever the caller's timeout. So one merchant's
+name that never answers must not hold threads others need: lookups run on small thread pools of their
+own (`NameLookups`), one for checks on the request path and one for delivery, never on the event
+loop's default executor (SQLite's commits run there); a name being looked up is looked up once, every
+caller waiting for that one lookup; and a caller waits at most its own timeout.
+
 The resolver is a seam (`use_resolver`): tests answer names without DNS.
 """
 
@@ -22,6 +29,7 @@ import ipaddress
 import re
 import socket
 from collections.abc import Awaitable, Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from urllib.parse import SplitResult, urlsplit
@@ -31,7 +39,10 @@ from kasir.errors import InvalidFieldFormat
 from kasir.kit.addresses import IPNetwork, describe, ends_in_a_number, in_networks, is_public_address, numeric_ipv4
 
 __all__ = [
+    "DELIVERY_LOOKUPS",
+    "REQUEST_LOOKUPS",
     "CheckedTarget",
+    "NameLookups",
     "UnsafeCallbackUrl",
     "check_callback_url",
     "is_public_address",
@@ -42,13 +53,48 @@ __all__ = [
 Resolver = Callable[[str, int], Awaitable[list[str]]]
 """(host name, port) -> the addresses it resolves to; socket.gaierror if none."""
 
-
-async def system_resolver(host: str, port: int) -> list[str]:
-    infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return [str(info[4][0]) for info in infos]
+# How long a check on the request path waits for a name; delivery waits within its attempt's timeout.
+LOOKUP_SECONDS = 5.0
 
 
-_resolver: Resolver = system_resolver
+def getaddrinfo_addresses(host: str, port: int) -> list[str]:
+    """The system resolver's addresses for `host` (blocking)."""
+    return [str(info[4][0]) for info in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)]
+
+
+class NameLookups:
+    """Blocking lookups on a bounded pool of threads of their own, one lookup per name at a time.
+
+    A lookup of a name already being looked up waits for that lookup rather than taking a thread,
+    so a name that never answers holds one thread of this pool, however many requests name it.
+    """
+
+    def __init__(self, purpose: str, threads: int, lookup: Callable[[str, int], list[str]] = getaddrinfo_addresses):
+        self._executor = ThreadPoolExecutor(threads, thread_name_prefix=f"kasir-dns-{purpose}")
+        self._lookup = lookup
+        self._in_flight: dict[tuple[asyncio.AbstractEventLoop, str, int], asyncio.Future[list[str]]] = {}
+
+    async def __call__(self, host: str, port: int) -> list[str]:
+        loop = asyncio.get_running_loop()
+        key = (loop, host, port)
+        lookup = self._in_flight.get(key)
+        if lookup is None:
+            lookup = loop.run_in_executor(self._executor, self._lookup, host, port)
+            self._in_flight[key] = lookup
+            lookup.add_done_callback(lambda done: self._forget(key, done))
+        # A caller that gives up (its timeout) leaves the lookup to the others waiting for it.
+        return await asyncio.shield(lookup)
+
+    def _forget(self, key: tuple[asyncio.AbstractEventLoop, str, int], done: asyncio.Future[list[str]]) -> None:
+        self._in_flight.pop(key, None)
+        if not done.cancelled():
+            done.exception()  # retrieved: every caller may have given up already
+
+
+REQUEST_LOOKUPS = NameLookups("request", threads=4)
+DELIVERY_LOOKUPS = NameLookups("delivery", threads=8)
+
+_resolver: Resolver | None = None  # use_resolver's, in place of the lookups above
 
 
 @contextmanager
@@ -113,11 +159,16 @@ def _literal(host: str, field: str) -> ipaddress.IPv4Address | ipaddress.IPv6Add
 
 
 async def resolve_checked(
-    url: str, *, field: str = "callback_url", allowed_networks: Sequence[IPNetwork] | None = None
+    url: str,
+    *,
+    field: str = "callback_url",
+    allowed_networks: Sequence[IPNetwork] | None = None,
+    lookups: NameLookups = REQUEST_LOOKUPS,
 ) -> CheckedTarget:
     """Production's check: every address of the URL's host is public (over https) or inside the
     allowed networks (http or https); the target to connect to, else UnsafeCallbackUrl.
-    `allowed_networks` None: the process's KASIR_CALLBACK_ALLOWED_NETWORKS."""
+    `allowed_networks` None: the process's KASIR_CALLBACK_ALLOWED_NETWORKS. `lookups`: the pool the
+    name is looked up on (delivery has its own), waited for at most LOOKUP_SECONDS."""
     allowed = tuple(get_settings().callback_allowed_networks if allowed_networks is None else allowed_networks)
     parts, host, port = _split(url, field)
     if parts.scheme != "https" and not allowed:
@@ -125,9 +176,12 @@ async def resolve_checked(
     literal = _literal(host, field)
     if isinstance(literal, str):
         try:
-            addresses = await _resolver(literal, port)
+            async with asyncio.timeout(LOOKUP_SECONDS):
+                addresses = await (_resolver or lookups)(literal, port)
         except (socket.gaierror, UnicodeError) as exc:
             raise UnsafeCallbackUrl(field, f"host {host} does not resolve") from exc
+        except TimeoutError:
+            raise UnsafeCallbackUrl(field, f"host {host} did not resolve within {LOOKUP_SECONDS:g} s") from None
         if not addresses:
             raise UnsafeCallbackUrl(field, f"host {host} does not resolve")
     else:

@@ -15,13 +15,22 @@ in-flight attempts, then returns.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
+import functools
 import logging
 import os
 import secrets
 import socket
 
-from kasir.callbacks.dispatcher import AttemptResult, ClaimedCallback, claim_due, record_attempts, send_attempt
+from kasir.callbacks.dispatcher import (
+    AttemptResult,
+    ClaimedCallback,
+    claim_due,
+    give_back,
+    record_attempts,
+    send_attempt,
+)
 from kasir.callbacks.service import CALLBACKS_CHANNEL
 from kasir.config import Settings
 from kasir.db import Database
@@ -39,6 +48,10 @@ class DeliveryWorker:
         self.settings = settings
         self.name = name or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         self.concurrency = settings.callback_concurrency
+        # One merchant's attempts in flight at most: a slow or dead endpoint holds its share of the slots,
+        # and the other merchants' callbacks go out beside it.
+        self.per_merchant = min(settings.callback_concurrency_per_merchant, self.concurrency)
+        self._inflight_of: collections.Counter[str] = collections.Counter()
         # With a backlog, claim again once this many slots are free (one claim for many callbacks).
         self.claim_at_least = max(1, self.concurrency // 4)
         self._wake = asyncio.Event()
@@ -121,8 +134,11 @@ class DeliveryWorker:
                 self._passes_begun += 1
                 this_pass, looked = self._passes_begun, False
                 if free > 0:
+                    full = [merchant for merchant, count in self._inflight_of.items() if count >= self.per_merchant]
                     try:
-                        claimed = await claim_due(self.database, self.name, free, self.settings.callback_lease_seconds)
+                        claimed = await claim_due(
+                            self.database, self.name, free, self.settings.callback_lease_seconds, full
+                        )
                         looked = True
                     except Exception:
                         log.exception("claiming callbacks failed; retrying shortly")
@@ -130,10 +146,12 @@ class DeliveryWorker:
                     self._idle_pass = this_pass
                     went_idle, self._went_idle = self._went_idle, asyncio.Event()
                     went_idle.set()
-                for callback in claimed:
-                    task = asyncio.create_task(self._deliver(callback))
-                    self._inflight.add(task)
-                    task.add_done_callback(self._slot_free)
+                over_share = self._start(claimed)
+                if over_share:
+                    try:
+                        await give_back(self.database, over_share)
+                    except Exception:  # their lease runs out, and a claim takes them again
+                        log.exception("handing back callbacks over a merchant's share failed")
                 if claimed and len(claimed) == free:
                     continue  # more may be due
                 with contextlib.suppress(TimeoutError):
@@ -151,6 +169,19 @@ class DeliveryWorker:
             await self._http.aclose()
             log.info("callback worker stopped", extra={"worker": self.name})
 
+    def _start(self, claimed: list[ClaimedCallback]) -> list[ClaimedCallback]:
+        """Send each claimed callback within its merchant's share; those over it, to be handed back."""
+        over_share: list[ClaimedCallback] = []
+        for callback in claimed:
+            if self._inflight_of[callback.merchant_id] >= self.per_merchant:
+                over_share.append(callback)
+                continue
+            self._inflight_of[callback.merchant_id] += 1
+            task = asyncio.create_task(self._deliver(callback))
+            self._inflight.add(task)
+            task.add_done_callback(functools.partial(self._slot_free, callback.merchant_id))
+        return over_share
+
     async def _deliver(self, callback: ClaimedCallback) -> None:
         try:
             result = await send_attempt(self._http, callback, self.settings)
@@ -162,8 +193,11 @@ class DeliveryWorker:
             # The lease runs out and another claim retries it: nothing is lost.
             log.exception("callback delivery failed", extra={"callback_id": callback.id})
 
-    def _slot_free(self, task: asyncio.Task[None]) -> None:
+    def _slot_free(self, merchant_id: str, task: asyncio.Task[None]) -> None:
         self._inflight.discard(task)
+        self._inflight_of[merchant_id] -= 1
+        if not self._inflight_of[merchant_id]:
+            del self._inflight_of[merchant_id]
         # A later callback of the same transaction may be due now, and a backlog may wait: claim again
         # once enough slots are free for the claim to be worth its transaction (or when all are).
         if self.concurrency - len(self._inflight) >= self.claim_at_least or not self._inflight:

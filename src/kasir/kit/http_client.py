@@ -64,6 +64,37 @@ class _Connection:
         self.writer.close()
 
 
+BODY_CUT = "kasir.body_cut"
+"""A response's extension: True when its body was longer than the reader allowed and was cut."""
+
+
+async def read_at_most(response: httpx.Response, limit: int) -> httpx.Response:
+    """`response` with at most `limit` bytes of its body, read as they arrive; the rest is never read.
+
+    A longer body is cut: the bytes past `limit` are left on the connection, which is closed rather
+    than handed back, so an answer of any size costs at most `limit` bytes of memory. The bytes are
+    the body as sent (no Content-Encoding is undone: a compressed answer could grow without bound).
+    """
+    parts: list[bytes] = []
+    size, cut = 0, False
+    try:
+        async for chunk in response.aiter_raw():
+            parts.append(chunk)
+            size += len(chunk)
+            if size > limit:
+                cut = True
+                break
+    finally:
+        await response.aclose()
+    return httpx.Response(
+        response.status_code,
+        headers=response.headers,
+        content=b"".join(parts)[:limit],
+        request=response.request,
+        extensions={**response.extensions, BODY_CUT: cut},
+    )
+
+
 async def post(
     transport: httpx.AsyncBaseTransport,
     url: str,
@@ -71,9 +102,10 @@ async def post(
     content: bytes,
     headers: dict[str, str],
     timeout: float,
+    max_body_bytes: int,
     extensions: dict[str, Any] | None = None,
 ) -> httpx.Response:
-    """A POST straight through `transport`, its response read whole.
+    """A POST straight through `transport`, at most `max_body_bytes` of its response's body read (read_at_most).
 
     None of httpx.AsyncClient's per-request layers (merging the client's headers and cookies, auth,
     the redirect loop, the cookie jar's update from every response, event hooks): for a callback,
@@ -86,11 +118,7 @@ async def post(
     )
     response = await transport.handle_async_request(request)
     response.request = request
-    try:
-        await response.aread()
-    finally:
-        await response.aclose()
-    return response
+    return await read_at_most(response, max_body_bytes)
 
 
 @lru_cache(maxsize=4096)
