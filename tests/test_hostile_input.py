@@ -10,10 +10,12 @@ import pytest
 from fastapi import FastAPI
 
 from kasir.console.service import UserNotFound, console_users
+from tests.console.helpers import closing, signed_in
 from tests.support.builders import make_merchant
 from tests.support.wire import compact, wallet
 from tests.support.wire import snap as bnpl
-from tests.support.wire.card import charge_body, post_charge
+from tests.support.wire.card import CHARGE, charge_body, post_charge
+from tests.support.wire.dialect import dialect_body
 from tests.support.wire.snap import snap_timestamp, token_headers
 
 ADMIN = {"Authorization": "Bearer test-admin-token"}
@@ -190,3 +192,77 @@ async def test_a_405_names_the_methods_the_path_has(
     answer = await client.request(method, path, headers=ADMIN)
     assert answer.status_code == 405, answer.text
     assert answer.headers["allow"] == allowed
+
+
+async def test_a_dialect_looking_body_nested_past_the_limit_is_no_500_before_authentication(
+    client: httpx.AsyncClient,
+) -> None:
+    """Issue 43 N3: the dialect check read the body with plain json.loads before authentication (a RecursionError,
+    a 500 for anyone). It reads with the strict reader now: a body with the dialect's keys is the dialect's to
+    refuse, in its format, before anything else (here: the headers the SDK always sends are missing)."""
+    body = '{"external_id": ' + "[" * 100_000 + "]" * 100_000 + ', "payment_details": {}}'
+    answer = await client.post(CHARGE, content=body.encode(), headers={"Content-Type": "application/json"})
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["response_code"] == "01", answer.text
+
+
+RAW_SURROGATE = b"\xed\xa0\x80"  # U+D800 as UTF-8 would spell it, not \u-escaped
+
+
+def with_raw_surrogate(text: str, marker: str) -> bytes:
+    return text.encode().replace(marker.encode(), RAW_SURROGATE, 1)
+
+
+async def test_raw_surrogate_bytes_are_refused_on_token_wallet_dialect_and_bnpl(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    """Issue 43 N7: json.loads decodes bytes with surrogatepass, so `ED A0 80` passed as a lone surrogate and
+    reached the database or the response (a 500 on each of these routes)."""
+    merchant = await make_merchant(app)
+    token_body = '{"grantType":"client_credentials","additionalInfo":{"note":"MARK"}}'
+    token = await client.post(
+        "/auth/merchants/v1.0/access-token/b2b",
+        content=with_raw_surrogate(token_body, "MARK"),
+        headers=token_headers(merchant),
+    )
+    assert token.status_code == 400, token.text
+    assert token.json()["responseCode"].startswith("40073"), token.text
+
+    body = wallet.create_body()
+    body["payment_details"]["transaction_description"] = "MARK"
+    walleted = await client.post(
+        wallet.CREATE,
+        content=with_raw_surrogate(json.dumps(body), "MARK"),
+        headers=wallet.wallet_headers(merchant, body),
+    )
+    wallet.assert_problem(walleted, 400, "01", "payment_details.transaction_description")
+
+    charge = dialect_body()
+    charge["payment_details"]["transaction_description"] = "MARK"
+    dialected = await client.post(
+        CHARGE, content=with_raw_surrogate(json.dumps(charge), "MARK"), headers=wallet.wallet_headers(merchant, charge)
+    )
+    assert dialected.status_code == 400, dialected.text
+    assert dialected.json()["response_code"] == "01", dialected.text
+
+    path = bnpl.CHECKOUT
+    text = compact(bnpl.checkout_body()).replace('"callbackUrl"', '"additionalInfo":{"note":"MARK"},"callbackUrl"', 1)
+    raw = with_raw_surrogate(text, "MARK")
+    signed_as_sent = raw.decode("utf-8", "surrogateescape")  # the helpers hash it back to these very bytes
+    bnpl_answer = await client.post(path, content=raw, headers=bnpl.snap_headers(merchant, path, signed_as_sent))
+    assert bnpl_answer.status_code == 400, bnpl_answer.text
+    assert bnpl_answer.json()["responseCode"].startswith("4009201"), bnpl_answer.text
+
+
+async def test_a_merchant_user_filtering_by_another_merchant_sees_nothing_and_no_500(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    """Issue 43 N4: the console filtered a merchant user's request for another merchant by a "\\x00none" id, which
+    PostgreSQL refuses (a 500, and a CSV cut mid-stream). The filter now matches nothing without a query."""
+    mine, theirs = await make_merchant(app), await make_merchant(app)
+    async with closing(await signed_in(app, role="merchant", merchant_id=mine.id)) as browser:
+        listed = await browser.get(f"/console/payments?merchant={theirs.id}")
+        assert listed.status_code == 200, listed.text
+        exported = await browser.get(f"/console/payments.csv?merchant={theirs.id}")
+        assert exported.status_code == 200, exported.text
+        assert len(exported.text.strip().splitlines()) == 1  # the header row, whole

@@ -220,6 +220,23 @@ async def test_card_basic_failures_answer_in_the_card_format(app: FastAPI, limit
         assert (await post_charge(client, merchant, charge_body())).status_code == 200
 
 
+async def test_a_nul_in_the_basic_user_is_a_counted_failure_never_a_500(
+    app: FastAPI, limits: Callable[..., None]
+) -> None:
+    """Issue 43 N4: a NUL in the Basic user reached the database (a 500 on PostgreSQL, uncounted)."""
+    limits(failures_per_ip=2, failure_window_seconds=300)
+    merchant = await make_merchant(app)
+    async with client_from(app, new_address()) as client:
+        for user in ("\x00", f"{merchant.id}\x00"):
+            headers = {"Content-Type": "application/json", "x-version": "v3", "Authorization": basic_auth(user, "s")}
+            headers["x-req-signature"] = "0" * 64
+            wrong = await client.post(CREATE, content=json.dumps(create_body()), headers=headers)
+            assert (wrong.status_code, wrong.json()["response_code"]) == (401, "04"), wrong.text
+            assert "NUL" in wrong.json()["response_message"]
+        refused = await post_wallet(client, merchant, CREATE, create_body())
+        assert refused.status_code == 429, refused.text
+
+
 # --- SNAP signatures and access tokens (BNPL) --------------------------------------------------
 
 

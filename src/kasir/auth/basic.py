@@ -60,6 +60,8 @@ def parse_basic(header: str | None) -> tuple[str, str, str | None]:
         decoded = b64decode_strict(encoded.strip()).decode("utf-8")
     except (ValueError, UnicodeDecodeError) as exc:
         raise Unauthorized("Authorization Basic credentials are not valid Base64") from exc
+    if "\x00" in decoded:  # no credential holds one, and PostgreSQL's text cannot: refused before any look-up
+        raise Unauthorized("Authorization Basic credentials must not contain NUL characters")
     parts = decoded.split(":")
     if len(parts) not in (2, 3) or not all(parts):
         raise Unauthorized("Authorization Basic credentials must be merchant_id:secret or merchant_id:secret:hash_key")

@@ -13,7 +13,6 @@ are looked up before that unit, in a read-only one, like the merchant's credenti
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -38,6 +37,7 @@ from kasir.card.service import DuplicateOrder, card_service
 from kasir.db import Session
 from kasir.errors import WireFormat, wire
 from kasir.idempotency.service import KEY_HEADER, Keyed, Once
+from kasir.kit import json_input
 from kasir.kit.clock import clock
 from kasir.merchants.service import merchant_service
 from kasir.processors.calls import PendingCall
@@ -61,9 +61,11 @@ def speaks_dialect(request: Request, body: bytes) -> bool:
     if not any(key in body for key in _SNAKE_KEY_BYTES):
         return False  # the camelCase charge's path: no parsing here
     try:
-        data = json.loads(body)
+        data = json_input.loads(body)  # the strict reader: a body nested past its depth is refused, never a 500
+    except json_input.UnsafeJson:
+        return True  # JSON with the dialect's keys that the dialect's own reader refuses, in its format
     except ValueError:
-        return False
+        return False  # not JSON: Kasir's own card API refuses it in its format
     return isinstance(data, dict) and any(key in data for key in _SNAKE_KEYS)
 
 

@@ -8,17 +8,21 @@ anything nested deeper than MAX_DEPTH is refused too.
 `loads` answers each as `UnsafeJson` (a `ValueError`) naming where it was, so every route says
 it in its own 400 format, never as a 500.
 
-A NUL or a surrogate can only arrive escaped (`\\u0000`, `\\ud800`: raw control characters and
-invalid UTF-8 are refused by the parser itself), so the strings are walked only when the raw
-body has an escape: the common body costs one byte search.
+A NUL arrives escaped (`\\u0000`: raw control characters are refused by the parser itself), and
+a surrogate escaped (`\\ud800`) or raw (the bytes `ED A0 80`: `json.loads` decodes bytes with
+`surrogatepass`, so UTF-8's encoding of a surrogate half is read as one), so the strings are walked
+only when the raw body has an escape or such bytes: the common body costs two byte searches.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
 from typing import Any
 
+# A surrogate half as UTF-8 would spell it (U+D800 to U+DFFF): invalid UTF-8 that json.loads lets through.
+_SURROGATE_BYTES = re.compile(rb"\xed[\xa0-\xbf]")
 # Deeper than any body of the interface (a BNPL checkout nests 4 levels), far below the recursion limit.
 MAX_DEPTH = 32
 
@@ -48,7 +52,7 @@ def loads(raw: bytes | str) -> Any:
     except RecursionError:
         raise UnsafeJson("", f"nests deeper than {MAX_DEPTH} levels") from None
     data = raw if isinstance(raw, bytes) else raw.encode("utf-8", "surrogatepass")
-    needs_walk = b"\\u" in data
+    needs_walk = b"\\u" in data or _SURROGATE_BYTES.search(data) is not None
     # Fewer brackets than the limit cannot nest deeper than it: the common body is not walked.
     if needs_walk or data.count(b"{") + data.count(b"[") > MAX_DEPTH:
         _check(value, "", 0, strings=needs_walk)

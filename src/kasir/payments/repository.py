@@ -98,6 +98,7 @@ class PaymentFilter:
     since: datetime | None = None
     until: datetime | None = None
     query: str | None = None  # any id a merchant or customer quotes, exact
+    matches_nothing: bool = False  # a merchant user asking for another merchant's payments
 
 
 _CALLBACKS_OF_PAYMENT = Statement(
@@ -182,7 +183,7 @@ class _Table:
         """The WHERE of this table for the filter; None when no row of this product can match."""
         m = self.model
         found: list[Any] = []
-        if where.product and where.product != self.product:
+        if where.matches_nothing or (where.product and where.product != self.product):
             return None
         if where.merchant_id:
             found.append(m.merchant_id == where.merchant_id)

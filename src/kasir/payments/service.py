@@ -107,10 +107,9 @@ def parse_filter(
     if status and status not in OUTCOME_NAMES:
         raise BadRequest(f"status must be one of {', '.join(OUTCOME_NAMES)}", field="status")
     merchant = scope or (merchant_id.strip() if merchant_id else None) or None
-    if scope and merchant_id and merchant_id != scope:
-        merchant = "\x00none"  # a merchant user asking for another merchant: nothing matches
     return PaymentFilter(
         merchant_id=merchant,
+        matches_nothing=bool(scope and merchant_id and merchant_id != scope),
         product=product or None,
         outcome=status or None,
         channel=(channel or "").strip().upper() or None,
