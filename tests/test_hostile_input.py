@@ -266,3 +266,38 @@ async def test_a_merchant_user_filtering_by_another_merchant_sees_nothing_and_no
         exported = await browser.get(f"/console/payments.csv?merchant={theirs.id}")
         assert exported.status_code == 200, exported.text
         assert len(exported.text.strip().splitlines()) == 1  # the header row, whole
+
+
+@pytest.mark.parametrize(
+    "path", ["/console/sign-in", "/ewallet/pages/EWALLETNOSUCHPAGE/fail", "/bnpl/pages/BNPLNOSUCHPAGE/approve"]
+)
+async def test_a_nul_in_a_form_is_a_bad_request_before_any_look_up(client: httpx.AsyncClient, path: str) -> None:
+    """Issue 43 N4: the console sign-in's e-mail and the wallet page's Fail reason carried a NUL to PostgreSQL (a
+    500, uncounted as a failed sign-in). A form with `%00` is refused before a route reads it."""
+    answer = await client.post(
+        path,
+        content=b"email=a%00b%40example.com&password=x&reason=no%00&csrf_token=x",
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
+    assert answer.status_code == 400, answer.text
+    assert "NUL" in answer.text
+
+
+@pytest.mark.parametrize("since", ["0001-01-01T00:00:00+07:00", "0001-01-01T00:00:00Z", "1900-01-01T00:00:00+07:00"])
+async def test_a_since_in_year_one_is_refused_by_the_admin_api_and_the_console(
+    app: FastAPI, client: httpx.AsyncClient, since: str
+) -> None:
+    """Issue 43 N8: year 1 with an offset cannot be moved to UTC (a 500), and a merchant console user reaches it."""
+    merchant = await make_merchant(app)
+    for path in ("/admin/callbacks/recover", "/admin/callbacks/replay-given-up"):
+        answer = await client.post(path, json={"merchant_id": merchant.id, "since": since}, headers=ADMIN)
+        assert answer.status_code == 400, (path, answer.text)
+        assert "since" in answer.text
+    async with closing(await signed_in(app, role="merchant", merchant_id=merchant.id)) as browser:
+        page = await browser.get("/console/callbacks")
+        csrf = page.text.split('name="csrf_token" value="', 1)[1].split('"', 1)[0]
+        for typed in (since, "0001-01-01", "0001-01-01T00:00"):
+            answer = await browser.post(
+                "/console/callbacks/replay-given-up", data={"merchant": merchant.id, "since": typed, "csrf_token": csrf}
+            )
+            assert answer.status_code == 400, (typed, answer.text[:300])

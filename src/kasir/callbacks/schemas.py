@@ -4,11 +4,12 @@ import json
 from datetime import datetime
 from typing import Any
 
-from pydantic import AwareDatetime, BaseModel, Field
+from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from kasir.callbacks.repository import CallbackAttemptRow, CallbackRow
 from kasir.callbacks.service import Deliveries, Recovery
+from kasir.kit.fields import Moment
 
 
 class CallbackAttemptView(BaseModel):
@@ -94,7 +95,7 @@ class CallbackList(BaseModel):
 
 class RecoverRequest(BaseModel):
     merchant_id: str
-    since: AwareDatetime = Field(description="ISO 8601 with offset: events recorded since then")
+    since: Moment = Field(description="ISO 8601 with offset: events recorded since then")
     url: str | None = Field(
         None,
         max_length=2048,

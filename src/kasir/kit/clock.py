@@ -66,7 +66,19 @@ def parse_aware(value: str) -> datetime:
     parsed = datetime.fromisoformat(text)
     if parsed.tzinfo is None or parsed.utcoffset() is None:
         raise ValueError("timestamp has no UTC offset")
-    return parsed
+    return plausible(parsed)
+
+
+def plausible(moment: datetime) -> datetime:
+    """`moment` if it lies in the years a payment can (1970 to 9998), else ValueError: a moment far outside
+    them (year 1 with an offset) cannot even be moved to UTC, and no record is from then."""
+    try:
+        year = moment.astimezone(UTC).year if moment.tzinfo is not None else moment.year
+    except OverflowError:
+        raise ValueError("the moment is out of range") from None
+    if not 1970 <= year <= 9998:
+        raise ValueError("the moment is out of range (years 1970 to 9998)")
+    return moment
 
 
 def as_aware_utc(moment: datetime) -> datetime:

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Annotated, Any
 
-from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic import AfterValidator, AwareDatetime, GetCoreSchemaHandler, GetJsonSchemaHandler
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
+
+from kasir.kit.clock import plausible
 
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 # Issue 26: after removing spaces, `-`, `.` and parentheses, an optional `+` and 6 to 16 digits. Written
@@ -128,3 +131,17 @@ EMAIL = Documented(pattern=EMAIL_PATTERN, description="An email address, like na
 URL = Documented(pattern=URL_PATTERN, description="An absolute http(s) URL")
 # Not the codes as an enum: a generated client would carry a class of 500 members, and a fuzzer a case for each.
 COUNTRY = Documented(pattern="^[A-Z]{2,3}$", description="An ISO 3166-1 alpha-2 or alpha-3 code, like ID or IDN")
+
+
+def plausible_moment(value: datetime) -> datetime:
+    """A moment a record can be from (kasir.kit.clock.plausible): year 1 with an offset is a 400, not a 500."""
+    try:
+        return plausible(value)
+    except ValueError as exc:
+        raise PydanticCustomError(
+            "moment", "must be a time between the years 1970 and 9998 ({reason})", {"reason": str(exc)}
+        ) from None
+
+
+Moment = Annotated[AwareDatetime, AfterValidator(plausible_moment)]
+"""An ISO 8601 time with its offset, within the years a record can be from."""

@@ -6,6 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from kasir.kit.fields import Moment
 from kasir.payments.repository import PaymentRow
 
 
@@ -59,7 +60,7 @@ class ReplayRequest(BaseModel):
 
 class ReplayGivenUpRequest(BaseModel):
     merchant_id: str
-    since: datetime = Field(description="ISO 8601 with offset: given-up callbacks recorded since then")
+    since: Moment = Field(description="ISO 8601 with offset: given-up callbacks recorded since then")
 
 
 class ReplayedList(BaseModel):
