@@ -11,7 +11,7 @@ from fastapi import FastAPI
 
 from kasir.console.service import UserNotFound, console_users
 from tests.console.helpers import closing, signed_in
-from tests.support.builders import make_merchant
+from tests.support.builders import make_merchant, public_pem, rsa_key
 from tests.support.wire import compact, wallet
 from tests.support.wire import snap as bnpl
 from tests.support.wire.card import CHARGE, charge_body, post_charge
@@ -301,3 +301,34 @@ async def test_a_since_in_year_one_is_refused_by_the_admin_api_and_the_console(
                 "/console/callbacks/replay-given-up", data={"merchant": merchant.id, "since": typed, "csrf_token": csrf}
             )
             assert answer.status_code == 400, (typed, answer.text[:300])
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["HTTPS://shop.example/cb", "http://shop.example/c\r\nb", "http://shop.example/cb\n", "http://shop .example/"],
+)
+async def test_every_callback_url_entry_point_applies_the_one_url_check(
+    app: FastAPI, client: httpx.AsyncClient, url: str
+) -> None:
+    """Issue 43 N13: the admin and console callback-URL routes took `HTTPS://` and a CR/LF that the product
+    routes refuse; every entry point now goes through the one check."""
+    merchant = await make_merchant(app)
+    changed = await client.post(
+        f"/admin/merchants/{merchant.id}/callback-url", json={"callback_url": url}, headers=ADMIN
+    )
+    assert changed.status_code == 400, changed.text
+    created = await client.post(
+        "/admin/merchants",
+        json={"name": "N13", "public_key": public_pem(rsa_key(1)), "callback_url": url},
+        headers=ADMIN,
+    )
+    assert created.status_code == 400, created.text
+    body = wallet.create_body(callback_url=url)
+    walleted = await client.post(wallet.CREATE, content=json.dumps(body), headers=wallet.wallet_headers(merchant, body))
+    wallet.assert_problem(walleted, 400, "01")
+
+
+async def test_replay_to_with_a_url_but_another_target_is_refused(client: httpx.AsyncClient) -> None:
+    answer = await client.post("/admin/callbacks/1/replay-to", json={"url": "http://127.0.0.1:9/new"}, headers=ADMIN)
+    assert answer.status_code == 400, answer.text
+    assert "url" in answer.text

@@ -37,6 +37,7 @@ from urllib.parse import SplitResult, urlsplit
 from kasir.config import get_settings
 from kasir.errors import InvalidFieldFormat
 from kasir.kit.addresses import IPNetwork, describe, ends_in_a_number, in_networks, is_public_address, numeric_ipv4
+from kasir.kit.fields import is_http_url
 
 __all__ = [
     "DELIVERY_LOOKUPS",
@@ -127,7 +128,7 @@ _HOST_NAME = re.compile(r"[a-z0-9_-]+(\.[a-z0-9_-]+)*\.?")
 
 def _split(url: str, field: str) -> tuple[SplitResult, str, int]:
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    if not is_http_url(url) or parts.scheme not in ("http", "https") or not parts.hostname:
         raise UnsafeCallbackUrl(field, "must be an absolute http(s) URL")
     try:
         port = parts.port
@@ -203,6 +204,4 @@ async def check_callback_url(
     if production:
         await resolve_checked(url, field=field, allowed_networks=allowed_networks)
         return
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise InvalidFieldFormat(field, "must be an absolute http(s) URL")
+    _split(url, field)

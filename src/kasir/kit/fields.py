@@ -98,8 +98,14 @@ def country_code(value: str) -> str:
     return value
 
 
+def is_http_url(value: str) -> bool:
+    """An absolute http(s) URL as every callback-URL entry point takes it: the scheme in lower case, no
+    whitespace anywhere (a CR or LF included, at the end too)."""
+    return _URL.fullmatch(value) is not None
+
+
 def http_url(value: str) -> str:
-    if not _URL.match(value):
+    if not is_http_url(value):
         raise PydanticCustomError("url", "must be an absolute http(s) URL")
     return value
 

@@ -4,7 +4,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from kasir.kit.fields import Moment
 from kasir.payments.repository import PaymentRow
@@ -56,6 +57,14 @@ class ReplayRequest(BaseModel):
     url: str | None = Field(
         None, max_length=2048, description="With `target: url`: where to deliver (the rules of callback URLs apply)"
     )
+
+    @field_validator("url")
+    @classmethod
+    def _url_only_with_its_target(cls, url: str | None, info: ValidationInfo) -> str | None:
+        # A URL beside another target would be dropped without a word: the replay would go elsewhere.
+        if url is not None and info.data.get("target") != "url":
+            raise PydanticCustomError("url", 'is only taken with target "url"')
+        return url
 
 
 class ReplayGivenUpRequest(BaseModel):
