@@ -173,7 +173,7 @@ async def test_the_admin_rotates_a_secret_shown_once_with_its_grace(app: FastAPI
         assert ('id="signing-note"' in rotated.text) is (kind != "secret")
         page = await client.get(HERE)
         assert new_value not in page.text  # shown once
-        assert f"{kind.replace('_', ' ')} until" in page.text
+        assert f"<strong>{kind.replace('_', ' ')}</strong> accepted until" in page.text
         assert (f'id="confirm-{kind}"' in page.text) is (kind != "secret")
     async with app.state.database.unit_of_work(read_only=True) as session:
         secrets = await merchant_service.secrets_with_grace(session, await merchant_service.get(session, merchant.id))
@@ -438,7 +438,7 @@ async def test_the_operator_confirms_a_rotation_on_the_merchant_page(app: FastAP
         assert confirmed.status_code == 303
         page = await operator.get(confirmed.headers["location"])
         assert 'id="confirm-client_secret"' not in page.text
-        assert "switch confirmed" in page.text
+        assert "Switch confirmed" in page.text
         nothing = await operator.post(
             f"/console/merchants/{merchant.id}/confirm-rotation", data={"kind": "hash_key", "csrf_token": csrf}
         )
