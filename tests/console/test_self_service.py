@@ -316,6 +316,7 @@ async def test_a_card_test_callback_carries_the_payment_page_payload(app: FastAP
     body = request.json()
     assert body["transaction_status"] == "SUCCESS"
     assert body["payment_method"] == "CARD"
+    assert body["transaction_id"].startswith("CARDTEST")
     assert body["external_id"].startswith("TEST-")
     expected = callback_signature(
         body["transaction_id"], x_req_signature(merchant.credentials.hash_key, body["external_id"], body["order_id"])
@@ -336,6 +337,7 @@ async def test_a_bnpl_test_notification_is_signed_as_a_snap_notification(app: Fa
     payload = check_notification(request, merchant, url)
     assert payload["latestTransactionStatus"] == "00"
     assert payload["originalPartnerReferenceNo"].startswith("TEST-")
+    assert payload["originalReferenceNo"].startswith("BNPLTEST")
 
 
 async def test_a_test_callback_in_a_rotation_grace_is_signed_with_the_old_hash_key(app: FastAPI) -> None:

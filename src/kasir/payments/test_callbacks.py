@@ -136,7 +136,7 @@ def _wallet(merchant: MerchantRow, url: str) -> Sample:
 
 
 def _card(merchant: MerchantRow, url: str) -> Sample:
-    order_id, external_id = _test_ids("ORD", 20)
+    order_id, external_id = _test_ids("CARD", 20)
     now = clock.now()
     channel = next(iter(card_channels()), "CARD")
     details = {
