@@ -22,6 +22,7 @@ from kasir.card.endpoints import router as card_router
 from kasir.config import Settings, configure, get_settings
 from kasir.console.admin import router as console_users_router
 from kasir.console.endpoints import router as console_router
+from kasir.console.self_service import router as console_self_service_router
 from kasir.db import Database, check_schema
 from kasir.errors import install_error_handlers
 from kasir.kit.logs import configure_logging
@@ -60,7 +61,7 @@ def product_routers(settings: Settings) -> list[APIRouter]:
         payments_router,
     ]
     if settings.console:
-        routers.append(console_router)
+        routers.extend((console_self_service_router, console_router))
     return routers
 
 

@@ -114,6 +114,7 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("post", "/admin/users/{user_id}/disable"): "disableUser",
     ("post", "/admin/users/{user_id}/enable"): "enableUser",
     ("post", "/admin/users/{user_id}/reset-password"): "resetUserPassword",
+    ("post", "/admin/users/{user_id}/unlock"): "unlockUser",
 }
 
 SECURITY_SCHEMES: dict[str, Any] = {

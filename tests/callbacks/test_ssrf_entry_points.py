@@ -8,6 +8,8 @@ look-up leaves the process; IP literals and numeric spellings never reach a reso
 
 from __future__ import annotations
 
+import html
+import re
 import socket
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -20,6 +22,7 @@ from kasir.callbacks.ssrf import use_resolver
 from tests.callbacks.helpers import give_up, record
 from tests.callbacks.production import isolated_database, production_app
 from tests.conftest import TEST_ADMIN_TOKEN
+from tests.console.helpers import make_user, page_csrf, sign_in
 from tests.support import builders
 from tests.support.builders import make_merchant, public_pem, rsa_key, unique_name
 from tests.support.wire import wallet
@@ -156,6 +159,7 @@ class EntryPoints:
     client: httpx.AsyncClient
     merchant: builders.TestMerchant
     bnpl_token: str
+    console: httpx.AsyncClient  # signed in as the merchant's admin (My merchant)
 
 
 @pytest.fixture(scope="module")
@@ -171,7 +175,11 @@ async def entry(settings, postgres, data_dir, resolver) -> AsyncIterator[EntryPo
         transport = httpx.ASGITransport(app=application)
         async with httpx.AsyncClient(transport=transport, base_url="http://kasir.test") as http:
             merchant = await make_merchant(application, callback_url="https://public.example/default")
-            yield EntryPoints(application, http, merchant, await access_token(http, merchant))
+            # https: the console's cookies are Secure when the public URL is.
+            async with httpx.AsyncClient(transport=transport, base_url="https://kasir.test") as console:
+                email = await make_user(application, role="merchant_admin", merchant_id=merchant.id)
+                assert (await sign_in(console, email)).status_code == 303
+                yield EntryPoints(application, http, merchant, await access_token(http, merchant), console)
 
 
 def plain(answer: httpx.Response) -> Refusal:
@@ -191,6 +199,19 @@ async def merchant_default_changed(entry: EntryPoints, url: str) -> Refusal | No
     path = f"/admin/merchants/{entry.merchant.id}/callback-url"
     answer = await entry.client.post(path, headers=ADMIN, json={"callback_url": url})
     return None if answer.status_code == 200 else plain(answer)
+
+
+async def my_merchant_default_changed(entry: EntryPoints, url: str) -> Refusal | None:
+    csrf = await page_csrf(entry.console, "/console/my-merchant")
+    data = {"callback_url": url, "csrf_token": csrf}
+    answer = await entry.console.post("/console/my-merchant/callback-url", data=data)
+    if answer.status_code == 303:
+        return None
+    found = re.search(r'id="my-error" data-field="([^"]+)">([^<]+)<', answer.text)
+    assert found, answer.text
+    label, _, reason = html.unescape(found.group(2)).partition(": ")
+    assert label == "Callback URL", found.group(2)
+    return Refusal(answer.status_code, found.group(1), reason)
 
 
 async def wallet_payment(entry: EntryPoints, url: str) -> Refusal | None:
@@ -256,6 +277,7 @@ EntryPoint = Callable[[EntryPoints, str], Awaitable[Refusal | None]]
 ENTRY_POINTS: list[tuple[EntryPoint, str]] = [
     (merchant_created, "callback_url"),
     (merchant_default_changed, "callback_url"),
+    (my_merchant_default_changed, "callback_url"),
     (wallet_payment, "callback_url"),
     (card_charge, "callbackUrl"),
     (card_ewallet_charge, "callbackUrl"),

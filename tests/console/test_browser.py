@@ -20,6 +20,7 @@ from tests.support.builders import make_merchant
 from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
 from tests.support.wire import basic_auth, x_req_signature
+from tests.support.wire.callbacks import callback_signature
 from tests.support.wire.card import charge_body, post_charge
 from tests.support.wire.wallet import INQUIRY, create, dummy_payment
 
@@ -405,3 +406,73 @@ async def test_partial_refund_through_its_confirmation(
     body = json.loads(refunded.body)
     assert body["transaction_status"] == "REFUNDED"
     assert [h["refund_amount"] for h in body["refund_history"]] == [40_000]
+
+
+async def test_merchant_admin_sets_its_callback_url_rotates_its_hash_key_and_sends_a_test_callback(
+    app: FastAPI, served: ServedKasir, receiver: CallbackReceiver, chromium: Any, artifacts: Path
+) -> None:
+    base = served.base_url
+    merchant = await make_merchant(app)
+    admin = await make_user(app, role="merchant_admin", merchant_id=merchant.id)
+    page = await new_page(chromium, DOCS_WIDE)
+    await sign_in(page, base, admin)
+    async with page.expect_navigation():
+        await page.click("text=My merchant")
+    assert page.url == f"{base}/console/my-merchant"
+    assert await page.inner_text("#my-merchant-id") == merchant.id
+    assert await page.inner_text("#my-client-id") == merchant.client_id
+
+    # The callback URL, refused with its reason, then saved.
+    await page.fill("#callback-url", "ftp://shop.example/cb")
+    await page.evaluate("document.getElementById('callback-url').type = 'text'")  # past the browser's own check
+    async with page.expect_navigation():
+        await page.click("#save-callback-url")
+    assert await page.inner_text("#my-error") == "Callback URL: must be an absolute http(s) URL"
+    await page.fill("#callback-url", receiver.url("/self"))
+    async with page.expect_navigation():
+        await page.click("#save-callback-url")
+    assert await page.inner_text("#my-callback-url") == receiver.url("/self")
+
+    # A new hash key with a day's grace: shown once; callbacks stay signed with the old one until confirmed.
+    await page.select_option("#rotate-kind", "hash_key")
+    await page.fill("#grace-hours", "24")
+    async with page.expect_navigation():
+        await page.click("#rotate")
+    new_hash_key = (await page.inner_text("#new-value")).strip()
+    assert new_hash_key != merchant.credentials.hash_key
+    assert "Callbacks stay signed with the old value" in await page.inner_text("#signing-note")
+    async with page.expect_navigation():
+        await page.click("#back")
+
+    async def sent_and_signed_with(kind: str, hash_key: str, count: int) -> None:
+        await page.select_option("#test-kind", kind)
+        async with page.expect_navigation():
+            await page.click("#send-test")
+        assert (await page.inner_text("#test-status")).startswith("HTTP 200")
+        assert (await page.inner_text("#test-latency")).endswith(" ms")
+        request = (await receiver.wait_for(count, path="/self"))[-1]
+        assert request.headers["x-kasir-callback-id"] == await page.inner_text("#test-callback-id")
+        body = json.loads(request.body)
+        assert body["external_id"].startswith("TEST-")
+        signature = x_req_signature(hash_key, body["external_id"], body["order_id"])
+        assert request.headers["svc-signature"] == callback_signature(body["transaction_id"], signature)
+
+    await sent_and_signed_with("wallet", merchant.credentials.hash_key, 1)
+    assert await page.locator("#confirm-hash_key").count() == 1
+    await no_sideways_scrolling(page)
+    await page.screenshot(path=str(artifacts / "console-my-merchant.png"), full_page=True)
+
+    # The merchant verifies with the new key: it confirms the switch, and the next test is signed with it.
+    async with page.expect_navigation():
+        await page.click("#confirm-hash_key")
+    assert "Switch confirmed" in await page.inner_text("main")
+    await sent_and_signed_with("card", new_hash_key, 2)
+    assert [e for e in page.errors if "Content Security Policy" in e or "Refused" in e] == []
+    await page.context.close()
+
+    phone = await new_page(chromium, DOCS_PHONE)
+    await sign_in(phone, base, admin)
+    await phone.goto(f"{base}/console/my-merchant")
+    await no_sideways_scrolling(phone)
+    await phone.screenshot(path=str(artifacts / "console-my-merchant-phone.png"), full_page=True)
+    await phone.context.close()

@@ -19,6 +19,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from kasir.auth.scheme import Authenticator, FailedAuthentications, database, source
+from kasir.console.models import Role
 from kasir.console.service import AccountLocked, CsrfRefused, NotYours, SignInRefused, Viewer, console_sessions
 from kasir.console.service import SignedIn as NewSession
 
@@ -126,10 +127,39 @@ async def checked_user_manager(viewer: Annotated[Viewer, Depends(console_session
     return user_manager_only(viewer)
 
 
+def merchant_user_only(viewer: Viewer) -> Viewer:
+    """A merchant's user, any role (its own merchant's self-service pages); an operator has no merchant of its own."""
+    if viewer.is_operator or viewer.merchant_id is None:
+        raise NotYours()
+    return viewer
+
+
+def merchant_admin_only(viewer: Viewer) -> Viewer:
+    """A merchant's admin: it alone changes its merchant's credentials and callback URL."""
+    if viewer.role is not Role.MERCHANT_ADMIN or viewer.merchant_id is None:
+        raise NotYours()
+    return viewer
+
+
+async def current_merchant_user(viewer: Annotated[Viewer, Depends(console_session)]) -> Viewer:
+    return merchant_user_only(viewer)
+
+
+async def checked_merchant_user(viewer: Annotated[Viewer, Depends(console_session_checked)]) -> Viewer:
+    return merchant_user_only(viewer)
+
+
+async def checked_merchant_admin(viewer: Annotated[Viewer, Depends(console_session_checked)]) -> Viewer:
+    return merchant_admin_only(viewer)
+
+
 SignedIn = Annotated[Viewer, Depends(console_session)]
 Checked = Annotated[Viewer, Depends(console_session_checked)]
 Operator = Annotated[Viewer, Depends(current_operator)]
 CheckedOperator = Annotated[Viewer, Depends(checked_operator)]
 UserManager = Annotated[Viewer, Depends(current_user_manager)]
 CheckedUserManager = Annotated[Viewer, Depends(checked_user_manager)]
+MerchantUser = Annotated[Viewer, Depends(current_merchant_user)]
+CheckedMerchantUser = Annotated[Viewer, Depends(checked_merchant_user)]
+CheckedMerchantAdmin = Annotated[Viewer, Depends(checked_merchant_admin)]
 SignIn = Annotated[ConsoleSignInAuthenticator, Depends(console_sign_in)]

@@ -51,6 +51,11 @@ async def enable_user(user_id: UserId, request: Request, session: WriteSession) 
     return UserView.of(await console_users.set_disabled(session, user_id, False, actor=actor(request)))
 
 
+@router.post("/{user_id}/unlock", summary="Lift a sign-in lock (too many failures in a row) before it ends")
+async def unlock_user(user_id: UserId, request: Request, session: WriteSession) -> UserView:
+    return UserView.of(await console_users.unlock(session, user_id, actor=actor(request)))
+
+
 @router.post("/{user_id}/reset-password", summary="A new password, shown once; the user's sessions end")
 async def reset_password(
     user_id: UserId, body: UserPassword, request: Request, session: WriteSession

@@ -108,6 +108,16 @@ def enable(email: Annotated[str, typer.Argument(help="Email (or id) of the user"
     console.print(f"console user {run_in_session(work)} enabled", highlight=False)
 
 
+@user_app.command("unlock")
+def unlock(email: Annotated[str, typer.Argument(help="Email (or id) of the user")]) -> None:
+    """Lift a sign-in lock (too many failed sign-ins in a row) before it ends; the password stays."""
+
+    async def work(session: Session) -> str:
+        return (await console_users.unlock(session, email, actor=Actor.cli())).email
+
+    console.print(f"console user {run_in_session(work)} unlocked", highlight=False)
+
+
 @user_app.command("reset-password")
 def reset_password(
     email: Annotated[str, typer.Argument(help="Email (or id) of the user")],

@@ -58,6 +58,7 @@ DONE = {
     "callback_url": "Default callback URL changed.",
     "disabled": "Merchant disabled: its credentials and tokens are refused; pending callbacks still go out.",
     "enabled": "Merchant enabled.",
+    "confirmed": "Switch confirmed: the merchant's callbacks are signed with the new value from the next attempt.",
     "user_disabled": "User disabled: its sessions ended at once.",
     "user_enabled": "User enabled.",
     "user_unlocked": "User unlocked: it may sign in again.",
@@ -542,6 +543,19 @@ async def rotate(
         actor=viewer.actor(client_ip(request)),
     )
     return render(request, "rotated.html", viewer=viewer, rotated=rotated)
+
+
+@router.post("/merchants/{merchant_id}/confirm-rotation")
+async def confirm_rotation(
+    request: Request,
+    merchant_id: str,
+    viewer: CheckedOperator,
+    session: WriteSession,
+    kind: Annotated[CredentialKind, Form()],
+) -> Response:
+    """docs/decisions.md §12.4: the merchant verifies callbacks with the new value (the admin API's service)."""
+    await merchant_service.confirm_switch(session, merchant_id, kind, actor=viewer.actor(client_ip(request)))
+    return RedirectResponse(f"/console/merchants/{merchant_id}?done=confirmed", status_code=303)
 
 
 @router.post("/merchants/{merchant_id}/disable")

@@ -171,6 +171,11 @@ class Viewer:
         """Operators manage every console user; a merchant's admin, its own merchant's."""
         return self.role in (Role.OPERATOR, Role.MERCHANT_ADMIN)
 
+    @property
+    def is_merchant_admin(self) -> bool:
+        """A merchant's admin: it alone changes its merchant's credentials and callback URL (My merchant)."""
+        return self.role is Role.MERCHANT_ADMIN
+
     def may_see(self, merchant_id: str | None) -> bool:
         return self.is_operator or (merchant_id is not None and merchant_id == self.merchant_id)
 
