@@ -24,16 +24,18 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
+from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 
 from kasir.openapi import OPERATION_IDS
 from tests.conftest import TEST_ADMIN_TOKEN
-from tests.support.builders import public_pem, rsa_key, unique_name
+from tests.support.builders import make_merchant, public_pem, rsa_key, unique_name
 from tests.support.server import ServedKasir
 from tests.support.wire import x_req_signature
 from tests.support.wire.card import charge_body
 from tests.support.wire.snap import checkout_body, external_id, snap_symmetric, snap_timestamp, token_signature
-from tests.support.wire.wallet import create_body
+from tests.support.wire.wallet import create, create_body, dummy_payment
 
 _OPERATION_ID = re.compile(r"^[a-z][A-Za-z0-9]{2,40}$")
 
@@ -158,6 +160,31 @@ async def test_the_callbacks_are_webhooks(document: dict[str, Any]) -> None:
         ref = hook["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
         assert ref.rsplit("/", 1)[1] in schemas
     assert "card_token" in schemas["PaymentPageNotification"]["required"]
+
+
+def documented_answer(document: dict[str, Any], path: str, status: int, body: Any) -> dict[str, Any]:
+    """The schema `document` gives the answer of POST `path` with `status`, after checking `body` against it."""
+    schema = document["paths"][path]["post"]["responses"][str(status)]["content"]["application/json"]["schema"]
+    # The whole document is the root, so the schema's `#/components/...` references resolve in it.
+    errors = [error.message for error in Draft202012Validator({**document, **schema}).iter_errors(body)]
+    assert not errors, (path, status, errors)
+    ref = schema.get("$ref", "")
+    return dict(document["components"]["schemas"][ref.rsplit("/", 1)[1]]) if ref else dict(schema)
+
+
+async def test_the_dummy_payment_answer_is_documented_as_its_six_fields(
+    app: FastAPI, client: httpx.AsyncClient, document: dict[str, Any]
+) -> None:
+    # interface.md endpoint 3: a client generated from the document reads the fields it promises (issue 42).
+    merchant = await make_merchant(app)
+    response = await dummy_payment(client, merchant, await create(client, merchant))
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    schema = documented_answer(document, "/ewallet/v2/dummy-payment", 200, answer)
+    six = {"external_id", "order_id", "transaction_status", "paid_time", "reference_id", "response_code"}
+    assert set(answer) == six
+    assert set(schema["properties"]) == set(schema["required"]) == six
+    assert schema["examples"][0].keys() == six
 
 
 async def test_docs_pages_load_their_assets_from_kasir(client: httpx.AsyncClient) -> None:
