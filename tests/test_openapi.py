@@ -162,6 +162,26 @@ async def test_the_callbacks_are_webhooks(document: dict[str, Any]) -> None:
     assert "card_token" in schemas["PaymentPageNotification"]["required"]
 
 
+async def test_no_schema_has_a_null_default(document: dict[str, Any]) -> None:
+    # A `default: null` on an optional field makes generators type it as always there (openapi-typescript's
+    # defaults: a required field of the request), issue 42.
+    found: list[str] = []
+
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, dict):
+            if node.get("default", ...) is None:
+                found.append(where)
+            for key, value in node.items():
+                if key not in ("example", "examples"):  # values, not schemas
+                    walk(value, f"{where}/{key}")
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, f"{where}/{index}")
+
+    walk(document, "#")
+    assert found == [], "\n".join(found)
+
+
 def documented_answer(document: dict[str, Any], path: str, status: int, body: Any) -> dict[str, Any]:
     """The schema `document` gives the answer of POST `path` with `status`, after checking `body` against it."""
     schema = document["paths"][path]["post"]["responses"][str(status)]["content"]["application/json"]["schema"]
