@@ -33,7 +33,8 @@ from tests.conftest import TEST_ADMIN_TOKEN
 from tests.support.builders import make_merchant, public_pem, rsa_key, unique_name
 from tests.support.server import ServedKasir
 from tests.support.wire import x_req_signature
-from tests.support.wire.card import charge_body
+from tests.support.wire.card import CHARGE, charge_body, post_charge
+from tests.support.wire.dialect import dialect_body, post_dialect
 from tests.support.wire.snap import checkout_body, external_id, snap_symmetric, snap_timestamp, token_signature
 from tests.support.wire.wallet import create, create_body, dummy_payment
 
@@ -205,6 +206,46 @@ async def test_the_dummy_payment_answer_is_documented_as_its_six_fields(
     assert set(answer) == six
     assert set(schema["properties"]) == set(schema["required"]) == six
     assert schema["examples"][0].keys() == six
+
+
+async def test_the_card_charge_documents_the_sdk_dialect_too(
+    app: FastAPI, client: httpx.AsyncClient, document: dict[str, Any]
+) -> None:
+    # docs/decisions.md §12.3: one path, two APIs, the body decides; a client generated from the document
+    # can make either charge and read either answer (issue 42).
+    operation = document["paths"][CHARGE]["post"]
+    body = operation["requestBody"]["content"]["application/json"]["schema"]
+    schemas = document["components"]["schemas"]
+    alternatives = schemas[body["$ref"].rsplit("/", 1)[1]]["oneOf"]
+    assert alternatives == [
+        {"$ref": "#/components/schemas/CardChargeRequest"},
+        {"$ref": "#/components/schemas/DialectChargeRequest"},
+    ]
+    for request in (charge_body(), dialect_body()):
+        errors = list(Draft202012Validator({**document, **body}).iter_errors(request))
+        assert not errors, [error.message for error in errors]  # oneOf: exactly one alternative
+    headers = {p["name"]: p for p in operation["parameters"] if p["in"] == "header"}
+    assert {"x-req-signature", "x-version", "sub-merchant-id", "response-type"} <= set(headers)
+    assert not any(headers[name]["required"] for name in ("x-req-signature", "x-version"))  # camelCase needs none
+
+    merchant = await make_merchant(app)
+    camel = await post_charge(client, merchant, charge_body())
+    assert camel.status_code == 200, camel.text
+    documented_answer(document, CHARGE, 200, camel.json())
+    for response_type in ("html", "url"):
+        sdk = await post_dialect(client, merchant, CHARGE, dialect_body(), response_type=response_type)
+        assert sdk.status_code == 200, sdk.text
+        answer = documented_answer(document, CHARGE, 200, sdk.json())
+        assert answer["oneOf"][1] == {"$ref": "#/components/schemas/DialectChargeResponse"}
+    refused = await post_dialect(client, merchant, CHARGE, {**dialect_body(), "payment_method": "CASH"})
+    assert (refused.status_code, refused.json()["response_code"]) == (400, "01")
+    documented_answer(document, CHARGE, 400, refused.json())
+    unknown = await post_dialect(client, merchant, CHARGE, dialect_body(), sub_merchant_id="NOT-OURS")
+    assert (unknown.status_code, unknown.json()["response_code"]) == (403, "04")
+    documented_answer(document, CHARGE, 403, unknown.json())
+    invalid = await post_charge(client, merchant, {**charge_body(), "paymentMethod": "cash"})
+    assert invalid.status_code == 400, invalid.text
+    documented_answer(document, CHARGE, 400, invalid.json())
 
 
 async def test_docs_pages_load_their_assets_from_kasir(client: httpx.AsyncClient) -> None:
