@@ -228,6 +228,11 @@ async def test_the_card_charge_documents_the_sdk_dialect_too(
     assert {"x-req-signature", "x-version", "sub-merchant-id", "response-type"} <= set(headers)
     assert not any(headers[name]["required"] for name in ("x-req-signature", "x-version"))  # camelCase needs none
 
+    examples = operation["responses"]["200"]["content"]["application/json"]["examples"]
+    assert set(examples) == {"camelCase", "sdk"}  # a documentation page shows both answers
+    for example in examples.values():
+        documented_answer(document, CHARGE, 200, example["value"])
+
     merchant = await make_merchant(app)
     camel = await post_charge(client, merchant, charge_body())
     assert camel.status_code == 200, camel.text

@@ -159,7 +159,7 @@ class DialectChargeResponse(BaseModel):
                 {
                     "response_code": "00",
                     "response_message": "Success",
-                    "data": {"link": "https://kasir.example/card/pages/CARD2611230001ABCD?token=..."},
+                    "data": {"link": "https://kasir.example/card/pages/CARD2611230001ABCD"},
                 }
             ]
         }

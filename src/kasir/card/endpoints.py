@@ -89,6 +89,32 @@ class CardChargeError(RootModel[CardErrorBody | WalletErrorBody]):
     model_config = ConfigDict(json_schema_extra=one_of)
 
 
+# Named examples, one per API: a documentation page shows the first alternative's example otherwise.
+_ANSWER_EXAMPLES = {
+    "camelCase": {
+        "summary": "Kasir's card API",
+        "value": {
+            "statusCode": "00",
+            "statusMessage": "SUCCESS",
+            "data": {
+                "transactionId": "CARD2611230001ABCD",
+                "externalId": "EXT-1001",
+                "paymentStatus": "PENDING",
+                "link": "https://kasir.example/card/pages/CARD2611230001ABCD",
+            },
+        },
+    },
+    "sdk": {
+        "summary": "The provider SDK's dialect, with response-type: url",
+        "value": {
+            "response_code": "00",
+            "response_message": "Success",
+            "data": {"link": "https://kasir.example/card/pages/CARD2611230001ABCD"},
+        },
+    },
+}
+
+
 def _error_responses() -> dict[int | str, dict[str, Any]]:
     # Each status in the camelCase format, then in the SDK dialect's (the wallet API's codes).
     described: dict[int, tuple[type[BaseModel], str]] = {
@@ -132,7 +158,14 @@ async def _dialect_answer(request: Request, caller: CardCharger) -> str | None:
     CHARGE_PATH,
     summary="Card charge",
     openapi_extra=_CHARGE_OPENAPI,
-    responses={200: {"model": CardChargeAnswer, "description": "Successful Response"}, **_error_responses()},
+    responses={
+        200: {
+            "model": CardChargeAnswer,
+            "description": "The payment's page: `data.link` (camelCase), or the SDK's `data.html` or `data.link`",
+            "content": {"application/json": {"examples": _ANSWER_EXAMPLES}},
+        },
+        **_error_responses(),
+    },
 )
 async def charge(
     request: Request,
