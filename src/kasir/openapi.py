@@ -14,7 +14,8 @@ generator needs and FastAPI cannot know:
   that take `X-Idempotency-Key`, `Retry-After` on 429, on an outage's 500 or 503, and on the 409 of a request
   still running;
 - the three callbacks as `webhooks`, each with its payload, its signature headers and the answer expected;
-- examples of every error body, and `/metrics` as text/plain.
+- examples of every error body, and `/metrics` as text/plain;
+- no `default: null`: an optional field is one a client may leave out (issue 42).
 """
 
 from __future__ import annotations
