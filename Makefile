@@ -47,7 +47,7 @@ run: $(VENV)/.runtime
 	exec $(BIN)/kasir serve --host $(HOST) --port $(PORT)
 
 ## make test: install what the tests need, then the whole suite on SQLite and on PostgreSQL
-test: $(VENV)/.dev system-deps
+test: $(VENV)/.dev system-deps node-deps
 	$(BIN)/ruff check src tests migrations sdk bench examples scripts
 	$(BIN)/ruff format --check src tests
 	$(BIN)/mypy
@@ -73,6 +73,16 @@ test-fast: $(VENV)/.dev system-deps
 system-deps:
 	@scripts/system-deps.sh
 
+# openapi-typescript and tsc for tests/test_openapi_typescript.py, at the versions of their lock file, from the
+# npm registry (through npm's cache) into the folder's node_modules: the test itself runs offline.
+TS_CHECK := tests/support/typescript
+.PHONY: node-deps
+node-deps: $(TS_CHECK)/node_modules/.installed
+
+$(TS_CHECK)/node_modules/.installed: $(TS_CHECK)/package.json $(TS_CHECK)/package-lock.json | system-deps
+	npm ci --prefix $(TS_CHECK) --no-audit --no-fund --loglevel=error
+	touch $@
+
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests migrations sdk bench examples scripts
 	$(BIN)/ruff format --check src tests
@@ -89,7 +99,7 @@ sdk-package:
 	$(BIN)/python scripts/check_sdk.py package
 
 clean:
-	rm -rf $(VENV) var .pytest_cache
+	rm -rf $(VENV) var .pytest_cache $(TS_CHECK)/node_modules
 
 ## make bench: the benchmarks of bench/ (BENCH_DB=postgres, BENCH_WORKERS=N, BENCH_SECONDS=S)
 bench: $(VENV)/.dev

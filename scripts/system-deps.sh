@@ -3,8 +3,8 @@
 # the PostgreSQL server (the suites start a throwaway cluster on 127.0.0.1); chromium for the payment-page
 # browser tests (Playwright drives /usr/bin/chromium: `playwright install` is never run); nginx for the deployment
 # test (tests/test_deployment.py runs deploy/nginx/kasir.conf; the package's own service is not used); nodejs for
-# the provider SDK's card dialect script (tests/card/sdk_dialect.mjs: Node's own fetch, no npm package); wrk for
-# `make bench`.
+# the provider SDK's card dialect script (tests/card/sdk_dialect.mjs: Node's own fetch, no npm package) and npm
+# for openapi-typescript and tsc (`make node-deps`, tests/test_openapi_typescript.py); wrk for `make bench`.
 # `make soak` needs only the PostgreSQL server.
 set -euo pipefail
 
@@ -14,6 +14,7 @@ if [ "${1:-}" != "soak" ]; then
     [ -x /usr/bin/chromium ] || missing+=(chromium)
     [ -x /usr/sbin/nginx ] || missing+=(nginx)
     command -v node >/dev/null || missing+=(nodejs)
+    command -v npm >/dev/null || missing+=(npm)  # Debian's nodejs comes without it (tests/support/typescript)
 fi
 if [ "${1:-}" = "bench" ]; then
     command -v wrk >/dev/null || missing+=(wrk)

@@ -24,16 +24,19 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
+from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 
 from kasir.openapi import OPERATION_IDS
 from tests.conftest import TEST_ADMIN_TOKEN
-from tests.support.builders import public_pem, rsa_key, unique_name
+from tests.support.builders import make_merchant, public_pem, rsa_key, unique_name
 from tests.support.server import ServedKasir
 from tests.support.wire import x_req_signature
-from tests.support.wire.card import charge_body
+from tests.support.wire.card import CHARGE, charge_body, post_charge
+from tests.support.wire.dialect import dialect_body, post_dialect
 from tests.support.wire.snap import checkout_body, external_id, snap_symmetric, snap_timestamp, token_signature
-from tests.support.wire.wallet import create_body
+from tests.support.wire.wallet import create, create_body, dummy_payment
 
 _OPERATION_ID = re.compile(r"^[a-z][A-Za-z0-9]{2,40}$")
 
@@ -158,6 +161,96 @@ async def test_the_callbacks_are_webhooks(document: dict[str, Any]) -> None:
         ref = hook["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
         assert ref.rsplit("/", 1)[1] in schemas
     assert "card_token" in schemas["PaymentPageNotification"]["required"]
+
+
+async def test_no_schema_has_a_null_default(document: dict[str, Any]) -> None:
+    # A `default: null` on an optional field makes generators type it as always there (openapi-typescript's
+    # defaults: a required field of the request), issue 42.
+    found: list[str] = []
+
+    def walk(node: Any, where: str) -> None:
+        if isinstance(node, dict):
+            if node.get("default", ...) is None:
+                found.append(where)
+            for key, value in node.items():
+                if key not in ("example", "examples"):  # values, not schemas
+                    walk(value, f"{where}/{key}")
+        elif isinstance(node, list):
+            for index, value in enumerate(node):
+                walk(value, f"{where}/{index}")
+
+    walk(document, "#")
+    assert found == [], "\n".join(found)
+
+
+def documented_answer(document: dict[str, Any], path: str, status: int, body: Any) -> dict[str, Any]:
+    """The schema `document` gives the answer of POST `path` with `status`, after checking `body` against it."""
+    schema = document["paths"][path]["post"]["responses"][str(status)]["content"]["application/json"]["schema"]
+    # The whole document is the root, so the schema's `#/components/...` references resolve in it.
+    errors = [error.message for error in Draft202012Validator({**document, **schema}).iter_errors(body)]
+    assert not errors, (path, status, errors)
+    ref = schema.get("$ref", "")
+    return dict(document["components"]["schemas"][ref.rsplit("/", 1)[1]]) if ref else dict(schema)
+
+
+async def test_the_dummy_payment_answer_is_documented_as_its_six_fields(
+    app: FastAPI, client: httpx.AsyncClient, document: dict[str, Any]
+) -> None:
+    # interface.md endpoint 3: a client generated from the document reads the fields it promises (issue 42).
+    merchant = await make_merchant(app)
+    response = await dummy_payment(client, merchant, await create(client, merchant))
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    schema = documented_answer(document, "/ewallet/v2/dummy-payment", 200, answer)
+    six = {"external_id", "order_id", "transaction_status", "paid_time", "reference_id", "response_code"}
+    assert set(answer) == six
+    assert set(schema["properties"]) == set(schema["required"]) == six
+    assert schema["examples"][0].keys() == six
+
+
+async def test_the_card_charge_documents_the_sdk_dialect_too(
+    app: FastAPI, client: httpx.AsyncClient, document: dict[str, Any]
+) -> None:
+    # docs/decisions.md §12.3: one path, two APIs, the body decides; a client generated from the document
+    # can make either charge and read either answer (issue 42).
+    operation = document["paths"][CHARGE]["post"]
+    body = operation["requestBody"]["content"]["application/json"]["schema"]
+    schemas = document["components"]["schemas"]
+    alternatives = schemas[body["$ref"].rsplit("/", 1)[1]]["oneOf"]
+    assert alternatives == [
+        {"$ref": "#/components/schemas/CardChargeRequest"},
+        {"$ref": "#/components/schemas/DialectChargeRequest"},
+    ]
+    for request in (charge_body(), dialect_body()):
+        errors = list(Draft202012Validator({**document, **body}).iter_errors(request))
+        assert not errors, [error.message for error in errors]  # oneOf: exactly one alternative
+    headers = {p["name"]: p for p in operation["parameters"] if p["in"] == "header"}
+    assert {"x-req-signature", "x-version", "sub-merchant-id", "response-type"} <= set(headers)
+    assert not any(headers[name]["required"] for name in ("x-req-signature", "x-version"))  # camelCase needs none
+
+    examples = operation["responses"]["200"]["content"]["application/json"]["examples"]
+    assert set(examples) == {"camelCase", "sdk"}  # a documentation page shows both answers
+    for example in examples.values():
+        documented_answer(document, CHARGE, 200, example["value"])
+
+    merchant = await make_merchant(app)
+    camel = await post_charge(client, merchant, charge_body())
+    assert camel.status_code == 200, camel.text
+    documented_answer(document, CHARGE, 200, camel.json())
+    for response_type in ("html", "url"):
+        sdk = await post_dialect(client, merchant, CHARGE, dialect_body(), response_type=response_type)
+        assert sdk.status_code == 200, sdk.text
+        answer = documented_answer(document, CHARGE, 200, sdk.json())
+        assert answer["oneOf"][1] == {"$ref": "#/components/schemas/DialectChargeResponse"}
+    refused = await post_dialect(client, merchant, CHARGE, {**dialect_body(), "payment_method": "CASH"})
+    assert (refused.status_code, refused.json()["response_code"]) == (400, "01")
+    documented_answer(document, CHARGE, 400, refused.json())
+    unknown = await post_dialect(client, merchant, CHARGE, dialect_body(), sub_merchant_id="NOT-OURS")
+    assert (unknown.status_code, unknown.json()["response_code"]) == (403, "04")
+    documented_answer(document, CHARGE, 403, unknown.json())
+    invalid = await post_charge(client, merchant, {**charge_body(), "paymentMethod": "cash"})
+    assert invalid.status_code == 400, invalid.text
+    documented_answer(document, CHARGE, 400, invalid.json())
 
 
 async def test_docs_pages_load_their_assets_from_kasir(client: httpx.AsyncClient) -> None:

@@ -14,7 +14,8 @@ generator needs and FastAPI cannot know:
   that take `X-Idempotency-Key`, `Retry-After` on 429, on an outage's 500 or 503, and on the 409 of a request
   still running;
 - the three callbacks as `webhooks`, each with its payload, its signature headers and the answer expected;
-- examples of every error body, and `/metrics` as text/plain.
+- examples of every error body, and `/metrics` as text/plain;
+- no `default: null`: an optional field is one a client may leave out (issue 42).
 """
 
 from __future__ import annotations
@@ -182,16 +183,19 @@ def complete_document(document: dict[str, Any], extra_models: list[type[BaseMode
         for method, operation in operations.items():
             _complete_operation(method, path, operation)
     document["webhooks"] = webhooks()
-    _drop_null_defaults(schemas)
+    _drop_null_defaults(document)
 
 
 def _drop_null_defaults(node: Any) -> None:
-    """An optional field that is absent rather than null (`str | SkipJsonSchema[None] = None`) has no default."""
+    """An optional field has no `default: null` (pydantic writes one for every `x: T | None = None`): code
+    generators type a field with a default as always present (openapi-typescript's defaults make it required
+    in the request too), and absent is what the server assumes anyway. Examples are values, left as they are."""
     if isinstance(node, dict):
-        if "default" in node and node["default"] is None and node.get("type") not in (None, "null"):
+        if "default" in node and node["default"] is None:
             del node["default"]
-        for value in node.values():
-            _drop_null_defaults(value)
+        for key, value in node.items():
+            if key not in ("example", "examples"):
+                _drop_null_defaults(value)
     elif isinstance(node, list):
         for value in node:
             _drop_null_defaults(value)

@@ -35,6 +35,7 @@ SIGNED_HEADERS = {
     "/admin/": ("Authorization",),
 }
 
+_DIALECT_KEYS = ("external_id", "payment_details", "card_details")
 _serial = itertools.count(int(time.time() * 1000))
 # Stands for a merchant's unique reference in the seed examples; replaced per request.
 SEED_MARK = b"FUZZSEED"
@@ -115,8 +116,10 @@ class KasirSigner(AuthBase):
             )
         elif path.startswith("/card-v2/"):
             headers["Authorization"] = basic_auth(merchant.merchant_id, merchant.secret)
-            if path.endswith("/charge-direct"):  # the provider SDK's dialect signs like the wallet API
-                fields = _json_object(text)
+            fields = _json_object(text)
+            # The provider SDK's dialect signs like the wallet API: its direct charges, and the charge when the
+            # body has the dialect's keys (docs/decisions.md §12.3; the document offers both bodies there).
+            if path.endswith("/charge-direct") or any(key in fields for key in _DIALECT_KEYS):
                 headers["x-version"] = "v3"
                 headers["x-req-signature"] = x_req_signature(
                     merchant.hash_key, _as_text(fields.get("external_id")), _as_text(fields.get("order_id"))

@@ -13,11 +13,11 @@ are looked up before that unit, in a read-only one, like the merchant's credenti
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field
 
 from kasir.auth import WalletCaller, WalletSigned
 from kasir.card.dialect import (
@@ -41,7 +41,7 @@ from kasir.kit import json_input
 from kasir.kit.clock import clock
 from kasir.merchants.service import merchant_service
 from kasir.processors.calls import PendingCall
-from kasir.snap.openapi import snap_route
+from kasir.snap.openapi import one_of, snap_route
 from kasir.wallet.schemas import WalletErrorBody
 
 dialect_router = APIRouter(tags=["card (provider SDK dialect)"])
@@ -141,6 +141,50 @@ class DirectResponse(BaseModel):
     response_code: str
     response_message: str
     data: DirectData
+
+
+class DialectChargePage(BaseModel):
+    html: str = Field(description="A page that sends the customer on to the payment step as it loads (the default)")
+
+
+class DialectChargeLink(BaseModel):
+    link: str = Field(description="The payment step's URL (with the header `response-type: url`)")
+
+
+class DialectChargeResponse(BaseModel):
+    """The SDK dialect's 3-D Secure charge (`POST /card-v2/v1/charge` with a snake_case body): `response_code`
+    `00` and where the customer goes next."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "response_code": "00",
+                    "response_message": "Success",
+                    "data": {"link": "https://kasir.example/card/pages/CARD2611230001ABCD"},
+                }
+            ]
+        }
+    )
+
+    response_code: str = Field(examples=["00"])
+    response_message: str = Field(examples=["Success"])
+    data: Annotated[DialectChargePage | DialectChargeLink, Field(json_schema_extra=one_of)]
+
+
+# The dialect's headers on the charge it shares with the camelCase API: there, the body decides which API a
+# request speaks (docs/decisions.md §12.3), so they are optional in the document and required by the dialect.
+_FOR_THE_DIALECT = "The provider SDK's dialect (a snake_case body) only, where it is required: "
+DIALECT_CHARGE_HEADERS: list[dict[str, Any]] = [
+    {"name": "x-req-signature", "in": "header", "required": False, "schema": {"type": "string"},
+     "description": _FOR_THE_DIALECT + "lowercase hex sha256(hash_key + external_id + order_id)"},
+    {"name": "x-version", "in": "header", "required": False, "schema": {"type": "string"},
+     "description": _FOR_THE_DIALECT + "`v3`"},
+    {"name": SUB_MERCHANT_HEADER, "in": "header", "required": False, "schema": {"type": "string"},
+     "description": "The provider SDK's dialect only: one of the merchant's sub-merchant ids"},
+    {"name": RESPONSE_TYPE_HEADER, "in": "header", "required": False, "schema": {"type": "string"},
+     "description": "The provider SDK's dialect only: `html` (the default: `data.html`) or `url` (`data.link`)"},
+]  # fmt: skip
 
 
 def _openapi() -> dict[str, Any]:

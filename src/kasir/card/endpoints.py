@@ -23,12 +23,20 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from pydantic import BaseModel, ConfigDict, RootModel
 
 from kasir.auth import PUBLIC, Authenticator, BasicCaller, OneOf, WalletCaller, basic, wallet_signature
 from kasir.card import pages
 from kasir.card.attempts import EXPIRED_BY_TIME
-from kasir.card.dialect import response_type_of
-from kasir.card.dialect_endpoints import RESPONSE_TYPE_HEADER, dialect_charge, dialect_router, speaks_dialect
+from kasir.card.dialect import DialectChargeRequest, response_type_of
+from kasir.card.dialect_endpoints import (
+    DIALECT_CHARGE_HEADERS,
+    RESPONSE_TYPE_HEADER,
+    DialectChargeResponse,
+    dialect_charge,
+    dialect_router,
+    speaks_dialect,
+)
 from kasir.card.page_links import check_page_token, page_token, return_redirect
 from kasir.card.schemas import CardErrorBody, CardValidationError, ChargeRequest, ChargeResponse
 from kasir.card.service import AttemptAlreadySubmitted, InvalidCard, card_from_fields, card_service, charge_body
@@ -41,7 +49,8 @@ from kasir.kit.clock import clock
 from kasir.kit.pages import form_fields, html_page
 from kasir.processors.calls import CallInProgress, PendingCall
 from kasir.processors.registry import card_acquirer, page_of
-from kasir.snap.openapi import snap_route
+from kasir.snap.openapi import one_of, one_of_body
+from kasir.wallet.schemas import WalletErrorBody
 
 router = APIRouter(tags=["card"])
 
@@ -50,26 +59,79 @@ _SCOPE = f"POST {CHARGE_PATH}"  # the X-Idempotency-Key's scope
 _CARD = wire(WireFormat.CARD)
 _CHARGE_OPENAPI = {
     **_CARD,
-    # The body is read raw (its hash keys idempotency); its schema is documented from the model.
-    "requestBody": snap_route("00", ChargeRequest)["requestBody"],
+    # The body is read raw (its hash keys idempotency); its schema is documented from the models: Kasir's
+    # camelCase charge or the provider SDK's snake_case one, as the body's keys say (docs/decisions.md §12.3).
+    "requestBody": one_of_body(
+        "CardChargeBody",
+        "Kasir's camelCase card charge (CardChargeRequest) or the provider SDK's snake_case charge "
+        "(DialectChargeRequest, docs/merchant/card-dialect.md): a body with external_id, payment_details or "
+        "card_details is the SDK's, answered in its format (DialectChargeResponse, WalletErrorBody).",
+        ChargeRequest,
+        DialectChargeRequest,
+    ),
     "parameters": [
         {"name": "Authorization", "in": "header", "required": True, "schema": {"type": "string"}},
         {"name": KEY_HEADER, "in": "header", "required": False, "schema": {"type": "string", "maxLength": 255}},
+        *DIALECT_CHARGE_HEADERS,
     ],
 }
 
 
+class CardChargeAnswer(RootModel[ChargeResponse | DialectChargeResponse]):
+    """The charge's answer in the request's API: camelCase (ChargeResponse) or the SDK's (DialectChargeResponse)."""
+
+    model_config = ConfigDict(json_schema_extra=one_of)
+
+
+class CardChargeError(RootModel[CardErrorBody | WalletErrorBody]):
+    """A refused charge in the request's API's format: camelCase (CardErrorBody) or the SDK's (WalletErrorBody)."""
+
+    model_config = ConfigDict(json_schema_extra=one_of)
+
+
+# Named examples, one per API: a documentation page shows the first alternative's example otherwise.
+_ANSWER_EXAMPLES = {
+    "camelCase": {
+        "summary": "Kasir's card API",
+        "value": {
+            "statusCode": "00",
+            "statusMessage": "SUCCESS",
+            "data": {
+                "transactionId": "CARD2611230001ABCD",
+                "externalId": "EXT-1001",
+                "paymentStatus": "PENDING",
+                "link": "https://kasir.example/card/pages/CARD2611230001ABCD",
+            },
+        },
+    },
+    "sdk": {
+        "summary": "The provider SDK's dialect, with response-type: url",
+        "value": {
+            "response_code": "00",
+            "response_message": "Success",
+            "data": {"link": "https://kasir.example/card/pages/CARD2611230001ABCD"},
+        },
+    },
+}
+
+
 def _error_responses() -> dict[int | str, dict[str, Any]]:
-    described = {
-        400: "VALIDATION_ERROR",
-        401: "UNAUTHORIZED",
-        409: "DUPLICATE_ORDER or REQUEST_IN_PROGRESS",
-        422: "INVALID_CARD or IDEMPOTENCY_KEY_REUSED",
-        429: "TOO_MANY_REQUESTS: too many failed authentications from this address; retry after Retry-After",
-        500: "INTERNAL_ERROR",
-        503: "SERVICE_UNAVAILABLE",
+    # Each status in the camelCase format, then in the SDK dialect's (the wallet API's codes).
+    described: dict[int, tuple[type[BaseModel], str]] = {
+        400: (CardChargeError, "VALIDATION_ERROR; the SDK's `01`: names the field and the reason"),
+        401: (CardChargeError, "UNAUTHORIZED; the SDK's `04`: credentials, x-req-signature or a disabled merchant"),
+        403: (WalletErrorBody, "The SDK's `04`: sub-merchant-id is not one of the merchant's"),
+        409: (CardChargeError, "DUPLICATE_ORDER or REQUEST_IN_PROGRESS; the SDK's `03`"),
+        422: (CardChargeError, "INVALID_CARD or IDEMPOTENCY_KEY_REUSED; the SDK's `01`: the key reused"),
+        429: (
+            CardChargeError,
+            "TOO_MANY_REQUESTS (the SDK's `04`): too many failed authentications from this address; retry after "
+            "Retry-After",
+        ),
+        500: (CardChargeError, "INTERNAL_ERROR; the SDK's `98` (with Retry-After: unavailable; retry after it)"),
+        503: (CardErrorBody, "SERVICE_UNAVAILABLE"),
     }
-    return {status: {"model": CardErrorBody, "description": text} for status, text in described.items()}
+    return {status: {"model": model, "description": text} for status, (model, text) in described.items()}
 
 
 async def _charge_scheme(request: Request) -> Authenticator[Any]:
@@ -96,8 +158,14 @@ async def _dialect_answer(request: Request, caller: CardCharger) -> str | None:
     CHARGE_PATH,
     summary="Card charge",
     openapi_extra=_CHARGE_OPENAPI,
-    response_model=ChargeResponse,
-    responses=_error_responses(),
+    responses={
+        200: {
+            "model": CardChargeAnswer,
+            "description": "The payment's page: `data.link` (camelCase), or the SDK's `data.html` or `data.link`",
+            "content": {"application/json": {"examples": _ANSWER_EXAMPLES}},
+        },
+        **_error_responses(),
+    },
 )
 async def charge(
     request: Request,

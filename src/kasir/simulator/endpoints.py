@@ -38,7 +38,7 @@ from kasir.processors.service import apply
 from kasir.simulator import pages
 from kasir.simulator.cards import OTP_FAILED_MESSAGE, check_one_time_password, one_time_password
 from kasir.wallet.endpoints import ERROR_RESPONSES, parse, route_openapi
-from kasir.wallet.schemas import FAILURE_CHANNEL, DummyPaymentRequest
+from kasir.wallet.schemas import FAILURE_CHANNEL, DummyPaymentRequest, WalletDummyPaymentResponse
 from kasir.wallet.service import (
     ChannelMismatch,
     NotTheFailureChannel,
@@ -206,7 +206,10 @@ _DUMMY_EVENTS = {"PAID": Event.PAID, "FAILED": Event.FAILED, "EXPIRED": Event.EX
     "/ewallet/v2/dummy-payment",
     summary="Simulate the customer's payment (staging)",
     openapi_extra=route_openapi(DummyPaymentRequest, keyed=True),
-    responses=ERROR_RESPONSES,
+    responses={
+        **ERROR_RESPONSES,
+        200: {"model": WalletDummyPaymentResponse, "description": "`00` Success: the result, six fields"},
+    },
     dependencies=[_simulator_for("wallet")],
 )
 async def dummy_payment(caller: WalletSigned, once: Keyed) -> Response:

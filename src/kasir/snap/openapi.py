@@ -28,6 +28,21 @@ def snap_route(service_code: str, request_model: type[BaseModel] | None = None) 
     return extra
 
 
+def one_of_body(name: str, description: str, *request_models: type[BaseModel]) -> dict[str, Any]:
+    """The `requestBody` of a raw-body route that takes one of several bodies: each documented as `snap_route`
+    documents one, and the component `name` is exactly one of them (`oneOf`)."""
+    refs = [snap_route("00", model)["requestBody"]["content"]["application/json"]["schema"] for model in request_models]
+    _EXTRA_COMPONENTS[name] = {"title": name, "description": description, "oneOf": refs}
+    ref = {"$ref": f"#/components/schemas/{name}"}
+    return {"required": True, "content": {"application/json": {"schema": ref}}}
+
+
+def one_of(schema: dict[str, Any]) -> None:
+    """`json_schema_extra` of a union whose alternatives never match the same value: `oneOf`, not pydantic's
+    `anyOf` (a code generator then knows exactly one applies)."""
+    schema["oneOf"] = schema.pop("anyOf")
+
+
 # The request bodies' names in the document (what a generated client calls its classes), by model.
 REQUEST_NAMES = {
     "ChargeRequest": "CardChargeRequest",

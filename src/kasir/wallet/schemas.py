@@ -313,6 +313,32 @@ class WalletVoidEntry(BaseModel):
     void_amount: int
 
 
+class WalletDummyPaymentResponse(BaseModel):
+    """interface.md endpoint 3's result: these six fields and no other (kasir.simulator.endpoints builds it)."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "external_id": "ext-1001",
+                    "order_id": "ORDER-1001",
+                    "transaction_status": "PAID",
+                    "paid_time": "2026-11-23T10:16:00.000+07:00",
+                    "reference_id": "R2611230001",
+                    "response_code": "00",
+                }
+            ]
+        }
+    )
+
+    external_id: str
+    order_id: str
+    transaction_status: str = Field(json_schema_extra={"enum": [status.value for status in WalletStatus]})
+    paid_time: str = Field(description=_WALLET_TIME + "; empty unless paid")
+    reference_id: str
+    response_code: str = Field(examples=["00"])
+
+
 class WalletTransactionResponse(BaseModel):
     """The wallet transaction as every successful wallet API call answers it (`response_code` `00`)."""
 
