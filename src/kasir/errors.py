@@ -33,6 +33,7 @@ that matched no route is rendered by its path prefix.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -49,6 +50,41 @@ from starlette.routing import Match
 from kasir.db import UNAVAILABLE
 
 log = logging.getLogger("kasir.errors")
+
+
+class OutageLog:
+    """One outage, a few log lines: the first failure with its cause (an OperationalError can also be a bug,
+    which must not pass for an outage), then one line per `window` seconds counting the failures since.
+
+    A traceback per refused request would write megabytes a minute during an outage and bury its cause.
+    """
+
+    def __init__(self, message: str, window: float = 10.0) -> None:
+        self.message = message
+        self.window = window
+        self._since_logged = 0  # failures not yet in a line
+        self._last: BaseException | None = None
+        self._flush: asyncio.TimerHandle | None = None
+
+    def failed(self, exc: BaseException, request_id: str | None) -> None:
+        if self._flush is None and not self._since_logged:
+            log.error(self.message, exc_info=exc, extra={"request_id": request_id})
+            self._flush = asyncio.get_running_loop().call_later(self.window, self._summarise)
+            return
+        self._since_logged += 1
+        self._last = exc
+
+    def _summarise(self) -> None:
+        count, last = self._since_logged, self._last
+        self._since_logged, self._last, self._flush = 0, None, None
+        if count:
+            cause = f"{type(last).__name__}: {last}"[:300]
+            log.error(
+                f"{self.message}: {count} more requests refused in the last {self.window:g} s (last: {cause})",
+                extra={"refused": count},
+            )
+            # Still failing: the next summary comes after another window; a quiet window ends the outage.
+            self._flush = asyncio.get_running_loop().call_later(self.window, self._summarise)
 
 
 class WireFormat(StrEnum):
@@ -422,9 +458,10 @@ def install_error_handlers(app: FastAPI) -> None:
             error.http_status = exc.status_code
         return render(request, error)
 
+    outage = OutageLog("database unavailable")
+
     async def on_database_unavailable(request: Request, exc: Exception) -> JSONResponse:
-        # Logged with its cause: an OperationalError can also be a bug, which must not pass for an outage.
-        log.error("database unavailable", exc_info=exc, extra={"request_id": _request_id(request)})
+        outage.failed(exc, _request_id(request))
         error = ServiceUnavailable(
             "Service temporarily unavailable; retry with exponential backoff", field="", headers={"Retry-After": "1"}
         )

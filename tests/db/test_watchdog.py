@@ -8,16 +8,14 @@ inside a unit, and the routes that resolve a callback URL do it before their uni
 from __future__ import annotations
 
 import asyncio
-import socket
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
 from fastapi import FastAPI
 
-from kasir.callbacks.ssrf import check_callback_url
+from kasir.callbacks.ssrf import check_callback_url, use_resolver
 from kasir.config import Settings
 from kasir.db import Database
 from kasir.db.sqlite import WriteSeatHeldTooLong
@@ -41,17 +39,17 @@ async def guarded(tmp_path: Path) -> AsyncIterator[Database]:
 
 
 @pytest.fixture
-def slow_dns(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+def slow_dns() -> Iterator[list[str]]:
     """Every look-up takes SLOW_DNS_SECONDS and finds a public address (nothing is sent anywhere)."""
     looked_up: list[str] = []
 
-    async def getaddrinfo(self: Any, host: str, port: Any, *args: Any, **kwargs: Any) -> list[Any]:
+    async def resolver(host: str, port: int) -> list[str]:
         looked_up.append(host)
         await asyncio.sleep(SLOW_DNS_SECONDS)
-        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.215.14", 443))]
+        return ["93.184.215.14"]
 
-    monkeypatch.setattr(asyncio.BaseEventLoop, "getaddrinfo", getaddrinfo)
-    return looked_up
+    with use_resolver(resolver):
+        yield looked_up
 
 
 async def test_a_unit_that_waits_on_dns_while_holding_the_seat_fails_and_its_writes_are_undone(

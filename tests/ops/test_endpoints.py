@@ -12,6 +12,7 @@ import pytest
 from kasir.app import create_app
 from kasir.config import Settings
 from kasir.db import Database, current_revision, head_revision
+from tests.conftest import TEST_DB
 from tests.support.cli import run_kasir
 from tests.support.postgres import PostgresCluster
 from tests.support.server import ServedKasir
@@ -118,3 +119,41 @@ async def test_serve_runs_the_callback_worker_as_the_flag_or_else_the_setting_sa
     finally:
         await asyncio.to_thread(server.stop)
     assert ('"callback worker started"' in server.log()) is embedded
+
+
+@pytest.mark.skipif(TEST_DB != "sqlite", reason="the disk of an embedded SQLite file; PostgreSQL's is its server's")
+async def test_readyz_is_not_ready_while_the_database_cannot_take_a_write(client, monkeypatch):
+    """Issue 43 N12: with a full disk every payment answered 503 while /readyz said ready (it only read)."""
+    import sqlite3
+
+    import kasir.db.sqlite
+
+    def full(connection: sqlite3.Connection) -> None:
+        connection.rollback()
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(kasir.db.sqlite, "_commit_sqlite", full)
+    refused = await client.get("/readyz")
+    assert refused.status_code == 503
+    assert refused.json() == {"status": "not ready", "reason": "database cannot take writes (DatabaseUnavailable)"}
+    monkeypatch.undo()
+    assert (await client.get("/readyz")).status_code == 200
+
+
+async def test_an_outage_logs_its_cause_once_and_then_counts(caplog):
+    """Issue 43 N12: a traceback per refused request wrote megabytes during an outage."""
+    from kasir.errors import OutageLog
+
+    outage = OutageLog("database unavailable", window=0.05)
+    summarised = asyncio.Event()
+    with caplog.at_level("ERROR", logger="kasir.errors"):
+        for n in range(50):
+            outage.failed(ConnectionRefusedError(f"refused {n}"), request_id=f"r{n}")
+        asyncio.get_running_loop().call_later(0.06, summarised.set)  # after the window's summary ran
+        await summarised.wait()
+    lines = [record for record in caplog.records if record.name == "kasir.errors"]
+    assert [record.exc_info is not None for record in lines] == [True, False]
+    assert lines[0].getMessage() == "database unavailable"
+    assert lines[1].getMessage() == (
+        "database unavailable: 49 more requests refused in the last 0.05 s (last: ConnectionRefusedError: refused 49)"
+    )

@@ -6,8 +6,7 @@ callback URLs resolve to a public address through an injected resolver (nothing 
 
 from __future__ import annotations
 
-import asyncio
-import socket
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -16,6 +15,7 @@ from fastapi import FastAPI
 from sqlalchemy import func, select
 
 from kasir.bnpl.models import BnplTransaction
+from kasir.callbacks.ssrf import use_resolver
 from kasir.card.models import CardOrder
 from kasir.config import get_settings
 from kasir.db import fetch_value
@@ -28,12 +28,13 @@ PUBLIC_CALLBACK = "https://merchant.example/kasir/callback"
 
 
 @pytest.fixture
-def production(monkeypatch: pytest.MonkeyPatch) -> None:
-    async def public_address(self: Any, host: Any, port: Any, *args: Any, **kwargs: Any) -> list[Any]:
-        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("93.184.216.34", port or 443))]
+def production(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    async def public_address(host: str, port: int) -> list[str]:
+        return ["93.184.216.34"]
 
-    monkeypatch.setattr(asyncio.BaseEventLoop, "getaddrinfo", public_address)
     monkeypatch.setattr(get_settings(), "env", "production")
+    with use_resolver(public_address):
+        yield
 
 
 async def count(app: FastAPI, model: Any, *where: Any) -> int:

@@ -130,9 +130,13 @@ async def each_in_own_unit_of_work(
     return done
 
 
-async def ping(database: Database) -> None:
-    async with database.unit_of_work(read_only=True) as session:
-        await session.fetch_rows("SELECT 1", ())
+async def ping(database: Database, *, write: bool = False) -> None:
+    """A statement on the database; with `write`, a write that changes nothing, committed (a full disk fails it)."""
+    async with database.unit_of_work(read_only=not write) as session:
+        if write:
+            await session.count_rows("UPDATE alembic_version SET version_num = version_num", ())
+        else:
+            await session.fetch_rows("SELECT 1", ())
 
 
 # --- schema version -----------------------------------------------------------------

@@ -21,7 +21,7 @@ async def healthz() -> dict[str, str]:
 
 @router.get(
     "/readyz",
-    summary="Readiness: the database is reachable and migrated",
+    summary="Readiness: the database is reachable, migrated and takes writes",
     dependencies=[PUBLIC],
     responses={
         200: {"model": Readiness, "description": "Ready"},
@@ -38,6 +38,13 @@ async def readyz(request: Request) -> JSONResponse:
     except Exception as exc:  # any driver error means "not ready"; say its kind, not its details
         return JSONResponse(
             {"status": "not ready", "reason": f"database unreachable ({type(exc).__name__})"}, status_code=503
+        )
+    try:
+        # Reads alone would say ready while every payment fails to save (a full disk, a read-only database).
+        await ping(database, write=True)
+    except Exception as exc:
+        return JSONResponse(
+            {"status": "not ready", "reason": f"database cannot take writes ({type(exc).__name__})"}, status_code=503
         )
     return JSONResponse({"status": "ready", "products": live_products()})
 
