@@ -22,7 +22,15 @@ from kasir.kit.clock import clock
 from tests.support import builders
 from tests.support.builders import make_merchant
 from tests.support.wire.card import CHARGE, charge_body, jakarta_in, post_charge
-from tests.support.wire.dialect import APPROVED, CHALLENGE, DIRECT_V1, INSUFFICIENT, dialect_body, post_dialect
+from tests.support.wire.dialect import (
+    APPROVED,
+    CHALLENGE,
+    DIRECT_V1,
+    DIRECT_V2,
+    INSUFFICIENT,
+    dialect_body,
+    post_dialect,
+)
 
 INQUIRY = "/card-v2/inquiry"
 
@@ -166,6 +174,22 @@ async def test_a_paid_dialect_charge_as_the_sdk_asks_for_it(app: FastAPI, client
         "country": "ID",
     }
     assert order.paid_at.year == clock.now().year  # paid_time is the order's own moment, not a constant
+
+    # The stored card charged again by its token (no CVN): its token, the name it never kept.
+    again = dialect_body(card_details={"token": charged["token"]})
+    by_token = (await post_dialect(client, merchant, DIRECT_V2, again)).json()["data"]
+    assert by_token["status"] == "SUCCESS"
+    data = await inquired(
+        client, merchant, again["external_id"], again["order_id"], by_token["transaction_data"]["transaction_id"]
+    )
+    assert data["card_details"] == {
+        "card_holder_name": "",
+        "card_number": "481111******1114",
+        "card_expired_month": "12",
+        "card_expired_year": body["card_details"]["card_expired_year"],
+        "token": charged["token"],
+        "card_brand": "VISA",
+    }
 
 
 async def test_a_camelcase_order_before_any_attempt_and_a_dialect_one_at_its_challenge(

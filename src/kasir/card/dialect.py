@@ -212,7 +212,8 @@ class DialectCharge:
     stored_cvn: str
     store_token: bool
     # What only the dialect's request says, kept with the order for its inquiry (kasir.card.inquiry):
-    # the channel as the SDK named it (BCAPG is charged on BCACC), and payment_options.rule_code.
+    # the channel as the SDK named it (BCAPG is charged on BCACC), payment_options.rule_code, and the
+    # token of the stored card it charged.
     recorded: dict[str, str]
 
 
@@ -245,6 +246,8 @@ def _recorded(request: DialectChargeRequest) -> dict[str, str]:
     rule_code = request.payment_options.rule_code if request.payment_options else None
     if rule_code:
         recorded["rule_code"] = rule_code
+    if request.card_details.token:  # the stored card the charge's attempt used (its token: not card data)
+        recorded["stored_token"] = request.card_details.token
     return recorded
 
 

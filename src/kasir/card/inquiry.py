@@ -241,7 +241,9 @@ def inquiry_data(order: CardOrderRow, attempts: list[CardAttemptRow], state: Car
     for name, key in (("billing_address", "billingAddress"), ("shipping_address", "shippingAddress")):
         if key in details:
             data[name] = _address(details[key])
-    data["card_details"] = _card(last, order)
+    # The card's token: the one this payment stored, else the stored card its charge named (the first attempt's).
+    token = order.card_token or (str(recorded.get("stored_token") or "") if last and last.number == 1 else "")
+    data["card_details"] = _card(last, token)
     data["payment_options"] = {
         "campaign_code": str(options.get("campaign_code") or ""),
         "rule_code": str(recorded.get("rule_code") or ""),
@@ -287,7 +289,7 @@ def _address(address: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def _card(attempt: CardAttemptRow | None, order: CardOrderRow) -> dict[str, str]:
+def _card(attempt: CardAttemptRow | None, token: str) -> dict[str, str]:
     """The last attempt's card as kept (never the number); every value "" before a card was entered."""
     if attempt is None:
         return dict.fromkeys(
@@ -298,7 +300,7 @@ def _card(attempt: CardAttemptRow | None, order: CardOrderRow) -> dict[str, str]
         "card_number": attempt.masked_card,
         "card_expired_month": attempt.card_exp_month,
         "card_expired_year": attempt.card_exp_year,
-        "token": order.card_token or "",
+        "token": token,
         # §12.1 names four brands: another card's brand is not one the SDK knows.
         "card_brand": attempt.card_brand if attempt.card_brand in _BRANDS else "",
     }
