@@ -293,3 +293,22 @@ async def test_what_the_inquiry_does_not_find_or_refuses(app: FastAPI, client: h
         assert response.status_code == 400, (missing, response.text)
         assert response.json()["response_code"] == "01"
         assert missing in response.json()["response_message"]
+
+
+async def test_the_openapi_document_has_the_inquiry(client: httpx.AsyncClient) -> None:
+    document = (await client.get("/openapi.json")).json()
+    operation = document["paths"][INQUIRY]["post"]
+    schemas = document["components"]["schemas"]
+
+    def resolved(schema: dict[str, Any]) -> dict[str, Any]:
+        found: dict[str, Any] = schemas[schema["$ref"].rsplit("/", 1)[1]] if "$ref" in schema else schema
+        return found
+
+    request = resolved(operation["requestBody"]["content"]["application/json"]["schema"])
+    assert set(request["required"]) == {"external_id", "order_id", "transaction_id"}
+    answer = resolved(operation["responses"]["200"]["content"]["application/json"]["schema"])
+    data = resolved(answer["properties"]["data"])
+    assert set(data["required"]) == DATA_KEYS
+    assert {"billing_address", "shipping_address"} <= set(data["properties"])
+    assert set(resolved(data["properties"]["card_details"])["properties"]) == CARD_KEYS
+    assert {"400", "401", "404"} <= set(operation["responses"])
