@@ -16,6 +16,7 @@ from kasir.merchants import models as merchants_models
 from kasir.payments import models as payments_models
 from kasir.processors import models as processors_models
 from kasir.ratelimit import models as ratelimit_models
+from kasir.simulator import models as simulator_models
 from kasir.wallet import models as wallet_models
 
 MODELS = (
@@ -30,6 +31,7 @@ MODELS = (
     payments_models,
     console_models,
     ratelimit_models,
+    simulator_models,
 )
 
 metadata = Base.metadata

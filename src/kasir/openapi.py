@@ -88,6 +88,7 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("post", "/card-v2/v1/charge"): "chargeCard",
     ("post", "/card-v2/v1/charge-direct"): "chargeCardDirect",
     ("post", "/card-v2/v2/charge-direct"): "chargeCardDirectV2",
+    ("post", "/card-v2/inquiry"): "getCardOrder",
     ("post", "/processors/{name}/notify"): "receiveProcessorNotification",
     ("get", "/admin/merchants"): "listMerchants",
     ("post", "/admin/merchants"): "createMerchant",

@@ -1,4 +1,5 @@
-// The provider's Node SDK (IFORTEPAY/ifp-node, pg/card) against Kasir: its three card requests with
+// The provider's Node SDK (IFORTEPAY/ifp-node, pg/card) against Kasir: its card requests (the three charges,
+// and the inquiry of its branch feature/cc-inquiry) with
 // the headers and bodies the SDK sends, and the answers read as the SDK reads them. Node's own
 // fetch and crypto, no npm package. Run by tests/card/test_sdk_dialect_node.py:
 //
@@ -178,6 +179,54 @@ results.chargeDirectV2 = await chargeDirect("/card-v2/v2/charge-direct", {
 assert.equal(results.chargeDirectV2.responseCode, "00");
 assert.equal(results.chargeDirectV2.data.status, "SUCCESS");
 assert.equal(results.chargeDirectV2.data.token, results.chargeDirect.data.token);
+
+// 4. inquiry (branch feature/cc-inquiry): the body {external_id, order_id, transaction_id}, the charges' headers
+// (never sub-merchant-id), and the answer copied to camelCase as its getInquiry does.
+function readInquiry(client) {
+  const response = built(client);
+  if (client.error || !client.data) return response;
+  const d = client.data;
+  const data = {
+    approvalCode: d.approval_code, merchantId: d.merchant_id, misVersion: d.mis_version,
+    transactionId: d.transaction_id, externalId: d.external_id, orderId: d.order_id, receiptNo: d.receipt_no,
+    responseCode: d.response_code, paymentChannel: d.payment_channel, transactionStatus: d.transaction_status,
+    hostResponseCode: d.host_response_code, message: d.message, installmentTenor: d.installment_tenor,
+    paymentMode: d.payment_mode,
+  };
+  if (d.payment_details) {
+    const p = d.payment_details;
+    data.paymentDetails = {
+      amount: p.amount, expiredTime: p.expired_time, feeAmount: p.fee_amount, paidTime: p.paid_time,
+      totalAmount: p.total_amount, totalPaidAmount: p.total_paid_amount,
+    };
+  }
+  if (d.card_details) {
+    const c = d.card_details;
+    data.cardDetails = { cardHolderName: c.card_holder_name, cardNumber: c.card_number, token: c.token, cardBrand: c.card_brand };
+  }
+  response.data = data;
+  return response;
+}
+
+async function inquiry(externalId, orderId, transactionId) {
+  const payload = { external_id: externalId, order_id: orderId, transaction_id: transactionId };
+  return readInquiry(await post("/card-v2/inquiry", payload, headers(externalId, orderId)));
+}
+
+const paid = results.chargeDirect;
+results.inquiry = await inquiry(paid.externalId, paid.orderId, paid.data.transactionData.transactionId);
+assert.equal(results.inquiry.responseCode, "00");
+assert.equal(results.inquiry.data.transactionStatus, "PAID");
+assert.equal(results.inquiry.data.approvalCode, paid.data.transactionData.approvalCode);
+assert.equal(results.inquiry.data.receiptNo, paid.data.transactionData.receiptNo);
+assert.equal(results.inquiry.data.cardDetails.cardNumber, "481111******1114");
+assert.equal(results.inquiry.data.cardDetails.token, paid.data.token);
+assert.equal(results.inquiry.data.paymentDetails.totalPaidAmount, 150000);
+assert.equal(typeof results.inquiry.data.paymentDetails.paidTime, "number");
+assert.equal(results.inquiry.data.installmentTenor, 3);
+results.inquiryUnknown = await inquiry(paid.externalId, paid.orderId, "CARD00000000000000000000");
+assert.equal(results.inquiryUnknown.responseCode, "02");
+assert.equal(results.inquiryUnknown.data, undefined);
 
 // A wrong hash key: the SDK's failure, responseCode 04 and a message.
 results.wrongSignature = await chargeDirect("/card-v2/v1/charge-direct", {

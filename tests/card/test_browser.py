@@ -18,6 +18,7 @@ from tests.support.browser import phone_page
 from tests.support.builders import make_merchant
 from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
+from tests.support.shots import SIZES, new_page, shoot
 from tests.support.wire.card import (
     APPROVED,
     APPROVED_MC,
@@ -178,27 +179,52 @@ async def test_three_declines_close_the_page(
     await page.context.close()
 
 
+@pytest.mark.parametrize("size", SIZES)
 async def test_otp_wrong_then_right(
-    app: FastAPI, served: ServedKasir, receiver: CallbackReceiver, chromium: Any, artifacts: Path
+    app: FastAPI, served: ServedKasir, receiver: CallbackReceiver, chromium: Any, artifacts: Path, size: str
 ) -> None:
+    """Issue 42 item 13: a wrong code is typed again on the same challenge (tries left said), and the right one
+    then pays the same attempt: one SUCCESS callback, no FAILED."""
     merchant = await make_merchant(app)
-    body, data = await open_order(served, merchant, receiver, "/browser/otp")
-    page = await phone_page(chromium)
+    path = f"/browser/otp/{size}"
+    body, data = await open_order(served, merchant, receiver, path)
+    page = await new_page(chromium, SIZES[size])
     await page.goto(data["link"])
     await fill_card(page, CHALLENGE)
     await submit(page)
-    await page.screenshot(path=str(artifacts / "card-otp-page.png"), full_page=True)
+    assert page.url == data["link"] + "/3ds"
+    await shoot(page, artifacts, f"pages-card-otp-{size}")
     shown = (await page.inner_text("#staging-otp")).strip()
     await enter_otp(page, "000000" if shown != "000000" else "111111")
-    assert page.url == data["link"]
-    assert "3-D Secure authentication failed" in await page.inner_text("#message")
-    await fill_card(page, CHALLENGE)
-    await submit(page)
+    assert page.url == data["link"] + "/3ds"
+    assert "(2 tries left)" in await page.inner_text("#otp-error")
+    assert await page.get_attribute("#otp", "aria-invalid") == "true"
+    await shoot(page, artifacts, f"pages-card-otp-wrong-{size}")
     await enter_otp(page)
     returned_to_shop(page, receiver, "SUCCESS")
-    failed, paid = await receiver.wait_for(2, path="/browser/otp")
-    assert check_callback(failed, merchant, body)["response_message"] == "3-D Secure authentication failed"
+    [paid] = await receiver.wait_for(1, path=path)
     assert check_callback(paid, merchant, body)["transaction_status"] == "SUCCESS"
+    await page.context.close()
+
+
+async def test_a_new_field_error_clears_the_decline_banner(
+    app: FastAPI, served: ServedKasir, receiver: CallbackReceiver, chromium: Any, artifacts: Path
+) -> None:
+    """Issue 42 item 13: after a decline the banner says why; once the customer types a card the page finds wrong,
+    the field's error shows and the stale decline goes."""
+    merchant = await make_merchant(app)
+    _, data = await open_order(served, merchant, receiver, "/browser/banner")
+    page = await new_page(chromium, SIZES["390"])
+    await page.goto(data["link"])
+    await fill_card(page, DECLINED)
+    await submit(page)
+    assert "Card declined by the issuer" in await page.inner_text("#message")
+    await page.fill("#cvn", "123")  # a field filled in right: the banner stays
+    assert await page.query_selector("#message") is not None
+    await page.type("#card-number", "4811111111111115")
+    assert await page.inner_text("#card-number-error") == "is not a valid card number (check digit)"
+    assert await page.query_selector("#message") is None
+    await shoot(page, artifacts, "pages-card-field-error-390")
     await page.context.close()
 
 

@@ -45,8 +45,9 @@ async def test_the_guides_examples_run(app: FastAPI, served: ServedKasir, tmp_pa
     script.write_text(example("js"))
     node = shutil.which("node")
     assert node is not None, "node is required: scripts/system-deps.sh installs Debian's nodejs"
-    direct, by_token, charged = await run([node, str(script)], env)
+    direct, inquired, by_token, charged = await run([node, str(script)], env)
     assert re.fullmatch(r"00 SUCCESS CARD[0-9A-Z]+", direct)
+    assert inquired == "00 PAID 481111******1114"
     assert by_token == "00 SUCCESS"
     assert re.fullmatch(rf"00 {re.escape(served.base_url)}/card/pages/CARD[0-9A-Z]+", charged)
 

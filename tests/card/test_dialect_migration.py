@@ -1,4 +1,5 @@
-"""Migration 0012 creates exactly the tables and columns of the card dialect's models."""
+"""Migrations 0012, 0018 and 0019 create exactly the tables and columns of the card dialect's models, the card
+attempt's (its holder's name and decline reason, for the inquiry) and the simulator's wrong one-time passwords."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from fastapi import FastAPI
 from kasir.models import metadata
 from tests.support.engine import engine_of
 
-_TABLES = ("card_stored", "sub_merchant", "card_order")
+_TABLES = ("card_stored", "sub_merchant", "card_order", "card_attempt", "simulator_wrong_otp")
 
 
 async def test_migration_matches_the_models(app: FastAPI) -> None:

@@ -134,7 +134,24 @@ async def test_three_declines_close_the_link(
     assert len([r for r in receiver.requests if r.path == "/pages/three"]) == 4
 
 
-async def test_otp_page_right_and_wrong(app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver) -> None:
+def otp_form(otp_page: httpx.Response, code: str | None = None) -> tuple[dict[str, str], str]:
+    """The OTP page's form with `code` (the right one, shown on the staging page, when None), and the right one."""
+    shown = re.search(r'id="staging-otp">(\d{6})<', otp_page.text)
+    assert shown is not None, otp_page.text
+    right = shown.group(1)
+    form = {"attempt": hidden(otp_page.text, "attempt"), "csrf": hidden(otp_page.text, "csrf"), "otp": code or right}
+    return form, right
+
+
+def wrong_code(right: str) -> str:
+    return "000000" if right != "000000" else "111111"
+
+
+async def test_a_wrong_otp_is_typed_again_without_using_up_an_attempt(
+    app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
+) -> None:
+    """Issue 42 item 13: a wrong code shows the challenge again with the tries left (3 codes in all); the
+    attempt is still waiting, no FAILED callback, and the right code then pays it."""
     merchant = await make_merchant(app)
     body, data = await open_order(client, merchant, callback_url=receiver.url("/pages/otp"))
     path = local(data["link"])
@@ -143,26 +160,51 @@ async def test_otp_page_right_and_wrong(app: FastAPI, client: httpx.AsyncClient,
     assert (await client.get(path)).headers["location"] == f"{path}/3ds"
 
     otp_page = await client.get(f"{path}/3ds")
-    otp = re.search(r'id="staging-otp">(\d{6})<', otp_page.text)
-    assert otp is not None
     assert "400000******3220" in otp_page.text
-    wrong = "000000" if otp.group(1) != "000000" else "111111"
-    form = {"attempt": hidden(otp_page.text, "attempt"), "csrf": hidden(otp_page.text, "csrf"), "otp": wrong}
+    assert 'id="otp-error"' not in otp_page.text
+    form, right = otp_form(otp_page)
+    for left in (2, 1):
+        retry = await client.post(f"{path}/3ds", data={**form, "otp": wrong_code(right)})
+        assert (retry.status_code, retry.headers["location"]) == (303, f"{path}/3ds"), left
+        otp_page = await client.get(f"{path}/3ds")
+        assert otp_page.status_code == 200
+        tries = "try" if left == 1 else "tries"
+        assert f"({left} {tries} left)" in " ".join(otp_page.text.split()), left
+        assert otp_form(otp_page)[1] == right  # the same challenge, the same code
+    # Still the first attempt, waiting at its challenge: nothing failed.
+    assert (await client.get(path)).headers["location"] == f"{path}/3ds"
+    paid = await client.post(f"{path}/3ds", data=otp_form(otp_page)[0])
+    assert paid.status_code == 303
+    assert "status=SUCCESS" in paid.headers["location"]
+    [success] = await receiver.wait_for(1, path="/pages/otp")
+    assert check_callback(success, merchant, body)["transaction_status"] == "SUCCESS"
+    await settled_callbacks(app, merchant.id)
+    assert len([r for r in receiver.requests if r.path == "/pages/otp"]) == 1  # no FAILED before it
+
+
+async def test_three_wrong_codes_fail_the_attempt_and_the_next_one_pays(
+    app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
+) -> None:
+    merchant = await make_merchant(app)
+    body, data = await open_order(client, merchant, callback_url=receiver.url("/pages/otp-fail"))
+    path = local(data["link"])
+    await pay(client, path, CHALLENGE)
+    form, right = otp_form(await client.get(f"{path}/3ds"))
+    form["otp"] = wrong_code(right)
+    for _ in range(2):
+        assert (await client.post(f"{path}/3ds", data=form)).headers["location"] == f"{path}/3ds"
     failed = await client.post(f"{path}/3ds", data=form)
     assert (failed.status_code, failed.headers["location"]) == (303, path)
     again = await client.get(path)
     assert "3-D Secure authentication failed" in again.text
     assert (await client.post(f"{path}/3ds", data=form)).status_code == 303  # the same form again: nothing happens
 
-    challenged = await pay(client, path, CHALLENGE)
+    await pay(client, path, CHALLENGE)
     otp_page = await client.get(f"{path}/3ds")
-    otp = re.search(r'id="staging-otp">(\d{6})<', otp_page.text)
-    assert otp is not None
-    form = {"attempt": hidden(otp_page.text, "attempt"), "csrf": hidden(otp_page.text, "csrf"), "otp": otp.group(1)}
-    paid = await client.post(f"{path}/3ds", data=form)
-    assert paid.status_code == 303
+    assert 'id="otp-error"' not in otp_page.text  # the second attempt's challenge starts with all its tries
+    paid = await client.post(f"{path}/3ds", data=otp_form(otp_page)[0])
     assert "status=SUCCESS" in paid.headers["location"]
-    failed_cb, success_cb = await receiver.wait_for(2, path="/pages/otp")
+    failed_cb, success_cb = await receiver.wait_for(2, path="/pages/otp-fail")
     assert check_callback(failed_cb, merchant, body)["response_message"] == "3-D Secure authentication failed"
     assert check_callback(success_cb, merchant, body)["transaction_status"] == "SUCCESS"
 
@@ -170,8 +212,8 @@ async def test_otp_page_right_and_wrong(app: FastAPI, client: httpx.AsyncClient,
 async def test_three_wrong_otps_close_the_link(
     app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
 ) -> None:
-    """The 3-D Secure OTP's lockout (issue 24): each wrong code is a failed attempt, the third
-    closes the payment (EXPIRED), and the right code is refused after it."""
+    """The 3-D Secure OTP's lockout (issue 24): each attempt's third wrong code fails it, the third failed
+    attempt closes the payment (EXPIRED), and the right code is refused after it."""
     merchant = await make_merchant(app)
     body, data = await open_order(client, merchant, callback_url=receiver.url("/pages/otp3"))
     path = local(data["link"])
@@ -180,13 +222,11 @@ async def test_three_wrong_otps_close_the_link(
         challenged = await pay(client, path, CHALLENGE)
         assert (challenged.status_code, challenged.headers["location"]) == (303, f"{path}/3ds"), attempt
         otp_page = await client.get(f"{path}/3ds")
-        otp = re.search(r'id="staging-otp">(\d{6})<', otp_page.text)
-        assert otp is not None
-        right = otp.group(1)
-        wrong = "000000" if right != "000000" else "111111"
-        form = {"attempt": hidden(otp_page.text, "attempt"), "csrf": hidden(otp_page.text, "csrf"), "otp": wrong}
-        failed = await client.post(f"{path}/3ds", data=form)
-        assert failed.status_code == 303
+        form, right = otp_form(otp_page)
+        form["otp"] = wrong_code(right)
+        for _ in range(3):
+            failed = await client.post(f"{path}/3ds", data=form)
+            assert failed.status_code == 303
     assert "status=EXPIRED" in failed.headers["location"]
     callbacks = await receiver.wait_for(4, path="/pages/otp3")
     payloads = [check_callback(c, merchant, body) for c in callbacks]

@@ -1,5 +1,6 @@
-"""The provider's Node SDK's three card requests, as it sends them, against a served Kasir (real HTTP on
-127.0.0.1): tests/card/sdk_dialect.mjs, run with Debian's `nodejs` (scripts/system-deps.sh), no npm package."""
+"""The provider's Node SDK's card requests (its three charges and its inquiry), as it sends them, against a served
+Kasir (real HTTP on 127.0.0.1): tests/card/sdk_dialect.mjs, run with Debian's `nodejs` (scripts/system-deps.sh), no
+npm package."""
 
 from __future__ import annotations
 
@@ -54,6 +55,13 @@ async def test_the_node_sdks_requests_are_answered_as_it_reads_them(
     assert (direct["responseCode"], direct["responseMessage"], direct["data"]["status"]) == ("00", "Success", "SUCCESS")
     assert (results["declined"]["data"]["status"], results["chargeDirectV2"]["data"]["status"]) == ("FAILED", "SUCCESS")
     assert results["wrongSignature"]["responseCode"] == "04"
+    inquired = results["inquiry"]["data"]
+    assert (inquired["transactionStatus"], inquired["paymentMode"], inquired["paymentChannel"]) == (
+        "PAID",
+        "INSTALLMENT",
+        "BCAPG",
+    )
+    assert results["inquiryUnknown"] == {"responseCode": "02", "responseMessage": "Data Not Found"}
 
     transaction_id = direct["data"]["transactionData"]["transactionId"]
     async with app.state.database.unit_of_work(read_only=True) as session:

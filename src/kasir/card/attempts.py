@@ -74,6 +74,8 @@ async def hold_attempt(
         "challenge_url": None,
         "created_at": now,
         "completed_at": None,
+        "card_holder_name": card.holder_name,
+        "decline_reason": None,
     }
     await card_repository.add_attempt(session, attempt)
     charge = CardCharge(
@@ -116,6 +118,7 @@ async def record_decision(
         await card_repository.save(session, order)
     else:
         attempt.status = CardAttemptStatus.FAILED.value
+        attempt.decline_reason = decision.reason.value if decision.reason is not None else None
         await card_repository.save_attempt(session, attempt)
         await _fail(session, order, decision.message, now)
     log.info(
@@ -137,6 +140,7 @@ async def end_challenge(
     else:
         attempt.status = CardAttemptStatus.FAILED.value
         attempt.response_message = decision.message
+        attempt.decline_reason = decision.reason.value if decision.reason is not None else None
         await card_repository.save_attempt(session, attempt)
         await _fail(session, order, decision.message, now)
 

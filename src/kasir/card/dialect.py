@@ -211,6 +211,10 @@ class DialectCharge:
     stored_token: str | None
     stored_cvn: str
     store_token: bool
+    # What only the dialect's request says, kept with the order for its inquiry (kasir.card.inquiry):
+    # the channel as the SDK named it (BCAPG is charged on BCACC), payment_options.rule_code, and the
+    # token of the stored card it charged.
+    recorded: dict[str, str]
 
 
 def parse_dialect(body: dict[str, Any], *, now: datetime, cvn_required: bool) -> DialectCharge:
@@ -233,7 +237,18 @@ def parse_dialect(body: dict[str, Any], *, now: datetime, cvn_required: bool) ->
         stored_token=details.token,
         stored_cvn=(details.card_cvn or "").strip(),
         store_token=request.store_token,
+        recorded=_recorded(request),
     )
+
+
+def _recorded(request: DialectChargeRequest) -> dict[str, str]:
+    recorded = {"payment_channel": request.payment_channel}
+    rule_code = request.payment_options.rule_code if request.payment_options else None
+    if rule_code:
+        recorded["rule_code"] = rule_code
+    if request.card_details.token:  # the stored card the charge's attempt used (its token: not card data)
+        recorded["stored_token"] = request.card_details.token
+    return recorded
 
 
 _CARD_FIELDS = ("card_holder_name", "card_number", "card_expired_month", "card_expired_year")

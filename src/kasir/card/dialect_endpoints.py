@@ -106,6 +106,7 @@ async def dialect_charge(
                 save_card=save_card,
                 dialect=DIALECT_VERSION,
                 sub_merchant_id=sub_merchant_id,
+                dialect_details=charge.recorded,
             )
         except DuplicateOrder as error:
             raise DialectDuplicate(snake_field(error.field)) from None

@@ -1,6 +1,7 @@
 """Card routes: the charge API (interface.md endpoint 6) and the hosted payment page.
 
     POST /card-v2/v1/charge               Basic auth, X-Idempotency-Key; card error format
+    POST /card-v2/inquiry                 the provider SDK's card inquiry (inquiry_endpoints.py)
     GET  /card/pages/{id}                 hosted payment page (or the paid / closed page)
     POST /card/pages/{id}/pay             one attempt with the card entered on the page
     GET  /card/pages/{id}/return          back from the acquirer's 3-D Secure challenge
@@ -37,6 +38,7 @@ from kasir.card.dialect_endpoints import (
     dialect_router,
     speaks_dialect,
 )
+from kasir.card.inquiry_endpoints import inquiry_router
 from kasir.card.page_links import check_page_token, page_token, return_redirect
 from kasir.card.schemas import CardErrorBody, CardValidationError, ChargeRequest, ChargeResponse
 from kasir.card.service import AttemptAlreadySubmitted, InvalidCard, card_from_fields, card_service, charge_body
@@ -186,8 +188,9 @@ async def charge(
     return await once.run(caller.merchant.id, charge_in, scope=_SCOPE)
 
 
-# The provider SDK's direct charges (its charge is the route above).
+# The provider SDK's direct charges (its charge is the route above) and its inquiry.
 router.include_router(dialect_router)
+router.include_router(inquiry_router)
 
 
 def _require_json(request: Request) -> None:

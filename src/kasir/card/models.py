@@ -76,6 +76,11 @@ class CardAttempt(Base):
     challenge_url: Mapped[str | None] = mapped_column(String(2048))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime())
     completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    # What the card inquiry (docs/decisions.md §12.1) tells of the attempt: the holder's name as entered
+    # ("" for a stored card's charge, NULL before it was kept), and why the acquirer declined it
+    # (kasir.processors DeclineReason), NULL when it did not say or did not decline.
+    card_holder_name: Mapped[str | None] = mapped_column(String(64))
+    decline_reason: Mapped[str | None] = mapped_column(String(32))
 
 
 class StoredCard(Base):

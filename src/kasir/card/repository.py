@@ -76,6 +76,8 @@ class CardAttemptRow:
     challenge_url: str | None
     created_at: datetime
     completed_at: datetime | None
+    card_holder_name: str | None
+    decline_reason: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +111,7 @@ ORDER_CHANGING_COLUMNS = (
     "paid_at",
 )
 # What the acquirer's decision (or expiry) changes of an attempt.
-ATTEMPT_CHANGING_COLUMNS = ("status", "response_message", "challenge_url", "completed_at")
+ATTEMPT_CHANGING_COLUMNS = ("status", "response_message", "challenge_url", "completed_at", "decline_reason")
 
 
 def _reference_queries(table: Any, values: dict[str, Any] | None = None) -> tuple[Any, Any]:

@@ -48,6 +48,7 @@ it after commit, signed per docs/decisions.md §3.5).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -209,14 +210,19 @@ class CardService:
         *,
         dialect: str | None = None,
         sub_merchant_id: str | None = None,
+        dialect_details: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """The row of a card order for `request` (paymentMethod card), not yet written.
 
-        `dialect` and `sub_merchant_id`: of a charge in the provider SDK's dialect (kasir.card.dialect).
+        `dialect`, `sub_merchant_id` and `dialect_details` (what only the dialect's request said, kept in the
+        order's details under "dialect"): of a charge in the provider SDK's dialect (kasir.card.dialect).
         """
         merchant = caller.merchant
         now = clock.now()
         expires_at = parse_aware(request.payment_details.expired_time) if request.payment_details.expired_time else None
+        details = request.stored_details()
+        if dialect_details:
+            details = json.dumps({**json.loads(details), "dialect": dialect_details}, ensure_ascii=False)
         return {
             "id": new_sortable_id("CARD", 20),
             "merchant_id": merchant.id,
@@ -231,7 +237,7 @@ class CardService:
             "tenor": request.payment_options.tenor if request.payment_options else None,
             "attempts_made": 0,
             "attempts_failed": 0,
-            "details": request.stored_details(),
+            "details": details,
             "return_url": request.return_url,
             "callback_url": request.callback_url or merchant.callback_url,
             "acq": None,
@@ -256,6 +262,7 @@ class CardService:
         save_card: bool = False,
         dialect: str | None = None,
         sub_merchant_id: str | None = None,
+        dialect_details: dict[str, Any] | None = None,
     ) -> ChargeOutcome | PendingCall:
         """The charge of a request that passed `parse` and `check_callback_url`: its answer, or (a CLOSE
         charge) its attempt held for the acquirer, answered once asked (kasir.processors.calls).
@@ -267,7 +274,9 @@ class CardService:
         if request.payment_method == "ewallet":
             await self._refuse_duplicate(session, merchant.id, request)
             return await self._charge_wallet(session, caller, request)
-        values = self.new_order(caller, request, dialect=dialect, sub_merchant_id=sub_merchant_id)
+        values = self.new_order(
+            caller, request, dialect=dialect, sub_merchant_id=sub_merchant_id, dialect_details=dialect_details
+        )
         if not await card_repository.add_order(session, values):
             await self._refuse_duplicate(session, merchant.id, request)
             raise DuplicateOrder("orderId")

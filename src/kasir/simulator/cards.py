@@ -3,7 +3,8 @@
 A card is approved, declined or challenged by its number (the table below, printed on the
 hosted payment page and in docs/merchant/card.md); any other valid number is declined, since staging
 charges no real card. A challenged attempt is passed with the one-time password the OTP page
-shows: derived from the order and the attempt with the service's key, so it is never stored.
+shows: derived from the order and the attempt with the service's key, so it is never stored. A
+wrong code may be typed again, OTP_TRIES codes in all (the wrong ones are counted: kasir.simulator.models).
 """
 
 from __future__ import annotations
@@ -64,6 +65,9 @@ MESSAGES: dict[Outcome, str] = {
     Outcome.UNKNOWN_CARD: "Card not recognised by the staging issuer; use a test card",
 }
 OTP_FAILED_MESSAGE = "3-D Secure authentication failed"
+# Codes a customer may type for one challenge, as issuers' challenge pages allow (commonly 3): a wrong one
+# before the last is typed again on the same page; the last wrong one fails the attempt (one of its 3).
+OTP_TRIES = 3
 
 # Why an attempt failed, as the acquirer says it (kasir.processors.protocols.DeclineReason).
 REASONS: dict[Outcome, DeclineReason] = {

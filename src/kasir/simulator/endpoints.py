@@ -2,7 +2,8 @@
 in production), exactly as the staging-only routes did.
 
     GET  /card/pages/{id}/3ds              the 3-D Secure OTP page (the OTP is shown)
-    POST /card/pages/{id}/3ds              the OTP: the challenge passed or failed
+    POST /card/pages/{id}/3ds              the OTP: the challenge passed, a wrong code to type again
+                                           (OTP_TRIES in all), or the challenge failed
     POST /ewallet/pages/{id}/pay           Pay on the wallet checkout page
     POST /ewallet/pages/{id}/fail          Fail on it (OVO reports failures)
     POST /ewallet/v2/dummy-payment         the dummy payment API (interface.md endpoint 3)
@@ -31,12 +32,14 @@ from kasir.card.states import CardOrderStatus
 from kasir.db import ReadSession, Session, WriteSession, rollback_unit
 from kasir.errors import KasirError, NotFound, WireFormat, wire
 from kasir.idempotency.service import Keyed
+from kasir.kit.clock import clock
 from kasir.kit.pages import check_form_token, form_fields, html_page
 from kasir.processors.protocols import Event, Notification, Product, WalletPayment
 from kasir.processors.registry import SIMULATOR, simulator_serves
 from kasir.processors.service import apply
 from kasir.simulator import pages
-from kasir.simulator.cards import OTP_FAILED_MESSAGE, check_one_time_password, one_time_password
+from kasir.simulator.cards import OTP_FAILED_MESSAGE, OTP_TRIES, check_one_time_password, one_time_password
+from kasir.simulator.repository import wrong_otps
 from kasir.wallet.endpoints import ERROR_RESPONSES, parse, route_openapi
 from kasir.wallet.schemas import FAILURE_CHANNEL, DummyPaymentRequest, WalletDummyPaymentResponse
 from kasir.wallet.service import (
@@ -81,6 +84,7 @@ async def otp_page(order_id: str, session: ReadSession) -> Response:
     if attempt is None or card_service.is_due(order):
         return _see_other(f"/card/pages/{order.id}")
     csrf = page_token(order.id, attempt.number, "3ds")
+    wrong = await wrong_otps.count(session, order.id, attempt.number)
     html = pages.render_otp(
         await card_pages.common(session, order),
         order_id=order.id,
@@ -88,6 +92,7 @@ async def otp_page(order_id: str, session: ReadSession) -> Response:
         masked_card=attempt.masked_card,
         otp=one_time_password(order.id, attempt.number),
         csrf=csrf,
+        tries_left=OTP_TRIES - wrong if wrong else None,
     )
     return html_page(html)
 
@@ -100,6 +105,8 @@ async def verify_otp(order_id: str, request: Request, session: WriteSession) -> 
     if not check_page_token(order.id, attempt_number, "3ds", form.get("csrf", "")):
         return await _refused(session, order, "This form is no longer valid", status=403)
     passed = check_one_time_password(order.id, attempt_number, form.get("otp", "").strip())
+    if not passed and await _try_again(session, order_id, attempt_number):
+        return _see_other(f"/card/pages/{order_id}/3ds")  # the same challenge: the page says how many tries are left
     event = Event.PAID if passed else Event.FAILED
     notification = Notification(
         "card", order.id, event, attempt=attempt_number, message=None if passed else OTP_FAILED_MESSAGE
@@ -121,6 +128,18 @@ async def verify_otp(order_id: str, request: Request, session: WriteSession) -> 
     if order.status == CardOrderStatus.EXPIRED.value:
         return _see_other(return_redirect(order, "EXPIRED"))
     return _see_other(f"/card/pages/{order.id}")  # wrong OTP, attempts left: the page says why
+
+
+async def _try_again(session: Session, order_id: str, attempt_number: int) -> bool:
+    """A wrong code for the attempt waiting at its challenge: counted, and True while the customer may type it
+    again (OTP_TRIES codes in all); False when it was the last, or the attempt waits no more (a form sent
+    again, another tab): the notification's rules then decide, as before."""
+    await card_service.get(session, order_id, lock=True)  # wrong codes of one attempt are counted one at a time
+    _order, waiting = await card_service.challenge(session, order_id)
+    if waiting is None or waiting.number != attempt_number:
+        return False
+    await wrong_otps.add(session, order_id, attempt_number, clock.now())
+    return await wrong_otps.count(session, order_id, attempt_number) < OTP_TRIES
 
 
 # --- wallet: the checkout page's forms and the dummy payment --------------------------------

@@ -25,9 +25,25 @@ def test_cards_notice() -> str:
     return templates.get_template("simulator/test_cards.html").render(test_cards=cards)
 
 
-def render_otp(common: dict[str, Any], *, order_id: str, attempt: int, masked_card: str, otp: str, csrf: str) -> str:
+def render_otp(
+    common: dict[str, Any],
+    *,
+    order_id: str,
+    attempt: int,
+    masked_card: str,
+    otp: str,
+    csrf: str,
+    tries_left: int | None = None,
+) -> str:
+    """`tries_left`: after a wrong code, how many the customer may still type (None: none was wrong yet)."""
     return templates.get_template("simulator/otp.html").render(
-        **common, action=f"/card/pages/{order_id}/3ds", attempt=attempt, csrf=csrf, otp=otp, masked_card=masked_card
+        **common,
+        action=f"/card/pages/{order_id}/3ds",
+        attempt=attempt,
+        csrf=csrf,
+        otp=otp,
+        masked_card=masked_card,
+        tries_left=tries_left,
     )
 
 

@@ -45,9 +45,16 @@
     [number, checkNumber, "card-number-error"], [month, checkMonth, "exp-month-error"],
     [year, checkYear, "exp-year-error"], [cvn, checkCvn, "cvn-error"], [holder, checkHolder, "holder-name-error"]
   ];
+  // The last attempt's decline (or the server's refusal) above the form: stale once the customer is told
+  // what is wrong with what they type now, so it goes when a new field error shows.
+  var banner = document.getElementById("message");
+  function clearBanner() {
+    if (banner !== null) { banner.parentNode.removeChild(banner); banner = null; }
+  }
   function show(entry, force) {
     var input = entry[0], message = entry[1]();
     if (!force && !touched[input.id]) { return message === ""; }
+    if (message !== "") { clearBanner(); }
     document.getElementById(entry[2]).textContent = message;
     input.classList.toggle("invalid", message !== "");
     input.setAttribute("aria-invalid", message !== "" ? "true" : "false");
