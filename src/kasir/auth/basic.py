@@ -122,13 +122,26 @@ async def _authenticate(database: Database, merchant_id: str, secret: str, hash_
         proven = _proven(loaded, secret, hash_key)
         known_merchants.put(merchant_id, proven)  # only proven credentials are remembered
         return proven
-    return _proven(known, secret, hash_key)
+    try:
+        return _proven(known, secret, hash_key)
+    except Unauthorized:
+        # A failure against a merchant this process remembers takes as long as one against an unknown id
+        # (a look-up): the time of a refusal never tells which ids exist. Only failures pay it.
+        await _look_up_no_one(database)
+        raise
+
+
+async def _look_up_no_one(database: Database) -> None:
+    async with database.unit_of_work(read_only=True) as session:
+        await merchant_repository.get(session, "")
+        await merchant_service.secrets_of_no_one(session)
 
 
 async def _load_caller(database: Database, merchant_id: str) -> BasicCaller | None:
     async with database.unit_of_work(read_only=True) as session:
         merchant = await merchant_repository.get(session, merchant_id)
         if merchant is None or merchant.disabled_at is not None:
+            await merchant_service.secrets_of_no_one(session)  # as long as a known merchant's look-up
             return None
         secrets = await merchant_service.secrets_with_grace(session, merchant)
         return BasicCaller(merchant=merchant, secrets=secrets)
