@@ -223,3 +223,22 @@ async def test_a_graceful_stop_in_the_pass_that_completes_an_answer_still_sends_
         writer.close()
     assert head.startswith(b"HTTP/1.1 200 OK\r\n")
     assert body == b"ok"
+
+
+async def test_the_unread_rest_of_a_body_after_an_early_answer_is_not_taken_for_the_next_request():
+    """Issue 43 N9: an app that answers before reading the body (a refusal) left the rest of a body over the
+    header limit to be counted as the next request's headers: a stray 431 that a keep-alive client read as the
+    answer to its next request."""
+    size = 200 * 1024
+    async with Served(tiny_app) as served:
+        reader, writer = await served.connect()
+        writer.write(b"POST / HTTP/1.1\r\nHost: kasir\r\nContent-Length: %d\r\n\r\n" % size)
+        head, body = await read_answer(reader)  # answered before the body was sent
+        assert head.startswith(b"HTTP/1.1 200 OK\r\n")
+        writer.write(b"x" * size)
+        writer.write(b"GET / HTTP/1.1\r\nHost: kasir\r\n\r\n")
+        head, body = await read_answer(reader)
+        assert head.startswith(b"HTTP/1.1 200 OK\r\n"), head
+        assert body == b"ok"
+        writer.close()
+    assert not any(b"431" in write for write in served.writes), served.writes

@@ -163,6 +163,9 @@ class NoDelayHttpToolsProtocol(HttpToolsProtocol):
         super().connection_made(transport)
         self._limits = connection_limits()
         self._reading_headers = True
+        # A request's body still arriving, and its answer already sent: an app may answer before reading the
+        # body (a refusal), and the rest of that body is not the next request's headers.
+        self._body_pending = self._answered = False
         self._header_bytes = self._header_lines = 0
         self._tail = b""  # the last bytes of the previous piece: the end of the headers may straddle two
         self._deadline: asyncio.TimerHandle | None = None
@@ -190,7 +193,9 @@ class NoDelayHttpToolsProtocol(HttpToolsProtocol):
 
     def _too_slow(self) -> None:
         self._deadline = None
-        if self._reading_headers or (self.cycle is not None and self.cycle.more_body):
+        if self._answered and self._body_pending:  # the answer went out already: no second one, just close
+            self.transport.close()
+        elif self._reading_headers or (self.cycle is not None and self.cycle.more_body):
             self._refuse(_TOO_SLOW)
 
     def data_received(self, data: bytes) -> None:
@@ -214,15 +219,21 @@ class NoDelayHttpToolsProtocol(HttpToolsProtocol):
         self._arm(self._limits.body_timeout)
         super().on_headers_complete()
         cycle = self.cycle  # uvicorn made the request's cycle over the connection's transport just now
+        self._body_pending, self._answered = cycle is not None and cycle.more_body, False
         if cycle is not None and cycle.transport is self.transport:
             cycle.transport = _WrittenAtEndOfPass(self.transport, self.loop)  # type: ignore[assignment]
 
     def on_message_complete(self) -> None:
         self._disarm()  # the app has the whole request: its own time is not the client's
+        self._body_pending = False
+        if self._answered:
+            self._reading_headers = True  # the rest of an early-answered body is read: the next request's headers
         super().on_message_complete()
 
     def on_response_complete(self) -> None:
-        self._reading_headers = True  # the next request's headers (its first byte arms the timer)
+        self._answered = True
+        if not self._body_pending:
+            self._reading_headers = True  # the next request's headers (its first byte arms the timer)
         super().on_response_complete()
 
     def connection_lost(self, exc: Exception | None) -> None:
