@@ -3,13 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
+from collections.abc import Callable
+from typing import Any
 
+import pytest
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from kasir.kit.http_server import NoDelayHttpToolsProtocol
+from kasir.kit import http_server
+from kasir.kit.http_server import ConnectionLimits, NoDelayHttpToolsProtocol
+from tests.support.process import HANG_GUARD_SECONDS
 
 
 async def tiny_app(scope, receive, send) -> None:
@@ -68,6 +74,7 @@ class Served:
     def __init__(self, app) -> None:
         self.app = app
         self.writes: list[bytes] = []
+        self.paused = 0  # times a connection's writing was paused (its client not reading)
 
     async def __aenter__(self) -> Served:
         config = uvicorn.Config(self.app, host="127.0.0.1", port=0, loop="asyncio", log_config=None, access_log=False)
@@ -77,6 +84,13 @@ class Served:
         def make() -> asyncio.Protocol:
             made = NoDelayHttpToolsProtocol(config=config, server_state=self.state, app_state={})
             original = made.connection_made
+            pause = made.pause_writing
+
+            def paused() -> None:
+                self.paused += 1
+                pause()
+
+            made.pause_writing = paused  # type: ignore[method-assign]
 
             def connection_made(transport: asyncio.Transport) -> None:
                 write = transport.write
@@ -242,3 +256,67 @@ async def test_the_unread_rest_of_a_body_after_an_early_answer_is_not_taken_for_
         assert body == b"ok"
         writer.close()
     assert not any(b"431" in write for write in served.writes), served.writes
+
+
+# --- one client cannot take the server (issue 43 N6) --------------------------------------------------
+
+
+@pytest.fixture
+def limits(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
+    def set_limits(**changed: Any) -> None:
+        base = ConnectionLimits(64 * 1024, 10.0, 30.0, 100, 100, frozenset(), 30.0)
+        monkeypatch.setattr(http_server, "_limits", dataclasses.replace(base, **changed))
+
+    return set_limits
+
+
+async def test_one_address_holds_at_most_its_share_and_other_clients_still_get_in(limits) -> None:
+    limits(max_connections=10, max_per_address=3)
+    async with Served(tiny_app) as served:
+        held = [await served.connect() for _ in range(3)]
+        reader, writer = await served.connect()
+        refused = await asyncio.wait_for(reader.read(), 5)
+        assert refused.startswith(b"HTTP/1.1 503 "), refused
+        # Another client (another loopback address) is served while the first holds its share.
+        other_reader, other = await asyncio.open_connection("127.0.0.1", served.port, local_addr=("127.0.0.2", 0))
+        other.write(b"GET / HTTP/1.1\r\nHost: kasir\r\n\r\n")
+        head, body = await read_answer(other_reader)
+        assert head.startswith(b"HTTP/1.1 200 OK\r\n")
+        # A held connection that closes gives its place back.
+        held[0][1].close()
+        await held[0][1].wait_closed()
+        while len(served.state.connections) > 3:  # the server saw the close
+            await asyncio.sleep(0.01)
+        again_reader, again = await served.connect()
+        again.write(b"GET / HTTP/1.1\r\nHost: kasir\r\n\r\n")
+        head, _ = await read_answer(again_reader)
+        assert head.startswith(b"HTTP/1.1 200 OK\r\n")
+        for connection in (*held[1:], (reader, writer), (other_reader, other), (again_reader, again)):
+            connection[1].close()
+
+
+async def big_app(scope, receive, send) -> None:
+    if scope["type"] != "http":
+        return
+    size = 16 * 1024 * 1024
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"%d" % size)]})
+    for _ in range(size // 65536):
+        await send({"type": "http.response.body", "body": b"x" * 65536, "more_body": True})
+    await send({"type": "http.response.body", "body": b""})
+
+
+async def test_a_client_that_stops_reading_its_answer_is_closed(limits) -> None:
+    limits(write_timeout=0.5)
+    async with Served(big_app) as served:
+        client = socket.socket()
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        client.setblocking(False)
+        await asyncio.get_running_loop().sock_connect(client, ("127.0.0.1", served.port))
+        await asyncio.get_running_loop().sock_sendall(client, b"GET / HTTP/1.1\r\nHost: kasir\r\n\r\n")
+        # Never read: the answer fills the buffers, the server pauses, and gives up after the write timeout.
+        async with asyncio.timeout(HANG_GUARD_SECONDS):
+            while not served.paused:  # the server's buffers are full: the client is not reading
+                await asyncio.sleep(0.01)
+            while served.state.connections:
+                await asyncio.sleep(0.05)
+        client.close()

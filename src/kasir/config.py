@@ -114,6 +114,15 @@ class Settings(BaseSettings):
         description="Connections a server process holds at once; past them a new connection is answered 503 and "
         "closed. Lowered at start-up to what the open-file limit (ulimit -n) leaves.",
     )
+    max_connections_per_address: int = Field(
+        100,
+        ge=1,
+        description="Connections one client address holds at once in a server process (its reverse proxies in "
+        "KASIR_TRUSTED_PROXIES excepted); past them its new connection is answered 503 and closed.",
+    )
+    write_timeout_seconds: float = Field(
+        30.0, gt=0, description="An answer the client stops reading is given up and its connection closed after this."
+    )
     public_docs: bool | None = Field(
         None,
         description="Serve /docs, /redoc and /openapi.json. Default: in staging, not in production, where the "

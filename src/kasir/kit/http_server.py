@@ -30,6 +30,11 @@ requests of a connection):
   is answered 408 and closed.
 - `body_timeout`: a body must arrive whole within this from the end of its headers.
 
+- `max_per_address`: so is a connection from a client address that already holds this many (the
+  trusted reverse proxies excepted), so that one client cannot take the whole cap.
+- `write_timeout`: an answer the client stops reading (uvicorn's flow control has paused writing)
+  for this long is dropped and the connection aborted.
+
 - `max_connections`: a connection opened while the process already holds this many is answered
   503 and closed at once (uvicorn's own `limit_concurrency` answers only once a request's headers
   are in, so idle connections past it would still hold a file each). The cap is kept below the
@@ -41,7 +46,8 @@ logged by no one: a flood of them costs a write and a close each.
 
 What this depends on in uvicorn's `HttpToolsProtocol` (pinned in pyproject.toml to the minor range it
 was tested with; tests/test_pins.py fails by name outside it): `connection_made`, `data_received`,
-`on_headers_complete`, `on_message_complete`, `on_response_complete` and `connection_lost` are its hooks;
+`on_headers_complete`, `on_message_complete`, `on_response_complete`, `pause_writing`, `resume_writing` and
+`connection_lost` are its hooks;
 `self.transport`, `self.loop`, `self.connections` (the server's set of open connections) and
 `self.cycle` (the request's response cycle, made in `on_headers_complete`) are its attributes; the cycle
 writes through `cycle.transport` (`write`, `close`, `is_closing`) and says `cycle.more_body` while a
@@ -51,6 +57,7 @@ body is still arriving.
 from __future__ import annotations
 
 import asyncio
+import collections
 import logging
 import resource
 import socket
@@ -69,6 +76,9 @@ class ConnectionLimits:
     header_timeout: float
     body_timeout: float
     max_connections: int
+    max_per_address: int
+    unlimited_addresses: frozenset[str]  # the trusted reverse proxies: every client comes through them
+    write_timeout: float
 
 
 # Files a server process needs besides its connections: the database, its pool and files, the
@@ -97,13 +107,21 @@ def connection_limits() -> ConnectionLimits:
         from kasir.config import get_settings
 
         settings = get_settings()
+        proxies = frozenset(address.strip() for address in settings.trusted_proxies.split(",") if address.strip())
         _limits = ConnectionLimits(
             settings.max_header_bytes,
             settings.header_timeout_seconds,
             settings.body_timeout_seconds,
             connection_cap(settings.max_connections),
+            settings.max_connections_per_address,
+            proxies,
+            settings.write_timeout_seconds,
         )
     return _limits
+
+
+# Open connections per client address, in this process (every server of the process shares the cap).
+_per_address: collections.Counter[str] = collections.Counter()
 
 
 _ACCEPT_FAILED = "socket.accept() out of system resource"
@@ -162,6 +180,8 @@ class NoDelayHttpToolsProtocol(HttpToolsProtocol):
                 pass
         super().connection_made(transport)
         self._limits = connection_limits()
+        self._address: str | None = None  # counted against its address's cap until the connection ends
+        self._write_deadline: asyncio.TimerHandle | None = None
         self._reading_headers = True
         # A request's body still arriving, and its answer already sent: an app may answer before reading the
         # body (a refusal), and the rest of that body is not the next request's headers.
@@ -173,7 +193,32 @@ class NoDelayHttpToolsProtocol(HttpToolsProtocol):
         if len(self.connections) > self._limits.max_connections:
             self._refuse(_FULL)
             return
+        peer = transport.get_extra_info("peername")
+        address = str(peer[0]) if isinstance(peer, tuple) and peer else None
+        limits = self._limits
+        if address is not None and address not in limits.unlimited_addresses and "*" not in limits.unlimited_addresses:
+            if _per_address[address] >= limits.max_per_address:
+                self._refuse(_FULL)  # this client holds its share: the others still get in
+                return
+            _per_address[address] += 1
+            self._address = address
         self._arm(self._limits.header_timeout)
+
+    def pause_writing(self) -> None:
+        # The client stopped reading (its buffers and ours are full): it has write_timeout to start again.
+        super().pause_writing()
+        if self._write_deadline is None:
+            self._write_deadline = self.loop.call_later(self._limits.write_timeout, self._stopped_reading)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        if self._write_deadline is not None:
+            self._write_deadline.cancel()
+            self._write_deadline = None
+
+    def _stopped_reading(self) -> None:
+        self._write_deadline = None
+        self.transport.abort()  # what it did not read is dropped: a close would wait to send it
 
     def _arm(self, seconds: float) -> None:
         if self._deadline is not None:
@@ -238,6 +283,14 @@ class NoDelayHttpToolsProtocol(HttpToolsProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
+        if self._write_deadline is not None:
+            self._write_deadline.cancel()
+            self._write_deadline = None
+        address, self._address = self._address, None
+        if address is not None:
+            _per_address[address] -= 1
+            if not _per_address[address]:
+                del _per_address[address]
         super().connection_lost(exc)
 
     def shutdown(self) -> None:
