@@ -44,6 +44,12 @@ class Settings(BaseSettings):
         description="Bearer token of the `/admin` API. Default: generated once into `<data_dir>/admin.token`.",
     )
     clock_skew_seconds: int = Field(300, ge=0, description="Allowed difference between X-TIMESTAMP and server time.")
+    max_database_clock_skew_seconds: float = Field(
+        60.0,
+        gt=0,
+        description="A worker whose clock differs from the database's by more than this runs no expiry, purge "
+        "or callback claim (it says so in the log) until they agree again.",
+    )
     callback_schedule: Annotated[list[int], NoDecode] = Field(
         default_factory=lambda: [10, 60, 300],
         description="Seconds to wait before each callback retry, comma-separated (jitter is added).",

@@ -22,6 +22,8 @@ import logging
 import os
 import secrets
 import socket
+import time
+from collections.abc import Callable
 
 from kasir.callbacks.dispatcher import (
     AttemptResult,
@@ -33,7 +35,7 @@ from kasir.callbacks.dispatcher import (
 )
 from kasir.callbacks.service import CALLBACKS_CHANNEL
 from kasir.config import Settings
-from kasir.db import Database
+from kasir.db import Database, database_time
 from kasir.jobs import JOBS
 from kasir.kit.http_client import KeepAliveTransport
 
@@ -55,6 +57,11 @@ class DeliveryWorker:
         # With a backlog, claim again once this many slots are free (one claim for many callbacks).
         self.claim_at_least = max(1, self.concurrency // 4)
         self._wake = asyncio.Event()
+        # The process's own clock, compared with the database's before the worker acts on time (a seam for
+        # the tests, whose `clock` moves while the machine's does not).
+        self.process_epoch: Callable[[], float] = time.time
+        self._clock_agrees = True
+        self._clock_said_at = float("-inf")
         self._outcomes: list[tuple[ClaimedCallback, AttemptResult, asyncio.Future[None]]] = []
         self._outcome_ready = asyncio.Event()
         self._recorder_done = False
@@ -123,6 +130,7 @@ class DeliveryWorker:
     async def run(self) -> None:
         self._loop = asyncio.get_running_loop()
         stop_listening = await self.database.listen(CALLBACKS_CHANNEL, self.wake)
+        await self._check_clock()
         background = [asyncio.create_task(self._expiry_scheduler())]
         recorder = asyncio.create_task(self._recorder())
         log.info("callback worker started", extra={"worker": self.name})
@@ -133,7 +141,7 @@ class DeliveryWorker:
                 claimed: list[ClaimedCallback] = []
                 self._passes_begun += 1
                 this_pass, looked = self._passes_begun, False
-                if free > 0:
+                if free > 0 and self._clock_agrees:
                     full = [merchant for merchant, count in self._inflight_of.items() if count >= self.per_merchant]
                     try:
                         claimed = await claim_due(
@@ -231,7 +239,7 @@ class DeliveryWorker:
         while not self._stopping:
             self._expiry_passes_begun += 1
             this_pass = self._expiry_passes_begun
-            for job in JOBS:
+            for job in JOBS if await self._check_clock() else ():
                 try:
                     await job(self.database)
                 except Exception:
@@ -241,6 +249,32 @@ class DeliveryWorker:
             ended.set()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._stopped.wait(), EXPIRY_INTERVAL_SECONDS)
+
+    async def _check_clock(self) -> bool:
+        """Whether this process's clock agrees with the database's (within KASIR_MAX_DATABASE_CLOCK_SKEW_SECONDS).
+
+        Expiries, purges and callback leases compare moments of this clock with moments other processes
+        wrote: a machine whose clock stepped ahead would expire live payments, forget idempotency keys
+        retries still need (a refund paid twice) and take other workers' leases. Such a worker waits.
+        """
+        try:
+            ahead = self.process_epoch() - (await database_time(self.database)).timestamp()
+        except Exception:
+            log.exception("reading the database's clock failed")
+            self._clock_agrees = False
+            return False
+        allowed = self.settings.max_database_clock_skew_seconds
+        self._clock_agrees = abs(ahead) <= allowed
+        if not self._clock_agrees and time.monotonic() - self._clock_said_at >= 60:
+            self._clock_said_at = time.monotonic()
+            log.error(
+                "this machine's clock is %.0f s %s the database's (more than KASIR_MAX_DATABASE_CLOCK_SKEW_SECONDS="
+                "%g): no expiry, purge or callback claim until they agree; fix the machine's time (NTP)",
+                abs(ahead),
+                "ahead of" if ahead > 0 else "behind",
+                allowed,
+            )
+        return self._clock_agrees
 
 
 async def run_worker_until_signalled(database: Database, settings: Settings) -> None:

@@ -5,6 +5,7 @@
       .unit_of_work(atomic=False)      each statement commits by itself (one UPDATE): fewer round trips
       .listen(channel, on_wake)        wake-ups from commits that notified the channel
       .keeps_counters                  rate-limit counters in the database (PostgreSQL) or in memory
+    database_time(database)            the database's own clock (the worker acts only while it agrees)
     Statement(core statement)          a Core statement compiled once, run on the unit's connection
     fetch/fetch_one/fetch_value/run    a Core statement built per call (filters, IN lists)
     on_commit(session, action)         run an action after the unit commits
@@ -28,6 +29,7 @@ from kasir.db.database import (
     WriteSession,
     check_schema,
     current_revision,
+    database_time,
     each_in_own_unit_of_work,
     head_revision,
     ping,
@@ -67,6 +69,7 @@ __all__ = [
     "binds",
     "check_schema",
     "current_revision",
+    "database_time",
     "each_in_own_unit_of_work",
     "fetch",
     "fetch_one",

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -137,6 +138,15 @@ async def ping(database: Database, *, write: bool = False) -> None:
             await session.count_rows("UPDATE alembic_version SET version_num = version_num", ())
         else:
             await session.fetch_rows("SELECT 1", ())
+
+
+async def database_time(database: Database) -> datetime:
+    """The database's own clock (PostgreSQL's server; an SQLite file's is this machine's), aware, in UTC."""
+    async with database.unit_of_work(read_only=True) as session:
+        [(value,)] = await session.fetch_rows("SELECT CURRENT_TIMESTAMP", ())
+    if isinstance(value, str):  # SQLite: 'YYYY-MM-DD HH:MM:SS', in UTC
+        return datetime.fromisoformat(value).replace(tzinfo=UTC)
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 # --- schema version -----------------------------------------------------------------
