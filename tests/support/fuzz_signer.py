@@ -31,6 +31,8 @@ SIGNED_HEADERS = {
     "/v1.0/bnpl/": ("Authorization", "X-TIMESTAMP", "X-SIGNATURE", "X-PARTNER-ID"),
     "/v1.1/bnpl/": ("Authorization", "X-TIMESTAMP", "X-SIGNATURE", "X-PARTNER-ID"),
     "/ewallet/v2/": ("Authorization", "x-req-signature"),
+    # The inquiry documents x-version as required: the fuzzer's (v3, or left out on purpose), not the signer's.
+    "/card-v2/inquiry": ("Authorization", "x-req-signature"),
     "/card-v2/": ("Authorization",),
     "/admin/": ("Authorization",),
 }
@@ -119,8 +121,9 @@ class KasirSigner(AuthBase):
             fields = _json_object(text)
             # The provider SDK's dialect signs like the wallet API: its direct charges, and the charge when the
             # body has the dialect's keys (docs/decisions.md §12.3; the document offers both bodies there).
-            if path.endswith("/charge-direct") or any(key in fields for key in _DIALECT_KEYS):
-                headers["x-version"] = "v3"
+            if path.endswith(("/charge-direct", "/inquiry")) or any(key in fields for key in _DIALECT_KEYS):
+                if not path.endswith("/inquiry"):
+                    headers["x-version"] = "v3"
                 headers["x-req-signature"] = x_req_signature(
                     merchant.hash_key, _as_text(fields.get("external_id")), _as_text(fields.get("order_id"))
                 )

@@ -23,12 +23,13 @@ from kasir.wallet.schemas import WalletErrorBody
 
 inquiry_router = APIRouter(tags=["card (provider SDK dialect)"])
 
-_HEADERS = ("Authorization", "x-req-signature", "x-version")
+_HEADERS = ("Authorization", "x-req-signature")
 _OPENAPI: dict[str, Any] = {
     **wire(WireFormat.WALLET),
     # The body is read raw (x-req-signature first); its schema is documented from the model.
     "requestBody": snap_route("00", CardInquiryRequest)["requestBody"],
-    "parameters": [{"name": name, "in": "header", "required": True, "schema": {"type": "string"}} for name in _HEADERS],
+    "parameters": [{"name": name, "in": "header", "required": True, "schema": {"type": "string"}} for name in _HEADERS]
+    + [{"name": "x-version", "in": "header", "required": True, "schema": {"type": "string", "enum": ["v3"]}}],
 }
 _ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": WalletErrorBody, "description": "`01`: names the missing or wrong field"},
