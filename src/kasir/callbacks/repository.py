@@ -152,6 +152,24 @@ def given_up_events(merchant_id: str | None = None, since: datetime | None = Non
     return query
 
 
+def delivered_events(merchant_id: str | None = None, since: datetime | None = None) -> Select[Any]:
+    """Events delivered: first rows delivered themselves or by any replay of theirs, counted once however
+    many deliveries and attempts it took (as `given_up_events` counts the events given up)."""
+    other = aliased(Callback)
+    delivered_by_a_replay = (
+        select(other.id).where(other.event_id == Callback.id, other.status == CallbackStatus.DELIVERED.value).exists()
+    )
+    query = select(Callback.id).where(
+        Callback.event_id.is_(None),
+        or_(Callback.status == CallbackStatus.DELIVERED.value, delivered_by_a_replay),
+    )
+    if merchant_id is not None:
+        query = query.where(Callback.merchant_id == merchant_id)
+    if since is not None:
+        query = query.where(Callback.created_at >= since)
+    return query
+
+
 def _claim_query(skip_merchants: Collection[str] = (), values: dict[str, Any] | None = None) -> Any:
     """Take due callbacks in one statement: UPDATE ... WHERE id IN (the due ones, locked) RETURNING them.
 
@@ -310,6 +328,12 @@ class CallbackRepository:
         self, session: Session, merchant_id: str | None = None, since: datetime | None = None
     ) -> int:
         query = select(func.count()).select_from(given_up_events(merchant_id, since).subquery())
+        return int(await fetch_value(session, query) or 0)
+
+    async def count_delivered(
+        self, session: Session, merchant_id: str | None = None, since: datetime | None = None
+    ) -> int:
+        query = select(func.count()).select_from(delivered_events(merchant_id, since).subquery())
         return int(await fetch_value(session, query) or 0)
 
     async def search(

@@ -10,13 +10,13 @@ callbacks as kasir.callbacks.repository's rows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import String, and_, bindparam, func, literal, or_, select
+from sqlalchemy import String, and_, bindparam, case, func, literal, or_, select
 
 from kasir.bnpl.models import BnplTransaction, amount_of
 from kasir.bnpl.repository import TransactionRow as BnplTransactionRow
@@ -32,6 +32,7 @@ from kasir.callbacks.repository import (
 from kasir.card.models import CardOrder
 from kasir.card.repository import CardAttemptRow, CardOrderRow, card_repository
 from kasir.db import Session, Statement, fetch, fetch_value
+from kasir.merchants.models import Merchant
 from kasir.wallet.models import WalletRefund, WalletTransaction
 from kasir.wallet.repository import TransactionRow as WalletTransactionRow
 from kasir.wallet.repository import wallet_repository
@@ -90,6 +91,17 @@ class PaymentRow:
 
 
 @dataclass(frozen=True, slots=True)
+class Total:
+    """The overview's numbers of one product and outcome."""
+
+    product: str
+    outcome: str
+    count: int
+    volume: Decimal
+    refunded: Decimal  # of `volume`, returned to customers so far
+
+
+@dataclass(frozen=True, slots=True)
 class PaymentFilter:
     merchant_id: str | None = None
     product: str | None = None
@@ -136,6 +148,7 @@ class _Table:
         channel: Any,
         amount: Any,
         searchable: Sequence[Any],
+        refunded: Any = None,
     ) -> None:
         self.product = product
         self.model = model
@@ -143,6 +156,8 @@ class _Table:
         self.order = order
         self.channel = channel
         self.amount = amount
+        # Refunded so far, where the product keeps it (the wallet); None: a refund returns the whole amount.
+        self.refunded = refunded
         self.searchable = searchable
         self.by_id = Statement(select(*self.columns()).where(model.id == bindparam("payment_id")))
 
@@ -161,9 +176,13 @@ class _Table:
             m.paid_at,
         ]
 
+    def money(self, amount: int) -> Decimal:
+        """An amount as the column holds it (BNPL: cents) in rupiah."""
+        return amount_of(amount) if self.product == "bnpl" else Decimal(amount)
+
     def row(self, values: Any) -> PaymentRow:
         id_, merchant_id, external, order, channel, status, amount, created, updated, paid = values
-        money = amount_of(amount) if self.product == "bnpl" else Decimal(amount)
+        money = self.money(amount)
         return PaymentRow(
             self.product,
             id_,
@@ -215,6 +234,7 @@ _TABLES = {
         order=WalletTransaction.order_id,
         channel=WalletTransaction.payment_channel,
         amount=WalletTransaction.amount,
+        refunded=WalletTransaction.refunded_amount,
         searchable=(
             WalletTransaction.id,
             WalletTransaction.external_id,
@@ -276,24 +296,63 @@ class PaymentsRepository:
                 return table.row(values)
         return None
 
-    async def totals(
-        self, session: Session, merchant_id: str | None, since: datetime
-    ) -> list[tuple[str, str, int, Decimal]]:
-        """(product, outcome, count, volume) of the payments created since `since`."""
-        found: dict[tuple[str, str], tuple[int, Decimal]] = {}
+    async def totals(self, session: Session, merchant_id: str | None, since: datetime) -> list[Total]:
+        """Count, volume and refunded volume by product and outcome of the payments created since `since`."""
+        found: dict[tuple[str, str], Total] = {}
         for table in _TABLES.values():
             m = table.model
-            statement = select(m.status, func.count(), func.coalesce(func.sum(table.amount), 0)).where(
+            refunded = func.coalesce(func.sum(table.refunded), 0) if table.refunded is not None else literal(0)
+            statement = select(m.status, func.count(), func.coalesce(func.sum(table.amount), 0), refunded).where(
                 m.created_at >= since
             )
             if merchant_id:
                 statement = statement.where(m.merchant_id == merchant_id)
-            for status, count, total in await fetch(session, statement.group_by(m.status)):
-                money = amount_of(int(total)) if table.product == "bnpl" else Decimal(int(total))
-                key = (table.product, outcome_of(table.product, status))
-                old_count, old_total = found.get(key, (0, Decimal(0)))
-                found[key] = (old_count + int(count), old_total + money)
-        return [(product, outcome, count, total) for (product, outcome), (count, total) in sorted(found.items())]
+            for status, count, total, back in await fetch(session, statement.group_by(m.status)):
+                outcome = outcome_of(table.product, status)
+                money = table.money(int(total))
+                if table.refunded is not None:
+                    back_money = table.money(int(back))
+                else:
+                    back_money = money if outcome == "refunded" else Decimal(0)
+                key = (table.product, outcome)
+                old = found.get(key, Total(table.product, outcome, 0, Decimal(0), Decimal(0)))
+                found[key] = Total(
+                    table.product, outcome, old.count + int(count), old.volume + money, old.refunded + back_money
+                )
+        return [found[key] for key in sorted(found)]
+
+    async def daily(
+        self, session: Session, merchant_id: str | None, days: Sequence[datetime]
+    ) -> dict[datetime, tuple[int, Decimal]]:
+        """(payments created, net paid volume) of each day starting at `days` (ascending; the last runs to now).
+
+        Each payment falls in its day by a CASE over the days' starts, portable to both databases; one
+        scan of each product's period by its created index."""
+        found = {day: (0, Decimal(0)) for day in days}
+        if not days:
+            return found
+        for table in _TABLES.values():
+            m = table.model
+            bucket = case(
+                *((m.created_at >= day, literal(index)) for index, day in reversed(list(enumerate(days)))),
+                else_=literal(-1),
+            ).label("day")
+            statuses = OUTCOMES[table.product]
+            if table.refunded is not None:
+                kept, paid = table.amount - table.refunded, statuses["paid"] + statuses.get("refunded", ())
+            else:  # a refund returns the whole amount: nothing kept
+                kept, paid = table.amount, statuses["paid"]
+            net = func.coalesce(func.sum(case((m.status.in_(paid), kept), else_=literal(0))), 0)
+            statement = select(bucket, func.count(), net).where(m.created_at >= days[0])
+            if merchant_id:
+                statement = statement.where(m.merchant_id == merchant_id)
+            for index, count, total in await fetch(session, statement.group_by(bucket)):
+                if index < 0:
+                    continue
+                day = days[index]
+                old_count, old_net = found[day]
+                found[day] = (old_count + int(count), old_net + table.money(int(total)))
+        return found
 
     async def callback_totals(self, session: Session, merchant_id: str | None, since: datetime) -> dict[str, int]:
         statement = select(Callback.status, func.count()).where(Callback.created_at >= since)
@@ -329,6 +388,14 @@ class PaymentsRepository:
             for created, delivered in await fetch(session, statement)
             if delivered is not None
         ]
+
+    async def merchant_names(self, session: Session, merchant_ids: Iterable[str | None]) -> dict[str, str]:
+        """The names of a page's merchants, by id: one IN query by primary key for the whole page."""
+        wanted = sorted({merchant_id for merchant_id in merchant_ids if merchant_id})
+        if not wanted:
+            return {}
+        found = await fetch(session, select(Merchant.id, Merchant.name).where(Merchant.id.in_(wanted)))
+        return {row.id: row.name for row in found}
 
     # --- one payment's details ---------------------------------------------------------
 
