@@ -129,6 +129,9 @@ async def test_every_console_page_fits_a_phone_and_dates_stay_on_one_line(
             width = await phone.evaluate("document.documentElement.scrollWidth")
             if width > PHONE["width"]:
                 too_wide.append((who, path, width))
+        # The menu wraps in a row of its own under the brand: a column beside it took a quarter of the screen.
+        header = await phone.evaluate("document.querySelector('header.top').getBoundingClientRect().height")
+        assert header <= 140, header
         if who == operator:
             await phone.goto(f"{base}/console/overview")
             await phone.screenshot(path=str(artifacts / "docs-console-overview-phone.png"))

@@ -47,6 +47,24 @@ INDEXES = (
     ),
     Index("ix_bnpl_transaction_status_created", BnplTransaction.status, BnplTransaction.created_at, BnplTransaction.id),
     Index("ix_card_order_status_created", CardOrder.status, CardOrder.created_at, CardOrder.id),
+    # The overview's numbers (PaymentsRepository.totals), read from the index alone, a day at a time: every
+    # column the overview sums or filters on, the merchant last (migration 0018).
+    Index(
+        "ix_wallet_transaction_overview",
+        WalletTransaction.created_at,
+        WalletTransaction.status,
+        WalletTransaction.amount,
+        WalletTransaction.refunded_amount,
+        WalletTransaction.merchant_id,
+    ),
+    Index(
+        "ix_bnpl_transaction_overview",
+        BnplTransaction.created_at,
+        BnplTransaction.status,
+        BnplTransaction.amount_cents,
+        BnplTransaction.merchant_id,
+    ),
+    Index("ix_card_order_overview", CardOrder.created_at, CardOrder.status, CardOrder.amount, CardOrder.merchant_id),
 )
 
 # The overview counts the period's callbacks by status.

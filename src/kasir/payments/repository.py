@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import String, and_, bindparam, case, func, literal, or_, select
+from sqlalchemy import String, and_, bindparam, func, literal, or_, select
 
 from kasir.bnpl.models import BnplTransaction, amount_of
 from kasir.bnpl.repository import TransactionRow as BnplTransactionRow
@@ -160,6 +160,18 @@ class _Table:
         self.refunded = refunded
         self.searchable = searchable
         self.by_id = Statement(select(*self.columns()).where(model.id == bindparam("payment_id")))
+        # The overview's numbers of one span of time (PaymentsRepository.totals), all merchants' or one's.
+        back = func.coalesce(func.sum(refunded), 0) if refunded is not None else literal(0)
+        span = (
+            select(model.status, func.count(), func.coalesce(func.sum(amount), 0), back)
+            .where(
+                model.created_at >= bindparam("low", type_=model.created_at.type),
+                model.created_at < bindparam("high", type_=model.created_at.type),
+            )
+            .group_by(model.status)
+        )
+        self.span_totals = Statement(span)
+        self.span_totals_of_merchant = Statement(span.where(model.merchant_id == bindparam("merchant_id")))
 
     def columns(self) -> list[Any]:
         m = self.model
@@ -263,6 +275,10 @@ _TABLES = {
 }
 
 
+_FOREVER = timedelta(days=36_500)  # the last span's end: no payment is created after it
+_DAY = timedelta(days=1)
+
+
 class PaymentsRepository:
     async def page(
         self,
@@ -296,63 +312,52 @@ class PaymentsRepository:
                 return table.row(values)
         return None
 
-    async def totals(self, session: Session, merchant_id: str | None, since: datetime) -> list[Total]:
-        """Count, volume and refunded volume by product and outcome of the payments created since `since`."""
+    async def totals(
+        self, session: Session, merchant_id: str | None, since: datetime, days: Sequence[datetime] = ()
+    ) -> tuple[list[Total], dict[datetime, tuple[int, Decimal]]]:
+        """The overview's numbers: count, volume and refunded volume by product and outcome of the payments
+        created since `since`; and, for each of `days` (the starts of the trend's days, ascending, the last
+        running to now), the payments created that day and their net paid volume (paid, less refunds;
+        voids not at all).
+
+        Read a span of at most a day at a time (between consecutive starts of `since` and the days), each span's rows
+        grouped by status within the product's overview index (kasir.payments.models): small groups read
+        from the index alone. One statement over the whole period would sort every row of it to group
+        them, on SQLite through a temporary file."""
+        starts = sorted({since, *days})
+        # No span longer than a day, however long the period before the trend's first day.
+        starts = sorted({*starts, *(starts[0] + _DAY * n for n in range(1, (starts[-1] - starts[0]) // _DAY + 1))})
+        ends = [*starts[1:], starts[-1] + _FOREVER]
         found: dict[tuple[str, str], Total] = {}
+        daily = {day: (0, Decimal(0)) for day in days}
         for table in _TABLES.values():
-            m = table.model
-            refunded = func.coalesce(func.sum(table.refunded), 0) if table.refunded is not None else literal(0)
-            statement = select(m.status, func.count(), func.coalesce(func.sum(table.amount), 0), refunded).where(
-                m.created_at >= since
-            )
-            if merchant_id:
-                statement = statement.where(m.merchant_id == merchant_id)
-            for status, count, total, back in await fetch(session, statement.group_by(m.status)):
-                outcome = outcome_of(table.product, status)
-                money = table.money(int(total))
-                if table.refunded is not None:
-                    back_money = table.money(int(back))
-                else:
-                    back_money = money if outcome == "refunded" else Decimal(0)
-                key = (table.product, outcome)
-                old = found.get(key, Total(table.product, outcome, 0, Decimal(0), Decimal(0)))
-                found[key] = Total(
-                    table.product, outcome, old.count + int(count), old.volume + money, old.refunded + back_money
-                )
-        return [found[key] for key in sorted(found)]
-
-    async def daily(
-        self, session: Session, merchant_id: str | None, days: Sequence[datetime]
-    ) -> dict[datetime, tuple[int, Decimal]]:
-        """(payments created, net paid volume) of each day starting at `days` (ascending; the last runs to now).
-
-        Each payment falls in its day by a CASE over the days' starts, portable to both databases; one
-        scan of each product's period by its created index."""
-        found = {day: (0, Decimal(0)) for day in days}
-        if not days:
-            return found
-        for table in _TABLES.values():
-            m = table.model
-            bucket = case(
-                *((m.created_at >= day, literal(index)) for index, day in reversed(list(enumerate(days)))),
-                else_=literal(-1),
-            ).label("day")
-            statuses = OUTCOMES[table.product]
-            if table.refunded is not None:
-                kept, paid = table.amount - table.refunded, statuses["paid"] + statuses.get("refunded", ())
-            else:  # a refund returns the whole amount: nothing kept
-                kept, paid = table.amount, statuses["paid"]
-            net = func.coalesce(func.sum(case((m.status.in_(paid), kept), else_=literal(0))), 0)
-            statement = select(bucket, func.count(), net).where(m.created_at >= days[0])
-            if merchant_id:
-                statement = statement.where(m.merchant_id == merchant_id)
-            for index, count, total in await fetch(session, statement.group_by(bucket)):
-                if index < 0:
-                    continue
-                day = days[index]
-                old_count, old_net = found[day]
-                found[day] = (old_count + int(count), old_net + table.money(int(total)))
-        return found
+            statement = table.span_totals_of_merchant if merchant_id else table.span_totals
+            for began, ended in zip(starts, ends, strict=True):
+                day = next((d for d in reversed(days) if d <= began), None)
+                of_merchant = {"merchant_id": merchant_id} if merchant_id else {}
+                rows = await statement.rows(session, low=began, high=ended, **of_merchant)
+                for status, count, total, back in rows:
+                    outcome = outcome_of(table.product, status)
+                    money = table.money(int(total))
+                    if table.refunded is not None:
+                        back_money = table.money(int(back))
+                    else:  # a refund returns the whole amount
+                        back_money = money if outcome == "refunded" else Decimal(0)
+                    if began >= since:
+                        key = (table.product, outcome)
+                        old = found.get(key, Total(table.product, outcome, 0, Decimal(0), Decimal(0)))
+                        found[key] = Total(
+                            table.product,
+                            outcome,
+                            old.count + int(count),
+                            old.volume + money,
+                            old.refunded + back_money,
+                        )
+                    if day is not None:
+                        kept = money - back_money if outcome in ("paid", "refunded") else Decimal(0)
+                        old_count, old_net = daily[day]
+                        daily[day] = (old_count + int(count), old_net + kept)
+        return [found[key] for key in sorted(found)], daily
 
     async def callback_totals(self, session: Session, merchant_id: str | None, since: datetime) -> dict[str, int]:
         statement = select(Callback.status, func.count()).where(Callback.created_at >= since)

@@ -421,7 +421,9 @@ class PaymentsService:
         since = period_start(period)
         if trend_days not in TREND_DAYS:
             raise BadRequest("days must be 7 or 30", field="days")
-        totals = await payments_repository.totals(session, scope, since)
+        today = clock.local_now().replace(hour=0, minute=0, second=0, microsecond=0)
+        days = [today - timedelta(days=back) for back in range(trend_days - 1, -1, -1)]
+        totals, daily = await payments_repository.totals(session, scope, since, days)
         counts = await payments_repository.callback_totals(session, scope, since)
         retrying = await payments_repository.retrying(session, scope, since)
         waiting = counts.get("pending", 0) + counts.get("delivering", 0)
@@ -434,9 +436,6 @@ class PaymentsService:
         }
         latencies = await payments_repository.delivery_latencies(session, scope, since)
         p50, p95 = _percentile(latencies, 0.50), _percentile(latencies, 0.95)
-        today = clock.local_now().replace(hour=0, minute=0, second=0, microsecond=0)
-        days = [today - timedelta(days=back) for back in range(trend_days - 1, -1, -1)]
-        daily = await payments_repository.daily(session, scope, days)
         return Overview(
             period,
             since,
