@@ -141,6 +141,8 @@ async def test_every_console_page_fits_a_phone_and_dates_stay_on_one_line(
     wide = await new_page(chromium, WIDE)
     await sign_in(wide, base, operator)
     await wide.screenshot(path=str(artifacts / "docs-console-overview.png"))
+    await wide.goto(f"{base}/console/overview?period=30d&days=30")
+    await wide.screenshot(path=str(artifacts / "console-overview-30-days.png"), full_page=True)
     wrapped = []
     for path in ("/console/payments", "/console/callbacks?state=delivered", "/console/audit", "/console/merchants"):
         await wide.goto(f"{base}{path}")
