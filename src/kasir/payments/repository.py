@@ -324,9 +324,9 @@ class PaymentsRepository:
         grouped by status within the product's overview index (kasir.payments.models): small groups read
         from the index alone. One statement over the whole period would sort every row of it to group
         them, on SQLite through a temporary file."""
-        starts = sorted({since, *days})
-        # No span longer than a day, however long the period before the trend's first day.
-        starts = sorted({*starts, *(starts[0] + _DAY * n for n in range(1, (starts[-1] - starts[0]) // _DAY + 1))})
+        # No span longer than a day: the trend's days, and a day at a time from `since` to the first of them.
+        before_trend = (days[0] - since) // _DAY if days and days[0] > since else 0
+        starts = sorted({since, *days, *(since + _DAY * n for n in range(1, before_trend + 1))})
         ends = [*starts[1:], starts[-1] + _FOREVER]
         found: dict[tuple[str, str], Total] = {}
         daily = {day: (0, Decimal(0)) for day in days}
