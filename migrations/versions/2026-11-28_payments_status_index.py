@@ -9,8 +9,8 @@ The overview sums a period's payments by status, and its trend a day at a time: 
 holds every column it reads (created_at, status, the amounts, the merchant), so a day's rows are
 read from the index alone instead of one table row each.
 
-Revision ID: 0018
-Revises: 0017
+Revision ID: 0020
+Revises: 0019
 Create Date: 2026-11-28
 """
 
@@ -18,8 +18,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "0018"
-down_revision: str | None = "0017"
+revision: str = "0020"
+down_revision: str | None = "0019"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

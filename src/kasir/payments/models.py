@@ -2,7 +2,7 @@
 
 The tables belong to their rooms; these indexes serve only the console's and the admin API's
 list (newest first, all merchants or one) and search (any id a merchant or customer quotes).
-Declared here, on the rooms' tables, so the metadata and migrations 0009 and 0018 agree.
+Declared here, on the rooms' tables, so the metadata and migrations 0009 and 0020 agree.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ INDEXES = (
     Index("ix_card_order_external", CardOrder.external_id),
     Index("ix_card_order_order", CardOrder.order_id),
     # The list filtered by status (the console's "wallet + paid"): newest first within one status, without
-    # reading and sorting every row of that status (migration 0018).
+    # reading and sorting every row of that status (migration 0020).
     Index(
         "ix_wallet_transaction_status_created",
         WalletTransaction.status,
@@ -48,7 +48,7 @@ INDEXES = (
     Index("ix_bnpl_transaction_status_created", BnplTransaction.status, BnplTransaction.created_at, BnplTransaction.id),
     Index("ix_card_order_status_created", CardOrder.status, CardOrder.created_at, CardOrder.id),
     # The overview's numbers (PaymentsRepository.totals), read from the index alone, a day at a time: every
-    # column the overview sums or filters on, the merchant last (migration 0018).
+    # column the overview sums or filters on, the merchant last (migration 0020).
     Index(
         "ix_wallet_transaction_overview",
         WalletTransaction.created_at,
