@@ -1,9 +1,11 @@
-"""`make bench` (console part): the Payments page and its search with 100,000 payments, and the CSV export's memory.
+"""`make bench` (console part): the Payments page, its search and the Overview with 100,000 payments, and the
+CSV export's memory.
 
 Fills a fresh SQLite database (BENCH_CONSOLE_ROWS payments: 60 % wallet, 20 % card, 20 % BNPL,
 over 30 days), starts `kasir serve --no-worker` as an operator would, signs in through the
 form, then times sequential requests of the Payments page (first page, filtered, searched by
-an order id, an older keyset page) and streams the CSV export of every row while sampling the
+an order id, an older keyset page), the Overview (today, and 30 days with its 30-day trend) and
+the Callbacks page, and streams the CSV export of every row while sampling the
 server's resident memory. Targets (issue 23): p95 < 150 ms; RSS growth < 50 MB. Writes
 bench/results/<date>-console.md and exits non-zero when a target is missed.
 """
@@ -161,7 +163,13 @@ def p(values: list[float], share: float) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[int(share * 100) - 1]
 
 
+def _load() -> str:
+    """The machine's 1, 5 and 15 minute load averages (a shared machine's numbers need them beside)."""
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
 def main() -> int:
+    load_before = _load()
     directory = Path(tempfile.mkdtemp(prefix="kasir-bench-console-"))
     env = {
         **os.environ,
@@ -228,6 +236,10 @@ def main() -> int:
                 "Payments, older page (cursor)": [f"/console/payments?cursor={cursor}"] * REQUESTS,
                 "Search by order id": [f"/console/payments?q={samples[i % len(samples)]}" for i in range(REQUESTS)],
                 "Search, no match": [f"/console/payments?q=NOPE-{i}" for i in range(REQUESTS)],
+                # The overview counts every payment of its period and the trend's days (issue 41).
+                "Overview, today (7-day trend)": ["/console/overview"] * REQUESTS,
+                "Overview, 30 days (30-day trend)": ["/console/overview?period=30d&days=30"] * REQUESTS,
+                "Callbacks, given up": ["/console/callbacks"] * REQUESTS,
             }
             timed(client, ["/console/payments"] * 20)  # warm up
             results = {name: timed(client, paths) for name, paths in cases.items()}
@@ -259,6 +271,8 @@ def main() -> int:
     growth_mb = (peak - before) / 1024
     report = [
         f"# Console benchmark {datetime.now(UTC):%Y-%m-%d %H:%M} UTC",
+        "",
+        f"Load average before the run: {load_before}; after it: {_load()}.",
         "",
         f"SQLite, 1 server process, {ROWS:,} payments (60 % wallet, 20 % card, 20 % BNPL), "
         f"{REQUESTS} sequential requests per case, signed in as an operator.",

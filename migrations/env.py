@@ -25,8 +25,6 @@ def _run(connection: Connection) -> None:
         context.run_migrations()
 
 
-
-
 connection = context.config.attributes.get("connection")
 if connection is not None:
     _run(connection)

@@ -6,7 +6,7 @@ is changed only by the statements here (claim, record_outcome), keyed by its id 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
@@ -15,7 +15,7 @@ from sqlalchemy import Integer, Select, and_, bindparam, func, insert, null, or_
 from sqlalchemy.orm import aliased
 
 from kasir.callbacks.models import Callback, CallbackAttempt, CallbackStatus
-from kasir.db import Session, Statement, binds, fetch, fetch_value
+from kasir.db import Session, Statement, binds, fetch
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +134,7 @@ _RECORD_OUTCOME = Statement(
 )
 
 
-def given_up_events(merchant_id: str | None = None, since: datetime | None = None) -> Select[Any]:
+def given_up_events(merchant_id: str | Any | None = None, since: datetime | Any | None = None) -> Select[Any]:
     """Events given up: first rows whose every delivery failed (a replay that fails again adds none, one
     delivered since takes the event out). The inner look-up is by `ix_callback_event_id`, for failed rows
     only, which are few."""
@@ -150,6 +150,44 @@ def given_up_events(merchant_id: str | None = None, since: datetime | None = Non
     if since is not None:
         query = query.where(Callback.created_at >= since)
     return query
+
+
+def delivered_events(merchant_id: str | Any | None = None, since: datetime | Any | None = None) -> Select[Any]:
+    """Events delivered: first rows delivered themselves or by any replay of theirs, counted once however
+    many deliveries and attempts it took (as `given_up_events` counts the events given up)."""
+    other = aliased(Callback)
+    delivered_by_a_replay = (
+        select(other.id).where(other.event_id == Callback.id, other.status == CallbackStatus.DELIVERED.value).exists()
+    )
+    query = select(Callback.id).where(
+        Callback.event_id.is_(None),
+        or_(Callback.status == CallbackStatus.DELIVERED.value, delivered_by_a_replay),
+    )
+    if merchant_id is not None:
+        query = query.where(Callback.merchant_id == merchant_id)
+    if since is not None:
+        query = query.where(Callback.created_at >= since)
+    return query
+
+
+# The overview's counts of events, compiled once for each shape (a merchant or not, a time or not): the
+# overview asks for them every few seconds.
+_EVENT_COUNTS: dict[tuple[Callable[..., Select[Any]], bool, bool], Statement] = {}
+
+
+async def _count_events(
+    session: Session, events: Callable[..., Select[Any]], merchant_id: str | None, since: datetime | None
+) -> int:
+    shape = (events, merchant_id is not None, since is not None)
+    statement = _EVENT_COUNTS.get(shape)
+    if statement is None:
+        query = events(
+            bindparam("merchant_id", type_=Callback.merchant_id.type) if merchant_id is not None else None,
+            bindparam("since", type_=Callback.created_at.type) if since is not None else None,
+        )
+        statement = _EVENT_COUNTS[shape] = Statement(select(func.count()).select_from(query.subquery()))
+    params = {name: value for name, value in (("merchant_id", merchant_id), ("since", since)) if value is not None}
+    return int(await statement.scalar(session, **params) or 0)
 
 
 def _claim_query(skip_merchants: Collection[str] = (), values: dict[str, Any] | None = None) -> Any:
@@ -309,8 +347,12 @@ class CallbackRepository:
     async def count_given_up(
         self, session: Session, merchant_id: str | None = None, since: datetime | None = None
     ) -> int:
-        query = select(func.count()).select_from(given_up_events(merchant_id, since).subquery())
-        return int(await fetch_value(session, query) or 0)
+        return await _count_events(session, given_up_events, merchant_id, since)
+
+    async def count_delivered(
+        self, session: Session, merchant_id: str | None = None, since: datetime | None = None
+    ) -> int:
+        return await _count_events(session, delivered_events, merchant_id, since)
 
     async def search(
         self,

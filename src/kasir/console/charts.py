@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import Any
 
 from kasir.kit.money import rupiah
@@ -53,6 +52,12 @@ class Chart:
     label_width: float = 90
     plot_width: float = 220
     empty: bool = False
+    bar_height: float = 22
+
+    @property
+    def text_y(self) -> float:
+        """Where a bar's label and value sit: on its middle line."""
+        return self.bar_height / 2 + 4
 
     @property
     def width(self) -> float:
@@ -65,9 +70,11 @@ def bar_chart(
     *,
     legend: bool = False,
     maximum: float | None = None,
+    bar_height: float = 22.0,
 ) -> Chart:
-    """rows: (label, [(segment key, value), ...], text shown beside the bar)."""
-    row_height, gap = 22.0, 10.0
+    """rows: (label, [(segment key, value), ...], text shown beside the bar). `bar_height`: thinner bars for
+    many rows (a month's days)."""
+    row_height, gap = bar_height, min(10.0, bar_height / 2)
     top = max((sum(v for _k, v in segments) for _l, segments, _t in rows), default=0.0)
     scale_max = maximum if maximum is not None else top
     bars = []
@@ -93,6 +100,7 @@ def bar_chart(
         legend=tuple((key.replace("_", " "), COLOURS.get(key, "#57606a")) for key in keys) if legend else (),
         height=len(rows) * (row_height + gap),
         empty=top <= 0,
+        bar_height=bar_height,
     )
 
 
@@ -105,7 +113,7 @@ def overview_charts(overview: Any) -> dict[str, Chart]:
     ]
     volume_rows = []
     for p in names:
-        paid = sum((overview.volume(p, o) for o in ("paid", "refunded", "void")), Decimal(0))
+        paid = overview.net_volume(p)
         volume_rows.append((names[p], [("volume", float(paid))], rupiah(paid)))
     rate_rows = []
     for p in names:
@@ -126,8 +134,21 @@ def overview_charts(overview: Any) -> dict[str, Chart]:
     ]
     return {
         "chart-status": bar_chart("Payments by product and status", status_rows, legend=True),
-        "chart-volume": bar_chart("Paid volume by product", volume_rows),
+        "chart-volume": bar_chart("Paid volume by product (net of refunds and voids)", volume_rows),
         "chart-rate": bar_chart("Success rate by product", rate_rows, maximum=100.0),
         "chart-callbacks": bar_chart("Callbacks", callback_rows),
         "chart-latency": bar_chart("Callback commit → receipt", latency_rows),
+    }
+
+
+def trend_charts(overview: Any) -> dict[str, Chart]:
+    """The overview's daily trend (kasir.payments.service.Overview.trend): payments and net paid volume a day."""
+    thin = 22.0 if overview.trend_days <= 7 else 12.0
+    label = "%a %d %b"
+    counts = [(day.day.strftime(label), [("volume", float(day.count))], str(day.count)) for day in overview.trend]
+    volumes = [(day.day.strftime(label), [("paid", float(day.net))], rupiah(day.net)) for day in overview.trend]
+    days = overview.trend_days
+    return {
+        "chart-trend-count": bar_chart(f"Payments a day, last {days} days", counts, bar_height=thin),
+        "chart-trend-volume": bar_chart(f"Net paid volume a day, last {days} days", volumes, bar_height=thin),
     }

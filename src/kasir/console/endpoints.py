@@ -31,7 +31,7 @@ from kasir.auth.console import (
 from kasir.auth.scheme import PUBLIC
 from kasir.callbacks.models import CallbackKind
 from kasir.config import get_settings
-from kasir.console.charts import overview_charts
+from kasir.console.charts import overview_charts, trend_charts
 from kasir.console.models import Role
 from kasir.console.service import AccountLocked, NotYours, SignInRefused, Viewer, console_sessions, console_users
 from kasir.console.service import SignedIn as NewSession
@@ -171,10 +171,12 @@ async def home() -> Response:
 
 
 @router.get("/overview")
-async def overview(request: Request, viewer: SignedIn, session: ReadSession, period: str = "today") -> Response:
-    numbers = await payments_service.overview(session, viewer.scope, period)
+async def overview(
+    request: Request, viewer: SignedIn, session: ReadSession, period: str = "today", days: int = 7
+) -> Response:
+    numbers = await payments_service.overview(session, viewer.scope, period, days)
     name = "overview_panel.html" if "hx-request" in request.headers else "overview.html"
-    return render(request, name, viewer=viewer, o=numbers, charts=overview_charts(numbers))
+    return render(request, name, viewer=viewer, o=numbers, charts=overview_charts(numbers), trend=trend_charts(numbers))
 
 
 # --- payments --------------------------------------------------------------------------------
@@ -218,11 +220,15 @@ async def payments(
         return RedirectResponse(f"/console/payments/{page.rows[0].id}", status_code=303)  # found it
     query = urlencode({k: v for k, v in filters.items() if v})
     name = "payment_rows.html" if "hx-request" in request.headers else "payments.html"
+    names = (
+        await payments_service.merchant_names(session, (r.merchant_id for r in page.rows)) if viewer.is_operator else {}
+    )
     return render(
         request,
         name,
         viewer=viewer,
         page=page,
+        names=names,
         filters=filters,
         query=query,
         cursor=cursor,
@@ -391,6 +397,7 @@ async def callbacks(
         merchant=merchant,
         product=product,
         merchants=merchants,
+        names={m.id: m.name for m in merchants},  # the filter's list, already read: no query per row
         now=clock.now(),
         done=DONE.get(done),
         next_before=rows[-1].id if len(rows) == 50 else None,
@@ -505,6 +512,7 @@ async def merchant(
         m=row,
         grace=grace,
         events=events,
+        names={row.id: row.name},
         done=DONE.get(done),
         kinds=list(CredentialKind),
     )
@@ -679,6 +687,7 @@ async def audit_log(
         "audit.html",
         viewer=viewer,
         events=events,
+        names=await payments_service.merchant_names(session, (e.merchant_id for e in events)),
         merchant=merchant,
         action=action,
         next_before=events[-1].id if len(events) == 50 else None,

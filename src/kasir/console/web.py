@@ -20,10 +20,11 @@ from fastapi.routing import APIRoute
 
 from kasir.auth.console import COOKIE
 from kasir.console.charts import bar_chart
-from kasir.console.format import jakarta_time
+from kasir.console.format import jakarta_time, state_words
 from kasir.console.service import SignInRequired, Viewer
 from kasir.db import Database
 from kasir.errors import KasirError
+from kasir.kit.money import rupiah
 from kasir.kit.templates import templates
 
 log = logging.getLogger("kasir.console")
@@ -44,6 +45,7 @@ SECURITY_HEADERS = {
 
 templates.filters["jakarta"] = jakarta_time
 templates.globals["bar_chart"] = bar_chart
+templates.globals["state_words"] = state_words
 
 
 def audit_changes(event: Any) -> list[tuple[str, str | None, str]]:
@@ -58,15 +60,17 @@ def audit_changes(event: Any) -> list[tuple[str, str | None, str]]:
         new = after.get(key)
         if before is not None and old == new:
             continue
-        lines.append((key, None if before is None else _text(old), _text(new)))
+        lines.append((key, None if before is None else _text(old, key), _text(new, key)))
     return lines
 
 
-def _text(value: Any) -> str:
+def _text(value: Any, key: str = "") -> str:
     if value is None:
         return "—"
     if isinstance(value, bool):
         return "yes" if value else "no"
+    if key.endswith("amount") and isinstance(value, int | str) and str(value).isdigit():
+        return rupiah(int(value))  # refund_amount, refunded_amount: money, as everywhere in the console
     return str(value)
 
 

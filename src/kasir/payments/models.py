@@ -2,7 +2,7 @@
 
 The tables belong to their rooms; these indexes serve only the console's and the admin API's
 list (newest first, all merchants or one) and search (any id a merchant or customer quotes).
-Declared here, on the rooms' tables, so the metadata and migration 0009 agree.
+Declared here, on the rooms' tables, so the metadata and migrations 0009 and 0020 agree.
 """
 
 from __future__ import annotations
@@ -37,6 +37,34 @@ INDEXES = (
     Index("ix_card_order_merchant_created", CardOrder.merchant_id, CardOrder.created_at, CardOrder.id),
     Index("ix_card_order_external", CardOrder.external_id),
     Index("ix_card_order_order", CardOrder.order_id),
+    # The list filtered by status (the console's "wallet + paid"): newest first within one status, without
+    # reading and sorting every row of that status (migration 0020).
+    Index(
+        "ix_wallet_transaction_status_created",
+        WalletTransaction.status,
+        WalletTransaction.created_at,
+        WalletTransaction.id,
+    ),
+    Index("ix_bnpl_transaction_status_created", BnplTransaction.status, BnplTransaction.created_at, BnplTransaction.id),
+    Index("ix_card_order_status_created", CardOrder.status, CardOrder.created_at, CardOrder.id),
+    # The overview's numbers (PaymentsRepository.totals), read from the index alone, a day at a time: every
+    # column the overview sums or filters on, the merchant last (migration 0020).
+    Index(
+        "ix_wallet_transaction_overview",
+        WalletTransaction.created_at,
+        WalletTransaction.status,
+        WalletTransaction.amount,
+        WalletTransaction.refunded_amount,
+        WalletTransaction.merchant_id,
+    ),
+    Index(
+        "ix_bnpl_transaction_overview",
+        BnplTransaction.created_at,
+        BnplTransaction.status,
+        BnplTransaction.amount_cents,
+        BnplTransaction.merchant_id,
+    ),
+    Index("ix_card_order_overview", CardOrder.created_at, CardOrder.status, CardOrder.amount, CardOrder.merchant_id),
 )
 
 # The overview counts the period's callbacks by status.

@@ -10,13 +10,13 @@ callbacks as kasir.callbacks.repository's rows.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import String, and_, bindparam, func, literal, or_, select
+from sqlalchemy import Integer, String, and_, bindparam, func, literal, or_, select, union_all
 
 from kasir.bnpl.models import BnplTransaction, amount_of
 from kasir.bnpl.repository import TransactionRow as BnplTransactionRow
@@ -31,7 +31,8 @@ from kasir.callbacks.repository import (
 )
 from kasir.card.models import CardOrder
 from kasir.card.repository import CardAttemptRow, CardOrderRow, card_repository
-from kasir.db import Session, Statement, fetch, fetch_value
+from kasir.db import Session, Statement, fetch
+from kasir.merchants.models import Merchant
 from kasir.wallet.models import WalletRefund, WalletTransaction
 from kasir.wallet.repository import TransactionRow as WalletTransactionRow
 from kasir.wallet.repository import wallet_repository
@@ -90,6 +91,17 @@ class PaymentRow:
 
 
 @dataclass(frozen=True, slots=True)
+class Total:
+    """The overview's numbers of one product and outcome."""
+
+    product: str
+    outcome: str
+    count: int
+    volume: Decimal
+    refunded: Decimal  # of `volume`, returned to customers so far
+
+
+@dataclass(frozen=True, slots=True)
 class PaymentFilter:
     merchant_id: str | None = None
     product: str | None = None
@@ -136,6 +148,7 @@ class _Table:
         channel: Any,
         amount: Any,
         searchable: Sequence[Any],
+        refunded: Any = None,
     ) -> None:
         self.product = product
         self.model = model
@@ -143,8 +156,30 @@ class _Table:
         self.order = order
         self.channel = channel
         self.amount = amount
+        # Refunded so far, where the product keeps it (the wallet); None: a refund returns the whole amount.
+        self.refunded = refunded
         self.searchable = searchable
         self.by_id = Statement(select(*self.columns()).where(model.id == bindparam("payment_id")))
+
+    def span_totals(self, index: int, of_merchant: bool) -> Any:
+        """The overview's numbers of span `index` (binds low<index>, high<index>; PaymentsRepository.totals):
+        this product's count, volume and refunded volume by status, all merchants' or one's."""
+        m = self.model
+        back = func.coalesce(func.sum(self.refunded), 0) if self.refunded is not None else literal(0, Integer())
+        statement = select(
+            literal(self.product, String(8)),
+            literal(index, Integer()),
+            m.status,
+            func.count(),
+            func.coalesce(func.sum(self.amount), 0),
+            back,
+        ).where(
+            m.created_at >= bindparam(f"low{index}", type_=m.created_at.type),
+            m.created_at < bindparam(f"high{index}", type_=m.created_at.type),
+        )
+        if of_merchant:
+            statement = statement.where(m.merchant_id == bindparam("merchant_id"))
+        return statement.group_by(m.status)
 
     def columns(self) -> list[Any]:
         m = self.model
@@ -161,9 +196,13 @@ class _Table:
             m.paid_at,
         ]
 
+    def money(self, amount: int) -> Decimal:
+        """An amount as the column holds it (BNPL: cents) in rupiah."""
+        return amount_of(amount) if self.product == "bnpl" else Decimal(amount)
+
     def row(self, values: Any) -> PaymentRow:
         id_, merchant_id, external, order, channel, status, amount, created, updated, paid = values
-        money = amount_of(amount) if self.product == "bnpl" else Decimal(amount)
+        money = self.money(amount)
         return PaymentRow(
             self.product,
             id_,
@@ -215,6 +254,7 @@ _TABLES = {
         order=WalletTransaction.order_id,
         channel=WalletTransaction.payment_channel,
         amount=WalletTransaction.amount,
+        refunded=WalletTransaction.refunded_amount,
         searchable=(
             WalletTransaction.id,
             WalletTransaction.external_id,
@@ -241,6 +281,54 @@ _TABLES = {
         searchable=(CardOrder.id, CardOrder.external_id, CardOrder.order_id),
     ),
 }
+
+
+_FOREVER = timedelta(days=36_500)  # the last span's end: no payment is created after it
+_DAY = timedelta(days=1)
+
+
+def _of(merchant_id: str | None) -> dict[str, str]:
+    """The merchant's bind of the overview's callback statements' "one merchant" variant."""
+    return {"merchant_id": merchant_id} if merchant_id else {}
+
+
+def _each_merchant_or_one(statement: Any) -> dict[bool, Statement]:
+    """The overview's callback statements compiled once: for every merchant (False) and for one (True)."""
+    return {
+        False: Statement(statement),
+        True: Statement(statement.where(Callback.merchant_id == bindparam("merchant_id"))),
+    }
+
+
+_SINCE = bindparam("since", type_=Callback.created_at.type)
+_CALLBACK_TOTALS = _each_merchant_or_one(
+    select(Callback.status, func.count()).where(Callback.created_at >= _SINCE).group_by(Callback.status)
+)
+_RETRYING = _each_merchant_or_one(
+    select(func.count()).where(
+        Callback.created_at >= _SINCE,
+        or_(Callback.status == "pending", Callback.status == "delivering"),  # no IN: a fixed statement
+        Callback.attempts_made > 0,
+    )
+)
+_LATENCIES = _each_merchant_or_one(
+    select(Callback.created_at, Callback.delivered_at)
+    .where(Callback.created_at >= _SINCE, Callback.status == "delivered", Callback.replay_of.is_(None))
+    .order_by(Callback.created_at.desc())
+    .limit(bindparam("latest", type_=Integer()))
+)
+
+
+_SPANS: dict[tuple[int, bool], Statement] = {}
+
+
+def _spans(count: int, of_merchant: bool) -> Statement:
+    """Every product's numbers of `count` spans in one statement (PaymentsRepository.totals)."""
+    statement = _SPANS.get((count, of_merchant))
+    if statement is None:
+        parts = [table.span_totals(index, of_merchant) for index in range(count) for table in _TABLES.values()]
+        statement = _SPANS[(count, of_merchant)] = Statement(union_all(*parts))
+    return statement
 
 
 class PaymentsRepository:
@@ -277,58 +365,75 @@ class PaymentsRepository:
         return None
 
     async def totals(
-        self, session: Session, merchant_id: str | None, since: datetime
-    ) -> list[tuple[str, str, int, Decimal]]:
-        """(product, outcome, count, volume) of the payments created since `since`."""
-        found: dict[tuple[str, str], tuple[int, Decimal]] = {}
-        for table in _TABLES.values():
-            m = table.model
-            statement = select(m.status, func.count(), func.coalesce(func.sum(table.amount), 0)).where(
-                m.created_at >= since
-            )
-            if merchant_id:
-                statement = statement.where(m.merchant_id == merchant_id)
-            for status, count, total in await fetch(session, statement.group_by(m.status)):
-                money = amount_of(int(total)) if table.product == "bnpl" else Decimal(int(total))
-                key = (table.product, outcome_of(table.product, status))
-                old_count, old_total = found.get(key, (0, Decimal(0)))
-                found[key] = (old_count + int(count), old_total + money)
-        return [(product, outcome, count, total) for (product, outcome), (count, total) in sorted(found.items())]
+        self, session: Session, merchant_id: str | None, since: datetime, days: Sequence[datetime] = ()
+    ) -> tuple[list[Total], dict[datetime, tuple[int, Decimal]]]:
+        """The overview's numbers: count, volume and refunded volume by product and outcome of the payments
+        created since `since`; and, for each of `days` (the starts of the trend's days, ascending, the last
+        running to now), the payments created that day and their net paid volume (paid, less refunds;
+        voids not at all).
+
+        Spans of at most a day (between consecutive starts of `since` and the days), each product's rows
+        of each span grouped by status within its overview index (kasir.payments.models): small groups
+        read from the index alone, all in one statement (a UNION ALL, compiled once for each number of
+        spans). Grouping the whole period at once would sort every row of it, on SQLite through a
+        temporary file."""
+        # No span longer than a day: the trend's days, and a day at a time from `since` to the first of them.
+        before_trend = (days[0] - since) // _DAY if days and days[0] > since else 0
+        starts = sorted({since, *days, *(since + _DAY * n for n in range(1, before_trend + 1))})
+        ends = [*starts[1:], starts[-1] + _FOREVER]
+        found: dict[tuple[str, str], Total] = {}
+        daily = {day: (0, Decimal(0)) for day in days}
+        bounds = {f"low{index}": began for index, began in enumerate(starts)}
+        bounds.update({f"high{index}": ended for index, ended in enumerate(ends)})
+        of_merchant = {"merchant_id": merchant_id} if merchant_id else {}
+        rows = await _spans(len(starts), bool(merchant_id)).rows(session, **bounds, **of_merchant)
+        for product, index, status, count, total, back in rows:
+            table = _TABLES[product]
+            began = starts[int(index)]
+            day = next((d for d in reversed(days) if d <= began), None)
+            outcome = outcome_of(table.product, status)
+            money = table.money(int(total))
+            if table.refunded is not None:
+                back_money = table.money(int(back))
+            else:  # a refund returns the whole amount
+                back_money = money if outcome == "refunded" else Decimal(0)
+            if began >= since:
+                key = (table.product, outcome)
+                old = found.get(key, Total(table.product, outcome, 0, Decimal(0), Decimal(0)))
+                found[key] = Total(
+                    table.product, outcome, old.count + int(count), old.volume + money, old.refunded + back_money
+                )
+            if day is not None:
+                kept = money - back_money if outcome in ("paid", "refunded") else Decimal(0)
+                old_count, old_net = daily[day]
+                daily[day] = (old_count + int(count), old_net + kept)
+        return [found[key] for key in sorted(found)], daily
 
     async def callback_totals(self, session: Session, merchant_id: str | None, since: datetime) -> dict[str, int]:
-        statement = select(Callback.status, func.count()).where(Callback.created_at >= since)
-        if merchant_id:
-            statement = statement.where(Callback.merchant_id == merchant_id)
-        return {status: int(count) for status, count in await fetch(session, statement.group_by(Callback.status))}
+        statement = _CALLBACK_TOTALS[bool(merchant_id)]
+        rows = await statement.rows(session, since=since, **_of(merchant_id))
+        return {status: int(count) for status, count in rows}
 
     async def retrying(self, session: Session, merchant_id: str | None, since: datetime) -> int:
         """Callbacks still to deliver that have been tried and refused at least once."""
-        statement = select(func.count()).where(
-            Callback.created_at >= since,
-            Callback.status.in_(("pending", "delivering")),
-            Callback.attempts_made > 0,
-        )
-        if merchant_id:
-            statement = statement.where(Callback.merchant_id == merchant_id)
-        return int(await fetch_value(session, statement) or 0)
+        statement = _RETRYING[bool(merchant_id)]
+        return int(await statement.scalar(session, since=since, **_of(merchant_id)) or 0)
 
     async def delivery_latencies(
         self, session: Session, merchant_id: str | None, since: datetime, limit: int = 5000
     ) -> list[float]:
         """Seconds from a callback's commit to its acceptance, for the latest `limit` delivered since `since`."""
-        statement = (
-            select(Callback.created_at, Callback.delivered_at)
-            .where(Callback.created_at >= since, Callback.status == "delivered", Callback.replay_of.is_(None))
-            .order_by(Callback.created_at.desc())
-            .limit(limit)
-        )
-        if merchant_id:
-            statement = statement.where(Callback.merchant_id == merchant_id)
-        return [
-            (delivered - created).total_seconds()
-            for created, delivered in await fetch(session, statement)
-            if delivered is not None
-        ]
+        statement = _LATENCIES[bool(merchant_id)]
+        rows = await statement.rows(session, since=since, latest=limit, **_of(merchant_id))
+        return [(delivered - created).total_seconds() for created, delivered in rows if delivered is not None]
+
+    async def merchant_names(self, session: Session, merchant_ids: Iterable[str | None]) -> dict[str, str]:
+        """The names of a page's merchants, by id: one IN query by primary key for the whole page."""
+        wanted = sorted({merchant_id for merchant_id in merchant_ids if merchant_id})
+        if not wanted:
+            return {}
+        found = await fetch(session, select(Merchant.id, Merchant.name).where(Merchant.id.in_(wanted)))
+        return {row.id: row.name for row in found}
 
     # --- one payment's details ---------------------------------------------------------
 

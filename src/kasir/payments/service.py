@@ -20,7 +20,7 @@ import csv
 import io
 import json
 import statistics
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -34,7 +34,7 @@ from kasir.callbacks.service import callback_outbox
 from kasir.callbacks.signing import svc_signature_header
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import get_settings
-from kasir.console.format import jakarta_time
+from kasir.console.format import bnpl_status_text, event_words, jakarta_time
 from kasir.db import Database, Session
 from kasir.errors import BadRequest, Conflict, InvalidMandatoryField, NotFound
 from kasir.kit.clock import JAKARTA, clock, parse_aware
@@ -45,6 +45,7 @@ from kasir.payments.repository import (
     PRODUCTS,
     PaymentFilter,
     PaymentRow,
+    Total,
     payments_repository,
 )
 from kasir.processors.calls import Also, PendingCall
@@ -216,19 +217,45 @@ class PaymentDetail:
 
 
 @dataclass(frozen=True, slots=True)
+class TrendDay:
+    day: datetime  # its start, Asia/Jakarta midnight
+    count: int  # payments created that day
+    net: Decimal  # what they brought in: paid, less refunds, voids not at all
+
+
+@dataclass(frozen=True, slots=True)
 class Overview:
     period: str
     since: datetime
-    totals: list[tuple[str, str, int, Decimal]]  # product, outcome, count, volume
+    totals: list[Total]
     callbacks: dict[str, int]  # delivered, retrying, given_up, pending
     latency_p50_ms: float | None
     latency_p95_ms: float | None
+    trend: list[TrendDay] = field(default_factory=list)  # oldest first, today last
 
     def count(self, product: str | None = None, outcome: str | None = None) -> int:
-        return sum(c for p, o, c, _v in self.totals if (product in (None, p)) and (outcome in (None, o)))
+        return sum(t.count for t in self.totals if (product in (None, t.product)) and (outcome in (None, t.outcome)))
 
     def volume(self, product: str | None = None, outcome: str | None = None) -> Decimal:
-        return sum((v for p, o, _c, v in self.totals if (product in (None, p)) and (outcome in (None, o))), Decimal(0))
+        return sum(
+            (t.volume for t in self.totals if (product in (None, t.product)) and (outcome in (None, t.outcome))),
+            Decimal(0),
+        )
+
+    def net_volume(self, product: str | None = None) -> Decimal:
+        """Paid volume as the merchant keeps it: paid payments less what was refunded of them; voids not at all."""
+        return sum(
+            (
+                t.volume - t.refunded
+                for t in self.totals
+                if product in (None, t.product) and t.outcome in ("paid", "refunded")
+            ),
+            Decimal(0),
+        )
+
+    @property
+    def trend_days(self) -> int:
+        return len(self.trend)
 
     def success_rate(self, product: str | None = None) -> float | None:
         """Paid (and later refunded or voided) of the payments that reached an outcome."""
@@ -237,6 +264,7 @@ class Overview:
         return None if done == 0 else paid / done
 
 
+TREND_DAYS = (7, 30)
 PERIODS = {"today": None, "7d": timedelta(days=7), "30d": timedelta(days=30)}
 
 
@@ -267,6 +295,10 @@ class PaymentsService:
         more = len(rows) > limit
         rows = rows[:limit]
         return PaymentPage(rows, encode_cursor(rows[-1]) if more and rows else None)
+
+    async def merchant_names(self, session: Session, merchant_ids: Iterable[str | None]) -> dict[str, str]:
+        """Names beside the ids of a list's page (payments, callbacks, audit events): one query per page."""
+        return await payments_repository.merchant_names(session, merchant_ids)
 
     async def get(self, session: Session, scope: str | None, payment_id: str) -> PaymentRow:
         row = await payments_repository.get(session, payment_id.strip())
@@ -327,7 +359,7 @@ class PaymentsService:
             detail.fields = [
                 ("Reference no", btx.id),
                 ("Partner reference no", btx.partner_reference_no),
-                ("Status", f"{btx.status} {btx.status_desc}"),
+                ("Status", bnpl_status_text(btx.status, btx.status_desc)),
                 ("Tenure", f"{btx.tenure} months" if btx.tenure else ""),
                 ("Channel id", btx.channel_id),
                 ("Callback URL", btx.callback_url),
@@ -380,19 +412,24 @@ class PaymentsService:
             by_callback.setdefault(callback_attempt.callback_id, []).append(callback_attempt)
         detail.callbacks = [CallbackWithAttempts(c, by_callback.get(c.id, [])) for c in callbacks]
         for c in callbacks:
-            label = f"Callback {c.event} " + ("replayed" if c.replay_of else "recorded")
+            label = f"Callback {event_words(c.kind, c.event)} " + ("replayed" if c.replay_of else "recorded")
             timeline.append(TimelineEntry(c.created_at, label, f"#{c.id} → {c.status}"))
         detail.timeline = sorted(timeline, key=lambda entry: entry.at)
         return detail
 
-    async def overview(self, session: Session, scope: str | None, period: str) -> Overview:
+    async def overview(self, session: Session, scope: str | None, period: str, trend_days: int = 7) -> Overview:
         since = period_start(period)
-        totals = await payments_repository.totals(session, scope, since)
+        if trend_days not in TREND_DAYS:
+            raise BadRequest("days must be 7 or 30", field="days")
+        today = clock.local_now().replace(hour=0, minute=0, second=0, microsecond=0)
+        days = [today - timedelta(days=back) for back in range(trend_days - 1, -1, -1)]
+        totals, daily = await payments_repository.totals(session, scope, since, days)
         counts = await payments_repository.callback_totals(session, scope, since)
         retrying = await payments_repository.retrying(session, scope, since)
         waiting = counts.get("pending", 0) + counts.get("delivering", 0)
         callbacks = {
-            "delivered": counts.get("delivered", 0),
+            # Events, as "given up" counts them: one event replayed until delivered is one, not one per delivery.
+            "delivered": await callback_repository.count_delivered(session, scope, since),
             "retrying": retrying,
             "given_up": await callback_repository.count_given_up(session, scope, since),
             "pending": waiting - retrying,
@@ -406,6 +443,7 @@ class PaymentsService:
             callbacks,
             None if p50 is None else p50 * 1000,
             None if p95 is None else p95 * 1000,
+            [TrendDay(day, *daily[day]) for day in days],
         )
 
     def csv_header(self) -> str:
