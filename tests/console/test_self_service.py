@@ -7,6 +7,7 @@ Signatures of test callbacks are checked against values computed here from the d
 from __future__ import annotations
 
 import re
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -18,7 +19,9 @@ from sqlalchemy import select
 
 from kasir.audit.models import AuditEvent
 from kasir.callbacks.models import Callback
+from kasir.callbacks.repository import callback_repository
 from kasir.db import fetch
+from kasir.kit.clock import clock
 from kasir.merchants.service import merchant_service
 from tests.console.helpers import closing, make_user, page_csrf, sign_in, signed_in
 from tests.support import builders
@@ -376,6 +379,10 @@ async def test_a_refused_test_callback_shows_the_answer_and_can_be_replayed(app:
             callback_id = int(shown["callback-id"])
             assert f'id="replay-{callback_id}"' in page.text
             assert "given up" in page.text
+            # A refused test is the merchant's to fix, not a given-up payment event: no overview count, no recovery.
+            async with app.state.database.unit_of_work(read_only=True) as session:
+                assert await callback_repository.count_given_up(session, merchant.id) == 0
+                assert await callback_repository.given_up(session, merchant.id, clock.now() - timedelta(days=1)) == []
             csrf = await page_csrf(client, HERE)
             replayed = await client.post(f"{HERE}/callbacks/{callback_id}/replay", data={"csrf_token": csrf})
             assert replayed.status_code == 303

@@ -15,6 +15,11 @@ class CallbackKind(StrEnum):
     BNPL = "bnpl"
 
 
+# The event of a merchant's test callback (the console's My merchant): sent once, never retried or recovered,
+# and no given-up payment callback of the merchant.
+TEST_EVENT = "TEST"
+
+
 class CallbackStatus(StrEnum):
     PENDING = "pending"  # waiting for its next attempt (or for an earlier callback of its transaction)
     DELIVERING = "delivering"  # claimed by a worker until lease_expires_at
@@ -32,7 +37,7 @@ class Callback(Base):
     merchant_id: Mapped[str] = mapped_column(String(32), ForeignKey("merchant.id"))
     kind: Mapped[str] = mapped_column(String(16))
     transaction_ref: Mapped[str] = mapped_column(String(64))  # the product's transaction id
-    event: Mapped[str] = mapped_column(String(32))  # what happened: PAID, FAILED, 00, ...
+    event: Mapped[str] = mapped_column(String(32))  # what happened: PAID, FAILED, 00, ... (TEST_EVENT: a test)
     url: Mapped[str] = mapped_column(String(2048))
     payload: Mapped[str] = mapped_column(Text)  # the exact JSON body sent
     # Rows recorded before signatures were made at send time keep the one computed then (§3.5; BNPL too,

@@ -14,7 +14,7 @@ from typing import Any
 from sqlalchemy import Integer, Select, and_, bindparam, func, insert, null, or_, select, update
 from sqlalchemy.orm import aliased
 
-from kasir.callbacks.models import Callback, CallbackAttempt, CallbackStatus
+from kasir.callbacks.models import TEST_EVENT, Callback, CallbackAttempt, CallbackStatus
 from kasir.db import Session, Statement, binds, fetch
 
 
@@ -143,7 +143,10 @@ def given_up_events(merchant_id: str | Any | None = None, since: datetime | Any 
         select(other.id).where(other.event_id == Callback.id, other.status != CallbackStatus.FAILED.value).exists()
     )
     query = select(*(Callback.__table__.c[name] for name in CALLBACK_COLUMNS)).where(
-        Callback.event_id.is_(None), Callback.status == CallbackStatus.FAILED.value, ~not_failed_delivery
+        Callback.event_id.is_(None),
+        Callback.status == CallbackStatus.FAILED.value,
+        Callback.event != TEST_EVENT,  # a refused test callback is the merchant's to fix, not a lost payment event
+        ~not_failed_delivery,
     )
     if merchant_id is not None:
         query = query.where(Callback.merchant_id == merchant_id)
@@ -161,6 +164,7 @@ def delivered_events(merchant_id: str | Any | None = None, since: datetime | Any
     )
     query = select(Callback.id).where(
         Callback.event_id.is_(None),
+        Callback.event != TEST_EVENT,  # the overview counts payment events, not a merchant's tests
         or_(Callback.status == CallbackStatus.DELIVERED.value, delivered_by_a_replay),
     )
     if merchant_id is not None:

@@ -29,7 +29,7 @@ from kasir.bnpl.service import PAYMENT_CHANNEL as BNPL_CHANNEL
 from kasir.bnpl.service import bnpl_service
 from kasir.bnpl.states import BnplStatus
 from kasir.callbacks.dispatcher import AttemptResult, ClaimedCallback, record_attempts, send_attempt
-from kasir.callbacks.models import CallbackKind, CallbackStatus
+from kasir.callbacks.models import TEST_EVENT, CallbackKind, CallbackStatus
 from kasir.callbacks.repository import CallbackRow, callback_repository
 from kasir.callbacks.service import SignedIds, encode_payload
 from kasir.card.callbacks import callback_payload as card_payload
@@ -47,7 +47,6 @@ from kasir.wallet.repository import TransactionRow as WalletTransactionRow
 from kasir.wallet.service import callback_payload as wallet_payload
 from kasir.wallet.states import WalletStatus
 
-TEST_EVENT = "TEST"
 TEST_AMOUNT = 10_000
 WORKER = "console-test"
 
