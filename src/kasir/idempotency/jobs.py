@@ -16,7 +16,8 @@ async def purge_expired_keys(database: Database) -> int:
     """Delete the keys past their 24 hours, at most once a minute per database."""
     now = clock.now()
     last = _purged_at.get(id(database))
-    if last is not None and now - last < PURGE_EVERY:
+    # A last purge "in the future" (the clock was set back since) does not hold the next one off.
+    if last is not None and timedelta(0) <= now - last < PURGE_EVERY:
         return 0
     async with database.unit_of_work() as session:
         purged = await idempotency_repository.purge(session, now)
