@@ -6,6 +6,7 @@ from typing import Any
 from fastapi import FastAPI
 from sqlalchemy import select, update
 
+from kasir.callbacks.dispatcher import ClaimedCallback
 from kasir.callbacks.models import Callback, CallbackKind
 from kasir.callbacks.repository import CallbackAttemptRow, CallbackRow, callback_repository
 from kasir.callbacks.service import callback_outbox
@@ -102,3 +103,24 @@ async def settle(app: FastAPI, callback_id: int, status: str) -> None:
             if row.status == "pending" and row.attempts_made > 0 and row.next_attempt_at > clock.now():
                 clock.advance((row.next_attempt_at - clock.now()).total_seconds() + 0.5)
             await asyncio.sleep(0.02)
+
+
+def claimed(url: str, kind: CallbackKind = CallbackKind.WALLET) -> ClaimedCallback:
+    """A callback as a worker holds it after claiming it: its first attempt, to `url`, of merchant "M"."""
+    return ClaimedCallback(
+        id=1,
+        fence=1,
+        kind=kind,
+        merchant_id="M",
+        transaction_ref="T",
+        url=url,
+        payload=b"{}",
+        svc_signature="s",
+        signed_ids=None,
+        event_key=1,
+        attempt_offset=0,
+        attempt_number=1,
+        max_attempts=3,
+        created_at_unix=0,
+        signing=None,
+    )

@@ -17,13 +17,13 @@ import httpx
 import pytest
 
 from kasir.callbacks import ssrf
-from kasir.callbacks.dispatcher import ClaimedCallback, send_attempt
+from kasir.callbacks.dispatcher import send_attempt
 from kasir.callbacks.models import CallbackKind
 from kasir.callbacks.ssrf import NameLookups, UnsafeCallbackUrl, resolve_checked
 from kasir.callbacks.worker import DeliveryWorker
 from kasir.config import Settings
 from kasir.kit.http_client import KeepAliveTransport
-from tests.callbacks.helpers import db, record, wait_status
+from tests.callbacks.helpers import claimed, db, record, wait_status
 from tests.support.builders import make_merchant
 from tests.support.receiver import CallbackReceiver
 from tests.support.worker import callback_hang_guard
@@ -93,26 +93,6 @@ async def listen() -> AsyncIterator[Callable[[Callable[..., Awaitable[None]]], A
         server.close()
         with contextlib.suppress(Exception):
             await server.wait_closed()
-
-
-def claimed(url: str, kind: CallbackKind = CallbackKind.WALLET) -> ClaimedCallback:
-    return ClaimedCallback(
-        id=1,
-        fence=1,
-        kind=kind,
-        merchant_id="M",
-        transaction_ref="T",
-        url=url,
-        payload=b"{}",
-        svc_signature="s",
-        signed_ids=None,
-        event_key=1,
-        attempt_offset=0,
-        attempt_number=1,
-        max_attempts=3,
-        created_at_unix=0,
-        signing=None,
-    )
 
 
 @pytest.mark.parametrize("through", ["worker transport", "client"])

@@ -13,11 +13,10 @@ from hypothesis import example, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from kasir.callbacks.dispatcher import ClaimedCallback, send_attempt
-from kasir.callbacks.models import CallbackKind
+from kasir.callbacks.dispatcher import send_attempt
 from kasir.callbacks.ssrf import UnsafeCallbackUrl, check_callback_url, is_public_address, use_resolver
 from kasir.kit.addresses import numeric_ipv4
-from tests.callbacks.helpers import db, load, record, wait_attempts, wait_status
+from tests.callbacks.helpers import claimed, db, load, record, wait_attempts, wait_status
 from tests.callbacks.production import isolated_database, production_app
 from tests.conftest import TEST_ADMIN_TOKEN
 from tests.support.builders import public_pem, rsa_key, unique_name
@@ -98,23 +97,7 @@ async def test_staging_allows_loopback():
 
 async def test_production_delivery_to_loopback_is_refused_without_connecting(settings, receiver):
     production = settings.model_copy(update={"env": "production"})
-    callback = ClaimedCallback(
-        id=1,
-        fence=1,
-        kind=CallbackKind.WALLET,
-        merchant_id="M",
-        transaction_ref="T",
-        url=receiver.url(),
-        payload=b"{}",
-        svc_signature="s",
-        signed_ids=None,
-        event_key=1,
-        attempt_offset=0,
-        attempt_number=1,
-        max_attempts=3,
-        created_at_unix=0,
-        signing=None,
-    )
+    callback = claimed(receiver.url())
     import httpx
 
     async with httpx.AsyncClient() as http:

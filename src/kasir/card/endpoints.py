@@ -40,7 +40,13 @@ from kasir.card.dialect_endpoints import (
 )
 from kasir.card.inquiry_endpoints import inquiry_router
 from kasir.card.page_links import check_page_token, page_token, return_redirect
-from kasir.card.schemas import CardErrorBody, CardValidationError, ChargeRequest, ChargeResponse
+from kasir.card.schemas import (
+    CHARGE_ANSWER_EXAMPLE,
+    CardErrorBody,
+    CardValidationError,
+    ChargeRequest,
+    ChargeResponse,
+)
 from kasir.card.service import AttemptAlreadySubmitted, InvalidCard, card_from_fields, card_service, charge_body
 from kasir.card.states import CardOrderClosed, CardOrderStatus
 from kasir.config import get_settings
@@ -95,16 +101,7 @@ class CardChargeError(RootModel[CardErrorBody | WalletErrorBody]):
 _ANSWER_EXAMPLES = {
     "camelCase": {
         "summary": "Kasir's card API",
-        "value": {
-            "statusCode": "00",
-            "statusMessage": "SUCCESS",
-            "data": {
-                "transactionId": "CARD2611230001ABCD",
-                "externalId": "EXT-1001",
-                "paymentStatus": "PENDING",
-                "link": "https://kasir.example/card/pages/CARD2611230001ABCD",
-            },
-        },
+        "value": CHARGE_ANSWER_EXAMPLE,
     },
     "sdk": {
         "summary": "The provider SDK's dialect, with response-type: url",

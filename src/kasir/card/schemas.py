@@ -426,25 +426,23 @@ class ChargeData(BaseModel):
     link: str
 
 
+# The charge's answer as the document shows it (here, and beside the SDK dialect's on the route).
+CHARGE_ANSWER_EXAMPLE: dict[str, Any] = {
+    "statusCode": "00",
+    "statusMessage": "SUCCESS",
+    "data": {
+        "transactionId": "CARD2611230001ABCD",
+        "externalId": "EXT-1001",
+        "paymentStatus": "PENDING",
+        "link": "https://kasir.example/card/pages/CARD2611230001ABCD",
+    },
+}
+
+
 class ChargeResponse(BaseModel):
     """HTTP 200: statusCode "00", statusMessage "SUCCESS" (docs/decisions.md §4)."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "examples": [
-                {
-                    "statusCode": "00",
-                    "statusMessage": "SUCCESS",
-                    "data": {
-                        "transactionId": "CARD2611230001ABCD",
-                        "externalId": "EXT-1001",
-                        "paymentStatus": "PENDING",
-                        "link": "https://kasir.example/card/pages/CARD2611230001ABCD",
-                    },
-                }
-            ]
-        }
-    )
+    model_config = ConfigDict(json_schema_extra={"examples": [CHARGE_ANSWER_EXAMPLE]})
 
     statusCode: str  # noqa: N815
     statusMessage: str  # noqa: N815
