@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -13,8 +13,7 @@ import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from kasir.kit import http_server
-from kasir.kit.http_server import ConnectionLimits, NoDelayHttpToolsProtocol
+from kasir.kit.http_server import ConnectionLimits, NoDelayHttpToolsProtocol, use_connection_limits
 from tests.support.process import HANG_GUARD_SECONDS
 
 
@@ -262,12 +261,13 @@ async def test_the_unread_rest_of_a_body_after_an_early_answer_is_not_taken_for_
 
 
 @pytest.fixture
-def limits(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
+def limits() -> Iterator[Callable[..., None]]:
     def set_limits(**changed: Any) -> None:
         base = ConnectionLimits(64 * 1024, 10.0, 30.0, 100, 100, frozenset(), 30.0)
-        monkeypatch.setattr(http_server, "_limits", dataclasses.replace(base, **changed))
+        use_connection_limits(dataclasses.replace(base, **changed))
 
-    return set_limits
+    yield set_limits
+    use_connection_limits(None)
 
 
 async def test_one_address_holds_at_most_its_share_and_other_clients_still_get_in(limits) -> None:

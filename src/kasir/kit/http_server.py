@@ -120,6 +120,13 @@ def connection_limits() -> ConnectionLimits:
     return _limits
 
 
+def use_connection_limits(limits: ConnectionLimits | None) -> None:
+    """Limits for the connections made from now on, instead of the settings' (None: the settings' again).
+    For a process that serves with its own limits: the tests, with limits small enough to reach."""
+    global _limits
+    _limits = limits
+
+
 # Open connections per client address, in this process (every server of the process shares the cap).
 _per_address: collections.Counter[str] = collections.Counter()
 
