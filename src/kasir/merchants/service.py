@@ -178,15 +178,11 @@ def _secret_box(secret_key: str, previous: tuple[str, ...]) -> SecretBox:
     return SecretBox(secret_key, previous)
 
 
-_NO_ONE: dict[int, tuple[str, str, str]] = {}
-
-
-def _sealed_for_no_one(box: SecretBox) -> tuple[str, str, str]:
-    """Three values sealed by `box` once, opened in place of a merchant's three secrets."""
-    sealed = _NO_ONE.get(id(box))
-    if sealed is None:
-        sealed = _NO_ONE[id(box)] = (box.seal("no one"), box.seal("no one"), box.seal("no one"))
-    return sealed
+@lru_cache(maxsize=4)
+def _sealed_for_no_one(secret_key: str, previous: tuple[str, ...]) -> tuple[str, str, str]:
+    """Three values sealed once per key, opened in place of a merchant's three secrets."""
+    box = _secret_box(secret_key, previous)
+    return box.seal("no one"), box.seal("no one"), box.seal("no one")
 
 
 def secret_box() -> SecretBox:
@@ -581,8 +577,10 @@ class MerchantService:
         """The work of `secrets_with_grace` for a merchant that does not exist: a failed authentication of an
         unknown id then takes as long as one of a known id, and ids cannot be told apart by the time."""
         await merchant_repository.grace(session, "", clock.now())
-        box = secret_box()
-        for sealed in _sealed_for_no_one(box):
+        settings = get_settings()
+        key, previous = settings.resolved_secret_key(), settings.previous_secret_keys()
+        box = _secret_box(key, previous)
+        for sealed in _sealed_for_no_one(key, previous):
             box.open(sealed)
 
     def secrets(self, merchant: MerchantRow) -> MerchantSecrets:
