@@ -1,7 +1,7 @@
 """Turns at SQLite's write lock for the processes that share one database file.
 
 SQLite has no queue for its write lock: a process that finds it taken (SQLITE_BUSY) can only
-sleep and try again (kasir.db.sqlite_inline backs off 1 ms, 2 ms, ... 50 ms). The process
+sleep and try again (kasir.db.sqlite backs off 1 ms, 2 ms, ... 50 ms). The process
 that holds it begins its next write transaction microseconds after committing, so under load a
 second server process rarely finds the lock free when it wakes: with `kasir serve --workers 2`
 a card charge could wait hundreds of milliseconds for its turn.
