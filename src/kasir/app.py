@@ -19,6 +19,7 @@ from kasir.callbacks.endpoints import router as callbacks_router
 from kasir.callbacks.schemas import webhook_payloads
 from kasir.callbacks.worker import DeliveryWorker
 from kasir.card.endpoints import router as card_router
+from kasir.clock_agreement import ClockAgreement
 from kasir.config import Settings, configure, get_settings
 from kasir.console.admin import router as console_users_router
 from kasir.console.endpoints import router as console_router
@@ -108,12 +109,16 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
         database = Database(settings)
         worker: DeliveryWorker | None = None
         worker_task: asyncio.Task[None] | None = None
+        watching: asyncio.Task[None] | None = None
         try:
             if check_schema_on_start:
                 await check_schema(database)
                 async with database.unit_of_work(read_only=True) as session:
                     await check_secret_key(session, secret_box())  # a wrong key stops here, not as 500s later
             app.state.database = database
+            # A server whose clock stepped answers 503 until it agrees with the database's again.
+            await clock_agreement.check(database)
+            watching = asyncio.create_task(clock_agreement.watch(database))
             worker = DeliveryWorker(database, settings) if settings.embedded_worker else None
             app.state.worker = worker  # the embedded worker, or None: whoever must know when it is idle (tests)
             worker_task = asyncio.create_task(worker.run()) if worker else None
@@ -126,6 +131,8 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
             gc.set_threshold(*GC_THRESHOLDS)
             yield
         finally:
+            if watching is not None:
+                watching.cancel()
             if worker is not None and worker_task is not None:
                 worker.stop()
                 await worker_task
@@ -143,10 +150,15 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
         openapi_url="/openapi.json" if settings.serves_docs else None,
     )
     app.state.settings = settings
+    clock_agreement = ClockAgreement(
+        settings.max_database_clock_skew_seconds, stops="every request but the health checks answers 503"
+    )
+    app.state.clock_agreement = clock_agreement
     app.add_middleware(
         RequestContextMiddleware,
         max_body_bytes=settings.max_body_bytes,
         hidden_prefixes=settings.hidden_path_prefixes(),
+        clock_agreement=clock_agreement,
     )
     install_error_handlers(app)
     add_routes(app, ops_router)

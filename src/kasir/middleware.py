@@ -10,7 +10,8 @@ import uuid
 from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from kasir.errors import BadRequest, InvalidFieldFormat, KasirError, NotFound, render
+from kasir.clock_agreement import ClockAgreement
+from kasir.errors import BadRequest, InvalidFieldFormat, KasirError, NotFound, ServiceUnavailable, render
 from kasir.kit.logs import end_request_fields, start_request_fields
 from kasir.ops.metrics import observe_request
 
@@ -22,11 +23,17 @@ _SAFE_REQUEST_ID = re.compile(r"^[A-Za-z0-9._-]{1,128}$")
 
 class RequestContextMiddleware:
     def __init__(
-        self, app: ASGIApp, *, max_body_bytes: int | None = None, hidden_prefixes: tuple[str, ...] = ()
+        self,
+        app: ASGIApp,
+        *,
+        max_body_bytes: int | None = None,
+        hidden_prefixes: tuple[str, ...] = (),
+        clock_agreement: ClockAgreement | None = None,
     ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.hidden_prefixes = hidden_prefixes
+        self.clock_agreement = clock_agreement
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -56,7 +63,9 @@ class RequestContextMiddleware:
             await send_with_id(message)
 
         try:
-            refusal = _refused_before_routing(scope, self.max_body_bytes, self.hidden_prefixes)
+            refusal = _refused_before_routing(scope, self.max_body_bytes, self.hidden_prefixes) or _clock_refusal(
+                scope, self.clock_agreement
+            )
             if refusal is not None:
                 await render(Request(scope), refusal)(scope, receive, send_tracking)
                 return
@@ -117,6 +126,21 @@ def _refused_before_routing(
     if b"%00" in scope.get("query_string", b""):
         return BadRequest("Bad Request. The query must not contain NUL characters", field="query")
     return None
+
+
+# What a server whose clock disagrees with the database's still answers: the probes that say so.
+_HEALTH_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+
+
+def _clock_refusal(scope: Scope, agreement: ClockAgreement | None) -> KasirError | None:
+    """An outage while this machine's clock and the database's disagree (kasir.clock_agreement): an
+    idempotency key, an access token, a payment's expiry would be judged by a clock that stepped. The
+    merchant retries, and a load balancer that reads /readyz sends the retry to a server whose clock is right."""
+    if agreement is None or agreement.agrees or scope["path"] in _HEALTH_PATHS:
+        return None
+    return ServiceUnavailable(
+        "Service temporarily unavailable; retry with exponential backoff", field="", headers={"Retry-After": "10"}
+    )
 
 
 def _body_too_large(max_body_bytes: int) -> KasirError:

@@ -140,6 +140,41 @@ async def test_readyz_is_not_ready_while_the_database_cannot_take_a_write(client
     assert (await client.get("/readyz")).status_code == 200
 
 
+@pytest.mark.skipif(TEST_DB != "postgres", reason="a PostgreSQL database set read-only (a standby after a failover)")
+async def test_readyz_is_not_ready_and_writes_are_an_outage_while_postgresql_is_read_only(
+    app, client, settings: Settings, caplog
+):
+    """Issue 43 N12 on PostgreSQL: a database that cannot take a write (set read-only, or a standby a failover
+    left the URL on) must fail /readyz, and a payment's write must answer an outage the client retries, not a
+    500 with a traceback."""
+    import asyncpg
+
+    from kasir.db.postgres import dsn_of
+    from tests.support import builders
+    from tests.support.wire import wallet
+
+    merchant = await builders.make_merchant(app)
+    name = settings.resolved_database_url.rsplit("/", 1)[1]
+    admin = await asyncpg.connect(dsn_of(settings.resolved_database_url))
+    try:
+        await admin.execute(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
+        await app.state.database.dispose()  # the next units connect anew, read-only
+        refused = await client.get("/readyz")
+        assert refused.status_code == 503
+        assert refused.json() == {"status": "not ready", "reason": "database cannot take writes (DatabaseUnavailable)"}
+        body = wallet.create_body("http://127.0.0.1:9/cb")
+        answer = await wallet.post_wallet(client, merchant, wallet.CREATE, body)
+        assert answer.status_code == 500, answer.text
+        assert answer.json()["response_code"] == "98"
+        assert answer.headers["Retry-After"] == "1"  # the outage's answer, not a bug's
+        assert "unhandled error" not in caplog.text
+    finally:
+        await admin.execute(f'ALTER DATABASE "{name}" RESET default_transaction_read_only')
+        await admin.close()
+        await app.state.database.dispose()
+    assert (await client.get("/readyz")).status_code == 200
+
+
 async def test_an_outage_logs_its_cause_once_and_then_counts(caplog):
     """Issue 43 N12: a traceback per refused request wrote megabytes during an outage."""
     from kasir.errors import OutageLog

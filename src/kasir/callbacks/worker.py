@@ -22,8 +22,6 @@ import logging
 import os
 import secrets
 import socket
-import time
-from collections.abc import Callable
 
 from kasir.callbacks.dispatcher import (
     AttemptResult,
@@ -34,8 +32,9 @@ from kasir.callbacks.dispatcher import (
     send_attempt,
 )
 from kasir.callbacks.service import CALLBACKS_CHANNEL
+from kasir.clock_agreement import ClockAgreement
 from kasir.config import Settings
-from kasir.db import Database, database_time
+from kasir.db import Database
 from kasir.jobs import JOBS
 from kasir.kit.http_client import KeepAliveTransport
 
@@ -57,11 +56,10 @@ class DeliveryWorker:
         # With a backlog, claim again once this many slots are free (one claim for many callbacks).
         self.claim_at_least = max(1, self.concurrency // 4)
         self._wake = asyncio.Event()
-        # The process's own clock, compared with the database's before the worker acts on time (a seam for
-        # the tests, whose `clock` moves while the machine's does not).
-        self.process_epoch: Callable[[], float] = time.time
-        self._clock_agrees = True
-        self._clock_said_at = float("-inf")
+        # Expiries, purges and claims wait while this machine's clock and the database's disagree.
+        self.clock = ClockAgreement(
+            settings.max_database_clock_skew_seconds, stops="no expiry, purge or callback claim"
+        )
         self._outcomes: list[tuple[ClaimedCallback, AttemptResult, asyncio.Future[None]]] = []
         self._outcome_ready = asyncio.Event()
         self._recorder_done = False
@@ -141,7 +139,7 @@ class DeliveryWorker:
                 claimed: list[ClaimedCallback] = []
                 self._passes_begun += 1
                 this_pass, looked = self._passes_begun, False
-                if free > 0 and self._clock_agrees:
+                if free > 0 and self.clock.agrees:
                     full = [merchant for merchant, count in self._inflight_of.items() if count >= self.per_merchant]
                     try:
                         claimed = await claim_due(
@@ -251,30 +249,8 @@ class DeliveryWorker:
                 await asyncio.wait_for(self._stopped.wait(), EXPIRY_INTERVAL_SECONDS)
 
     async def _check_clock(self) -> bool:
-        """Whether this process's clock agrees with the database's (within KASIR_MAX_DATABASE_CLOCK_SKEW_SECONDS).
-
-        Expiries, purges and callback leases compare moments of this clock with moments other processes
-        wrote: a machine whose clock stepped ahead would expire live payments, forget idempotency keys
-        retries still need (a refund paid twice) and take other workers' leases. Such a worker waits.
-        """
-        try:
-            ahead = self.process_epoch() - (await database_time(self.database)).timestamp()
-        except Exception:
-            log.exception("reading the database's clock failed")
-            self._clock_agrees = False
-            return False
-        allowed = self.settings.max_database_clock_skew_seconds
-        self._clock_agrees = abs(ahead) <= allowed
-        if not self._clock_agrees and time.monotonic() - self._clock_said_at >= 60:
-            self._clock_said_at = time.monotonic()
-            log.error(
-                "this machine's clock is %.0f s %s the database's (more than KASIR_MAX_DATABASE_CLOCK_SKEW_SECONDS="
-                "%g): no expiry, purge or callback claim until they agree; fix the machine's time (NTP)",
-                abs(ahead),
-                "ahead of" if ahead > 0 else "behind",
-                allowed,
-            )
-        return self._clock_agrees
+        """Whether the worker may act on time now: the clocks agree (kasir.clock_agreement); not when unknown."""
+        return await self.clock.check(self.database) is True
 
 
 async def run_worker_until_signalled(database: Database, settings: Settings) -> None:

@@ -11,8 +11,9 @@
 - Listeners (`listen`) hold a connection of their own with `LISTEN`.
 
 Errors are asyncpg's exception types: a connection that failed or cannot be had, a server
-shutting down or out of resources, a deadlock or serialization failure is DatabaseUnavailable
-(an outage answer, the client retries); a lock timeout is LockTimeout; anything else is a bug.
+shutting down or out of resources, a read-only database (a standby), a deadlock or serialization
+failure is DatabaseUnavailable (an outage answer, the client retries); a lock timeout is
+LockTimeout; anything else is a bug.
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ _UNAVAILABLE: tuple[type[BaseException], ...] = (
     asyncpg.InsufficientResourcesError,  # class 53: disk full, too many connections
     asyncpg.OperatorInterventionError,  # class 57: shutting down, starting up, statement cancelled
     asyncpg.TransactionRollbackError,  # class 40: deadlock, serialization failure: retry the request
+    asyncpg.ReadOnlySQLTransactionError,  # 25006: a standby a failover left the URL on, or a database set read-only
 )
 
 

@@ -21,7 +21,7 @@ async def healthz() -> dict[str, str]:
 
 @router.get(
     "/readyz",
-    summary="Readiness: the database is reachable, migrated and takes writes",
+    summary="Readiness: the database is reachable, migrated and takes writes, and the clocks agree",
     dependencies=[PUBLIC],
     responses={
         200: {"model": Readiness, "description": "Ready"},
@@ -46,6 +46,9 @@ async def readyz(request: Request) -> JSONResponse:
         return JSONResponse(
             {"status": "not ready", "reason": f"database cannot take writes ({type(exc).__name__})"}, status_code=503
         )
+    clock_agreement = request.app.state.clock_agreement
+    if not clock_agreement.agrees:
+        return JSONResponse({"status": "not ready", "reason": clock_agreement.disagreement()}, status_code=503)
     return JSONResponse({"status": "ready", "products": live_products()})
 
 
