@@ -17,6 +17,7 @@ from kasir.payments import models as payments_models
 from kasir.processors import models as processors_models
 from kasir.ratelimit import models as ratelimit_models
 from kasir.simulator import models as simulator_models
+from kasir.snap import models as snap_models
 from kasir.wallet import models as wallet_models
 
 MODELS = (
@@ -32,6 +33,7 @@ MODELS = (
     console_models,
     ratelimit_models,
     simulator_models,
+    snap_models,
 )
 
 metadata = Base.metadata

@@ -276,26 +276,27 @@ async def test_a_checkout_is_committed_before_its_answer(app: FastAPI, served: S
 async def test_old_external_ids_are_forgotten(app: FastAPI) -> None:
     from sqlalchemy import func, select
 
-    from kasir.bnpl.models import BnplExternalId
-    from kasir.bnpl.repository import bnpl_repository
     from kasir.db import fetch_value
+    from kasir.snap.jobs import forget_past_external_ids
+    from kasir.snap.models import SnapExternalId
+    from kasir.snap.repository import snap_repository
 
     merchant = await make_merchant(app)
     async with app.state.database.unit_of_work() as session:
         old = clock.local_now().date() - timedelta(days=3)
-        assert await bnpl_repository.claim_external_id(session, merchant.id, old, "1", clock.now())
+        assert await snap_repository.claim_external_id(session, merchant.id, old, "1", clock.now())
     clock.advance(86400)  # a new day: the purge runs again
     # The purge runs once a day per Database object. The app's may have purged on that day already (it is
     # the session's, and the clock is reset per test), which would keep this row whatever the purge does:
     # a Database of its own, on the same database, purges on its first run.
     database = Database(get_settings())
     try:
-        await expire_due_bnpl_transactions(database)
+        await forget_past_external_ids(database)
     finally:
         await database.dispose()
     async with app.state.database.unit_of_work(read_only=True) as session:
         count = await fetch_value(
-            session, select(func.count()).select_from(BnplExternalId).where(BnplExternalId.merchant_id == merchant.id)
+            session, select(func.count()).select_from(SnapExternalId).where(SnapExternalId.merchant_id == merchant.id)
         )
     assert count == 0
 

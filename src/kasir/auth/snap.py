@@ -35,16 +35,16 @@ from fastapi import Request
 
 from kasir.auth.access_token import bearer_token
 from kasir.auth.scheme import Authenticator, FailedAuthentications, OneOf, source
-from kasir.bnpl.repository import SnapMerchant, bnpl_repository
 from kasir.config import get_settings
 from kasir.db import Database, Session
 from kasir.errors import Conflict, InvalidFieldFormat, InvalidToken, Unauthorized
 from kasir.kit.clock import clock
 from kasir.kit.crypto import SecretBox, b64decode_strict
 from kasir.kit.ttl_cache import TtlCache
-from kasir.merchants.repository import merchant_repository
+from kasir.merchants.repository import SnapMerchant, merchant_repository
 from kasir.merchants.service import CredentialKind, credential_cache_seconds, merchant_id_caches, secret_box
 from kasir.snap.headers import StaleTimestamp, check_timestamp, require_headers, require_json_content_type
+from kasir.snap.repository import snap_repository
 from kasir.snap.signatures import (
     asymmetric_string_to_sign,
     symmetric_string_to_sign,
@@ -192,12 +192,12 @@ async def claim_external_id(session: Session, caller: SnapCaller) -> None:
     """X-EXTERNAL-ID is unique per merchant per calendar day (docs/decisions.md §3.2), in the request's unit of work."""
     day = clock.local_now().date()
     # merchant_id is the X-PARTNER-ID: the merchant was found by it (or the token was minted for it).
-    if not await bnpl_repository.claim_external_id(session, caller.merchant_id, day, caller.external_id, clock.now()):
+    if not await snap_repository.claim_external_id(session, caller.merchant_id, day, caller.external_id, clock.now()):
         raise ExternalIdReused()
 
 
 async def _merchant(session: Session, partner_id: str) -> SnapMerchant:
-    merchant = await bnpl_repository.snap_merchant(session, partner_id)
+    merchant = await merchant_repository.snap_merchant(session, partner_id)
     if merchant is None or merchant.disabled_at is not None:
         raise Unauthorized("Unknown X-PARTNER-ID")  # a disabled merchant is refused like an unknown one
     return merchant

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import date, datetime
+from datetime import datetime
 from decimal import Decimal
 
-from sqlalchemy import BigInteger, Date, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from kasir.db import Base, UTCDateTime
@@ -54,19 +54,6 @@ def cents_of(amount: Decimal) -> int:
 def amount_of(cents: int) -> Decimal:
     """The amount of `amount_cents`, with two decimals."""
     return (Decimal(cents) / 100).quantize(Decimal("0.01"))
-
-
-class BnplExternalId(Base):
-    """docs/decisions.md §3.2: X-EXTERNAL-ID is unique per merchant per calendar day (Asia/Jakarta)."""
-
-    __tablename__ = "bnpl_external_id"
-    __table_args__ = (UniqueConstraint("merchant_id", "day", "external_id"),)
-
-    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
-    merchant_id: Mapped[str] = mapped_column(String(32), ForeignKey("merchant.id"))
-    day: Mapped[date] = mapped_column(Date())
-    external_id: Mapped[str] = mapped_column(String(36))
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime())
 
 
 class BnplPricing(Base):

@@ -9,16 +9,15 @@ expiry) reads its row locked, changes it, and `save`s the columns a transition c
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from datetime import date, datetime
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Integer, bindparam, delete, select, update
+from sqlalchemy import Integer, bindparam, select, update
 
-from kasir.bnpl.models import BnplExternalId, BnplPricing, BnplTransaction, amount_of
+from kasir.bnpl.models import BnplPricing, BnplTransaction, amount_of
 from kasir.bnpl.states import BnplStatus
 from kasir.db import Session, Statement, binds, locked_once
-from kasir.merchants.models import Merchant
 
 
 @dataclass(slots=True)
@@ -53,27 +52,10 @@ TRANSACTION_COLUMNS = tuple(field.name for field in fields(TransactionRow))
 # What a transition changes; the rest is written once, at the checkout.
 CHANGING_COLUMNS = ("status", "status_desc", "tenure", "updated_at", "paid_at")
 
-# The unique constraint decides races, with no look-up before it and no savepoint around it.
-_CLAIM_EXTERNAL_ID = Statement(
-    lambda insert: (
-        insert(BnplExternalId)
-        .values(binds(BnplExternalId, ("merchant_id", "day", "external_id", "created_at")))
-        .on_conflict_do_nothing(index_elements=["merchant_id", "day", "external_id"])
-        .returning(BnplExternalId.id)
-    )
-)
-
 # The unique (merchant_id, partner_reference_no) refuses a reused partnerReferenceNo: no savepoint, no exception.
 _ADD_TRANSACTION = Statement(
     lambda insert: (
         insert(BnplTransaction).values(binds(BnplTransaction)).on_conflict_do_nothing().returning(BnplTransaction.id)
-    )
-)
-
-# What verifying a SNAP request needs of its merchant (a merchant's row, read by the BNPL room).
-_SNAP_MERCHANT = Statement(
-    select(Merchant.id, Merchant.client_secret_encrypted, Merchant.public_key_pem, Merchant.disabled_at).where(
-        Merchant.id == bindparam("merchant_id")
     )
 )
 
@@ -100,9 +82,6 @@ _DUE_FOR_EXPIRY = Statement(
     .order_by(BnplTransaction.expires_at)
     .limit(bindparam("due_limit", type_=Integer()))
 )
-_FORGET_EXTERNAL_IDS = Statement(
-    delete(BnplExternalId).where(BnplExternalId.day < bindparam("day", type_=BnplExternalId.day.type))
-)
 
 
 def _upsert_pricing(insert: Any) -> Any:
@@ -119,37 +98,7 @@ _SAVE_PRICING = Statement(_upsert_pricing)
 _PLANS = Statement(select(BnplPricing.plans).where(BnplPricing.merchant_id == bindparam("merchant_id")))
 
 
-@dataclass(frozen=True, slots=True)
-class SnapMerchant:
-    """The merchant named by X-PARTNER-ID: its id, its client secret (sealed) and its public key."""
-
-    id: str
-    client_secret_encrypted: str
-    public_key_pem: str
-    disabled_at: datetime | None
-
-
 class BnplRepository:
-    async def claim_external_id(
-        self, session: Session, merchant_id: str, day: date, external_id: str, now: datetime
-    ) -> bool:
-        """Record the (merchant, day, X-EXTERNAL-ID); False when it is taken.
-
-        One `INSERT ... ON CONFLICT DO NOTHING` (SQLite and PostgreSQL alike): the unique constraint
-        decides races (every SNAP request pays this).
-        """
-        claimed = await _CLAIM_EXTERNAL_ID.scalar(
-            session, merchant_id=merchant_id, day=day, external_id=external_id, created_at=now
-        )
-        return claimed is not None
-
-    async def forget_external_ids_before(self, session: Session, day: date) -> None:
-        await _FORGET_EXTERNAL_IDS.execute(session, day=day)
-
-    async def snap_merchant(self, session: Session, merchant_id: str) -> SnapMerchant | None:
-        row = await _SNAP_MERCHANT.first(session, merchant_id=merchant_id)
-        return None if row is None else SnapMerchant(*row)
-
     async def add_transaction(self, session: Session, values: dict[str, Any]) -> bool:
         """Insert a transaction (every column); False when partnerReferenceNo is taken for this merchant.
 

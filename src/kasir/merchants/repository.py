@@ -130,6 +130,24 @@ _ADD_SUB_MERCHANT = Statement(
 _REMOVE_SUB_MERCHANT = Statement(delete(SubMerchant).where(SubMerchant.id == bindparam("sub_merchant_row_id")))
 
 
+# What verifying a SNAP request needs of its merchant: four columns, on every SNAP request the cache misses.
+_SNAP_MERCHANT = Statement(
+    select(Merchant.id, Merchant.client_secret_encrypted, Merchant.public_key_pem, Merchant.disabled_at).where(
+        Merchant.id == bindparam("merchant_id")
+    )
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SnapMerchant:
+    """The merchant named by X-PARTNER-ID: its id, its client secret (sealed) and its public key."""
+
+    id: str
+    client_secret_encrypted: str
+    public_key_pem: str
+    disabled_at: datetime | None
+
+
 class MerchantRepository:
     async def add(self, session: Session, merchant: MerchantRow) -> None:
         """Insert a merchant (every column); a name or client id taken meanwhile is refused by a unique constraint."""
@@ -148,6 +166,10 @@ class MerchantRepository:
                 update(Merchant).where(Merchant.id == bindparam("merchant_id")).values(binds(Merchant, columns))
             )
         await statement.execute(session, merchant_id=merchant.id, **{name: getattr(merchant, name) for name in columns})
+
+    async def snap_merchant(self, session: Session, merchant_id: str) -> SnapMerchant | None:
+        row = await _SNAP_MERCHANT.first(session, merchant_id=merchant_id)
+        return None if row is None else SnapMerchant(*row)
 
     async def get_by_client_id(self, session: Session, client_id: str) -> MerchantRow | None:
         found = await _BY_CLIENT_ID.first(session, client_id=client_id)
