@@ -41,6 +41,7 @@ from kasir.processors.endpoints import router as processors_router
 from kasir.products import declare_products
 from kasir.snap.openapi import extra_components
 from kasir.tokens.endpoints import router as token_router
+from kasir.va.endpoints import router as va_router
 from kasir.wallet.endpoints import router as wallet_router
 
 log = logging.getLogger("kasir.app")
@@ -55,6 +56,7 @@ def product_routers(settings: Settings) -> list[APIRouter]:
         merchants_router,
         callbacks_router,
         wallet_router,
+        va_router,
         bnpl_router,
         card_router,
         processors_router,

@@ -16,12 +16,14 @@ from kasir.idempotency import jobs as idempotency_jobs
 from kasir.processors import jobs as processors_jobs
 from kasir.ratelimit import jobs as ratelimit_jobs
 from kasir.snap import jobs as snap_jobs
+from kasir.va import jobs as va_jobs
 from kasir.wallet import jobs as wallet_jobs
 
 Job = Callable[[Database], Awaitable[int]]
 
 JOBS: tuple[Job, ...] = (
     *wallet_jobs.JOBS,
+    *va_jobs.JOBS,
     *bnpl_jobs.JOBS,
     *snap_jobs.JOBS,
     *card_jobs.JOBS,

@@ -18,6 +18,7 @@ from kasir.processors import models as processors_models
 from kasir.ratelimit import models as ratelimit_models
 from kasir.simulator import models as simulator_models
 from kasir.snap import models as snap_models
+from kasir.va import models as va_models
 from kasir.wallet import models as wallet_models
 
 MODELS = (
@@ -34,6 +35,7 @@ MODELS = (
     ratelimit_models,
     simulator_models,
     snap_models,
+    va_models,
 )
 
 metadata = Base.metadata

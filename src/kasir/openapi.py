@@ -79,6 +79,10 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("post", "/ewallet/v2/refund"): "refundWalletPayment",
     ("post", "/ewallet/v2/void"): "voidWalletPayment",
     ("post", "/ewallet/v2/dummy-payment"): "simulateWalletPayment",
+    ("post", "/va"): "createVirtualAccount",
+    ("post", "/va/inquiry"): "getVirtualAccount",
+    ("post", "/va/cancel"): "cancelVirtualAccount",
+    ("post", "/va/dummy-payment"): "simulateVirtualAccountPayment",
     ("post", "/v1.0/bnpl/payment-calculation"): "calculateBnplPayment",
     ("post", "/v1.1/bnpl/payment-calculation"): "calculateBnplPaymentV11",
     ("post", "/v1.0/bnpl/qr-checkout"): "createBnplCheckout",
@@ -138,7 +142,7 @@ SECURITY_SCHEMES: dict[str, Any] = {
 }
 # Per path prefix: the operation's alternatives (an empty one: no credential header, the signature alone).
 _SECURITY: list[tuple[tuple[str, ...], list[dict[str, list[str]]]]] = [
-    (("/ewallet/v2/", "/card-v2/"), [{"merchantBasic": []}]),
+    (("/ewallet/v2/", "/card-v2/", "/va"), [{"merchantBasic": []}]),
     (("/v1.0/bnpl/", "/v1.1/bnpl/"), [{"snapAccessToken": []}, {}]),
     (("/admin/",), [{"adminToken": []}]),
 ]

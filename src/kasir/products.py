@@ -14,9 +14,10 @@ from kasir.card.processing import card_offer
 from kasir.processors.offers import Offer, declare
 from kasir.processors.registry import SIMULATOR, install
 from kasir.simulator import create as create_simulator
+from kasir.va.processing import va_offer
 from kasir.wallet.processing import wallet_offer
 
-OFFERS: tuple[Offer, ...] = (card_offer, wallet_offer, bnpl_offer)
+OFFERS: tuple[Offer, ...] = (card_offer, wallet_offer, bnpl_offer, va_offer)
 
 
 def declare_products() -> None:

@@ -34,6 +34,7 @@ MERCHANT_SCHEMES: tuple[Authenticator[Any], ...] = (
 MOVES_NO_MONEY = {
     "/ewallet/v2/inquiry": "reads a transaction (a read-only unit)",
     "/card-v2/inquiry": "reads a card order (a read-only unit)",
+    "/va/inquiry": "reads a virtual account and its payments (a read-only unit)",
     "/v1.0/bnpl/payment-calculation": "prices the instalment options; writes only X-EXTERNAL-ID's claim",
     "/v1.1/bnpl/payment-calculation": "the same route under the interface's sample prefix",
     "/v1.0/bnpl/status": "reads a transaction; writes only X-EXTERNAL-ID's claim",

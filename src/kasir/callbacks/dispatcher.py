@@ -196,7 +196,7 @@ def request_for(callback: ClaimedCallback) -> tuple[str, dict[str, str]]:
     signature = svc_signature_of(callback)
     if signature is not None:
         headers[svc_signature_header()] = signature
-        if callback.kind is CallbackKind.WALLET:  # docs/decisions.md §3.5: also as a query parameter
+        if callback.kind in (CallbackKind.WALLET, CallbackKind.VA):  # §3.5, §9.7: also as a query parameter
             url = with_query_signature(url, signature)
     return url, headers
 

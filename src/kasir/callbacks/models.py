@@ -13,6 +13,7 @@ class CallbackKind(StrEnum):
     WALLET = "wallet"
     PAYMENT_PAGE = "payment_page"
     BNPL = "bnpl"
+    VA = "va"  # the wallet callback's sibling (docs/decisions.md §9.7)
 
 
 # The event of a merchant's test callback (the console's My merchant): sent once, never retried or recovered,

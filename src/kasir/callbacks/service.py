@@ -264,7 +264,7 @@ class CallbackOutbox:
 
 # Kinds whose requests fall back to the merchant's default callback URL (wallet, payment page); a BNPL
 # checkout always names its own.
-USES_DEFAULT_URL = frozenset({CallbackKind.WALLET.value, CallbackKind.PAYMENT_PAGE.value})
+USES_DEFAULT_URL = frozenset({CallbackKind.WALLET.value, CallbackKind.PAYMENT_PAGE.value, CallbackKind.VA.value})
 
 
 def current_url(event: CallbackRow, default_url: str | None) -> str:

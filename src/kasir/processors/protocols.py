@@ -53,8 +53,8 @@ from kasir.errors import Conflict, KasirError, ServiceUnavailable, Unauthorized
 if TYPE_CHECKING:
     from fastapi import APIRouter
 
-Product = Literal["card", "wallet", "bnpl"]
-PRODUCTS: tuple[Product, ...] = ("card", "wallet", "bnpl")
+Product = Literal["card", "wallet", "bnpl", "va"]
+PRODUCTS: tuple[Product, ...] = ("card", "wallet", "bnpl", "va")
 
 
 # --- errors ------------------------------------------------------------------------------
@@ -255,11 +255,44 @@ class BnplLender(Protocol):
         ...
 
 
+# --- VA issuer -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class VaOpening:
+    """A virtual account to open at the issuing bank (docs/decisions.md §9)."""
+
+    reference: str  # Kasir's transaction_id
+    channel: str  # as the merchant named it (an alias: BCA-MCP)
+    bank: str  # the channel's bank (BCA)
+    payment_system: str  # CLOSED, OPEN or PARTIAL
+    chosen_digits: str | None  # the merchant's free digits, or None: the issuer draws them
+    amount: int
+    billing_name: str
+    expires_at: datetime
+    draw: int = 0  # asked again for another number (the last one drawn is another open VA's)
+
+
+@runtime_checkable
+class VaIssuer(Protocol):
+    async def create(self, opening: VaOpening) -> str:
+        """Open the VA; its full number. Idempotent by reference and draw (asked again, the same number)."""
+        ...
+
+    async def cancel(self, reference: str) -> None:
+        """Stop further payments into the VA (its expiry or the merchant's cancel)."""
+        ...
+
+    async def status(self, reference: str) -> Notification | None:
+        """The VA's latest payment the issuer knows, or None."""
+        ...
+
+
 # --- notifications and the processor -----------------------------------------------------
 
 
 class Event(StrEnum):
-    PAID = "paid"  # card (a challenge passed), wallet
+    PAID = "paid"  # card (a challenge passed), wallet, va (a payment into the VA)
     FAILED = "failed"  # card (a challenge failed), wallet (OVO reports failures)
     EXPIRED = "expired"  # wallet
     APPROVED = "approved"  # bnpl (tenure)
@@ -277,6 +310,8 @@ class Notification:
     message: str | None = None  # card: response_message; wallet FAILED: failure_reason
     tenure: int | None = None  # bnpl APPROVED
     issuer: str | None = None  # wallet PAID: who paid (QRIS: the customer's issuer)
+    amount: int | None = None  # va PAID: the payment's whole rupiah
+    bank_reference: str | None = None  # va PAID: the bank's reference of the payment (a repeat changes nothing)
 
 
 @runtime_checkable
@@ -292,6 +327,7 @@ class Processor(Protocol):
     card: CardAcquirer | None
     wallet: WalletIssuer | None
     bnpl: BnplLender | None
+    va: VaIssuer | None  # optional for a plug-in written before VAs: one without the attribute serves none
 
     def router(self) -> APIRouter | None:
         """Routes the processor serves itself (its pages), or None."""

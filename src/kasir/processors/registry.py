@@ -29,7 +29,15 @@ from importlib.metadata import EntryPoint, entry_points
 from kasir.config import Settings, get_settings
 from kasir.errors import BadRequest, FieldError, NotFound
 from kasir.processors.offers import offer_of
-from kasir.processors.protocols import PRODUCTS, BnplLender, CardAcquirer, Processor, Product, WalletIssuer
+from kasir.processors.protocols import (
+    PRODUCTS,
+    BnplLender,
+    CardAcquirer,
+    Processor,
+    Product,
+    VaIssuer,
+    WalletIssuer,
+)
 
 log = logging.getLogger("kasir.processors")
 
@@ -37,7 +45,12 @@ ENTRY_POINT_GROUP = "kasir.processors"
 SIMULATOR = "simulator"
 NOT_AVAILABLE = "is not available on this deployment"
 # The product's field that names its channel, in its wire format.
-_CHANNEL_FIELD: dict[Product, str] = {"card": "paymentChannel", "wallet": "payment_channel", "bnpl": "paymentChannel"}
+_CHANNEL_FIELD: dict[Product, str] = {
+    "card": "paymentChannel",
+    "wallet": "payment_channel",
+    "bnpl": "paymentChannel",
+    "va": "payment_channel",
+}
 
 
 class ConfigurationError(ValueError):
@@ -52,7 +65,7 @@ class ProductUnavailable(BadRequest):
         field = _CHANNEL_FIELD[product]
         super().__init__(f"{field} {NOT_AVAILABLE}", errors=[FieldError(field, f"the channel {NOT_AVAILABLE}")])
         self.product = product
-        if product == "wallet":
+        if product in ("wallet", "va"):
             self.http_status, self.wallet_code = 409, "03"
             self.message = f"Failed Request: {field} {NOT_AVAILABLE}"
         elif product == "bnpl":
@@ -183,7 +196,7 @@ def _build(env: str, configured: str, settings: Settings) -> Processors:
                 f"KASIR_PROCESSORS names the simulator for {route}: production never simulates payments; "
                 "install and name a processor (docs/operator/processors.md)"
             )
-        if getattr(processor, product) is None:
+        if getattr(processor, product, None) is None:
             raise ConfigurationError(f"KASIR_PROCESSORS: processor {name!r} does not serve {product}")
         if channel is None:
             by_product[product] = processor
@@ -248,6 +261,14 @@ def wallet_issuer(channel: str | None) -> WalletIssuer:
     if processor is None or processor.wallet is None:
         raise ProductUnavailable("wallet")
     return processor.wallet
+
+
+def va_issuer(channel: str | None) -> VaIssuer:
+    processor = processor_for("va", channel)
+    issuer = getattr(processor, "va", None)
+    if issuer is None:
+        raise ProductUnavailable("va")
+    return issuer  # type: ignore[no-any-return]
 
 
 def bnpl_lender() -> BnplLender:

@@ -1,8 +1,9 @@
-"""The staging simulator: one processor plug-in serving card, wallet and BNPL, with no money anywhere.
+"""The staging simulator: one processor plug-in serving card, wallet, BNPL and VAs, with no money anywhere.
 
     card     the test cards decide (cards.py); a challenge is the OTP page (/card/pages/{id}/3ds)
     wallet   the checkout page with Pay and Fail, and the dummy payment API
     bnpl     the approval page with Approve and Reject
+    va       numbers from the shipped table (kasir.va.banks), payments by the VA dummy payment API
 
 A plug-in like any other (examples/processor-http): the entry point `simulator` of the group
 `kasir.processors` (Kasir's pyproject.toml) names `create`, and kasir.products installs the same
@@ -15,6 +16,7 @@ uses it (kasir.processors.registry).
 
 from __future__ import annotations
 
+import hashlib
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
@@ -32,12 +34,15 @@ from kasir.processors.protocols import (
     ForgedNotification,
     Notification,
     ProcessorRefused,
+    VaIssuer,
+    VaOpening,
     WalletIssuer,
     WalletPayment,
 )
 from kasir.simulator import pages
 from kasir.simulator.cards import MESSAGES, REASONS, RESULTS, Outcome, outcome_of
 from kasir.simulator.endpoints import router as simulator_router
+from kasir.va.banks import BANKS
 
 if TYPE_CHECKING:
     from fastapi import APIRouter
@@ -111,6 +116,27 @@ class SimulatedIssuer:
         return None  # the simulator's changes are applied as they happen
 
 
+class SimulatedVaIssuer:
+    """Numbers VAs by the shipped table (kasir.va.banks): the payment system's prefix, then the merchant's
+    digits left-padded with 0, or digits drawn from the reference (the same draw, the same number).
+    Payments are the dummy payment's (kasir.simulator.endpoints)."""
+
+    async def create(self, opening: VaOpening) -> str:
+        bank = BANKS[opening.bank]
+        if opening.chosen_digits is not None:
+            digits = opening.chosen_digits.rjust(bank.free_digits, "0")
+        else:
+            seed = hashlib.sha256(f"{opening.reference}:{opening.draw}".encode()).digest()
+            digits = str(int.from_bytes(seed, "big") % 10**bank.free_digits).rjust(bank.free_digits, "0")
+        return bank.prefix(opening.payment_system) + digits
+
+    async def cancel(self, reference: str) -> None:
+        return None
+
+    async def status(self, reference: str) -> Notification | None:
+        return None  # the dummy payment applies its payments as they happen
+
+
 class SimulatedLender:
     async def checkout(self, application: BnplApplication) -> Checkout:
         return Checkout(html=pages.render_bnpl_approval(application))
@@ -128,6 +154,7 @@ class Simulator:
         self.card: CardAcquirer | None = SimulatedAcquirer()
         self.wallet: WalletIssuer | None = SimulatedIssuer()
         self.bnpl: BnplLender | None = SimulatedLender()
+        self.va: VaIssuer | None = SimulatedVaIssuer()
 
     def router(self) -> APIRouter | None:
         return simulator_router  # each answers 404 unless the simulator serves its product

@@ -7,6 +7,7 @@ in production), exactly as the staging-only routes did.
     POST /ewallet/pages/{id}/pay           Pay on the wallet checkout page
     POST /ewallet/pages/{id}/fail          Fail on it (OVO reports failures)
     POST /ewallet/v2/dummy-payment         the dummy payment API (interface.md endpoint 3)
+    POST /va/dummy-payment                 one payment into a virtual account (docs/decisions.md §9.6)
     POST /bnpl/pages/{id}/approve          Approve on the BNPL approval page (tenure)
     POST /bnpl/pages/{id}/reject           Reject on it
 
@@ -40,6 +41,10 @@ from kasir.processors.service import apply
 from kasir.simulator import pages
 from kasir.simulator.cards import OTP_FAILED_MESSAGE, OTP_TRIES, check_one_time_password, one_time_password
 from kasir.simulator.repository import wrong_otps
+from kasir.va.endpoints import ERROR_RESPONSES as VA_ERROR_RESPONSES
+from kasir.va.endpoints import SUB_MERCHANT_HEADER as VA_SUB_MERCHANT_HEADER
+from kasir.va.schemas import DummyVaPaymentRequest
+from kasir.va.service import dummy_payment_data, envelope, va_service
 from kasir.wallet.endpoints import ERROR_RESPONSES, parse, route_openapi
 from kasir.wallet.schemas import FAILURE_CHANNEL, DummyPaymentRequest, WalletDummyPaymentResponse
 from kasir.wallet.service import (
@@ -258,6 +263,31 @@ def dummy_payment_result(tx: Any) -> dict[str, Any]:
         "reference_id": tx.reference_id,
         "response_code": "00",
     }
+
+
+# --- VA: the dummy payment ----------------------------------------------------------------------
+
+
+@router.post(
+    "/va/dummy-payment",
+    summary="Simulate a payment into a virtual account (staging)",
+    openapi_extra=route_openapi(DummyVaPaymentRequest, keyed=True),
+    responses=VA_ERROR_RESPONSES,
+    dependencies=[_simulator_for("va")],
+)
+async def va_dummy_payment(request: Request, caller: WalletSigned, once: Keyed) -> Response:
+    """One payment into the VA, applied as an issuer's notification is; one reference_id, one callback."""
+    payment = parse(DummyVaPaymentRequest, caller.body)
+    sub_merchant_id = (request.headers.get(VA_SUB_MERCHANT_HEADER) or "").strip() or None
+    await va_service.check_sub_merchant(request.app.state.database, caller.merchant_id, sub_merchant_id)
+
+    async def pay(session: Session) -> Response:
+        va = await va_service.find(session, caller.merchant.merchant, payment, lock=True)
+        await apply(session, Notification("va", va.id, Event.PAID, amount=payment.amount), by=SIMULATOR, strict=True)
+        paid = await va_service.latest_payment(session, va.id)
+        return JSONResponse(envelope(dummy_payment_data(await va_service.get(session, va.id, lock=True), paid)))
+
+    return await once.run(caller.merchant_id, pay)
 
 
 # --- BNPL: the approval page's forms ----------------------------------------------------------

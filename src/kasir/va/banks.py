@@ -1,0 +1,54 @@
+"""The VA channels and their numbers (docs/decisions.md §9.4): the shipped table, the provider's staging
+prefixes. A number is the prefix of the VA's payment system and F free digits; the staging issuer (the
+simulator) numbers VAs by it, and the product checks a merchant's chosen digits against F."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Bank:
+    name: str
+    closed_prefix: str
+    partial_prefix: str
+    open_prefix: str
+    free_digits: int
+
+    def prefix(self, payment_system: str) -> str:
+        return {"CLOSED": self.closed_prefix, "PARTIAL": self.partial_prefix, "OPEN": self.open_prefix}[payment_system]
+
+    @property
+    def chosen_digits_max(self) -> int:
+        """How many digits a merchant may choose (`payment_details.va_number`): min(F, 12)."""
+        return min(self.free_digits, 12)
+
+
+def _one_prefix(name: str, prefix: str, free_digits: int) -> Bank:
+    # Where the provider gives no partial or open prefix, the closed one serves (chosen in §9.4).
+    return Bank(name, prefix, prefix, prefix, free_digits)
+
+
+BANKS: dict[str, Bank] = {
+    "BCA": Bank("Bank Central Asia", "40416", "40415", "40414", 9),
+    "BRI": Bank("Bank Rakyat Indonesia", "13033", "13033", "13045", 11),
+    "MANDIRI": Bank("Bank Mandiri", "89169", "89169", "89795", 14),
+    "BNI": _one_prefix("Bank Negara Indonesia", "7136", 12),
+    "PERMATA": _one_prefix("Bank Permata", "7888", 12),
+    "CIMB": _one_prefix("CIMB Niaga", "1419", 12),
+    "BSI": _one_prefix("Bank Syariah Indonesia", "1310", 12),
+    "BNC": _one_prefix("Bank Neo Commerce", "90100049", 14),
+}
+
+# payment_channel (in capitals) -> its bank. Aliases are numbered as their bank and answered as sent.
+CHANNELS: dict[str, str] = {
+    **{bank: bank for bank in BANKS},
+    "BCA-MCP": "BCA",
+    "BCA-POLYTRON": "BCA",
+    "BCA-MOLA": "BCA",
+    "BNC-BLIBLI": "BNC",
+}
+
+# Channel limits (§9.3): every amount at create and every payment.
+AMOUNT_MIN = 10_000
+AMOUNT_MAX = 9_999_999_999_999

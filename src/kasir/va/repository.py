@@ -1,0 +1,171 @@
+"""Every VA query: statements compiled once (kasir.db.Statement), plain rows back.
+
+A payment, an expiry or a cancel reads its VA locked, changes it, and `save`s the columns a
+transition changes; a payment adds its row in the same unit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from datetime import datetime
+
+from sqlalchemy import Integer, bindparam, select, update
+
+from kasir.db import Session, Statement, binds, locked_once
+from kasir.va.models import VaPayment, VirtualAccount
+
+
+@dataclass(slots=True)
+class VaRow:
+    """A VA as read (or just written): every column of `virtual_account`."""
+
+    id: str
+    merchant_id: str
+    sub_merchant_id: str | None
+    external_id: str
+    order_id: str
+    payment_channel: str
+    bank: str
+    va_number: str
+    open_number: str | None
+    payment_system: str
+    is_multi_use: bool
+    amount: int
+    total_paid_amount: int
+    status: str
+    billing_name: str
+    description: str
+    is_customer_paying_fee: bool
+    callback_url: str
+    details: str
+    created_at: datetime
+    expires_at: datetime
+    open_until: datetime | None
+    updated_at: datetime
+
+    @property
+    def remaining_amount(self) -> int:
+        """PARTIAL: what is left to pay; every other payment system: 0."""
+        return max(self.amount - self.total_paid_amount, 0) if self.payment_system == "PARTIAL" else 0
+
+
+@dataclass(frozen=True, slots=True)
+class PaymentRow:
+    reference_id: str
+    amount: int
+    paid_at: datetime
+
+
+VA_COLUMNS = tuple(field.name for field in fields(VaRow))
+# What a payment, an expiry or a cancel changes; the rest is written once, at creation.
+CHANGING_COLUMNS = ("status", "total_paid_amount", "open_number", "open_until", "updated_at")
+HISTORY_SIZE = 5  # the provider's inquiry shows the last five payments (§9.6)
+
+# Either unique constraint refuses the row without an exception: the external_id the merchant used
+# before, or a number another open VA of the bank holds. `taken_by` says which.
+_ADD = Statement(
+    lambda insert: insert(VirtualAccount).values(binds(VirtualAccount, VA_COLUMNS)).on_conflict_do_nothing()
+)
+_va = select(*(VirtualAccount.__table__.c[name] for name in VA_COLUMNS))
+_VA = Statement(_va.where(VirtualAccount.id == bindparam("va_id")))
+_LOCKED_VA = Statement(_va.where(VirtualAccount.id == bindparam("va_id")).with_for_update())
+_SAVE = Statement(
+    update(VirtualAccount)
+    .where(VirtualAccount.id == bindparam("va_id"))
+    .values(binds(VirtualAccount, CHANGING_COLUMNS))
+)
+_BY_EXTERNAL_ID = Statement(
+    select(VirtualAccount.id).where(
+        VirtualAccount.merchant_id == bindparam("merchant_id"), VirtualAccount.external_id == bindparam("external_id")
+    )
+)
+_NUMBER_HOLDER = Statement(
+    select(VirtualAccount.id).where(
+        VirtualAccount.bank == bindparam("bank"), VirtualAccount.open_number == bindparam("number")
+    )
+)
+_ADD_PAYMENT = Statement(
+    lambda insert: (
+        insert(VaPayment)
+        .values(binds(VaPayment, ("va_id", "reference_id", "bank_reference", "amount", "paid_at")))
+        .on_conflict_do_nothing()
+        .returning(VaPayment.id)
+    )
+)
+_PAYMENTS = Statement(
+    select(VaPayment.reference_id, VaPayment.amount, VaPayment.paid_at)
+    .where(VaPayment.va_id == bindparam("va_id"))
+    .order_by(VaPayment.id.desc())
+    .limit(HISTORY_SIZE)
+)
+_DUE_FOR_EXPIRY = Statement(
+    select(VirtualAccount.id)
+    .where(VirtualAccount.open_until <= bindparam("now", type_=VirtualAccount.expires_at.type))
+    .order_by(VirtualAccount.open_until)
+    .limit(bindparam("due_limit", type_=Integer()))
+)
+
+
+class VaRepository:
+    async def add(self, session: Session, va: VaRow) -> bool:
+        """Insert the VA; False when the merchant used its external_id before or its number is another
+        open VA's (`external_id_taken` says which). The unique constraints decide races."""
+        inserted = await _ADD.execute(session, **{name: getattr(va, name) for name in VA_COLUMNS})
+        return inserted == 1
+
+    async def external_id_taken(self, session: Session, merchant_id: str, external_id: str) -> bool:
+        """After a refused `add`: True when the external_id was the cause, False when the number was."""
+        return await _BY_EXTERNAL_ID.scalar(session, merchant_id=merchant_id, external_id=external_id) is not None
+
+    async def number_holder(self, session: Session, bank: str, number: str) -> str | None:
+        """The open VA of `bank` that holds `number`, or None."""
+        holder: str | None = await _NUMBER_HOLDER.scalar(session, bank=bank, number=number)
+        return holder
+
+    async def get(self, session: Session, va_id: str, *, lock: bool = False) -> VaRow | None:
+        """The VA; with `lock`, locked until the unit ends and read once per unit (kasir.db.locked_once)."""
+        if not lock:
+            found = await _VA.first(session, va_id=va_id)
+            return None if found is None else VaRow(*found)
+
+        async def read() -> VaRow | None:
+            found = await _LOCKED_VA.first(session, va_id=va_id)
+            return None if found is None else VaRow(*found)
+
+        row: VaRow | None = await locked_once(session, (VirtualAccount, va_id), read)
+        return row
+
+    async def save(self, session: Session, va: VaRow) -> None:
+        values = {name: getattr(va, name) for name in CHANGING_COLUMNS}
+        await _SAVE.execute(session, va_id=va.id, **values)
+
+    async def add_payment(
+        self,
+        session: Session,
+        va_id: str,
+        reference_id: str,
+        bank_reference: str | None,
+        amount: int,
+        paid_at: datetime,
+    ) -> bool:
+        """Record one payment; False when the bank's reference was recorded before (a repeated notification)."""
+        added = await _ADD_PAYMENT.scalar(
+            session,
+            va_id=va_id,
+            reference_id=reference_id,
+            bank_reference=bank_reference,
+            amount=amount,
+            paid_at=paid_at,
+        )
+        return added is not None
+
+    async def payments(self, session: Session, va_id: str) -> list[PaymentRow]:
+        """The VA's last HISTORY_SIZE payments, newest first."""
+        return [PaymentRow(*row) for row in await _PAYMENTS.rows(session, va_id=va_id)]
+
+    async def due_for_expiry(self, session: Session, now: datetime, limit: int = 500) -> list[str]:
+        """Up to `limit` open VAs past their expired_time, the longest due first."""
+        return [row[0] for row in await _DUE_FOR_EXPIRY.rows(session, now=now, due_limit=limit)]
+
+
+va_repository = VaRepository()
