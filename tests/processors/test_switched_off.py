@@ -144,3 +144,27 @@ async def test_staging_with_only_a_wallet_processor_switches_card_and_bnpl_off(
     assert response.json()["responseCode"] == "4039201"
     tx = await create(client, merchant)
     assert (await dummy_payment(client, merchant, tx)).json()["transaction_status"] == "PAID"
+
+
+@pytest.mark.usefixtures("production")
+async def test_va_creation_answers_03_and_the_dummy_payment_is_not_served(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    """docs/decisions.md §9.8: without a VA issuer `/va` is switched off (`03`), and the staging dummy payment is
+    404 in production; no VA is written."""
+    from kasir.va.models import VirtualAccount
+    from tests.support.wire import va
+
+    merchant = await make_merchant(app)
+    body = va.create_body(PUBLIC_CALLBACK)
+    refused = await va.post(client, merchant, va.CREATE, body)
+    assert refused.status_code == 409, refused.text
+    assert refused.json() == {
+        "response_code": "03",
+        "response_message": "Failed Request: payment_channel is not available on this deployment",
+    }
+    assert await count(app, VirtualAccount, VirtualAccount.merchant_id == merchant.id) == 0
+    reference = {"transaction_id": "VA" + "0" * 20, "external_id": body["external_id"], "order_id": body["order_id"]}
+    dummy = await va.post(client, merchant, va.DUMMY, {**reference, "payment_method": "bank_transfer",
+                                                        "payment_channel": "BCA"})  # fmt: skip
+    assert dummy.status_code == 404
