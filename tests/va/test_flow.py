@@ -276,3 +276,36 @@ async def test_a_sub_merchant_signs_the_callbacks_and_an_unknown_one_is_refused(
     assert (await pay(client, merchant, va)).status_code == 200
     [request] = await receiver.wait_for(1, path="/sub")
     assert check_callback(request, merchant, va, sub_merchant_id="SUB-1")["sub_merchant_id"] == "SUB-1"
+
+
+async def test_external_id_is_one_namespace_across_vas_wallet_transactions_and_card_orders(
+    app: FastAPI, client: httpx.AsyncClient
+) -> None:
+    """§9.2: external_id is unique per merchant among wallet transactions, card orders and VAs (reuse `03`)."""
+    from tests.support.wire import wallet
+    from tests.support.wire.card import charge_body, post_charge
+
+    merchant = await make_merchant(app)
+    paid_by_wallet = await wallet.create(client, merchant)
+    reused = create_body()
+    reused["external_id"] = paid_by_wallet["external_id"]
+    assert_problem(await post(client, merchant, CREATE, reused), 409, "03", "external_id")
+    charge = charge_body(callback_url="http://127.0.0.1:9/cb")
+    assert (await post_charge(client, merchant, charge)).status_code == 200
+    reused["external_id"] = charge["externalId"]
+    assert_problem(await post(client, merchant, CREATE, reused), 409, "03", "external_id")
+
+    va = await create(client, merchant)
+    wallet_body = wallet.create_body("http://127.0.0.1:9/cb")
+    wallet_body["external_id"] = va["external_id"]
+    assert_problem(await wallet.post_wallet(client, merchant, wallet.CREATE, wallet_body), 409, "03", "external_id")
+    card_body = charge_body(callback_url="http://127.0.0.1:9/cb")
+    card_body["externalId"] = va["external_id"]
+    refused = await post_charge(client, merchant, card_body)
+    assert refused.status_code == 409, refused.text
+    assert refused.json()["statusMessage"] == "DUPLICATE_ORDER"
+    # Another merchant may use it.
+    other = await make_merchant(app)
+    mine = create_body()
+    mine["external_id"] = va["external_id"]
+    assert (await post(client, other, CREATE, mine)).status_code == 200

@@ -12,11 +12,12 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, delete, insert, select, union_all, update
+from sqlalchemy import bindparam, cast, delete, insert, null, select, union_all, update
 
 from kasir.card.models import CardAttempt, CardOrder, StoredCard
 from kasir.card.states import CardOrderStatus
 from kasir.db import Session, Statement, binds, fetch, held_rows, locked_once
+from kasir.va.models import VirtualAccount
 from kasir.wallet.models import WalletTransaction
 
 OPEN_STATUSES = (CardOrderStatus.PENDING.value, CardOrderStatus.AUTHENTICATING.value)
@@ -132,8 +133,21 @@ def _reference_queries(table: Any, values: dict[str, Any] | None = None) -> tupl
 
 # The charge's statements are compiled once (kasir.db.Statement): every charge runs them.
 
-# orderId and externalId are unique per merchant across card orders and wallet transactions (docs/decisions.md §7).
-_USED_REFERENCE = Statement(union_all(*_reference_queries(CardOrder), *_reference_queries(WalletTransaction)).limit(1))
+
+def _va_external_id(values: dict[str, Any] | None = None) -> Any:
+    """The merchant's virtual account with the externalId (§9.2: external_id is unique among the merchant's wallet
+    transactions, card orders and VAs; a VA's order_id takes no part in the orderId check)."""
+    merchant_id, external_id = ((values or {}).get(name, bindparam(name)) for name in ("merchant_id", "external_id"))
+    return select(cast(null(), VirtualAccount.order_id.type).label("order_id"), VirtualAccount.external_id).where(
+        VirtualAccount.merchant_id == merchant_id, VirtualAccount.external_id == external_id
+    )
+
+
+# orderId and externalId are unique per merchant across card orders and wallet transactions (docs/decisions.md §7),
+# externalId also across virtual accounts (§9.2).
+_USED_REFERENCE = Statement(
+    union_all(*_reference_queries(CardOrder), *_reference_queries(WalletTransaction), _va_external_id()).limit(1)
+)
 
 
 def _add_order(insert: Any) -> Any:
@@ -148,7 +162,7 @@ def _add_order(insert: Any) -> Any:
     same_order_id, same_external_id = _reference_queries(WalletTransaction, values)
     # SQLite reads "INSERT ... SELECT ... ON CONFLICT" right only when the SELECT has a WHERE: it has.
     rows = select(*(value.label(name) for name, value in values.items())).where(
-        ~same_order_id.exists(), ~same_external_id.exists()
+        ~same_order_id.exists(), ~same_external_id.exists(), ~_va_external_id(values).exists()
     )
     # On the table, not the mapped class: the ORM's bulk INSERT (what an ORM session makes of an
     # INSERT of a mapped class, on PostgreSQL) does not take an INSERT ... SELECT.

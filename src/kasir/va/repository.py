@@ -8,11 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Integer, bindparam, select, update
+from sqlalchemy import Integer, bindparam, select, union_all, update
 
+from kasir.card.models import CardOrder
 from kasir.db import Session, Statement, binds, locked_once
 from kasir.va.models import VaPayment, VirtualAccount
+from kasir.wallet.models import WalletTransaction
 
 
 @dataclass(slots=True)
@@ -61,11 +64,24 @@ VA_COLUMNS = tuple(field.name for field in fields(VaRow))
 CHANGING_COLUMNS = ("status", "total_paid_amount", "open_number", "open_until", "updated_at")
 HISTORY_SIZE = 5  # the provider's inquiry shows the last five payments (§9.6)
 
-# Either unique constraint refuses the row without an exception: the external_id the merchant used
-# before, or a number another open VA of the bank holds. `taken_by` says which.
-_ADD = Statement(
-    lambda insert: insert(VirtualAccount).values(binds(VirtualAccount, VA_COLUMNS)).on_conflict_do_nothing()
-)
+
+def _add(insert: Any) -> Any:
+    """INSERT ... SELECT the VA WHERE no wallet transaction or card order of the merchant has its external_id
+    (§9.2: one namespace for the merchant's payments); either unique constraint refuses it too: the external_id
+    of another VA of the merchant, or a number another open VA of the bank holds (`external_id_taken` says
+    which). No savepoint, no exception."""
+    values = binds(VirtualAccount, VA_COLUMNS)
+    taken = [
+        select(table.id).where(table.merchant_id == values["merchant_id"], table.external_id == values["external_id"])
+        for table in (WalletTransaction, CardOrder)
+    ]
+    # SQLite reads "INSERT ... SELECT ... ON CONFLICT" right only when the SELECT has a WHERE: it has.
+    rows = select(*(value.label(name) for name, value in values.items())).where(*(~query.exists() for query in taken))
+    table = VirtualAccount.__table__
+    return insert(table).from_select([table.c[name] for name in values], rows).on_conflict_do_nothing()
+
+
+_ADD = Statement(_add)
 _va = select(*(VirtualAccount.__table__.c[name] for name in VA_COLUMNS))
 _VA = Statement(_va.where(VirtualAccount.id == bindparam("va_id")))
 _LOCKED_VA = Statement(_va.where(VirtualAccount.id == bindparam("va_id")).with_for_update())
@@ -75,9 +91,14 @@ _SAVE = Statement(
     .values(binds(VirtualAccount, CHANGING_COLUMNS))
 )
 _BY_EXTERNAL_ID = Statement(
-    select(VirtualAccount.id).where(
-        VirtualAccount.merchant_id == bindparam("merchant_id"), VirtualAccount.external_id == bindparam("external_id")
-    )
+    union_all(
+        *(
+            select(table.id).where(
+                table.merchant_id == bindparam("merchant_id"), table.external_id == bindparam("external_id")
+            )
+            for table in (VirtualAccount, WalletTransaction, CardOrder)
+        )
+    ).limit(1)
 )
 _NUMBER_HOLDER = Statement(
     select(VirtualAccount.id).where(
@@ -114,7 +135,8 @@ class VaRepository:
         return inserted == 1
 
     async def external_id_taken(self, session: Session, merchant_id: str, external_id: str) -> bool:
-        """After a refused `add`: True when the external_id was the cause, False when the number was."""
+        """After a refused `add`: True when the external_id was the cause (another payment of the merchant has
+        it), False when the number was."""
         return await _BY_EXTERNAL_ID.scalar(session, merchant_id=merchant_id, external_id=external_id) is not None
 
     async def number_holder(self, session: Session, bank: str, number: str) -> str | None:

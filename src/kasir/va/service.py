@@ -98,7 +98,11 @@ class VaNotFound(NotFound):
 
 class DuplicateExternalId(Conflict):
     def __init__(self) -> None:
-        super().__init__("external_id is already used by another virtual account of this merchant", field="external_id")
+        super().__init__(
+            "external_id is already used by another payment of this merchant (a VA, a wallet transaction or a card "
+            "order)",
+            field="external_id",
+        )
 
 
 class NumberTaken(Conflict):

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import Integer, bindparam, insert, select, update
 
 from kasir.db import Session, Statement, binds, locked_once
+from kasir.va.models import VirtualAccount
 from kasir.wallet.models import WalletRefund, WalletTransaction
 from kasir.wallet.states import WalletStatus
 
@@ -77,15 +78,27 @@ CHANGING_COLUMNS = (
     "voided_at",
 )
 
-# The unique (merchant_id, external_id) refuses a reused external_id: no savepoint, no exception.
-_ADD_TRANSACTION = Statement(
-    lambda insert: (
-        insert(WalletTransaction)
-        .values(binds(WalletTransaction, TRANSACTION_COLUMNS))
-        .on_conflict_do_nothing()
-        .returning(WalletTransaction.id)
+
+def _add_transaction(insert: Any) -> Any:
+    """INSERT ... SELECT the values WHERE no virtual account of the merchant has the external_id (§9.2: one
+    namespace for the merchant's payments); the unique (merchant_id, external_id) refuses a wallet one. No
+    savepoint, no exception: the row is refused, and RETURNING says so."""
+    values = binds(WalletTransaction, TRANSACTION_COLUMNS)
+    a_va_has_it = select(VirtualAccount.id).where(
+        VirtualAccount.merchant_id == values["merchant_id"], VirtualAccount.external_id == values["external_id"]
     )
-)
+    # SQLite reads "INSERT ... SELECT ... ON CONFLICT" right only when the SELECT has a WHERE: it has.
+    rows = select(*(value.label(name) for name, value in values.items())).where(~a_va_has_it.exists())
+    table = WalletTransaction.__table__
+    return (
+        insert(table)
+        .from_select([table.c[name] for name in values], rows)
+        .on_conflict_do_nothing()
+        .returning(table.c.id)
+    )
+
+
+_ADD_TRANSACTION = Statement(_add_transaction)
 _transaction = select(*(WalletTransaction.__table__.c[name] for name in TRANSACTION_COLUMNS)).where(
     WalletTransaction.id == bindparam("transaction_id")
 )
