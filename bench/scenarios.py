@@ -288,6 +288,45 @@ class WalletCreatePayment(Scenario):
         return requests
 
 
+def va_body(external_id: str, order_id: str, callback_url: str) -> dict[str, Any]:
+    return {
+        "external_id": external_id,
+        "order_id": order_id,
+        "currency": "IDR",
+        "payment_method": "bank_transfer",
+        "payment_channel": "BCA",
+        "payment_details": {
+            "billing_name": "Siti Rahayu",
+            "payment_system": "CLOSED",
+            "amount": 150000,
+            "transaction_description": "Kopi and cake",
+        },
+        "customer_details": {"email": "siti@example.id", "full_name": "Siti Rahayu", "phone": "081234567890"},
+        "callback_url": callback_url,
+    }
+
+
+class VaCreate(Scenario):
+    """A closed virtual account with a drawn number; a unique external_id (and so x-req-signature) per request.
+    Signed as the wallet's (Basic + x-req-signature, x-version v3)."""
+
+    name = "va-create"
+    route = "/va"
+
+    def unique(self) -> bool:
+        return True
+
+    def build(self, ctx: BenchContext, count: int) -> list[bytes]:
+        signer = ctx.signer
+        run = ctx.state["va-run"] = ctx.state.get("va-run", 0) + 1
+        requests = []
+        for n in range(count):
+            body = va_body(f"V-{run}-{n}", f"VORDER-{run}-{n}", ctx.callback_url)
+            request = signer._wallet_request(self.route, body)
+            requests.append(ctx.raw(request.method, request.path, request.headers, request.body))
+        return requests
+
+
 class WalletInquiry(Scenario):
     """Inquiries of a few existing transactions, replayed (a read path)."""
 
@@ -320,6 +359,7 @@ SCENARIOS: list[Scenario] = [
     AccessToken(),
     CardCharge(),
     WalletCreatePayment(),
+    VaCreate(),
     WalletInquiry(),
     BnplCalculation(),
     BnplCheckout(),
