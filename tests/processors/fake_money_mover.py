@@ -64,6 +64,8 @@ class FakeMoneyMover:
     payments: dict[str, dict[str, Any]] = field(default_factory=dict)
     refunds: dict[str, int] = field(default_factory=dict)
     applications: dict[str, dict[str, Any]] = field(default_factory=dict)
+    accounts: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
+    cancelled_accounts: list[str] = field(default_factory=list)
     notified: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
 
     @property
@@ -121,7 +123,20 @@ class FakeMoneyMover:
             return JSONResponse({"status": "refunded"})
         if path == "/v1/wallet/voids":
             return JSONResponse({"status": "voided"})
-        if path in ("/v1/wallet/status", "/v1/bnpl/status"):
+        if path == "/v1/va/accounts":
+            # The bank numbers the VA: 8 then the reference's digits, the merchant's digits when chosen.
+            chosen = data["chosen_digits"]
+            digits = (
+                chosen.rjust(10, "0")
+                if chosen
+                else str(abs(hash((data["reference"], data["draw"]))))[:10].rjust(10, "0")
+            )
+            self.accounts.setdefault((data["reference"], data["draw"]), {**data, "number": "8808" + digits})
+            return JSONResponse({"number": self.accounts[(data["reference"], data["draw"])]["number"]})
+        if path == "/v1/va/cancellations":
+            self.cancelled_accounts.append(data["reference"])
+            return JSONResponse({"status": "cancelled"})
+        if path in ("/v1/wallet/status", "/v1/bnpl/status", "/v1/va/status"):
             return JSONResponse({"notification": None})
         if path == "/v1/bnpl/applications":
             self.applications.setdefault(data["reference"], data)

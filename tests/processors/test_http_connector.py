@@ -1,7 +1,7 @@
 """The reference connector (examples/processor-http) proves the seam in production.
 
 `kasir serve` runs with KASIR_ENV=production, its own database (SQLite, or PostgreSQL with
-KASIR_TEST_DB=postgres) and KASIR_PROCESSORS=card=http,wallet=http,bnpl=http; the connector
+KASIR_TEST_DB=postgres) and KASIR_PROCESSORS=card=http,wallet=http,bnpl=http,va=http; the connector
 is installed as pip would leave it (its sources and a dist-info naming its entry point) and
 talks to a fake acquirer, issuer and lender on 127.0.0.1 (fake_money_mover.py) over the
 signed protocol of PROTOCOL.md. Callbacks reach the test's receiver on 127.0.0.1 through the
@@ -109,7 +109,7 @@ async def production(
         "KASIR_CALLBACK_TIMEOUT_SECONDS": "2",
         "KASIR_DEBUG_WRITE_SEAT_SECONDS": "2",
         "KASIR_CALLBACK_ALLOWED_NETWORKS": "127.0.0.0/8",
-        "KASIR_PROCESSORS": "card=http,wallet=http,bnpl=http",
+        "KASIR_PROCESSORS": "card=http,wallet=http,bnpl=http,va=http",
         "KASIR_PROCESSOR_HTTP_URL": fake.base_url,
         "KASIR_PROCESSOR_HTTP_SECRET": SECRET,
         "PYTHONPATH": install_connector(directory / "site"),
@@ -126,10 +126,10 @@ async def production(
 
 async def test_production_serves_the_connectors_products(production: Production) -> None:
     assert "Kasir production" in production.server.log()
-    assert "products live: card=http, wallet=http, bnpl=http" in production.server.log()
+    assert "products live: card=http, wallet=http, bnpl=http, va=http" in production.server.log()
     async with httpx.AsyncClient(base_url=production.url) as http:
         ready = (await http.get("/readyz")).json()
-    assert ready["products"] == {"card": "http", "wallet": "http", "bnpl": "http", "va": None}
+    assert ready["products"] == {"card": "http", "wallet": "http", "bnpl": "http", "va": "http"}
 
 
 async def test_close_charges_approved_declined_and_challenged(
@@ -293,6 +293,40 @@ async def test_a_forged_notification_is_refused_and_a_repeated_one_changes_nothi
     [callback] = await callbacks_settled_in(production.database, merchant.id)
     assert (callback.status, callback.attempts_made) == ("delivered", 1)
     assert len([r for r in receiver.requests if r.path == "/forged"]) == 1
+
+
+async def test_a_va_is_numbered_by_the_bank_and_paid_through_its_notification(
+    production: Production, fake: FakeMoneyMover, receiver: CallbackReceiver
+) -> None:
+    """docs/decisions.md §9.8: the issuer numbers the VA; its signed notification of a payment is applied as a
+    dummy payment is, once per bank reference; the staging dummy payment is not served; a cancel tells the bank."""
+    from tests.support.wire import va as va_wire
+
+    merchant = await production.merchant()
+    async with httpx.AsyncClient(base_url=production.url) as http:
+        body = va_wire.create_body(receiver.url("/va"), system="PARTIAL", amount=30_000, va_number="4242")
+        answer = await va_wire.post(http, merchant, va_wire.CREATE, body)
+        assert answer.status_code == 200, answer.text
+        va = answer.json()["data"]
+        assert va["payment_details"]["va_number"] == "8808" + "0000004242"  # the bank's number
+        assert fake.accounts[(va["transaction_id"], 0)]["payment_system"] == "PARTIAL"
+        assert (await va_wire.pay(http, merchant, va, 10_000)).status_code == 404  # production never simulates
+        paid = {"product": "va", "reference": va["transaction_id"], "event": "paid", "amount": 10_000,
+                "bank_reference": "BCA-TRX-1"}  # fmt: skip
+        for _ in range(2):  # sent again (a retry): applied once
+            assert await fake.notify(paid) == 200
+        [callback] = await receiver.wait_for(1, path="/va")
+        payload = va_wire.check_callback(callback, merchant, va)
+        assert (payload["transaction_status"], payload["payment_details"]["remaining_amount"]) == (
+            "PARTIALLY_PAID",
+            20_000,
+        )
+        seen = await va_wire.inquire(http, merchant, va)
+        assert seen["payment_details"]["total_paid_amount"] == 10_000
+        assert len(seen["payment_history"]) == 1
+        cancelled = await va_wire.cancel(http, merchant, va)
+        assert cancelled.status_code == 200, cancelled.text
+    assert va["transaction_id"] in fake.cancelled_accounts
 
 
 async def test_no_answer_is_processor_unavailable_and_a_refusal_is_processor_refused(fake: FakeMoneyMover) -> None:

@@ -1,4 +1,4 @@
-"""Kasir's reference processor over HTTP (PROTOCOL.md): card acquirer, wallet issuer, BNPL lender.
+"""Kasir's reference processor over HTTP (PROTOCOL.md): card acquirer, wallet issuer, BNPL lender, VA issuer.
 
 Registered as `http` in the entry-point group `kasir.processors`; configured from the
 environment (KASIR_PROCESSOR_HTTP_URL, KASIR_PROCESSOR_HTTP_SECRET,
@@ -32,6 +32,7 @@ from kasir.processors.protocols import (
     Notification,
     ProcessorRefused,
     ProcessorUnavailable,
+    VaOpening,
     WalletPayment,
 )
 
@@ -118,6 +119,8 @@ def _notification(data: Mapping[str, Any] | None) -> Notification | None:
         message=data.get("message"),
         tenure=data.get("tenure"),
         issuer=data.get("issuer"),
+        amount=data.get("amount"),
+        bank_reference=data.get("bank_reference"),
     )
 
 
@@ -214,6 +217,36 @@ class HttpLender:
         return _notification((await self.upstream.post("/v1/bnpl/status", {"reference": reference}))["notification"])
 
 
+class HttpVaIssuer:
+    """The bank that opens virtual accounts: it numbers them, and notifies each payment into one."""
+
+    def __init__(self, upstream: Upstream) -> None:
+        self.upstream = upstream
+
+    async def create(self, opening: VaOpening) -> str:
+        data = await self.upstream.post(
+            "/v1/va/accounts",
+            {
+                "reference": opening.reference,
+                "channel": opening.channel,
+                "bank": opening.bank,
+                "payment_system": opening.payment_system,
+                "chosen_digits": opening.chosen_digits,
+                "amount": opening.amount,
+                "billing_name": opening.billing_name,
+                "expires_at": opening.expires_at.isoformat(),
+                "draw": opening.draw,
+            },
+        )
+        return str(data["number"])
+
+    async def cancel(self, reference: str) -> None:
+        await self.upstream.post("/v1/va/cancellations", {"reference": reference})
+
+    async def status(self, reference: str) -> Notification | None:
+        return _notification((await self.upstream.post("/v1/va/status", {"reference": reference}))["notification"])
+
+
 class HttpProcessor:
     name = NAME
     simulates = False
@@ -225,6 +258,7 @@ class HttpProcessor:
         self.card = HttpAcquirer(upstream)
         self.wallet = HttpIssuer(upstream)
         self.bnpl = HttpLender(upstream)
+        self.va = HttpVaIssuer(upstream)
 
     def router(self) -> None:
         return None
