@@ -7,10 +7,21 @@ import secrets
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from kasir.kit.addresses import IPNetwork, parse_allowed_networks
+
+
+class VaBankNumbers(BaseModel):
+    """One bank's VA numbers (KASIR_VA_BANKS): the prefix per payment system and how many digits follow it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    closed: Annotated[str, Field(pattern=r"^[0-9]{1,10}$")]
+    partial: Annotated[str, Field(pattern=r"^[0-9]{1,10}$")] | None = None  # the closed prefix when absent
+    open: Annotated[str, Field(pattern=r"^[0-9]{1,10}$")] | None = None  # the closed prefix when absent
+    free_digits: Annotated[int, Field(ge=1, le=16)]
 
 
 class Settings(BaseSettings):
@@ -47,8 +58,15 @@ class Settings(BaseSettings):
     max_database_clock_skew_seconds: float = Field(
         60.0,
         gt=0,
-        description="A worker whose clock differs from the database's by more than this runs no expiry, purge "
-        "or callback claim (it says so in the log) until they agree again.",
+        description="While this machine's clock differs from the database's by more than this, a worker runs no "
+        "expiry, purge or callback claim and the server answers 503 but to its health checks (both say so in the "
+        "log), until they agree again.",
+    )
+    va_banks: dict[str, VaBankNumbers] = Field(
+        default_factory=dict,
+        description="Virtual-account numbers per bank, over the shipped table (docs/decisions.md §9.4), as JSON: "
+        '{"BCA": {"closed": "40416", "partial": "40415", "open": "40414", "free_digits": 9}}. Only the banks named '
+        "change; the staging issuer numbers by it and a merchant's chosen digits are held to its free digits.",
     )
     callback_schedule: Annotated[list[int], NoDecode] = Field(
         default_factory=lambda: [10, 60, 300],
@@ -250,6 +268,16 @@ class Settings(BaseSettings):
         if isinstance(value, str):
             text = value.strip().strip("[]")
             return [int(part) for part in text.split(",") if part.strip()]
+        return value
+
+    @field_validator("va_banks")
+    @classmethod
+    def _known_banks(cls, value: dict[str, VaBankNumbers]) -> dict[str, VaBankNumbers]:
+        from kasir.va.banks import BANKS  # the shipped table: its banks are the channels the VA API takes
+
+        unknown = sorted(set(value) - set(BANKS))
+        if unknown:
+            raise ValueError(f"{', '.join(unknown)}: not a bank of the VA API (one of {', '.join(BANKS)})")
         return value
 
     @field_validator("callback_allowed_networks", mode="before")

@@ -42,7 +42,7 @@ from kasir.processors.protocols import (
 from kasir.simulator import pages
 from kasir.simulator.cards import MESSAGES, REASONS, RESULTS, Outcome, outcome_of
 from kasir.simulator.endpoints import router as simulator_router
-from kasir.va.banks import BANKS
+from kasir.va.banks import bank_of
 
 if TYPE_CHECKING:
     from fastapi import APIRouter
@@ -122,7 +122,7 @@ class SimulatedVaIssuer:
     Payments are the dummy payment's (kasir.simulator.endpoints)."""
 
     async def create(self, opening: VaOpening) -> str:
-        bank = BANKS[opening.bank]
+        bank = bank_of(opening.bank)
         if opening.chosen_digits is not None:
             digits = opening.chosen_digits.rjust(bank.free_digits, "0")
         else:

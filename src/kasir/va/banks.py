@@ -1,10 +1,13 @@
 """The VA channels and their numbers (docs/decisions.md §9.4): the shipped table, the provider's staging
-prefixes. A number is the prefix of the VA's payment system and F free digits; the staging issuer (the
-simulator) numbers VAs by it, and the product checks a merchant's chosen digits against F."""
+prefixes, which the operator may change per bank (KASIR_VA_BANKS). A number is the prefix of the VA's payment
+system and F free digits; the staging issuer (the simulator) numbers VAs by it, and the product checks a
+merchant's chosen digits against F."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from kasir.config import get_settings
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +42,22 @@ BANKS: dict[str, Bank] = {
     "BSI": _one_prefix("Bank Syariah Indonesia", "1310", 12),
     "BNC": _one_prefix("Bank Neo Commerce", "90100049", 14),
 }
+
+
+def bank_of(name: str) -> Bank:
+    """The bank's numbers: the shipped table's, as KASIR_VA_BANKS changes them."""
+    shipped = BANKS[name]
+    changed = get_settings().va_banks.get(name)
+    if changed is None:
+        return shipped
+    return replace(
+        shipped,
+        closed_prefix=changed.closed,
+        partial_prefix=changed.partial or changed.closed,
+        open_prefix=changed.open or changed.closed,
+        free_digits=changed.free_digits,
+    )
+
 
 # payment_channel (in capitals) -> its bank. Aliases are numbered as their bank and answered as sent.
 CHANNELS: dict[str, str] = {

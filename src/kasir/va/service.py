@@ -46,7 +46,7 @@ from kasir.merchants.service import merchant_service
 from kasir.payments import metrics as payment_metrics
 from kasir.processors.protocols import VaOpening
 from kasir.processors.registry import va_issuer
-from kasir.va.banks import AMOUNT_MAX, AMOUNT_MIN, BANKS, CHANNELS
+from kasir.va.banks import AMOUNT_MAX, AMOUNT_MIN, CHANNELS, bank_of
 from kasir.va.repository import PaymentRow, VaRow, va_repository
 from kasir.va.schemas import PAYMENT_METHOD, CreateVaRequest, VaReference
 from kasir.va.states import VaStateRefused, VaStatus, is_open, transition
@@ -193,8 +193,9 @@ class VaService:
             items = request.item_details
             if items and sum(item.amount * item.qty for item in items) != amount:
                 raise AmountMismatch()
-        if details.va_number is not None and len(details.va_number) > BANKS[bank].chosen_digits_max:
-            raise TooManyChosenDigits(BANKS[bank].chosen_digits_max)
+        chosen_max = bank_of(bank).chosen_digits_max
+        if details.va_number is not None and len(details.va_number) > chosen_max:
+            raise TooManyChosenDigits(chosen_max)
         now = clock.now()
         long_lived = multi_use and system != "PARTIAL"
         expires_at = details.expired_time or now + (MULTI_USE_EXPIRY if long_lived else SINGLE_USE_EXPIRY)
