@@ -326,6 +326,9 @@ async def test_a_va_is_numbered_by_the_bank_and_paid_through_its_notification(
         assert len(seen["payment_history"]) == 1
         cancelled = await va_wire.cancel(http, merchant, va)
         assert cancelled.status_code == 200, cancelled.text
+        # The bank retries its notification after the VA closed: answered, and nothing changes.
+        assert await fake.notify(paid) == 200
+        assert (await va_wire.inquire(http, merchant, va))["payment_details"]["total_paid_amount"] == 10_000
     assert va["transaction_id"] in fake.cancelled_accounts
 
 

@@ -113,6 +113,11 @@ _ADD_PAYMENT = Statement(
         .returning(VaPayment.id)
     )
 )
+_PAYMENT_BY_BANK_REFERENCE = Statement(
+    select(VaPayment.id).where(
+        VaPayment.va_id == bindparam("va_id"), VaPayment.bank_reference == bindparam("bank_reference")
+    )
+)
 _PAYMENTS = Statement(
     select(VaPayment.reference_id, VaPayment.amount, VaPayment.paid_at)
     .where(VaPayment.va_id == bindparam("va_id"))
@@ -180,6 +185,9 @@ class VaRepository:
             paid_at=paid_at,
         )
         return added is not None
+
+    async def payment_recorded(self, session: Session, va_id: str, bank_reference: str) -> bool:
+        return await _PAYMENT_BY_BANK_REFERENCE.scalar(session, va_id=va_id, bank_reference=bank_reference) is not None
 
     async def payments(self, session: Session, va_id: str) -> list[PaymentRow]:
         """The VA's last HISTORY_SIZE payments, newest first."""

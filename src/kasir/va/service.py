@@ -326,7 +326,10 @@ class VaService:
         self, session: Session, va: VaRow, amount: int | None, *, bank_reference: str | None = None
     ) -> tuple[VaRow, PaymentRow | None]:
         """One payment into the VA (§9.3). `amount` None: a CLOSED VA's own amount. With the bank's reference,
-        a payment recorded before changes nothing (None)."""
+        a payment recorded before changes nothing (None), whatever the VA's state now: the bank retries a notification
+        until it is answered, after the VA closed too."""
+        if bank_reference is not None and await va_repository.payment_recorded(session, va.id, bank_reference):
+            return va, None
         self._refuse_if_due(va)
         if not is_open(va):
             raise VaStateRefused(f"Failed Request: the virtual account is {va.status}, it takes no payment")
