@@ -152,6 +152,7 @@ async def test_a_va_expires_by_itself_and_takes_nothing_after(
     kept = await create(client, merchant, receiver.url("/kept"))
     clock.advance(66)
     assert_problem(await pay(client, merchant, va), 409, "03", "expired")  # before the worker records it
+    assert (await inquire(client, merchant, va))["transaction_status"] == "EXPIRED"  # "for every purpose" (§9.3)
     [request] = await receiver.wait_for(1, path="/expire", timeout=expiry_hang_guard())
     payload = check_callback(request, merchant, va)
     assert payload["transaction_status"] == "EXPIRED"

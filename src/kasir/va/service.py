@@ -472,11 +472,15 @@ def _kind(va: VaRow) -> dict[str, Any]:
 
 
 def va_data(va: VaRow, payments: Sequence[PaymentRow]) -> dict[str, Any]:
-    """`data` of create, inquiry and cancel (§9.6)."""
+    """`data` of create, inquiry and cancel (§9.6). A VA past its expired_time is EXPIRED for every purpose (§9.3),
+    inquiry included, before the worker records it."""
     sent = _sent(va)
+    kind = _kind(va)
+    if is_open(va) and va.expires_at <= clock.now():
+        kind["transaction_status"] = VaStatus.EXPIRED.value
     return {
         **_identity(va),
-        **_kind(va),
+        **kind,
         "payment_details": {
             "billing_name": va.billing_name,
             "va_number": va.va_number,
