@@ -18,6 +18,7 @@ from pydantic import ValidationError
 from pydantic_core import ErrorDetails
 
 from kasir import __version__
+from kasir.audit.service import Actor
 from kasir.callbacks.cli import callbacks_app, worker
 from kasir.cli_support import console, err_console, fail, run_in_session
 from kasir.config import Settings, configure, get_settings
@@ -30,6 +31,8 @@ from kasir.merchants.sealing import SecretKeyMismatch, check_secret_key
 from kasir.merchants.service import MerchantCredentials, merchant_service, secret_box
 from kasir.ops.metrics import prepare_multiprocess
 from kasir.payments.cli import payments_app, replay_given_up
+from kasir.payouts import cli as payouts_cli
+from kasir.payouts.service import payout_service
 from kasir.processors.registry import ConfigurationError, check_configuration
 from kasir.products import declare_products
 
@@ -49,6 +52,7 @@ class EventLoop(StrEnum):
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 app.add_typer(db_app, name="db")
 app.add_typer(merchant_app, name="merchant")
+merchant_app.command("top-up")(payouts_cli.top_up)
 app.add_typer(secrets_app, name="secrets")
 app.command("keygen")(keygen)
 callbacks_app.command("replay-given-up")(replay_given_up)
@@ -249,10 +253,12 @@ def demo_merchant(
         merchant = await merchant_service.get_by_name(session, DEMO_MERCHANT_NAME)
         if merchant is None:
             write_key_pair(directory, force=True)
-            _merchant, credentials = await merchant_service.create(
+            created, credentials = await merchant_service.create(
                 session, name=DEMO_MERCHANT_NAME, public_key=public_path.read_text()
             )
+            await fund_demo_merchant(session, created.id)
             return credentials
+        await fund_demo_merchant(session, merchant.id)
         if not private_path.exists():  # the key was lost: issue a new pair
             write_key_pair(directory, force=True)
             await merchant_service.rotate_key(session, merchant.id, public_path.read_text())
@@ -288,6 +294,15 @@ def demo_merchant(
     typer.echo(_token_example(settings.public_url, credentials.client_id, private_path))
     if settings.console:
         demo_console_users(credentials.merchant_id, directory, settings.public_url)
+
+
+DEMO_DISBURSEMENT_FUNDS = 100_000_000  # docs/decisions.md §11.3
+
+
+async def fund_demo_merchant(session: Session, merchant_id: str) -> None:
+    """The demo merchant's disbursement balance, topped up once (a run again adds nothing)."""
+    if (await payout_service.balance(session, merchant_id)).ledger == 0:
+        await payout_service.top_up(session, merchant_id, DEMO_DISBURSEMENT_FUNDS, "Demo funds", Actor.cli())
 
 
 def _token_example(base_url: str, client_id: str, private_key: Path) -> str:

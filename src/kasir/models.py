@@ -14,6 +14,7 @@ from kasir.db import Base
 from kasir.idempotency import models as idempotency_models
 from kasir.merchants import models as merchants_models
 from kasir.payments import models as payments_models
+from kasir.payouts import models as payouts_models
 from kasir.processors import models as processors_models
 from kasir.ratelimit import models as ratelimit_models
 from kasir.simulator import models as simulator_models
@@ -31,6 +32,7 @@ MODELS = (
     processors_models,
     audit_models,
     payments_models,
+    payouts_models,
     console_models,
     ratelimit_models,
     simulator_models,

@@ -106,6 +106,8 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("get", "/admin/merchants/{merchant_id}/sub-merchants"): "listSubMerchants",
     ("post", "/admin/merchants/{merchant_id}/sub-merchants"): "addSubMerchant",
     ("delete", "/admin/merchants/{merchant_id}/sub-merchants/{sub_merchant_id}"): "removeSubMerchant",
+    ("get", "/admin/merchants/{merchant_id}/disbursement-balance"): "getDisbursementBalance",
+    ("post", "/admin/merchants/{merchant_id}/disbursement-balance/top-ups"): "topUpDisbursementBalance",
     ("get", "/admin/callbacks"): "listCallbacks",
     ("get", "/admin/callbacks/{callback_id}"): "getCallback",
     ("post", "/admin/callbacks/{callback_id}/replay"): "replayCallback",

@@ -42,6 +42,7 @@ def _view(merchant: MerchantRow) -> MerchantView:
         created_at=merchant.created_at,
         updated_at=merchant.updated_at,
         disabled=merchant.disabled_at is not None,
+        account_no=merchant.account_no,
     )
 
 

@@ -26,6 +26,9 @@ class Merchant(Base):
     # Set while the merchant is disabled: its credentials and tokens are refused (401);
     # its pending callbacks still go out.
     disabled_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    # The merchant's disbursement account (docs/decisions.md §11.2): 16 digits, made at creation (migration 0022
+    # gave the merchants made before one each).
+    account_no: Mapped[str | None] = mapped_column(String(16), unique=True)
 
 
 class MerchantCredentialGrace(Base):

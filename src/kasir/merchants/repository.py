@@ -37,6 +37,7 @@ class MerchantRow:
     created_at: datetime
     updated_at: datetime
     disabled_at: datetime | None
+    account_no: str | None  # the disbursement account (§11.2); every merchant has one since migration 0022
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,6 +58,7 @@ class MerchantView(BaseModel):
     created_at: datetime
     updated_at: datetime
     disabled: bool = False
+    account_no: str | None = Field(None, description="The disbursement account: 16 digits (decisions §11.2)")
 
 
 class MerchantCreated(MerchantView):

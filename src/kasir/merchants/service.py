@@ -42,9 +42,15 @@ from kasir.kit.crypto import (
     public_key_fingerprint,
     public_key_pem,
 )
-from kasir.kit.ids import new_id, new_secret
+from kasir.kit.ids import new_id, new_secret, random_token
 from kasir.kit.ttl_cache import TtlCache
 from kasir.merchants.repository import GraceRow, MerchantRow, SubMerchantRow, merchant_repository
+
+
+def new_account_no() -> str:
+    """A disbursement account number (decisions §11.2): 16 digits, the first not 0. Unique by the column's
+    constraint; 9 x 10^15 numbers make a collision between merchants a matter of chance only."""
+    return random_token(1, "123456789") + random_token(15, "0123456789")
 
 
 class MerchantError(BadRequest):
@@ -316,6 +322,7 @@ class MerchantService:
             created_at=now,
             updated_at=now,
             disabled_at=None,
+            account_no=new_account_no(),
         )
         await merchant_repository.add(session, merchant)
         if actor is not None:

@@ -1,0 +1,83 @@
+"""Every disbursement-balance query: statements compiled once, plain rows back.
+
+A credit is one upsert (the balance row is made by the first credit); a change of the hold or the ledger is one
+UPDATE whose WHERE says when it may apply (the available balance covers it), so two units never spend the same
+rupiah: the row's lock orders them, and the second finds the first's change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import bindparam, select
+
+from kasir.db import Session, Statement, binds
+from kasir.payouts.models import DisbursementBalance, DisbursementTopUp
+
+
+@dataclass(frozen=True, slots=True)
+class BalanceRow:
+    ledger: int
+    hold: int
+
+    @property
+    def available(self) -> int:
+        return self.ledger - self.hold
+
+
+@dataclass(frozen=True, slots=True)
+class TopUpRow:
+    id: int
+    merchant_id: str
+    amount: int
+    note: str
+    created_at: datetime
+
+
+def _credit(insert: Any) -> Any:
+    statement = insert(DisbursementBalance).values(binds(DisbursementBalance, ("merchant_id", "ledger", "updated_at")))
+    statement = statement.values(hold=0)
+    return statement.on_conflict_do_update(
+        index_elements=[DisbursementBalance.merchant_id],
+        set_={
+            "ledger": DisbursementBalance.ledger + statement.excluded.ledger,
+            "updated_at": statement.excluded.updated_at,
+        },
+    ).returning(DisbursementBalance.ledger, DisbursementBalance.hold)
+
+
+_CREDIT = Statement(_credit)
+_BALANCE = Statement(
+    select(DisbursementBalance.ledger, DisbursementBalance.hold).where(
+        DisbursementBalance.merchant_id == bindparam("merchant_id")
+    )
+)
+_ADD_TOP_UP = Statement(
+    lambda insert: (
+        insert(DisbursementTopUp)
+        .values(binds(DisbursementTopUp, ("merchant_id", "amount", "note", "created_at")))
+        .returning(DisbursementTopUp.id)
+    )
+)
+
+
+class PayoutRepository:
+    async def balance(self, session: Session, merchant_id: str) -> BalanceRow:
+        """The merchant's balance; zeros before its first credit."""
+        row = await _BALANCE.first(session, merchant_id=merchant_id)
+        return BalanceRow(0, 0) if row is None else BalanceRow(*row)
+
+    async def credit(self, session: Session, merchant_id: str, amount: int, now: datetime) -> BalanceRow:
+        """Add `amount` to the ledger (made at the first credit); the balance after it."""
+        row = await _CREDIT.first(session, merchant_id=merchant_id, ledger=amount, updated_at=now)
+        assert row is not None
+        return BalanceRow(*row)
+
+    async def add_top_up(self, session: Session, merchant_id: str, amount: int, note: str, now: datetime) -> int:
+        top_up_id = await _ADD_TOP_UP.scalar(session, merchant_id=merchant_id, amount=amount, note=note, created_at=now)
+        return int(top_up_id)
+
+
+payout_repository = PayoutRepository()
