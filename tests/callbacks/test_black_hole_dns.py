@@ -13,6 +13,8 @@ of B's own must not queue behind A's either.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import secrets
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -21,9 +23,11 @@ from types import SimpleNamespace
 import httpx
 import pytest
 from fastapi import FastAPI
+from sqlalchemy import select
 
+from kasir.callbacks.models import Callback
 from kasir.config import Settings
-from kasir.db import Database, upgrade_schema
+from kasir.db import Database, fetch, upgrade_schema
 from tests.callbacks.helpers import load, record
 from tests.conftest import TEST_ADMIN_TOKEN, TEST_SECRET_KEY
 from tests.processors.connector import install_connector
@@ -64,41 +68,62 @@ def fake() -> Iterator[FakeMoneyMover]:
         mover.stop()
 
 
-@pytest.fixture
-async def production(
-    tmp_path: Path, postgres: PostgresCluster | None, fake: FakeMoneyMover, black_hole: BlackHoleDns, app: FastAPI
+@contextlib.asynccontextmanager
+async def served_asking_the_black_hole(
+    tmp_path: Path, postgres: PostgresCluster | None, black_hole: BlackHoleDns, env: dict[str, str]
 ) -> AsyncIterator[tuple[ServedKasir, Database]]:
-    """`kasir serve` (with its embedded worker) in production, its resolver asking the black hole.
-    `app`: the test process's settings (its KASIR_SECRET_KEY seals the merchants made here)."""
+    """`kasir serve` (with its embedded worker) on a database of its own, its resolver asking the black hole and
+    its /etc/hosts naming GOOD_NAME. The test process's KASIR_SECRET_KEY seals the merchants made here."""
     if postgres is not None:
-        url = await asyncio.to_thread(postgres.create_database, f"blackhole_{tmp_path.name[-8:].lower()}")
+        url = await asyncio.to_thread(postgres.create_database, f"blackhole_{secrets.token_hex(4)}")
     else:
         url = f"sqlite+aiosqlite:///{tmp_path / 'kasir.db'}"
-    database = Database(Settings(env="production", data_dir=tmp_path, database_url=url, secret_key=TEST_SECRET_KEY))
+    database = Database(Settings(env=env["KASIR_ENV"], data_dir=tmp_path, database_url=url, secret_key=TEST_SECRET_KEY))
     await upgrade_schema(database)
     env = {
-        "KASIR_ENV": "production",
+        **env,
         "KASIR_DATA_DIR": str(tmp_path),
         "KASIR_DATABASE_URL": url,
         "KASIR_SECRET_KEY": TEST_SECRET_KEY,
         "KASIR_ADMIN_TOKEN": TEST_ADMIN_TOKEN,
         "KASIR_CALLBACK_POLL_SECONDS": "0.1",
         "KASIR_CALLBACK_TIMEOUT_SECONDS": "3",
+    }
+    resolv_conf, hosts = black_hole.resolv_conf(tmp_path), hosts_file(tmp_path, {GOOD_NAME: "127.0.0.1"})
+    server = ServedKasir(env, wrapper=lambda command: in_resolver_namespace(command, resolv_conf, hosts))
+    await asyncio.to_thread(server.start)
+    try:
+        yield server, database
+    finally:
+        await asyncio.to_thread(server.stop)
+        await database.dispose()
+
+
+@pytest.fixture
+async def production(
+    tmp_path: Path, postgres: PostgresCluster | None, fake: FakeMoneyMover, black_hole: BlackHoleDns, app: FastAPI
+) -> AsyncIterator[tuple[ServedKasir, Database]]:
+    """Production, through the reference connector and the fake acquirer. `app`: the test process's settings."""
+    env = {
+        "KASIR_ENV": "production",
         "KASIR_CALLBACK_ALLOWED_NETWORKS": "127.0.0.0/8",
         "KASIR_PROCESSORS": "card=http",
         "KASIR_PROCESSOR_HTTP_URL": fake.base_url,
         "KASIR_PROCESSOR_HTTP_SECRET": SECRET,
         "PYTHONPATH": install_connector(tmp_path / "site"),
     }
-    resolv_conf, hosts = black_hole.resolv_conf(tmp_path), hosts_file(tmp_path, {GOOD_NAME: "127.0.0.1"})
-    server = ServedKasir(env, wrapper=lambda command: in_resolver_namespace(command, resolv_conf, hosts))
-    await asyncio.to_thread(server.start)
-    fake.kasir_url = server.base_url
-    try:
-        yield server, database
-    finally:
-        await asyncio.to_thread(server.stop)
-        await database.dispose()
+    async with served_asking_the_black_hole(tmp_path, postgres, black_hole, env) as served:
+        fake.kasir_url = served[0].base_url
+        yield served
+
+
+@pytest.fixture
+async def staging(
+    tmp_path: Path, postgres: PostgresCluster | None, black_hole: BlackHoleDns, app: FastAPI
+) -> AsyncIterator[tuple[ServedKasir, Database]]:
+    """Staging, through the simulator: any http(s) callback URL is taken, its name looked up only by the worker."""
+    async with served_asking_the_black_hole(tmp_path, postgres, black_hole, {"KASIR_ENV": "staging"}) as served:
+        yield served
 
 
 async def test_a_black_hole_name_slows_no_other_merchants_charges_creations_or_callbacks(
@@ -160,3 +185,45 @@ async def test_a_black_hole_name_slows_no_other_merchants_charges_creations_or_c
     assert callback.status != "delivered"
     assert attempts
     assert attempts[0].error == "timeout after 3 s"
+
+
+async def test_in_staging_a_black_hole_name_in_callbacks_slows_no_other_merchant(
+    staging: tuple[ServedKasir, Database], black_hole: BlackHoleDns, receiver: CallbackReceiver
+) -> None:
+    """Staging checks no name on the request path: the worker's transport looks A's up, on delivery's own pool
+    (never on the default executor, where the server's SQLite commits run and B's names would queue)."""
+    server, database = staging
+    merchants = SimpleNamespace(state=SimpleNamespace(database=database))
+    hostile, good = await builders.make_merchant(merchants), await builders.make_merchant(merchants)  # type: ignore[arg-type]
+    async with httpx.AsyncClient(base_url=server.base_url, timeout=HANG_GUARD_SECONDS) as http:
+        for _ in range(40):
+            answer = await post_charge(http, hostile, charge_body(callback_url=BLACK_HOLE_URL))
+            assert answer.status_code == 200, answer.text
+        queries = await asyncio.to_thread(black_hole.wait_for_queries, 2, timeout=HANG_GUARD_SECONDS)
+        assert queries >= 2, server.log()
+
+        took: list[tuple[str, float]] = []
+        charges = []
+        for n in range(6):
+            url = receiver.url("/good")
+            if n % 2:
+                url = url.replace("127.0.0.1", GOOD_NAME)
+            started = time.perf_counter()
+            answer = await post_charge(http, good, charge_body(callback_url=url))
+            took.append(("charge", time.perf_counter() - started))
+            assert answer.status_code == 200, answer.text
+            charges.append(answer.json()["data"]["transactionId"])
+            started = time.perf_counter()
+            await receiver.wait_for(n + 1, path="/good")
+            took.append((f"callback to {url}", time.perf_counter() - started))
+    slow = [(what, round(seconds, 2)) for what, seconds in took if seconds >= QUICK_SECONDS]
+    assert slow == [], slow
+    received = await receiver.wait_for(6, path="/good")
+    assert sorted(r.json()["transaction_id"] for r in received) == sorted(charges)
+    # A's lookups were still hanging: none of its callbacks went out.
+    async with database.unit_of_work(read_only=True) as session:
+        statuses = {
+            row.status
+            for row in await fetch(session, select(Callback.status).where(Callback.merchant_id == hostile.id))
+        }
+    assert "delivered" not in statuses
