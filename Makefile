@@ -114,6 +114,14 @@ soak: $(VENV)/.dev
 	@scripts/system-deps.sh soak
 	for db in $${SOAK_DB:-sqlite postgres}; do SOAK_DB=$$db $(BIN)/python scripts/soak.py || exit 1; done
 
+## make soak-tenants: one hostile merchant beside a good one (scripts/soak_tenants.py), on SQLite, then on PostgreSQL
+## (TENANTS_DB=sqlite|postgres for one; TENANTS_GOOD, TENANTS_HOSTILE, ...: see the script); as root (a mount
+## namespace per process); writes bench/results/<date>-tenants-<db>.json and .md
+.PHONY: soak-tenants
+soak-tenants: $(VENV)/.dev
+	@scripts/system-deps.sh soak
+	for db in $${TENANTS_DB:-sqlite postgres}; do TENANTS_DB=$$db $(BIN)/python scripts/soak_tenants.py || exit 1; done
+
 ## make demo: against a running `make run` (the same PORT and HOST), a merchant goes through every product
 demo: $(VENV)/.demo
 	KASIR_URL=$(KASIR_URL) NO_PROXY=127.0.0.1,localhost,$$NO_PROXY $(BIN)/python examples/demo.py

@@ -5,11 +5,15 @@
 # test (tests/test_deployment.py runs deploy/nginx/kasir.conf; the package's own service is not used); nodejs for
 # the provider SDK's card dialect script (tests/card/sdk_dialect.mjs: Node's own fetch, no npm package) and npm
 # for openapi-typescript and tsc (`make node-deps`, tests/test_openapi_typescript.py); wrk for `make bench`.
-# `make soak` needs only the PostgreSQL server.
+# `make soak` needs only the PostgreSQL server. Both, and tests/callbacks/test_black_hole_dns.py, run processes in a
+# mount namespace of their own (tests/support/blackhole_dns.py: unshare and mount, util-linux and mount, which
+# Debian installs everywhere; checked all the same).
 set -euo pipefail
 
 missing=()
 compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
+command -v unshare >/dev/null || missing+=(util-linux)
+command -v mount >/dev/null || missing+=(mount)
 if [ "${1:-}" != "soak" ]; then
     [ -x /usr/bin/chromium ] || missing+=(chromium)
     [ -x /usr/sbin/nginx ] || missing+=(nginx)

@@ -12,11 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -29,6 +27,7 @@ from kasir.card.models import CardAttempt
 from kasir.config import Settings
 from kasir.db import Database, fetch, upgrade_schema
 from tests.conftest import TEST_ADMIN_TOKEN, TEST_SECRET_KEY
+from tests.processors.connector import CONNECTOR, install_connector
 from tests.processors.fake_money_mover import APPROVED, CHALLENGED, DECLINED, FakeMoneyMover, signed_headers
 from tests.support import builders
 from tests.support.builders import make_merchant
@@ -46,8 +45,6 @@ from tests.support.worker import callbacks_settled_in
 
 pytestmark = pytest.mark.slow
 
-ROOT = Path(__file__).resolve().parents[2]
-CONNECTOR = ROOT / "examples" / "processor-http"
 SECRET = "fake-money-mover-shared-secret"
 NOTIFY = "/processors/http/notify"
 
@@ -63,18 +60,6 @@ class Production:
 
     async def merchant(self) -> builders.TestMerchant:
         return await make_merchant(SimpleNamespace(state=SimpleNamespace(database=self.database)))  # type: ignore[arg-type]
-
-
-def install_connector(site: Path) -> str:
-    """The connector as `pip install examples/processor-http` leaves it: importable, its entry point listed."""
-    info = site / "kasir_processor_http-0.1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kasir-processor-http\nVersion: 0.1.0\n")
-    pyproject = (CONNECTOR / "pyproject.toml").read_text()
-    entry = pyproject.split('[project.entry-points."kasir.processors"]', 1)[1].strip().splitlines()[0]
-    entry = entry.replace('"', "")  # TOML's string, as entry_points.txt writes it: http = module:create
-    (info / "entry_points.txt").write_text(f"[kasir.processors]\n{entry}\n")
-    return os.pathsep.join([str(site), str(CONNECTOR / "src"), os.environ.get("PYTHONPATH", "")])
 
 
 @pytest.fixture(scope="module")

@@ -7,6 +7,7 @@ import resource
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -22,20 +23,23 @@ class ServedKasir:
         *,
         args: tuple[str, ...] = (),
         open_files: int | None = None,
+        wrapper: Callable[[list[str]], list[str]] | None = None,
     ) -> None:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.env = {**os.environ, **env, "KASIR_PUBLIC_URL": self.base_url}
         self.args = args
         self.open_files = open_files  # the server's RLIMIT_NOFILE (`ulimit -n`)
+        # `kasir serve ...` as run: perhaps prefixed (blackhole_dns.in_resolver_namespace), its process the server.
+        self.wrapper = wrapper or (lambda command: command)
         self.process: subprocess.Popen[bytes] | None = None
         self.log_path = Path(env["KASIR_DATA_DIR"]) / f"serve-{self.port}.log"
 
     def start(self) -> None:
         kasir = Path(sys.executable).parent / "kasir"
         self._log = self.log_path.open("ab")  # a restart (after `kill`) goes on in the same log
-        self.process = subprocess.Popen(
-            [str(kasir), "serve", "--port", str(self.port), *self.args],
+        self.process = subprocess.Popen(  # noqa: S603 (our own kasir binary, perhaps in a namespace of its own)
+            self.wrapper([str(kasir), "serve", "--port", str(self.port), *self.args]),
             env=self.env,
             stdout=self._log,
             stderr=subprocess.STDOUT,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, fields
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from sqlalchemy import Integer, Select, and_, bindparam, func, insert, null, or_, select, update
@@ -194,7 +195,7 @@ async def _count_events(
     return int(await statement.scalar(session, **params) or 0)
 
 
-def _claim_query(skip_merchants: Collection[str] = (), values: dict[str, Any] | None = None) -> Any:
+def _claim_query(skip_count: int = 0) -> Any:
     """Take due callbacks in one statement: UPDATE ... WHERE id IN (the due ones, locked) RETURNING them.
 
     The inner query takes the due callbacks that are the first unsettled (pending or delivering) one of
@@ -209,12 +210,12 @@ def _claim_query(skip_merchants: Collection[str] = (), values: dict[str, Any] | 
     few thousand waiting. A scalar subquery is always one look-up per due row, in
     `ix_callback_transaction`, whatever the statistics say.
 
-    `skip_merchants`: merchants whose callbacks are not claimed this time (the worker's share for each
-    merchant is taken: kasir.callbacks.worker), a statement built per call with its `values` in it.
+    `skip_count`: the number of merchants whose callbacks are not claimed this time (the worker's share for
+    each is taken: kasir.callbacks.worker), bound as `skip_0`, `skip_1`, ...
     """
 
     def param(name: str, type_: Any) -> Any:
-        return bindparam(name, type_=type_) if values is None else bindparam(name, values[name], type_=type_)
+        return bindparam(name, type_=type_)
 
     due_one, sibling = aliased(Callback), aliased(Callback)
     now = param("now", Callback.next_attempt_at.type)
@@ -236,7 +237,7 @@ def _claim_query(skip_merchants: Collection[str] = (), values: dict[str, Any] | 
     chosen = (
         select(due_one.id)
         .where(due, due_one.id == first_unsettled_of_its_transaction)
-        .where(*([due_one.merchant_id.not_in(sorted(skip_merchants))] if skip_merchants else []))
+        .where(*(due_one.merchant_id != param(f"skip_{n}", Callback.merchant_id.type) for n in range(skip_count)))
         .order_by(due_one.next_attempt_at, due_one.id)
         .limit(param("claim_limit", Integer()))
         .with_for_update(skip_locked=True, of=due_one)
@@ -273,6 +274,15 @@ CLAIMED_COLUMNS = (
     "next_attempt_at",
 )
 _CLAIM = Statement(_claim_query())
+
+
+@lru_cache(maxsize=64)
+def _claim_skipping(count: int) -> Statement:
+    """The claim skipping `count` merchants, compiled once per count: compiling it costs a claim more than its
+    round trip (milliseconds), and a worker whose slow merchant holds its share claims at every wake-up."""
+    return Statement(_claim_query(count))
+
+
 _GIVE_BACK = Statement(
     update(Callback)
     .where(Callback.id == bindparam("callback_id"), Callback.fence == bindparam("held_fence"))
@@ -293,10 +303,9 @@ class CallbackRepository:
         """Claim up to `limit` due callbacks for `worker` until `lease_until`: rows of CLAIMED_COLUMNS, the fence
         already bumped, oldest first."""
         params = {"now": now, "claim_limit": limit, "worker": worker, "lease_until": lease_until}
-        if skip_merchants:
-            rows = [tuple(row) for row in await fetch(session, _claim_query(skip_merchants, params))]
-        else:
-            rows = await _CLAIM.rows(session, **params)
+        skipped = {f"skip_{n}": merchant_id for n, merchant_id in enumerate(sorted(skip_merchants))}
+        statement = _claim_skipping(len(skipped)) if skipped else _CLAIM
+        rows = await statement.rows(session, **params, **skipped)
         return sorted(rows, key=lambda row: (row[-1], row[0]))
 
     async def give_back(self, session: Session, held: Iterable[tuple[int, int]]) -> None:

@@ -32,6 +32,7 @@ from kasir.callbacks.dispatcher import (
     send_attempt,
 )
 from kasir.callbacks.service import CALLBACKS_CHANNEL
+from kasir.callbacks.ssrf import delivery_lookup
 from kasir.clock_agreement import ClockAgreement
 from kasir.config import Settings
 from kasir.db import Database
@@ -79,8 +80,9 @@ class DeliveryWorker:
         # Attempts go straight through the transport (kasir.kit.http_client.post): no redirect is followed
         # (docs/decisions.md §8), no proxy from the environment is used (it would bypass the SSRF check of the
         # resolved address), no cookie is kept. Idle connections are kept per merchant origin; not httpx's
-        # default pool, whose CPU per attempt grows with the attempts in flight (kasir.kit.http_client).
-        self._http = KeepAliveTransport(max_idle_per_origin=self.concurrency)
+        # default pool, whose CPU per attempt grows with the attempts in flight (kasir.kit.http_client). A name
+        # is looked up on delivery's own pool (staging's URLs; production's are checked and resolved first).
+        self._http = KeepAliveTransport(max_idle_per_origin=self.concurrency, resolve=delivery_lookup)
 
     def wake(self) -> None:
         """Safe from any thread (a commit elsewhere in the process may call it)."""

@@ -19,6 +19,10 @@ What it does; everything else (redirects, which the worker does not follow, auth
   race: it closed just as the request left) is sent once more on a new connection. Nothing was
   answered, so no response was lost; a receiver may still see a callback twice, which callback
   receivers must accept anyway (delivery is at least once).
+- A host name is looked up by the `resolve` given (the worker's: kasir.callbacks.ssrf's delivery lookups, a pool
+  of their own), never by asyncio's `getaddrinfo` on the loop's default executor, where a name that never
+  answers would hold the threads that SQLite's commits need; its addresses are tried in order, as asyncio
+  would. Without `resolve`, asyncio looks the name up.
 - Timeouts come from the request's `timeout` extension (connect, read, write, as httpx sets
   them); failures are raised as httpx's exceptions (`ConnectError`, `ReadTimeout`, ...).
 
@@ -28,9 +32,10 @@ There is no cap on connections: the caller bounds requests in flight (the worker
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import ssl
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -42,6 +47,8 @@ KEEPALIVE_EXPIRY_SECONDS = 4.0
 READ_CHUNK_BYTES = 64 * 1024
 
 Origin = tuple[str, str, int, str | None]  # scheme, host, port, TLS server name
+Resolve = Callable[[str, int], Awaitable[list[str]]]
+"""(host name, port) -> its addresses, in the order to try them; socket.gaierror if none."""
 
 
 class _ClosedBeforeAnswer(Exception):
@@ -134,8 +141,10 @@ class KeepAliveTransport(httpx.AsyncBaseTransport):
         ssl_context: ssl.SSLContext | None = None,
         keepalive_expiry: float = KEEPALIVE_EXPIRY_SECONDS,
         max_idle_per_origin: int = 32,
+        resolve: Resolve | None = None,
     ) -> None:
         self._ssl_context = ssl_context
+        self._resolve = resolve
         self._keepalive_expiry = keepalive_expiry
         self._max_idle_per_origin = max_idle_per_origin
         self._idle: dict[Origin, list[_Connection]] = {}
@@ -203,14 +212,25 @@ class KeepAliveTransport(httpx.AsyncBaseTransport):
         scheme, host, port, server_name = origin
         context = self._tls_context() if scheme == "https" else None
         try:
-            async with asyncio.timeout(timeouts.get("connect")):
-                reader, writer = await asyncio.open_connection(
-                    host,
-                    port,
-                    ssl=context,
-                    server_hostname=(server_name or host) if context is not None else None,
-                    limit=READ_CHUNK_BYTES,
-                )
+            async with asyncio.timeout(timeouts.get("connect")):  # the lookup counts too
+                addresses = [host]
+                if self._resolve is not None and not _is_address(host):
+                    addresses = await self._resolve(host, port)
+                    if not addresses:
+                        raise OSError(f"{host} has no address")
+                for n, address in enumerate(addresses):
+                    try:
+                        reader, writer = await asyncio.open_connection(
+                            address,
+                            port,
+                            ssl=context,
+                            server_hostname=(server_name or host) if context is not None else None,
+                            limit=READ_CHUNK_BYTES,
+                        )
+                        break
+                    except OSError:
+                        if n == len(addresses) - 1:
+                            raise
         except TimeoutError:
             raise httpx.ConnectTimeout("timed out connecting", request=request) from None
         except (OSError, ssl.SSLError) as exc:  # refused, unreachable, a certificate refused
@@ -361,6 +381,14 @@ def _next_event(connection: _Connection, request: httpx.Request) -> Any:
         return connection.protocol.next_event()
     except h11.RemoteProtocolError as exc:  # a malformed response, or one cut short
         raise httpx.RemoteProtocolError(str(exc), request=request) from None
+
+
+def _is_address(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def _origin(request: httpx.Request) -> Origin:

@@ -32,6 +32,7 @@ from kasir.callbacks.dispatcher import AttemptResult, ClaimedCallback, record_at
 from kasir.callbacks.models import TEST_EVENT, CallbackKind, CallbackStatus
 from kasir.callbacks.repository import CallbackRow, callback_repository
 from kasir.callbacks.service import SignedIds, encode_payload
+from kasir.callbacks.ssrf import delivery_lookup
 from kasir.card.callbacks import callback_payload as card_payload
 from kasir.card.cards import card_channels
 from kasir.card.repository import CardOrderRow
@@ -267,7 +268,7 @@ async def send_test_callback(database: Database, merchant_id: str, kind: SampleK
         created_at_unix=row.created_at.timestamp(),
         signing=signing,
     )
-    transport = KeepAliveTransport(max_idle_per_origin=1)
+    transport = KeepAliveTransport(max_idle_per_origin=1, resolve=delivery_lookup)
     try:
         result = await send_attempt(transport, claimed, settings)
     finally:
