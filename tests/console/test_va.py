@@ -115,15 +115,21 @@ async def test_the_console_lists_and_finds_vas_and_kasir_payments_find_does_too(
 ) -> None:
     merchant = await make_merchant(app, callback_url=CALLBACK_URL)
     va = await paid_va(client, merchant, channel="BNI", amount=120_000)
+    open_va = await paid_va(client, merchant, 30_000, channel="CIMB", system="OPEN", amount=None)
     async with closing(await signed_in(app, role="merchant", merchant_id=merchant.id)) as browser:
         listed = await browser.get("/console/payments?product=va")
         assert listed.status_code == 200, listed.text
         assert '<option value="va" selected>va</option>' in listed.text
         assert '<option value="cancelled"' in listed.text
-        row = re.search(rf'<tr>\s*<td data-label="Created".*?{va["transaction_id"]}.*?</tr>', listed.text, re.S)
-        assert row, listed.text
-        assert f'BNI <span class="mono muted va-number">{number(va)}</span>' in row.group(0)
-        assert "Rp 120.000" in row.group(0)
+        rows = {
+            found: row for row in listed.text.split("<tr>") for found in re.findall(r"/console/payments/(VA\w+)", row)
+        }
+        assert f'BNI <span class="mono muted va-number">{number(va)}</span>' in rows[va["transaction_id"]]
+        [amount] = re.findall(r'<td data-label="Amount"[^>]*>(.*?)</td>', rows[va["transaction_id"]], re.S)
+        assert amount == "<span>Rp 120.000</span>"  # paid what it asks: said once
+        # An OPEN VA asks no amount: what came in shows instead of a misleading Rp 0.
+        [amount] = re.findall(r'<td data-label="Amount"[^>]*>(.*?)</td>', rows[open_va["transaction_id"]], re.S)
+        assert amount == '<span>any amount<br><span class="muted va-paid">paid Rp 30.000</span></span>'
         # Searching a VA number that names one payment opens it.
         found = await browser.get(f"/console/payments?q={number(va)}")
         assert (found.status_code, found.headers["location"]) == (303, f"/console/payments/{va['transaction_id']}")
@@ -134,7 +140,10 @@ async def test_the_console_lists_and_finds_vas_and_kasir_payments_find_does_too(
     table = await kasir_beside_app("payments", "find", va["order_id"])
     assert va["transaction_id"] in table.output
     listed_cli = await kasir_beside_app("payments", "list", "--merchant", merchant.id, "--product", "va", "--json")
-    assert [p["id"] for p in json.loads(listed_cli.output)["payments"]] == [va["transaction_id"]]
+    assert [p["id"] for p in json.loads(listed_cli.output)["payments"]] == [
+        open_va["transaction_id"],
+        va["transaction_id"],
+    ]
 
 
 async def test_the_detail_page_shows_the_va_its_payments_and_its_callbacks(
@@ -155,8 +164,7 @@ async def test_the_detail_page_shows_the_va_its_payments_and_its_callbacks(
         )
     )
     assert fields["VA number"] == number(va)
-    assert fields["Bank"] == "BCA-MCP (BCA)"
-    assert fields["Bank name"] == "Bank Central Asia"
+    assert (fields["Channel"], fields["Bank"]) == ("BCA-MCP", "Bank Central Asia (BCA)")
     assert (fields["Payment system"], fields["Multi-use"]) == ("PARTIAL", "yes")
     assert (fields["Amount"], fields["Paid total"], fields["Remaining"]) == ("Rp 300.000", "Rp 150.000", "Rp 150.000")
     assert fields["Expires"].endswith("+07:00")
@@ -264,6 +272,7 @@ async def test_cancel_from_the_console_asks_first_then_cancels_once_audited(
         assert review.status_code == 200
         assert 'id="confirm-cancel"' in review.text
         assert number(va) in review.text
+        assert "<dt>Paid so far</dt><dd><strong>Rp 20.000</strong></dd>" in review.text  # OPEN: of no amount
         assert await events_of(app, va["transaction_id"]) == ["PAID"]  # the review moves nothing
         done = await browser.post(
             f"/console/payments/{va['transaction_id']}/cancel", data={"confirmed": "yes", "csrf_token": csrf}

@@ -349,8 +349,8 @@ async def cancel(
 ) -> Response:
     if confirmed != "yes":
         async with database(request).unit_of_work(read_only=True) as session:
-            row = await payment_actions.review_cancel(session, viewer.scope, payment_id)
-        return render(request, "confirm_cancel.html", viewer=viewer, row=row)
+            va = await payment_actions.review_cancel(session, viewer.scope, payment_id)
+        return render(request, "confirm_cancel.html", viewer=viewer, va=va)
     async with database(request).unit_of_work() as session:
         await payment_actions.cancel(session, viewer.scope, payment_id, viewer.actor(client_ip(request)))
     return _back(payment_id, "cancelled")

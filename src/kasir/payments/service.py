@@ -442,8 +442,8 @@ class PaymentsService:
             ("External id", va.external_id),
             ("Order id", va.order_id),
             ("VA number", va.va_number),
-            ("Bank", va.payment_channel if va.payment_channel == va.bank else f"{va.payment_channel} ({va.bank})"),
-            ("Bank name", bank),
+            ("Channel", va.payment_channel),
+            ("Bank", f"{bank} ({va.bank})"),
             ("Payment system", va.payment_system),
             ("Multi-use", "yes" if va.is_multi_use else "no"),
             ("Amount", rupiah(va.amount) + (" (not enforced)" if va.payment_system == "OPEN" else "")),
@@ -701,11 +701,11 @@ class PaymentActions:
         await self._audit(session, actor, "payment.simulate.pay", va.id, va.merchant_id, before, after)
         return await payments_service.get(session, scope, va.id)
 
-    async def review_cancel(self, session: Session, scope: str | None, payment_id: str) -> PaymentRow:
+    async def review_cancel(self, session: Session, scope: str | None, payment_id: str) -> VaRow:
         """The console's confirmation step of a VA's cancel: checked as `cancel` checks it, and nothing written."""
-        row, va = await self._va(session, scope, payment_id, lock=False)
+        _row, va = await self._va(session, scope, payment_id, lock=False)
         va_service.check_cancel(va)
-        return row
+        return va
 
     async def cancel(self, session: Session, scope: str | None, payment_id: str, actor: Actor) -> PaymentRow:
         """A VA stops taking payments (/va/cancel's rule and callback); the issuer is told once the unit commits."""
