@@ -150,13 +150,22 @@ async def test_the_detail_page_shows_the_va_its_payments_and_its_callbacks(
     app: FastAPI, client: httpx.AsyncClient
 ) -> None:
     merchant = await make_merchant(app, callback_url=CALLBACK_URL)
+    wallet = await paid_wallet_payment(client, merchant, CALLBACK_URL)
     va = await create(client, merchant, CALLBACK_URL, channel="BCA-MCP", system="PARTIAL", amount=300_000)
     first = await pay(client, merchant, va, 100_000)
     second = await pay(client, merchant, va, 50_000)
     references = [first.json()["data"]["reference_id"], second.json()["data"]["reference_id"]]
     async with closing(await signed_in(app)) as browser:
         page = await browser.get(f"/console/payments/{va['transaction_id']}")
+        queue = await browser.get(f"/console/callbacks?state=pending&merchant={merchant.id}&product=va")
+        wallet_queue = await browser.get(f"/console/callbacks?state=pending&merchant={merchant.id}&product=wallet")
     assert page.status_code == 200, page.text
+    # The callbacks queue filters VA callbacks as the others'.
+    assert queue.text.count(f'<a href="/console/payments/{va["transaction_id"]}">') == 2
+    assert '<option value="va" selected>va</option>' in queue.text
+    assert va["transaction_id"] not in wallet_queue.text
+    assert wallet["transaction_id"] in wallet_queue.text
+    assert wallet["transaction_id"] not in queue.text
     assert re.search(r'id="payment-status">PARTIALLY_PAID</span>', page.text)
     fields = dict(
         re.findall(
