@@ -267,10 +267,11 @@ async def test_cancel_from_the_console_asks_first_then_cancels_once_audited(
     stranger = await make_merchant(app, callback_url=CALLBACK_URL)
     async with closing(await signed_in(app, role="merchant", merchant_id=stranger.id)) as theirs:
         csrf = await page_csrf(theirs)
-        refused = await theirs.post(
-            f"/console/payments/{va['transaction_id']}/cancel", data={"confirmed": "yes", "csrf_token": csrf}
-        )
-        assert refused.status_code == 404
+        for path, form in (("cancel", {}), ("cancel", {"confirmed": "yes"}), ("simulate", {"outcome": "pay"})):
+            refused = await theirs.post(
+                f"/console/payments/{va['transaction_id']}/{path}", data={**form, "csrf_token": csrf}
+            )
+            assert refused.status_code == 404, (path, form)  # as if it did not exist
     async with closing(await signed_in(app, role="merchant", merchant_id=merchant.id)) as browser:
         page = await browser.get(f"/console/payments/{va['transaction_id']}")
         assert 'id="cancel-va"' in page.text
