@@ -39,8 +39,9 @@ async def test_vas_on_the_console_at_390_and_1440_px(
 ) -> None:
     base = served.base_url
     merchant = await make_merchant(app, callback_url=receiver.url("/toko"))
-    async with app.state.database.unit_of_work() as session:  # a name a person would give it, for the shots
-        await run(session, update(Merchant).where(Merchant.id == merchant.id).values(name="Toko Maju Jaya"))
+    # A name a person would give it, for the shots (names are unique: test_browser_lists has Toko Maju Jaya).
+    async with app.state.database.unit_of_work() as session:
+        await run(session, update(Merchant).where(Merchant.id == merchant.id).values(name="Toko Kelontong Berkah"))
     async with httpx.AsyncClient(base_url=base) as api:
         wallet = await create_wallet(api, merchant, receiver.url("/toko"), channel="DANA")
         assert (await dummy_payment(api, merchant, wallet)).status_code == 200
