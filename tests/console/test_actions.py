@@ -190,6 +190,7 @@ async def test_csv_export_adds_refunded_and_net_at_the_end(app: FastAPI, client:
         "paid_at",
         "refunded_amount",
         "net_amount",
+        "va_number",  # VAs' (issue 44), after these: tests/console/test_va.py
     ]
     by_id = {line[1]: dict(zip(header, line, strict=True)) for line in lines}
     assert by_id[refunded["transaction_id"]]["status"] == "REFUNDED"

@@ -16,6 +16,7 @@ COLOURS = {
     "pending": "#6e7781",
     "expired": "#b35900",
     "failed": "#cf222e",
+    "cancelled": "#57606a",
     "delivered": "#1a7f37",
     "retrying": "#b35900",
     "given_up": "#cf222e",
@@ -106,8 +107,8 @@ def bar_chart(
 
 def overview_charts(overview: Any) -> dict[str, Chart]:
     """The Overview page's charts, from kasir.payments.service.Overview."""
-    names = {"wallet": "Wallet", "bnpl": "BNPL", "card": "Card"}
-    outcomes = ("paid", "refunded", "void", "pending", "expired", "failed")
+    names = {"wallet": "Wallet", "bnpl": "BNPL", "card": "Card", "va": "VA"}
+    outcomes = ("paid", "refunded", "void", "pending", "expired", "failed", "cancelled")
     status_rows = [
         (names[p], [(o, float(overview.count(p, o))) for o in outcomes], str(overview.count(p))) for p in names
     ]

@@ -54,6 +54,7 @@ DONE = {
     "refunded": "Refund recorded; the merchant's callback is on its way.",
     "voided": "Payment voided; the merchant's callback is on its way.",
     "simulated": "Simulated; the merchant's callback is on its way.",
+    "cancelled": "Virtual account cancelled: it takes no more payments; the merchant's callback is on its way.",
     "replayed": "Callback queued for delivery again.",
     "callback_url": "Default callback URL changed.",
     "disabled": "Merchant disabled: its credentials and tokens are refused; pending callbacks still go out.",
@@ -333,10 +334,36 @@ async def simulate(
     viewer: Checked,
     session: WriteSession,
     outcome: Annotated[str, Form(pattern="^(pay|fail|expire)$")],
+    amount: Annotated[str, Form(max_length=20)] = "",
 ) -> Response:
     staging_only()
-    await payment_actions.simulate(session, viewer.scope, payment_id, outcome, viewer.actor(client_ip(request)))
+    await payment_actions.simulate(
+        session, viewer.scope, payment_id, outcome, viewer.actor(client_ip(request)), amount=_rupiah_field(amount)
+    )
     return _back(payment_id, "simulated")
+
+
+@router.post("/payments/{payment_id}/cancel")
+async def cancel(
+    request: Request, payment_id: str, viewer: Checked, confirmed: Annotated[str, Form()] = ""
+) -> Response:
+    if confirmed != "yes":
+        async with database(request).unit_of_work(read_only=True) as session:
+            va = await payment_actions.review_cancel(session, viewer.scope, payment_id)
+        return render(request, "confirm_cancel.html", viewer=viewer, va=va)
+    async with database(request).unit_of_work() as session:
+        await payment_actions.cancel(session, viewer.scope, payment_id, viewer.actor(client_ip(request)))
+    return _back(payment_id, "cancelled")
+
+
+def _rupiah_field(text: str) -> int | None:
+    """A whole-rupiah form field (a VA's simulated payment); empty: none given."""
+    value = text.strip()
+    if not value:
+        return None
+    if not value.isdigit() or len(value) > 13:
+        raise BadRequest("amount must be whole rupiah", field="amount")
+    return int(value)
 
 
 def _back(payment_id: str, done: str) -> Response:
@@ -370,6 +397,7 @@ async def callbacks(
         "wallet": CallbackKind.WALLET.value,
         "card": CallbackKind.PAYMENT_PAGE.value,
         "bnpl": CallbackKind.BNPL.value,
+        "va": CallbackKind.VA.value,
     }
     from kasir.payments.repository import payments_repository
 

@@ -43,7 +43,9 @@ def _print(rows: list[PaymentRow], next_cursor: str | None, as_json: bool) -> No
 
 @payments_app.command("find")
 def find(
-    payment: Annotated[str, typer.Argument(help="Any id: transaction, external, order, partnerReferenceNo, reference")],
+    payment: Annotated[
+        str, typer.Argument(help="Any id: transaction, external, order, VA number, partnerReferenceNo, reference")
+    ],
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Every payment one of whose ids is ID (exit code 1 when there is none)."""
@@ -61,9 +63,11 @@ def find(
 
 @payments_app.command("list")
 def list_payments(
-    product: Annotated[str | None, typer.Option(help="wallet | bnpl | card")] = None,
-    status: Annotated[str | None, typer.Option(help="pending | paid | refunded | void | expired | failed")] = None,
-    channel: Annotated[str | None, typer.Option(help="DANA, QRIS, CARD, BNPL, ...")] = None,
+    product: Annotated[str | None, typer.Option(help="wallet | bnpl | card | va")] = None,
+    status: Annotated[
+        str | None, typer.Option(help="pending | paid | refunded | void | expired | failed | cancelled")
+    ] = None,
+    channel: Annotated[str | None, typer.Option(help="DANA, QRIS, CARD, BNPL, BCA (a VA's bank), ...")] = None,
     merchant: Annotated[str | None, typer.Option(help="Merchant id")] = None,
     since: Annotated[str | None, typer.Option(help="2026-11-24 (Asia/Jakarta) or ISO 8601 with offset")] = None,
     until: Annotated[str | None, typer.Option(help="2026-11-24 (the whole day) or ISO 8601 with offset")] = None,

@@ -1,4 +1,4 @@
-"""Admin API of payments (Bearer KASIR_ADMIN_TOKEN): one list across wallet, BNPL and card; callback replays."""
+"""Admin API of payments (Bearer KASIR_ADMIN_TOKEN): one list across wallet, BNPL, card and VA; callback replays."""
 
 from __future__ import annotations
 
@@ -25,11 +25,14 @@ def actor(request: Request) -> Actor:
 async def list_payments(
     session: ReadSession,
     q: Annotated[
-        str | None, Query(description="Any id: transaction, external, order, partnerReferenceNo, reference")
+        str | None,
+        Query(description="Any id: transaction, external, order, VA number, partnerReferenceNo, reference"),
     ] = None,
-    product: Annotated[str | None, Query(description="wallet | bnpl | card")] = None,
-    status: Annotated[str | None, Query(description="pending | paid | refunded | void | expired | failed")] = None,
-    channel: str | None = None,
+    product: Annotated[str | None, Query(description="wallet | bnpl | card | va")] = None,
+    status: Annotated[
+        str | None, Query(description="pending | paid | refunded | void | expired | failed | cancelled")
+    ] = None,
+    channel: Annotated[str | None, Query(description="DANA, QRIS, CARD, BNPL, a VA's bank or channel (BCA)")] = None,
     merchant_id: str | None = None,
     since: Annotated[str | None, Query(description="2026-11-24 (Asia/Jakarta) or ISO 8601 with offset")] = None,
     until: Annotated[str | None, Query(description="2026-11-24 (the whole day) or ISO 8601 with offset")] = None,

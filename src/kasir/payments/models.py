@@ -2,7 +2,8 @@
 
 The tables belong to their rooms; these indexes serve only the console's and the admin API's
 list (newest first, all merchants or one) and search (any id a merchant or customer quotes).
-Declared here, on the rooms' tables, so the metadata and migrations 0009 and 0020 agree.
+Declared here, on the rooms' tables, so the metadata and migrations 0009, 0020 and 0022 agree. The VA
+room declares its own list indexes (created, merchant_created, va_number: migration 0021); the rest are here.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from sqlalchemy import Index
 from kasir.bnpl.models import BnplTransaction
 from kasir.callbacks.models import Callback
 from kasir.card.models import CardOrder
+from kasir.va.models import VirtualAccount
 from kasir.wallet.models import WalletTransaction
 
 INDEXES = (
@@ -65,6 +67,19 @@ INDEXES = (
         BnplTransaction.merchant_id,
     ),
     Index("ix_card_order_overview", CardOrder.created_at, CardOrder.status, CardOrder.amount, CardOrder.merchant_id),
+    # VAs as the others (migration 0022): search by external_id and order_id across merchants (the unique
+    # (merchant_id, external_id) serves one merchant only), the list by status, and the overview's numbers,
+    # whose paid volume is what came in (total_paid_amount), whatever the VA's state.
+    Index("ix_virtual_account_external", VirtualAccount.external_id),
+    Index("ix_virtual_account_order", VirtualAccount.order_id),
+    Index("ix_virtual_account_status_created", VirtualAccount.status, VirtualAccount.created_at, VirtualAccount.id),
+    Index(
+        "ix_virtual_account_overview",
+        VirtualAccount.created_at,
+        VirtualAccount.status,
+        VirtualAccount.total_paid_amount,
+        VirtualAccount.merchant_id,
+    ),
 )
 
 # The overview counts the period's callbacks by status.

@@ -1,4 +1,4 @@
-"""Read-only queries across the product tables (wallet, BNPL, card), for the payments list and the overview.
+"""Read-only queries across the product tables (wallet, BNPL, card, VA), for the payments list and the overview.
 
 Each product is read by its own statement with the same shape (newest first, keyset by
 (created_at, id)), and the rows are merged in Python: every statement walks an index
@@ -33,11 +33,12 @@ from kasir.card.models import CardOrder
 from kasir.card.repository import CardAttemptRow, CardOrderRow, card_repository
 from kasir.db import Session, Statement, fetch
 from kasir.merchants.models import Merchant
+from kasir.va.models import VaPayment, VirtualAccount
 from kasir.wallet.models import WalletRefund, WalletTransaction
 from kasir.wallet.repository import TransactionRow as WalletTransactionRow
 from kasir.wallet.repository import wallet_repository
 
-PRODUCTS = ("wallet", "bnpl", "card")
+PRODUCTS = ("wallet", "bnpl", "card", "va")
 
 # Each product's statuses by outcome: the one status filter of the list, across products.
 OUTCOMES: dict[str, dict[str, tuple[str, ...]]] = {
@@ -57,8 +58,17 @@ OUTCOMES: dict[str, dict[str, tuple[str, ...]]] = {
         "failed": ("06",),
     },
     "card": {"pending": ("PENDING", "AUTHENTICATING"), "paid": ("SUCCESS",), "expired": ("EXPIRED",)},
+    # A PARTIALLY_PAID VA still waits for the rest; a cancelled one is neither void (nothing goes back: §9.5)
+    # nor expired (someone stopped it), hence an outcome of its own.
+    "va": {
+        "pending": ("PENDING", "PARTIALLY_PAID"),
+        "paid": ("PAID",),
+        "expired": ("EXPIRED",),
+        "cancelled": ("CANCELLED",),
+    },
 }
-OUTCOME_NAMES = ("pending", "paid", "refunded", "void", "expired", "failed")
+# Added at the end: every earlier name keeps its place (the admin API and the CLI take them).
+OUTCOME_NAMES = ("pending", "paid", "refunded", "void", "expired", "failed", "cancelled")
 
 
 def outcome_of(product: str, status: str) -> str:
@@ -83,7 +93,9 @@ class PaymentRow:
     amount: Decimal
     created_at: datetime
     updated_at: datetime
-    paid_at: datetime | None
+    paid_at: datetime | None  # VA: its latest payment's
+    va_number: str | None = None  # VA only
+    paid_amount: Decimal | None = None  # VA only: the sum of its payments (total_paid_amount)
 
     @property
     def sort_key(self) -> tuple[datetime, str]:
@@ -97,8 +109,9 @@ class Total:
     product: str
     outcome: str
     count: int
-    volume: Decimal
+    volume: Decimal  # VA: what came in (total_paid_amount), not what the VAs asked for
     refunded: Decimal  # of `volume`, returned to customers so far
+    net: Decimal = Decimal(0)  # what the merchant keeps of `volume`: paid less refunded; VA: all of it
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +145,21 @@ class RefundWithReason:
     reason: str | None
 
 
+_VA_PAYMENTS = Statement(
+    select(VaPayment.reference_id, VaPayment.bank_reference, VaPayment.amount, VaPayment.paid_at)
+    .where(VaPayment.va_id == bindparam("payment_id"))
+    .order_by(VaPayment.id)
+)
+
+
+@dataclass(frozen=True, slots=True)
+class VaPaymentEntry:
+    reference_id: str
+    bank_reference: str | None  # the issuer's (production); None for a dummy payment
+    amount: int
+    paid_at: datetime
+
+
 _CALLBACK = Statement(CALLBACK_SELECT.where(Callback.id == bindparam("callback_id")))
 
 
@@ -149,6 +177,12 @@ class _Table:
         amount: Any,
         searchable: Sequence[Any],
         refunded: Any = None,
+        volume: Any = None,
+        paid_at: Any = None,
+        channels: Sequence[Any] = (),
+        numbers: Sequence[Any] = (),
+        extra: dict[str, Any] | None = None,
+        kept_whatever_the_outcome: bool = False,
     ) -> None:
         self.product = product
         self.model = model
@@ -158,7 +192,17 @@ class _Table:
         self.amount = amount
         # Refunded so far, where the product keeps it (the wallet); None: a refund returns the whole amount.
         self.refunded = refunded
+        # What the overview sums as volume (the VA: what came in; the others: the payment's amount).
+        self.volume = amount if volume is None else volume
+        self.paid_at = model.paid_at if paid_at is None else paid_at
+        # The channel filter matches any of these (the VA: the channel as sent, or its bank: BCA finds BCA-MCP).
+        self.channels = channels or (channel,)
         self.searchable = searchable
+        # Searched by the query's digits too, as a customer reads a number out ("4041 6000 0012 345").
+        self.numbers = numbers
+        self.extra = extra or {}  # PaymentRow's product-only fields, by name
+        # Money paid in stays paid whatever becomes of the payment (a VA expired or cancelled after a payment, §9.5).
+        self.kept_whatever_the_outcome = kept_whatever_the_outcome
         self.by_id = Statement(select(*self.columns()).where(model.id == bindparam("payment_id")))
 
     def span_totals(self, index: int, of_merchant: bool) -> Any:
@@ -171,7 +215,7 @@ class _Table:
             literal(index, Integer()),
             m.status,
             func.count(),
-            func.coalesce(func.sum(self.amount), 0),
+            func.coalesce(func.sum(self.volume), 0),
             back,
         ).where(
             m.created_at >= bindparam(f"low{index}", type_=m.created_at.type),
@@ -193,7 +237,8 @@ class _Table:
             self.amount,
             m.created_at,
             m.updated_at,
-            m.paid_at,
+            self.paid_at,
+            *self.extra.values(),
         ]
 
     def money(self, amount: int) -> Decimal:
@@ -201,8 +246,11 @@ class _Table:
         return amount_of(amount) if self.product == "bnpl" else Decimal(amount)
 
     def row(self, values: Any) -> PaymentRow:
-        id_, merchant_id, external, order, channel, status, amount, created, updated, paid = values
+        id_, merchant_id, external, order, channel, status, amount, created, updated, paid, *extra = values
         money = self.money(amount)
+        product_only = dict(zip(self.extra, extra, strict=True))
+        if "paid_amount" in product_only:
+            product_only["paid_amount"] = self.money(int(product_only["paid_amount"]))
         return PaymentRow(
             self.product,
             id_,
@@ -216,6 +264,7 @@ class _Table:
             created,
             updated,
             paid,
+            **product_only,
         )
 
     def conditions(self, where: PaymentFilter) -> list[Any] | None:
@@ -236,14 +285,34 @@ class _Table:
                 if where.channel.upper() != "BNPL":
                     return None
             else:
-                found.append(self.channel == where.channel.upper())
+                wanted = where.channel.upper()
+                found.append(or_(*(column == wanted for column in self.channels)))
         if where.since is not None:
             found.append(m.created_at >= where.since)
         if where.until is not None:
             found.append(m.created_at < where.until)
         if where.query:
-            found.append(or_(*(column == where.query for column in self.searchable)))
+            matches = [column == where.query for column in self.searchable]
+            digits = _digits(where.query)
+            if digits and digits != where.query:
+                matches += [column == digits for column in self.numbers]
+            found.append(or_(*matches))
         return found
+
+
+def _digits(query: str) -> str | None:
+    """A number as a person writes it (spaces, dots, dashes between the digits) as its digits; None if it is not."""
+    digits = "".join(ch for ch in query if ch not in " .-")
+    return digits if digits.isdigit() else None
+
+
+# A VA's latest payment: its `paid_at` in the list (a multi-use VA is paid again and again).
+_LAST_VA_PAYMENT = (
+    select(func.max(VaPayment.paid_at))
+    .where(VaPayment.va_id == VirtualAccount.id)
+    .scalar_subquery()
+    .label("last_paid_at")
+)
 
 
 _TABLES = {
@@ -279,6 +348,21 @@ _TABLES = {
         channel=CardOrder.payment_channel,
         amount=CardOrder.amount,
         searchable=(CardOrder.id, CardOrder.external_id, CardOrder.order_id),
+    ),
+    "va": _Table(
+        "va",
+        VirtualAccount,
+        external=VirtualAccount.external_id,
+        order=VirtualAccount.order_id,
+        channel=VirtualAccount.payment_channel,
+        amount=VirtualAccount.amount,
+        volume=VirtualAccount.total_paid_amount,
+        paid_at=_LAST_VA_PAYMENT,
+        channels=(VirtualAccount.payment_channel, VirtualAccount.bank),
+        searchable=(VirtualAccount.id, VirtualAccount.external_id, VirtualAccount.order_id, VirtualAccount.va_number),
+        numbers=(VirtualAccount.va_number,),
+        extra={"va_number": VirtualAccount.va_number, "paid_amount": VirtualAccount.total_paid_amount},
+        kept_whatever_the_outcome=True,
     ),
 }
 
@@ -397,14 +481,22 @@ class PaymentsRepository:
                 back_money = table.money(int(back))
             else:  # a refund returns the whole amount
                 back_money = money if outcome == "refunded" else Decimal(0)
+            if table.kept_whatever_the_outcome or outcome in ("paid", "refunded"):
+                kept = money - back_money
+            else:
+                kept = Decimal(0)
             if began >= since:
                 key = (table.product, outcome)
                 old = found.get(key, Total(table.product, outcome, 0, Decimal(0), Decimal(0)))
                 found[key] = Total(
-                    table.product, outcome, old.count + int(count), old.volume + money, old.refunded + back_money
+                    table.product,
+                    outcome,
+                    old.count + int(count),
+                    old.volume + money,
+                    old.refunded + back_money,
+                    old.net + kept,
                 )
             if day is not None:
-                kept = money - back_money if outcome in ("paid", "refunded") else Decimal(0)
                 old_count, old_net = daily[day]
                 daily[day] = (old_count + int(count), old_net + kept)
         return [found[key] for key in sorted(found)], daily
@@ -464,6 +556,10 @@ class PaymentsRepository:
 
     async def card_attempts(self, session: Session, payment_id: str) -> list[CardAttemptRow]:
         return await card_repository.attempts(session, payment_id)
+
+    async def va_payments(self, session: Session, payment_id: str) -> list[VaPaymentEntry]:
+        """Every payment into the VA, oldest first (the inquiry answers only the last five)."""
+        return [VaPaymentEntry(*row) for row in await _VA_PAYMENTS.rows(session, payment_id=payment_id)]
 
     async def callbacks(self, session: Session, merchant_id: str, payment_id: str) -> list[CallbackRow]:
         found = await _CALLBACKS_OF_PAYMENT.rows(session, merchant_id=merchant_id, payment_id=payment_id)

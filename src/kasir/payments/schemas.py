@@ -19,11 +19,15 @@ class PaymentView(BaseModel):
     order_id: str | None = Field(description="The merchant's order id; BNPL: partnerReferenceNo")
     channel: str
     status: str = Field(description="The product's own status")
-    outcome: str = Field(description="pending | paid | refunded | void | expired | failed")
-    amount: Decimal
+    outcome: str = Field(description="pending | paid | refunded | void | expired | failed | cancelled")
+    amount: Decimal = Field(description="VA: what it asks (OPEN: as sent, never enforced)")
     created_at: datetime
     updated_at: datetime
-    paid_at: datetime | None
+    paid_at: datetime | None = Field(description="VA: its latest payment's")
+    va_number: str | None = Field(None, description="VA: the full virtual account number; null for other products")
+    paid_amount: Decimal | None = Field(
+        None, description="VA: the sum of its payments (total_paid_amount); null for other products"
+    )
 
     @classmethod
     def of(cls, row: PaymentRow) -> PaymentView:
@@ -40,6 +44,8 @@ class PaymentView(BaseModel):
             created_at=row.created_at,
             updated_at=row.updated_at,
             paid_at=row.paid_at,
+            va_number=row.va_number,
+            paid_amount=row.paid_amount,
         )
 
 

@@ -46,12 +46,17 @@ from kasir.payments.repository import (
     PaymentFilter,
     PaymentRow,
     Total,
+    VaPaymentEntry,
     payments_repository,
 )
 from kasir.processors.calls import Also, PendingCall
 from kasir.processors.protocols import Event, Notification
 from kasir.processors.registry import SIMULATOR, simulator_serves
 from kasir.processors.service import apply
+from kasir.va.banks import AMOUNT_MIN, BANKS
+from kasir.va.repository import VaRow
+from kasir.va.service import va_service
+from kasir.va.states import is_open as va_is_open
 from kasir.wallet.repository import TransactionRow as WalletTransactionRow
 from kasir.wallet.service import wallet_service
 
@@ -214,6 +219,19 @@ class PaymentDetail:
     refunds: list[RefundEntry] = field(default_factory=list)  # wallet: oldest first
     can_void: bool = False
     simulate: tuple[str, ...] = ()  # staging: pay / fail / expire
+    va_payments: list[VaPaymentEntry] = field(default_factory=list)  # VA: every payment into it, oldest first
+    va_pay: VaPayForm | None = None  # VA, staging: what the simulated payment may be
+    can_cancel: bool = False  # VA: open, so it may be cancelled
+
+
+@dataclass(frozen=True, slots=True)
+class VaPayForm:
+    """The VA's simulated payment (§9.3): CLOSED pays its amount; OPEN and PARTIAL ask for one, within these."""
+
+    asks_amount: bool
+    minimum: int
+    maximum: int | None  # PARTIAL: the remainder; OPEN: none but the channel's
+    amount: int  # CLOSED: what it pays
 
 
 @dataclass(frozen=True, slots=True)
@@ -243,15 +261,9 @@ class Overview:
         )
 
     def net_volume(self, product: str | None = None) -> Decimal:
-        """Paid volume as the merchant keeps it: paid payments less what was refunded of them; voids not at all."""
-        return sum(
-            (
-                t.volume - t.refunded
-                for t in self.totals
-                if product in (None, t.product) and t.outcome in ("paid", "refunded")
-            ),
-            Decimal(0),
-        )
+        """Paid volume as the merchant keeps it: paid payments less what was refunded of them; voids not at all;
+        every payment into a VA, whatever became of the VA after (§9.5: Kasir refunds nothing)."""
+        return sum((t.net for t in self.totals if product in (None, t.product)), Decimal(0))
 
     @property
     def trend_days(self) -> int:
@@ -260,7 +272,7 @@ class Overview:
     def success_rate(self, product: str | None = None) -> float | None:
         """Paid (and later refunded or voided) of the payments that reached an outcome."""
         paid = sum(self.count(product, o) for o in ("paid", "refunded", "void"))
-        done = paid + self.count(product, "failed") + self.count(product, "expired")
+        done = paid + sum(self.count(product, o) for o in ("failed", "expired", "cancelled"))
         return None if done == 0 else paid / done
 
 
@@ -373,6 +385,9 @@ class PaymentsService:
                 timeline.append(TimelineEntry(btx.updated_at, btx.status_desc))
             if staging and btx.status == "01":
                 detail.simulate = ("pay", "fail")
+        elif row.product == "va":
+            va = await va_service.get(session, row.id)
+            await self._va_detail(session, detail, va, timeline, staging)
         else:
             order = await payments_repository.card(session, row.id)
             assert order is not None
@@ -416,6 +431,52 @@ class PaymentsService:
             timeline.append(TimelineEntry(c.created_at, label, f"#{c.id} → {c.status}"))
         detail.timeline = sorted(timeline, key=lambda entry: entry.at)
         return detail
+
+    async def _va_detail(
+        self, session: Session, detail: PaymentDetail, va: VaRow, timeline: builtins.list[TimelineEntry], staging: bool
+    ) -> None:
+        details = _json(va.details)
+        bank = BANKS[va.bank].name
+        detail.fields = [
+            ("Transaction id", va.id),
+            ("External id", va.external_id),
+            ("Order id", va.order_id),
+            ("VA number", va.va_number),
+            ("Channel", va.payment_channel),
+            ("Bank", f"{bank} ({va.bank})"),
+            ("Payment system", va.payment_system),
+            ("Multi-use", "yes" if va.is_multi_use else "no"),
+            ("Amount", rupiah(va.amount) + (" (not enforced)" if va.payment_system == "OPEN" else "")),
+            ("Paid total", rupiah(va.total_paid_amount)),
+            ("Remaining", rupiah(va.remaining_amount) if va.payment_system == "PARTIAL" else ""),
+            ("Expires", jakarta_time(va.expires_at)),
+            ("Billing name", va.billing_name),
+            ("Description", va.description),
+            ("Sub-merchant", va.sub_merchant_id or ""),
+            ("Callback URL", va.callback_url),
+            ("Customer", _customer(details.get("customer_details"))),
+            ("Additional data", str(details.get("additional_data") or "")),
+        ]
+        detail.items = list(details.get("item_details") or [])
+        detail.va_payments = await payments_repository.va_payments(session, va.id)
+        for payment in detail.va_payments:
+            timeline.append(
+                TimelineEntry(payment.paid_at, "Paid", f"{rupiah(payment.amount)} · {payment.reference_id}")
+            )
+        if va.status in ("EXPIRED", "CANCELLED"):
+            timeline.append(TimelineEntry(va.updated_at, va.status.capitalize()))
+        # Past its expired_time a VA takes nothing, before the worker records it (§9.3).
+        payable = va_is_open(va) and va.expires_at > clock.now()
+        detail.can_cancel = payable
+        if staging and payable:
+            remainder = va.amount - va.total_paid_amount
+            if va.payment_system == "CLOSED":
+                detail.va_pay = VaPayForm(False, va.amount, va.amount, va.amount)
+            elif va.payment_system == "PARTIAL":
+                detail.va_pay = VaPayForm(True, min(AMOUNT_MIN, remainder), remainder, 0)
+            else:
+                detail.va_pay = VaPayForm(True, AMOUNT_MIN, None, 0)
+            detail.simulate = ("pay",)
 
     async def overview(self, session: Session, scope: str | None, period: str, trend_days: int = 7) -> Overview:
         since = period_start(period)
@@ -464,6 +525,7 @@ class PaymentsService:
                 # Added at the end, so a spreadsheet reading the columns above by position still reads them.
                 "refunded_amount",
                 "net_amount",
+                "va_number",
             ]
         )
 
@@ -500,6 +562,7 @@ class PaymentsService:
                         row.paid_at.astimezone(JAKARTA).isoformat(timespec="seconds") if row.paid_at else "",
                         str(back),
                         str(net_amount(row, back)),
+                        row.va_number or "",
                     )
                 ]
             )
@@ -507,7 +570,10 @@ class PaymentsService:
 
 
 def net_amount(row: PaymentRow, refunded: Decimal) -> Decimal:
-    """What the merchant keeps: a paid payment's amount less its refunds; nothing for one never paid or voided."""
+    """What the merchant keeps: a paid payment's amount less its refunds; nothing for one never paid or voided;
+    a VA: every payment into it, whatever its state (§9.5)."""
+    if row.paid_amount is not None:
+        return row.paid_amount
     if row.outcome not in ("paid", "refunded"):
         return Decimal(0)
     return row.amount - refunded
@@ -576,10 +642,20 @@ class PaymentActions:
         return HeldPaymentAction(pending, audited)
 
     async def simulate(
-        self, session: Session, scope: str | None, payment_id: str, outcome: str, actor: Actor
+        self,
+        session: Session,
+        scope: str | None,
+        payment_id: str,
+        outcome: str,
+        actor: Actor,
+        *,
+        amount: int | None = None,
     ) -> PaymentRow:
-        """Staging only (the caller checks): the customer pays, fails or lets the payment expire."""
+        """Staging only (the caller checks): the customer pays, fails or lets the payment expire. A VA: one payment
+        of `amount` (None: a CLOSED VA's own), as the dummy payment makes it."""
         row = await payments_service.get(session, scope, payment_id)
+        if row.product == "va":
+            return await self._simulate_va_payment(session, scope, row, outcome, amount, actor)
         before = {"status": row.status}
         # As the simulator's pages do: through the processors' one way in (kasir.processors.service).
         if row.product in ("wallet", "bnpl") and not simulator_serves(
@@ -608,6 +684,44 @@ class PaymentActions:
             session, actor, f"payment.simulate.{outcome}", row.id, row.merchant_id, before, {"status": after.status}
         )
         return after
+
+    async def _simulate_va_payment(
+        self, session: Session, scope: str | None, row: PaymentRow, outcome: str, amount: int | None, actor: Actor
+    ) -> PaymentRow:
+        if outcome != "pay":
+            raise ActionRefused("a virtual account can only be paid from the console (or cancelled)")
+        va = await va_service.get(session, row.id, lock=True)
+        if not simulator_serves("va", va.bank):
+            raise ActionRefused("this payment's processor is not the simulator: it cannot be simulated")
+        before = {"status": va.status, "total_paid_amount": va.total_paid_amount}
+        # As the dummy payment does (kasir.simulator.endpoints): through the processors' one way in.
+        await apply(session, Notification("va", va.id, Event.PAID, amount=amount), by=SIMULATOR, strict=True)
+        va = await va_service.get(session, va.id, lock=True)
+        after = {"status": va.status, "total_paid_amount": va.total_paid_amount, "amount": amount or va.amount}
+        await self._audit(session, actor, "payment.simulate.pay", va.id, va.merchant_id, before, after)
+        return await payments_service.get(session, scope, va.id)
+
+    async def review_cancel(self, session: Session, scope: str | None, payment_id: str) -> VaRow:
+        """The console's confirmation step of a VA's cancel: checked as `cancel` checks it, and nothing written."""
+        _row, va = await self._va(session, scope, payment_id, lock=False)
+        va_service.check_cancel(va)
+        return va
+
+    async def cancel(self, session: Session, scope: str | None, payment_id: str, actor: Actor) -> PaymentRow:
+        """A VA stops taking payments (/va/cancel's rule and callback); the issuer is told once the unit commits."""
+        _row, va = await self._va(session, scope, payment_id, lock=True)
+        before = {"status": va.status}
+        await va_service.cancel(session, va)
+        await self._audit(session, actor, "payment.cancel", va.id, va.merchant_id, before, {"status": va.status})
+        return await payments_service.get(session, scope, va.id)
+
+    async def _va(
+        self, session: Session, scope: str | None, payment_id: str, *, lock: bool
+    ) -> tuple[PaymentRow, VaRow]:
+        row = await payments_service.get(session, scope, payment_id)
+        if row.product != "va":
+            raise ActionRefused("cancel is for virtual accounts")
+        return row, await va_service.get(session, row.id, lock=lock)
 
     async def replay(
         self,

@@ -24,6 +24,7 @@ work (the wallet callback's sibling: svc-signature in the header and the query, 
 from __future__ import annotations
 
 import base64
+import copy
 import hashlib
 import json
 import logging
@@ -305,6 +306,11 @@ class VaService:
         return envelope(va_data(va, await va_repository.payments(session, va.id)))
 
     # --- transitions (the caller holds the row lock: get/find with lock=True) ------------
+
+    def check_cancel(self, va: VaRow) -> None:
+        """What `cancel` refuses (`03`), checked on a copy: nothing changes (the console's confirmation step)."""
+        self._refuse_if_due(va)
+        transition(copy.copy(va), VaStatus.CANCELLED)
 
     async def cancel(self, session: Session, va: VaRow) -> VaRow:
         self._refuse_if_due(va)
