@@ -6,8 +6,8 @@ do (kasir.payments.models): the search by external_id across merchants (the uniq
 status newest first, and the overview's numbers read from the index alone. Migration 0021
 made the others the list needs (created, merchant_created, va_number).
 
-Revision ID: 0022
-Revises: 0021
+Revision ID: 0023
+Revises: 0022
 Create Date: 2026-11-28
 """
 
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "0022"
-down_revision: str | None = "0021"
+revision: str = "0023"
+down_revision: str | None = "0022"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

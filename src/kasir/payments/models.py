@@ -2,7 +2,7 @@
 
 The tables belong to their rooms; these indexes serve only the console's and the admin API's
 list (newest first, all merchants or one) and search (any id a merchant or customer quotes).
-Declared here, on the rooms' tables, so the metadata and migrations 0009, 0020 and 0022 agree. The VA
+Declared here, on the rooms' tables, so the metadata and migrations 0009, 0020 and 0023 agree. The VA
 room declares its own list indexes (created, merchant_created, va_number: migration 0021); the rest are here.
 """
 
@@ -67,7 +67,7 @@ INDEXES = (
         BnplTransaction.merchant_id,
     ),
     Index("ix_card_order_overview", CardOrder.created_at, CardOrder.status, CardOrder.amount, CardOrder.merchant_id),
-    # VAs as the others (migration 0022): search by external_id and order_id across merchants (the unique
+    # VAs as the others (migration 0023): search by external_id and order_id across merchants (the unique
     # (merchant_id, external_id) serves one merchant only), the list by status, and the overview's numbers,
     # whose paid volume is what came in (total_paid_amount), whatever the VA's state.
     Index("ix_virtual_account_external", VirtualAccount.external_id),
