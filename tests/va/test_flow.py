@@ -310,3 +310,14 @@ async def test_external_id_is_one_namespace_across_vas_wallet_transactions_and_c
     mine = create_body()
     mine["external_id"] = va["external_id"]
     assert (await post(client, other, CREATE, mine)).status_code == 200
+
+
+async def test_bni_takes_amounts_from_one_rupiah(app: FastAPI, client: httpx.AsyncClient) -> None:
+    """§9.3: the channel minimum is 10,000, BNI's 1 (applied to every amount of the bank)."""
+    merchant = await make_merchant(app)
+    small = await create(client, merchant, channel="BNI", amount=1)
+    assert small["payment_details"]["amount"] == 1
+    assert (await pay(client, merchant, small)).status_code == 200
+    open_va = await create(client, merchant, channel="BNI", system="OPEN", amount=None)
+    assert (await pay(client, merchant, open_va, 5)).status_code == 200
+    assert_problem(await post(client, merchant, CREATE, create_body(channel="BRI", amount=9_999)), 400, "01", "10000")

@@ -53,7 +53,7 @@ from kasir.processors.calls import Also, PendingCall
 from kasir.processors.protocols import Event, Notification
 from kasir.processors.registry import SIMULATOR, simulator_serves
 from kasir.processors.service import apply
-from kasir.va.banks import AMOUNT_MIN, BANKS
+from kasir.va.banks import BANKS, bank_of
 from kasir.va.repository import VaRow
 from kasir.va.service import va_service
 from kasir.va.states import is_open as va_is_open
@@ -470,12 +470,13 @@ class PaymentsService:
         detail.can_cancel = payable
         if staging and payable:
             remainder = va.amount - va.total_paid_amount
+            minimum = bank_of(va.bank).amount_min
             if va.payment_system == "CLOSED":
                 detail.va_pay = VaPayForm(False, va.amount, va.amount, va.amount)
             elif va.payment_system == "PARTIAL":
-                detail.va_pay = VaPayForm(True, min(AMOUNT_MIN, remainder), remainder, 0)
+                detail.va_pay = VaPayForm(True, min(minimum, remainder), remainder, 0)
             else:
-                detail.va_pay = VaPayForm(True, AMOUNT_MIN, None, 0)
+                detail.va_pay = VaPayForm(True, minimum, None, 0)
             detail.simulate = ("pay",)
 
     async def overview(self, session: Session, scope: str | None, period: str, trend_days: int = 7) -> Overview:

@@ -17,6 +17,7 @@ class Bank:
     partial_prefix: str
     open_prefix: str
     free_digits: int
+    amount_min: int = 10_000  # the channel minimum (§9.3), of every amount at creation and every payment
 
     def prefix(self, payment_system: str) -> str:
         return {"CLOSED": self.closed_prefix, "PARTIAL": self.partial_prefix, "OPEN": self.open_prefix}[payment_system]
@@ -36,7 +37,8 @@ BANKS: dict[str, Bank] = {
     "BCA": Bank("Bank Central Asia", "40416", "40415", "40414", 9),
     "BRI": Bank("Bank Rakyat Indonesia", "13033", "13033", "13045", 11),
     "MANDIRI": Bank("Bank Mandiri", "89169", "89169", "89795", 14),
-    "BNI": _one_prefix("Bank Negara Indonesia", "7136", 12),
+    # §9.3: BNI's minimum is 1 rupiah (D-feat's OPEN minimum, applied to every amount of the bank).
+    "BNI": replace(_one_prefix("Bank Negara Indonesia", "7136", 12), amount_min=1),
     "PERMATA": _one_prefix("Bank Permata", "7888", 12),
     "CIMB": _one_prefix("CIMB Niaga", "1419", 12),
     "BSI": _one_prefix("Bank Syariah Indonesia", "1310", 12),
@@ -68,6 +70,5 @@ CHANNELS: dict[str, str] = {
     "BNC-BLIBLI": "BNC",
 }
 
-# Channel limits (§9.3): every amount at create and every payment.
-AMOUNT_MIN = 10_000
+# Channel limits (§9.3): every amount at create and every payment; the minimum is each bank's (`Bank.amount_min`).
 AMOUNT_MAX = 9_999_999_999_999

@@ -47,7 +47,7 @@ from kasir.merchants.service import merchant_service
 from kasir.payments import metrics as payment_metrics
 from kasir.processors.protocols import VaOpening
 from kasir.processors.registry import va_issuer
-from kasir.va.banks import AMOUNT_MAX, AMOUNT_MIN, CHANNELS, bank_of
+from kasir.va.banks import AMOUNT_MAX, CHANNELS, bank_of
 from kasir.va.repository import PaymentRow, VaRow, va_repository
 from kasir.va.schemas import PAYMENT_METHOD, CreateVaRequest, VaReference
 from kasir.va.states import VaStateRefused, VaStatus, is_open, transition
@@ -69,8 +69,8 @@ _DETAILS = ("customer_details", "item_details", "billing_address", "shipping_add
 
 
 class AmountOutOfRange(InvalidFieldFormat):
-    def __init__(self) -> None:
-        super().__init__("payment_details.amount", f"must be from {AMOUNT_MIN} to {AMOUNT_MAX}")
+    def __init__(self, minimum: int) -> None:
+        super().__init__("payment_details.amount", f"must be from {minimum} to {AMOUNT_MAX} for this payment_channel")
 
 
 class AmountMismatch(InvalidFieldFormat):
@@ -189,8 +189,9 @@ class VaService:
             if details.amount is None:
                 raise InvalidMandatoryField("payment_details.amount")
             amount = details.amount
-            if not AMOUNT_MIN <= amount <= AMOUNT_MAX:
-                raise AmountOutOfRange()
+            minimum = bank_of(bank).amount_min
+            if not minimum <= amount <= AMOUNT_MAX:
+                raise AmountOutOfRange(minimum)
             items = request.item_details
             if items and sum(item.amount * item.qty for item in items) != amount:
                 raise AmountMismatch()
@@ -375,14 +376,15 @@ class VaService:
             return va.amount
         if amount is None:
             raise InvalidMandatoryField("amount")
+        minimum = bank_of(va.bank).amount_min
         if va.payment_system == "OPEN":
-            if not AMOUNT_MIN <= amount <= AMOUNT_MAX:
-                raise PaymentRefused(f"Failed Request: the payment must be from {AMOUNT_MIN} to {AMOUNT_MAX}")
+            if not minimum <= amount <= AMOUNT_MAX:
+                raise PaymentRefused(f"Failed Request: the payment must be from {minimum} to {AMOUNT_MAX}")
             return amount
         remainder = va.amount - va.total_paid_amount
-        if amount > remainder or amount < min(AMOUNT_MIN, remainder):
+        if amount > remainder or amount < min(minimum, remainder):
             raise PaymentRefused(
-                f"Failed Request: the payment must be from {min(AMOUNT_MIN, remainder)} to the remainder ({remainder})"
+                f"Failed Request: the payment must be from {min(minimum, remainder)} to the remainder ({remainder})"
             )
         return amount
 
