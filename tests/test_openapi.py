@@ -265,6 +265,10 @@ async def test_the_va_answers_and_callback_are_typed(
     assert refused.status_code == 404
     documented_answer(document, va_wire.INQUIRY, 404, refused.json())
 
+    for path in answers:  # a generated client can send the optional sub-merchant-id
+        [header] = [p for p in document["paths"][path]["post"]["parameters"] if p["name"] == "sub-merchant-id"]
+        assert (header["in"], header["required"]) == ("header", False)
+
     hook = document["webhooks"]["vaNotification"]["post"]
     schema = hook["requestBody"]["content"]["application/json"]["schema"]
     paid, cancelled = await receiver.wait_for(2, path="/va")

@@ -43,6 +43,7 @@ from kasir.simulator.cards import OTP_FAILED_MESSAGE, OTP_TRIES, check_one_time_
 from kasir.simulator.repository import wrong_otps
 from kasir.va.endpoints import ERROR_RESPONSES as VA_ERROR_RESPONSES
 from kasir.va.endpoints import SUB_MERCHANT_HEADER as VA_SUB_MERCHANT_HEADER
+from kasir.va.endpoints import va_route_openapi
 from kasir.va.schemas import DummyVaPaymentRequest, VaDummyPaymentAnswer
 from kasir.va.service import dummy_payment_data, envelope, va_service
 from kasir.wallet.endpoints import ERROR_RESPONSES, parse, route_openapi
@@ -271,7 +272,7 @@ def dummy_payment_result(tx: Any) -> dict[str, Any]:
 @router.post(
     "/va/dummy-payment",
     summary="Simulate a payment into a virtual account (staging)",
-    openapi_extra=route_openapi(DummyVaPaymentRequest, keyed=True),
+    openapi_extra=va_route_openapi(DummyVaPaymentRequest, keyed=True),
     responses={
         **VA_ERROR_RESPONSES,
         200: {"model": VaDummyPaymentAnswer, "description": "`00` Success: the payment in `data`"},
