@@ -8,6 +8,9 @@ signature with kasir-client, and ends with a table of what happened and how long
             the operator replays the PAID callback → it comes with the id already seen, and is dropped
             (with the admin token: KASIR_ADMIN_TOKEN, else var/admin.token);
             a second payment → dummy payment → void → VOID callback
+    va      one virtual account of each payment system, paid by the staging dummy payment, each callback
+            verified and confirmed by inquiry: CLOSED paid once; OPEN (single use) paid any amount;
+            PARTIAL paid in three parts; multi-use CLOSED paid twice, then cancelled
     bnpl    calculation → QR checkout → approval page → notification → status inquiry
     card    CLOSE charge with the 3-D Secure test card → the OTP page, driven over HTTP like a
             browser → SUCCESS callback; CLOSE charge with the declined test card → FAILED callback
@@ -36,10 +39,14 @@ from kasir_client import (
     AsyncClient,
     ChargeResult,
     Credentials,
+    VaCallback,
+    VaPaymentResult,
+    VaResult,
     WalletCallback,
     WalletResult,
     verify_bnpl_notification,
     verify_payment_page_callback,
+    verify_va_callback,
     verify_wallet_callback,
 )
 from rich.console import Console
@@ -342,6 +349,115 @@ class Demo:
         await self._wallet_callback(tx, path, 2, "VOID")
         return f"{tx.transaction_id} SHOPEEPAY {rupiah(tx.amount or 0)}: PAID → VOID; both callbacks verified"
 
+    # --- virtual accounts ---------------------------------------------------------------
+
+    def _va_order(self, channel: str, system: str, amount: int | None, **details: Any) -> dict[str, Any]:
+        reference = uuid.uuid4().hex[:12]
+        return {
+            "external_id": f"DEMO-V-{reference}",
+            "order_id": f"DEMO-{reference}",
+            "currency": "IDR",
+            "payment_method": "bank_transfer",
+            "payment_channel": channel,
+            "payment_details": {
+                "billing_name": "Toko Demo",
+                "transaction_description": "Kopi beans",
+                "payment_system": system,
+                **({"amount": amount} if amount is not None else {}),
+                **details,
+            },
+            "customer_details": {"email": "siti@example.id", "full_name": "Siti Rahayu", "phone": "081234567890"},
+            "callback_url": self.receiver.url(f"/va/{reference}"),
+        }
+
+    @staticmethod
+    def _va_ref(va: VaResult) -> dict[str, Any]:
+        return {"transaction_id": va.transaction_id, "external_id": va.external_id, "order_id": va.order_id}
+
+    async def _va_open(self, order: dict[str, Any]) -> VaResult:
+        details = order["payment_details"]
+        self.progress(f"va: create {order['payment_channel']} {details['payment_system']}")
+        va = await self.client.create_va(order)
+        if va.transaction_status != "PENDING" or not va.va_number:
+            raise RuntimeError(f"create answered {va.transaction_status} {va.va_number!r}")
+        return va
+
+    async def _va_pay(self, va: VaResult, amount: int | None = None) -> VaPaymentResult:
+        self.progress(f"va: the customer transfers {rupiah(amount or va.amount)} to {va.va_number} (dummy payment)")
+        body: dict[str, Any] = {
+            **self._va_ref(va),
+            "payment_method": "bank_transfer",
+            "payment_channel": va.payment_channel,
+        }
+        if amount is not None:
+            body["amount"] = amount
+        return await self.client.simulate_va_payment(body)
+
+    async def _va_callbacks(self, va: VaResult, order: dict[str, Any], statuses: list[str]) -> list[VaCallback]:
+        """The VA's callbacks, in the order of its events: each verified against our own order (header and query)
+        and, unless its X-Kasir-Callback-Id was seen, confirmed by inquiry (the signature covers neither status
+        nor amount)."""
+        self.progress(f"va: waiting for {len(statuses)} callback(s) of {va.transaction_id}")
+        received = await self.receiver.wait(urlsplit(order["callback_url"]).path, len(statuses))
+        events = []
+        for callback, status in zip(received, statuses, strict=True):
+            event = verify_va_callback(
+                callback.body,
+                callback.headers,
+                hash_key=self.credentials.hash_key,
+                query=dict(parse_qsl(callback.query)),
+                order=(va.external_id, va.order_id),
+            )
+            if event.transaction_status != status:
+                raise RuntimeError(f"VA callback says {event.transaction_status}, expected {status}")
+            if event.callback_id not in self.seen:
+                await self.client.confirm_va_payment(event)
+                if event.callback_id:
+                    self.seen.add(event.callback_id)
+            events.append(event)
+        return events
+
+    async def va_closed(self) -> str:
+        order = self._va_order("BCA", "CLOSED", 150_000)
+        va = await self._va_open(order)
+        paid = await self._va_pay(va)  # CLOSED: the VA's own amount
+        if paid.transaction_status != "PAID":
+            raise RuntimeError(f"dummy payment answered {paid.transaction_status}")
+        await self._va_callbacks(va, order, ["PAID"])
+        return f"BCA {va.va_number} {rupiah(va.amount)}: PENDING → PAID (closed); callback verified, confirmed"
+
+    async def va_open(self) -> str:
+        order = self._va_order("BNI", "OPEN", None, is_multi_use=False)
+        va = await self._va_open(order)
+        await self._va_pay(va, 75_000)  # OPEN: any amount within the channel's limits
+        [event] = await self._va_callbacks(va, order, ["PAID"])
+        return f"BNI {va.va_number} OPEN, single use: the customer chose {rupiah(int(event.amount or 0))} → PAID"
+
+    async def va_partial(self) -> str:
+        order = self._va_order("BRI", "PARTIAL", 100_000)
+        va = await self._va_open(order)
+        states = [(await self._va_pay(va, part)).transaction_status for part in (30_000, 30_000, 40_000)]
+        if states != ["PARTIALLY_PAID", "PARTIALLY_PAID", "PAID"]:
+            raise RuntimeError(f"PARTIAL payments answered {states}")
+        events = await self._va_callbacks(va, order, states)
+        left = " → ".join(rupiah(int(e.remaining_amount or 0)) for e in events)
+        return f"BRI {va.va_number} PARTIAL {rupiah(va.amount)} in 3 transfers; remaining {left}; 3 callbacks"
+
+    async def va_multi_use(self) -> str:
+        order = self._va_order("MANDIRI", "CLOSED", 50_000, is_multi_use=True)
+        va = await self._va_open(order)
+        for _ in range(2):
+            if (await self._va_pay(va)).transaction_status != "PAID":
+                raise RuntimeError("a payment into the multi-use VA was not PAID")
+        self.progress(f"va: cancel {va.transaction_id}")
+        cancelled = await self.client.cancel_va(self._va_ref(va))
+        if cancelled.transaction_status != "CANCELLED" or cancelled.total_paid_amount != 100_000:
+            raise RuntimeError(f"cancel answered {cancelled.transaction_status} {cancelled.total_paid_amount}")
+        events = await self._va_callbacks(va, order, ["PAID", "PAID", "CANCELLED"])
+        if len({e.reference_id for e in events[:2]}) != 2:
+            raise RuntimeError("the two payments' callbacks share a reference_id")
+        return f"MANDIRI {va.va_number} {rupiah(va.amount)} multi-use: PAID twice (two reference_ids) → CANCELLED"
+
     # --- card ---------------------------------------------------------------------------
 
     def _card_order(self, number: str) -> dict[str, Any]:
@@ -441,6 +557,10 @@ def steps(demo: Demo) -> list[Step]:
             else []
         ),
         Step("wallet", "second payment → dummy payment → void → VOID callback", demo.wallet_void),
+        Step("va", "CLOSED → dummy payment → PAID callback", demo.va_closed),
+        Step("va", "OPEN, single use → any amount → PAID callback", demo.va_open),
+        Step("va", "PARTIAL → three transfers → PARTIALLY_PAID, PARTIALLY_PAID, PAID", demo.va_partial),
+        Step("va", "multi-use → paid twice → cancelled → three callbacks", demo.va_multi_use),
         Step("bnpl", "calculate → checkout → approve → notification", demo.bnpl),
         Step("card", "CLOSE charge, 3-D Secure card → OTP page → SUCCESS callback", demo.card_3ds),
         Step("card", "CLOSE charge, declined card → FAILED callback", demo.card_declined),

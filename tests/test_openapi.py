@@ -31,7 +31,9 @@ from openapi_spec_validator import validate
 from kasir.openapi import OPERATION_IDS
 from tests.conftest import TEST_ADMIN_TOKEN
 from tests.support.builders import make_merchant, public_pem, rsa_key, unique_name
+from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
+from tests.support.wire import va as va_wire
 from tests.support.wire import x_req_signature
 from tests.support.wire.card import CHARGE, charge_body, post_charge
 from tests.support.wire.dialect import dialect_body, post_dialect
@@ -148,10 +150,12 @@ async def test_generic_token_path_is_documented_as_endpoint_1(document: dict[str
 
 async def test_the_callbacks_are_webhooks(document: dict[str, Any]) -> None:
     webhooks = document["webhooks"]
-    assert set(webhooks) == {"walletNotification", "paymentPageNotification", "bnplNotification"}
+    assert set(webhooks) == {"walletNotification", "vaNotification", "paymentPageNotification", "bnplNotification"}
     wallet = webhooks["walletNotification"]["post"]
     signatures = {(p["name"], p["in"]) for p in wallet["parameters"]}
     assert {("svc-signature", "header"), ("svc-signature", "query")} <= signatures
+    va = {(p["name"], p["in"]) for p in webhooks["vaNotification"]["post"]["parameters"]}
+    assert {("svc-signature", "header"), ("svc-signature", "query")} <= va
     bnpl = {p["name"] for p in webhooks["bnplNotification"]["post"]["parameters"]}
     assert {"X-TIMESTAMP", "X-PARTNER-ID", "X-SIGNATURE", "svc-signature"} <= bnpl
     page = webhooks["paymentPageNotification"]["post"]
@@ -206,6 +210,72 @@ async def test_the_dummy_payment_answer_is_documented_as_its_six_fields(
     assert set(answer) == six
     assert set(schema["properties"]) == set(schema["required"]) == six
     assert schema["examples"][0].keys() == six
+
+
+def _component(document: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
+    """The component a `$ref` names, or the schema itself."""
+    ref = schema.get("$ref", "")
+    return dict(document["components"]["schemas"][ref.rsplit("/", 1)[1]]) if ref else schema
+
+
+def _fields_documented(document: dict[str, Any], schema: dict[str, Any], value: Any, where: str) -> None:
+    """Every key of `value` (an answer Kasir sent) is a property of `schema`, required unless documented as
+    sometimes absent, down through objects and lists: a generated client reads each one as a typed field."""
+    schema = _component(document, schema)
+    if isinstance(value, dict):
+        properties = schema.get("properties", {})
+        assert set(value) <= set(properties), (where, sorted(set(value) - set(properties)))
+        assert set(schema.get("required", [])) <= set(value), where
+        for key, item in value.items():
+            _fields_documented(document, properties[key], item, f"{where}.{key}")
+    elif isinstance(value, list):
+        for item in value:
+            _fields_documented(document, schema["items"], item, f"{where}[]")
+
+
+async def test_the_va_answers_and_callback_are_typed(
+    app: FastAPI, client: httpx.AsyncClient, document: dict[str, Any], receiver: CallbackReceiver
+) -> None:
+    # Issue 44 item 5: every key of create, inquiry, cancel and the dummy payment answers, and of the VA
+    # callback, is a typed property in the document (no bare `data: object`).
+    merchant = await make_merchant(app)
+    body = va_wire.create_body(receiver.url("/va"), system="PARTIAL", amount=100_000)
+    body["item_details"] = [{"item_id": "SKU-1", "name": "Kopi", "amount": 50_000, "qty": 2}]
+    body["billing_address"] = {"city": "Bandung"}
+    opened = await va_wire.post(client, merchant, va_wire.CREATE, body)
+    assert opened.status_code == 200, opened.text
+    va = opened.json()["data"]
+    assert va["item_details"][0]["description"] == ""  # every field of an item, documented below
+    answers = {
+        va_wire.DUMMY: await va_wire.pay(client, merchant, va, 40_000),
+        va_wire.INQUIRY: await va_wire.post(client, merchant, va_wire.INQUIRY, va_wire.ref(va)),
+        va_wire.CANCEL: await va_wire.cancel(client, merchant, va),
+    }
+    created = await va_wire.post(client, merchant, va_wire.CREATE, va_wire.create_body(receiver.url("/va2")))
+    answers[va_wire.CREATE] = created
+    for path, response in answers.items():
+        assert response.status_code == 200, (path, response.text)
+        schema = documented_answer(document, path, 200, response.json())
+        assert schema["properties"]["data"] == {
+            "$ref": "#/components/schemas/" + ("VaDummyPaymentData" if path == va_wire.DUMMY else "VaData")
+        }
+        _fields_documented(document, schema, response.json(), path)
+    assert answers[va_wire.INQUIRY].json()["data"]["payment_history"]  # the history's entries were checked too
+    refused = await va_wire.post(client, merchant, va_wire.INQUIRY, {**va_wire.ref(va), "order_id": "OTHER"})
+    assert refused.status_code == 404
+    documented_answer(document, va_wire.INQUIRY, 404, refused.json())
+
+    for path in answers:  # a generated client can send the optional sub-merchant-id
+        [header] = [p for p in document["paths"][path]["post"]["parameters"] if p["name"] == "sub-merchant-id"]
+        assert (header["in"], header["required"]) == ("header", False)
+
+    hook = document["webhooks"]["vaNotification"]["post"]
+    schema = hook["requestBody"]["content"]["application/json"]["schema"]
+    paid, cancelled = await receiver.wait_for(2, path="/va")
+    for request in (paid, cancelled):
+        errors = [error.message for error in Draft202012Validator({**document, **schema}).iter_errors(request.json())]
+        assert not errors, errors
+        _fields_documented(document, schema, request.json(), "vaNotification")
 
 
 async def test_the_card_charge_documents_the_sdk_dialect_too(

@@ -145,7 +145,8 @@ def create_app(settings: Settings | None = None, *, check_schema_on_start: bool 
     app = FastAPI(
         title="Kasir API",
         version=__version__,
-        description="Payment platform: SNAP access tokens, wallet, BNPL and card payments, signed callbacks.",
+        description="Payment platform: SNAP access tokens, wallet, virtual-account, BNPL and card payments, "
+        "signed callbacks.",
         lifespan=lifespan,
         # Off in production unless asked (KASIR_PUBLIC_DOCS): see the settings.
         # /docs and /redoc load their scripts from the installed package, not a CDN (kasir.ops.docs).

@@ -13,7 +13,7 @@ generator needs and FastAPI cannot know:
 - the response headers: `X-Request-ID` on every answer, `Idempotent-Replayed` on the answers of the routes
   that take `X-Idempotency-Key`, `Retry-After` on 429, on an outage's 500 or 503, and on the 409 of a request
   still running;
-- the three callbacks as `webhooks`, each with its payload, its signature headers and the answer expected;
+- the callbacks as `webhooks`, each with its payload, its signature headers and the answer expected;
 - examples of every error body, and `/metrics` as text/plain;
 - no `default: null`: an optional field is one a client may leave out (issue 42).
 """
@@ -328,6 +328,33 @@ def webhooks() -> dict[str, Any]:
                     *_ATTEMPT_HEADERS,
                 ],  # fmt: skip
                 "requestBody": _payload("WalletNotification"),
+                "responses": {"200": {"description": "Received (any body)"}},
+            }
+        },
+        "vaNotification": {
+            "post": {
+                "operationId": "vaNotification",
+                "summary": "Virtual-account callback",
+                "description": "Sent to the VA's callback_url (else the merchant's) for each payment into a virtual "
+                "account (PAID, PARTIALLY_PAID) and when it becomes EXPIRED or CANCELLED, in the order of the VA's "
+                "events. Answer HTTP 200 (any body); anything else is retried 2 times.",
+                "tags": ["callbacks"],
+                "parameters": [
+                    {
+                        **svc_header,
+                        "description": _SVC_SIGNATURE + "; of a VA created with a sub-merchant-id, lowercase hex "
+                        "sha256(transaction_id + x_req_signature + sub_merchant_id)",
+                    },
+                    {
+                        "name": "svc-signature",
+                        "in": "query",
+                        "required": True,
+                        "schema": {"type": "string"},
+                        "description": "The same signature, appended to the callback URL's query",
+                    },
+                    *_ATTEMPT_HEADERS,
+                ],  # fmt: skip
+                "requestBody": _payload("VaNotification"),
                 "responses": {"200": {"description": "Received (any body)"}},
             }
         },

@@ -14,7 +14,7 @@ from tests.sdk.helpers import kasir_client_command, sdk_credentials
 from tests.sdk.test_card import charge_body
 from tests.support.builders import make_merchant
 from tests.support.wire import x_req_signature
-from tests.support.wire.callbacks import signed_callback
+from tests.support.wire.callbacks import signed_callback, sub_merchant_signature
 from tests.support.wire.snap import token_signature
 
 main = kasir_client_command()
@@ -80,6 +80,23 @@ async def test_verify_callback_from_a_raw_request(app, tmp_path, capsys):
     # transaction id is refused.
     request.write_bytes(raw.encode() + body.replace(b'"T"', b'"T2"'))
     assert main(["verify-callback", "wallet", "--credentials", str(credentials), "--file", str(request)]) == 1
+
+
+async def test_verify_callback_of_a_va_with_a_sub_merchant(app, tmp_path, capsys):
+    merchant, credentials, _key = await _files(app, tmp_path)
+    payload = {"transaction_id": "VA1", "external_id": "E", "order_id": "O", "sub_merchant_id": "SUB-1"}
+    body = json.dumps(payload).encode()
+    x_req = x_req_signature(merchant.credentials.hash_key, "E", "O")
+    signature = sub_merchant_signature("VA1", x_req, "SUB-1")  # the formula, computed here
+    request = tmp_path / "va.http"
+    request.write_bytes(
+        f"POST /va?svc-signature={signature} HTTP/1.1\r\nContent-Type: application/json\r\n\r\n".encode() + body
+    )
+    command = ["verify-callback", "va", "--credentials", str(credentials), "--file", str(request)]
+    assert main(command) == 0  # the query parameter alone
+    assert capsys.readouterr().out.startswith("OK VaCallback")
+    assert main([*command, "--external-id", "E", "--order-id", "O"]) == 0
+    assert main([*command, "--external-id", "E", "--order-id", "O2"]) == 1  # another order of ours
 
 
 @pytest.mark.slow

@@ -35,6 +35,10 @@ PUBLIC = {
     "ChargeResult",
     "InstallmentOption",
     "PaymentPageCallback",
+    "VaCallback",
+    "VaPayment",
+    "VaPaymentResult",
+    "VaResult",
     "WalletCallback",
     "WalletResult",
     "RequestLog",
@@ -57,9 +61,11 @@ PUBLIC = {
     "verify_wallet_callback",
     "verify_payment_page_callback",
     "verify_bnpl_notification",
+    "verify_va_callback",
     "sign_wallet_callback",
     "sign_payment_page_callback",
     "sign_bnpl_notification",
+    "sign_va_callback",
 }
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import serialization
-from kasir_client import Client
+from kasir_client import Client, verify_va_callback
 
 from tests.support.builders import make_merchant
 from tests.support.receiver import CallbackReceiver
@@ -36,7 +36,7 @@ def runnable_blocks() -> list[str]:
 def test_every_python_block_is_marked_runnable():
     """A Python example that is not run is one that may not work: every one is marked."""
     every = re.findall(r"```python\n", README.read_text())
-    assert len(runnable_blocks()) == len(every) == 8
+    assert len(runnable_blocks()) == len(every) == 9
 
 
 async def test_readme_examples_run_against_the_server(app, served, receiver: CallbackReceiver, tmp_path):
@@ -101,12 +101,23 @@ async def test_readme_examples_run_against_the_server(app, served, receiver: Cal
         assert await asyncio.to_thread(deliver, paid.body, paid.headers, paid.query) == 200  # delivered again
         assert len(printed) == shipped
 
-        # The other blocks in order: options, refund and inquiry, BNPL, card, errors.
+        # The other blocks in order: options, refund and inquiry, virtual account, BNPL, card, errors.
         await asyncio.to_thread(run, *[i for i in range(2, len(blocks)) if i != handler])
         namespace_kasir = namespace["kasir"]
         assert namespace["refunded"].refunded_amount == 30_000
         assert namespace["status"].transaction_status == "REFUNDED"
         assert namespace["options"].options
+        # The virtual account: paid in staging, its callback verifies with the SDK.
+        va = namespace["va"]
+        assert namespace["transfer"].reference_id
+        [va_paid] = await receiver.wait_for(1, path="/kasir/va")
+        event = verify_va_callback(va_paid.body, va_paid.headers, hash_key=c.hash_key, query=va_paid.query,
+                                   order=("SHOP-V-1001", "ORDER-1003"))  # fmt: skip
+        assert (event.transaction_id, event.transaction_status, event.va_number) == (
+            va.transaction_id,
+            "PAID",
+            va.va_number,
+        )
         assert namespace["checkout"].status == "01"
         assert namespace["later"].reference_no == namespace["checkout"].reference_no
         assert namespace["charge"].is_success, namespace["charge"].error

@@ -8,6 +8,7 @@
         tx = client.wallet_create_payment({...})       # Basic auth, x-req-signature, x-version: v3
         options = client.bnpl_calculate({...})         # SNAP-signed, fresh X-EXTERNAL-ID
         result = client.card_charge({...})             # X-Idempotency-Key reused across retries
+        va = client.create_va({...})                   # a virtual account: va.va_number, as the wallet signs
         if result.is_success:                          # statusCode "00"
             print(result.link)
 
@@ -30,13 +31,14 @@ Exceptions (see `kasir_client._errors`):
     ├── SignatureError
     └── ConfirmationError
 
-Wallet, BNPL and token calls raise an APIError; card_charge returns its refusal (the interface's
-SDK mapping) as a ChargeResult whose `.error` is the same APIError.
+Wallet, virtual-account, BNPL and token calls raise an APIError; card_charge returns its refusal
+(the interface's SDK mapping) as a ChargeResult whose `.error` is the same APIError.
 
-Callbacks: `verify_wallet_callback`, `verify_payment_page_callback`, `verify_bnpl_notification`,
-then `client.confirm_wallet_payment(event, amount=...)` / `client.confirm_bnpl_payment(...)`
-before fulfilling (the wallet signature covers neither status nor amount); for your own tests
-`sign_wallet_callback`, `sign_payment_page_callback` and `sign_bnpl_notification`.
+Callbacks: `verify_wallet_callback`, `verify_va_callback`, `verify_payment_page_callback`,
+`verify_bnpl_notification`, then `client.confirm_wallet_payment(event, amount=...)` /
+`client.confirm_va_payment(...)` / `client.confirm_bnpl_payment(...)` before fulfilling (the wallet
+and VA signature covers neither status nor amount); for your own tests `sign_wallet_callback`,
+`sign_va_callback`, `sign_payment_page_callback` and `sign_bnpl_notification`.
 Request bodies are TypedDicts (`kasir_client.bodies`). The whole guide: the SDK's README.md.
 """
 
@@ -63,6 +65,10 @@ from kasir_client._models import (
     Credentials,
     InstallmentOption,
     PaymentPageCallback,
+    VaCallback,
+    VaPayment,
+    VaPaymentResult,
+    VaResult,
     WalletCallback,
     WalletResult,
 )
@@ -70,9 +76,11 @@ from kasir_client._version import __version__ as __version__
 from kasir_client._webhooks import (
     sign_bnpl_notification,
     sign_payment_page_callback,
+    sign_va_callback,
     sign_wallet_callback,
     verify_bnpl_notification,
     verify_payment_page_callback,
+    verify_va_callback,
     verify_wallet_callback,
 )
 
@@ -99,13 +107,19 @@ __all__ = [
     "TransportError",
     "USER_AGENT",
     "ValidationError",
+    "VaCallback",
+    "VaPayment",
+    "VaPaymentResult",
+    "VaResult",
     "WalletCallback",
     "WalletResult",
     "bodies",
     "sign_bnpl_notification",
     "sign_payment_page_callback",
+    "sign_va_callback",
     "sign_wallet_callback",
     "verify_bnpl_notification",
     "verify_payment_page_callback",
+    "verify_va_callback",
     "verify_wallet_callback",
 ]

@@ -17,7 +17,12 @@ from kasir_client._client import IDEMPOTENT_PATHS, TOKEN_PATHS, Client, _Core
 from kasir_client._errors import KasirError
 from kasir_client._models import Credentials
 from kasir_client._signing import load_private_key
-from kasir_client._webhooks import verify_bnpl_notification, verify_payment_page_callback, verify_wallet_callback
+from kasir_client._webhooks import (
+    verify_bnpl_notification,
+    verify_payment_page_callback,
+    verify_va_callback,
+    verify_wallet_callback,
+)
 
 
 class CommandError(Exception):
@@ -139,6 +144,8 @@ def verify_callback(args: argparse.Namespace) -> int:
     try:
         if args.kind == "wallet":
             event: object = verify_wallet_callback(body, headers, hash_key=data["hash_key"], query=query, order=order)
+        elif args.kind == "va":
+            event = verify_va_callback(body, headers, hash_key=data["hash_key"], query=query, order=order)
         elif args.kind == "payment-page":
             event = verify_payment_page_callback(body, headers, hash_key=data["hash_key"], query=query, order=order)
         else:
@@ -199,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
 
     p = commands.add_parser("verify-callback", help="verify a raw HTTP callback request (file or stdin)")
     with_credentials(p, key=False)
-    p.add_argument("kind", choices=["wallet", "payment-page", "bnpl"])
+    p.add_argument("kind", choices=["wallet", "va", "payment-page", "bnpl"])
     p.add_argument("--file", default="-")
     p.add_argument("--callback-url", help="the callbackUrl the BNPL notification was sent to")
     p.add_argument("--external-id", help="your order's external_id: the signature is checked against it")

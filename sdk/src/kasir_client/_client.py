@@ -25,6 +25,10 @@ from kasir_client._models import (
     ChargeResult,
     Credentials,
     InstallmentOption,
+    VaCallback,
+    VaPayment,
+    VaPaymentResult,
+    VaResult,
     WalletCallback,
     WalletResult,
 )
@@ -41,6 +45,9 @@ from kasir_client._types import (
     BnplCalculate,
     BnplCheckout,
     CardCharge,
+    VaCreate,
+    VaDummyPayment,
+    VaReference,
     WalletCreatePayment,
     WalletDummyPayment,
     WalletReference,
@@ -70,8 +77,12 @@ IDEMPOTENT_PATHS = frozenset(
         "/ewallet/v2/dummy-payment",
         "/v1.0/bnpl/qr-checkout",
         "/v1.1/bnpl/qr-checkout",
+        "/va",
+        "/va/cancel",
+        "/va/dummy-payment",
     }
 )
+SUB_MERCHANT_HEADER = "sub-merchant-id"
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
 USER_AGENT = f"kasir-client/{__version__}"
 REQUEST_ID_HEADER = "X-Request-ID"
@@ -126,6 +137,11 @@ def _decimal(value: int | Decimal | str) -> Decimal:
         return Decimal(str(value))
     except InvalidOperation as exc:
         raise ConfigurationError(f"amount must be a number, got {value!r}") from exc
+
+
+def _rupiah(value: Any) -> int:
+    """A whole-rupiah amount of a VA answer (a JSON integer); 0 when absent."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 def _idempotency_key(given: str | None) -> str:
@@ -305,7 +321,13 @@ class _Core:
             headers["X-SIGNATURE"] = snap_asymmetric(self._private_key(), "POST", path, body, ts)
         return _Request("POST", path, headers, body)
 
-    def _wallet_request(self, path: str, payload: Mapping[str, Any], idempotency_key: str | None = None) -> _Request:
+    def _wallet_request(
+        self,
+        path: str,
+        payload: Mapping[str, Any],
+        idempotency_key: str | None = None,
+        sub_merchant_id: str | None = None,
+    ) -> _Request:
         credentials = self.credentials
         external_id, order_id = str(payload.get("external_id", "")), str(payload.get("order_id", ""))
         headers = {
@@ -316,6 +338,8 @@ class _Core:
         }
         if idempotency_key is not None:
             headers[IDEMPOTENCY_HEADER] = idempotency_key
+        if sub_merchant_id is not None:
+            headers[SUB_MERCHANT_HEADER] = sub_merchant_id
         return _Request("POST", path, headers, _encode(payload))
 
     def _card_request(self, payload: Mapping[str, Any], idempotency_key: str) -> _Request:
@@ -417,6 +441,66 @@ class _Core:
         )
 
     @staticmethod
+    def _va_data(response: httpx.Response) -> tuple[dict[str, Any], dict[str, Any]]:
+        """The answer and its `data`; a refusal (no `data`) raised."""
+        body = _json(response)
+        answered = isinstance(body, dict) and isinstance(body.get("data"), dict)
+        if not 200 <= response.status_code < 300 or not answered:
+            raise error_for(response.status_code, body, _request_id(response))
+        data: dict[str, Any] = body["data"]
+        return body, data
+
+    @classmethod
+    def _va(cls, response: httpx.Response) -> VaResult:
+        body, data = cls._va_data(response)
+        details = data.get("payment_details") if isinstance(data.get("payment_details"), dict) else {}
+        assert isinstance(details, dict)
+        history = data.get("payment_history") if isinstance(data.get("payment_history"), list) else []
+        assert isinstance(history, list)
+        return VaResult(
+            response_code=str(body.get("response_code", "")),
+            response_message=str(body.get("response_message", "")),
+            transaction_id=str(data.get("transaction_id", "")),
+            external_id=str(data.get("external_id", "")),
+            order_id=str(data.get("order_id", "")),
+            transaction_status=str(data.get("transaction_status", "")),
+            payment_channel=str(data.get("payment_channel", "")),
+            payment_system=str(data.get("payment_system", "")),
+            va_number=str(details.get("va_number", "")),
+            is_multi_use=bool(details.get("is_multi_use", False)),
+            amount=_rupiah(details.get("amount")),
+            total_paid_amount=_rupiah(details.get("total_paid_amount")),
+            remaining_amount=_rupiah(details.get("remaining_amount")),
+            expired_time=str(details.get("expired_time", "")),
+            payment_history=[
+                VaPayment(str(p.get("reference_id", "")), _rupiah(p.get("amount")), str(p.get("paid_time", "")))
+                for p in history
+                if isinstance(p, dict)
+            ],
+            raw=body,
+            replayed=_replayed(response),
+            request_id=_request_id(response),
+        )
+
+    @classmethod
+    def _va_payment(cls, response: httpx.Response) -> VaPaymentResult:
+        body, data = cls._va_data(response)
+        return VaPaymentResult(
+            response_code=str(body.get("response_code", "")),
+            transaction_id=str(data.get("transaction_id", "")),
+            external_id=str(data.get("external_id", "")),
+            order_id=str(data.get("order_id", "")),
+            va_number=str(data.get("va_number", "")),
+            reference_id=str(data.get("reference_id", "")),
+            amount=_rupiah(data.get("amount")),
+            paid_time=str(data.get("paid_time", "")),
+            transaction_status=str(data.get("transaction_status", "")),
+            raw=body,
+            replayed=_replayed(response),
+            request_id=_request_id(response),
+        )
+
+    @staticmethod
     def _charge(response: httpx.Response) -> ChargeResult:
         body = _json(response)
         data = body.get("data") if isinstance(body, dict) and isinstance(body.get("data"), dict) else {}
@@ -478,6 +562,28 @@ class _Core:
         return result
 
     @staticmethod
+    def _va_reference(event: VaCallback) -> VaReference:
+        return {"transaction_id": event.transaction_id, "external_id": event.external_id, "order_id": event.order_id}
+
+    @staticmethod
+    def _confirm_va(event: VaCallback, result: VaResult, amount: int | Decimal | str | None) -> VaResult:
+        va = event.transaction_id
+        if (result.external_id, result.order_id) != (event.external_id, event.order_id):
+            raise ConfirmationError(f"virtual account {va} belongs to another order", result)
+        if not event.reference_id:  # EXPIRED or CANCELLED: no payment, the state is the news
+            if result.transaction_status != event.transaction_status:
+                raise ConfirmationError(f"virtual account {va} is {result.transaction_status}", result)
+            return result
+        payment = next((p for p in result.payment_history if p.reference_id == event.reference_id), None)
+        if payment is None:
+            raise ConfirmationError(f"virtual account {va} has no payment {event.reference_id} among its last", result)
+        if event.amount is not None and Decimal(payment.amount) != event.amount:
+            raise ConfirmationError(f"payment {event.reference_id} is for {payment.amount}, not {event.amount}", result)
+        if amount is not None and Decimal(payment.amount) != _decimal(amount):
+            raise ConfirmationError(f"payment {event.reference_id} is for {payment.amount}, not {amount}", result)
+        return result
+
+    @staticmethod
     def _confirm_bnpl(
         event: BnplNotification, result: BnplTransaction, amount: Decimal | str | int | None, status: str
     ) -> BnplTransaction:
@@ -514,7 +620,8 @@ class Client(_Core):
     Idempotency and retries (the SDK's one rule; AsyncClient follows it too):
 
     - The calls that create or move money (card_charge, wallet_create_payment, wallet_create_qr,
-      wallet_refund, wallet_void, wallet_dummy_payment, bnpl_checkout) send an X-Idempotency-Key:
+      wallet_refund, wallet_void, wallet_dummy_payment, create_va, cancel_va, simulate_va_payment,
+      bnpl_checkout) send an X-Idempotency-Key:
       a new uuid4 per call, or `idempotency_key=` (1 to 255 printable ASCII characters). Every try
       of one call sends the same key and the same body (BNPL: the same X-EXTERNAL-ID too, with a
       fresh X-TIMESTAMP and signature).
@@ -530,7 +637,8 @@ class Client(_Core):
     - Why a retry cannot act twice: Kasir keeps the first complete answer to a key and gives it
       again, byte for byte, to a repeat with the same key and body (the result's `replayed` is
       then True); a 5xx or a lost connection lets go of the key, so the next try is the one that
-      acts. Reads (wallet_inquiry, bnpl_status, bnpl_calculate, access_token) change nothing.
+      acts. Reads (wallet_inquiry, va_inquiry, bnpl_status, bnpl_calculate, access_token) change
+      nothing.
     - When the tries run out, the failure is raised (card_charge returns it as a ChargeResult). To
       repeat such a call later without acting twice, send it again with the same key: pass your
       own `idempotency_key` (one per intended operation, e.g. your order id) if you may need to.
@@ -661,6 +769,36 @@ class Client(_Core):
     def wallet_dummy_payment(self, payload: WalletDummyPayment, *, idempotency_key: str | None = None) -> WalletResult:
         return self._wallet_call("/ewallet/v2/dummy-payment", payload, _idempotency_key(idempotency_key))
 
+    def _va_send(
+        self, path: str, payload: Mapping[str, Any], idempotency_key: str | None, sub_merchant_id: str | None
+    ) -> httpx.Response:
+        return self._send(lambda: self._wallet_request(path, payload, idempotency_key, sub_merchant_id))
+
+    def create_va(
+        self, payload: VaCreate, *, sub_merchant_id: str | None = None, idempotency_key: str | None = None
+    ) -> VaResult:
+        """Create a virtual account (PENDING): give the customer `result.va_number` and the bank (its channel).
+
+        `sub_merchant_id`: one of your sub-merchants; it signs the VA's callbacks (verify_va_callback)."""
+        return self._va(self._va_send("/va", payload, _idempotency_key(idempotency_key), sub_merchant_id))
+
+    def va_inquiry(self, payload: VaReference, *, sub_merchant_id: str | None = None) -> VaResult:
+        """The virtual account as Kasir has it now, with its last five payments."""
+        return self._va(self._va_send("/va/inquiry", payload, None, sub_merchant_id))
+
+    def cancel_va(
+        self, payload: VaReference, *, sub_merchant_id: str | None = None, idempotency_key: str | None = None
+    ) -> VaResult:
+        """Stop further payments into an open virtual account (CANCELLED); what was paid stays paid."""
+        return self._va(self._va_send("/va/cancel", payload, _idempotency_key(idempotency_key), sub_merchant_id))
+
+    def simulate_va_payment(
+        self, payload: VaDummyPayment, *, sub_merchant_id: str | None = None, idempotency_key: str | None = None
+    ) -> VaPaymentResult:
+        """Staging only (404 in production): one payment into the virtual account, as a bank would make it."""
+        key = _idempotency_key(idempotency_key)
+        return self._va_payment(self._va_send("/va/dummy-payment", payload, key, sub_merchant_id))
+
     def card_charge(self, payload: CardCharge, *, idempotency_key: str | None = None) -> ChargeResult:
         """Charge; an answer that is not a success is returned, not raised (the interface's SDK mapping)."""
         key = _idempotency_key(idempotency_key)
@@ -678,6 +816,16 @@ class Client(_Core):
         """
         reference = self._wallet_reference(event)
         return self._confirm_wallet(reference, self.wallet_inquiry(reference), amount, status)
+
+    def confirm_va_payment(self, event: VaCallback, *, amount: int | Decimal | str | None = None) -> VaResult:
+        """Confirm a VA callback by inquiry before you fulfil the order.
+
+        The callback's svc-signature covers neither its status nor its amount, so ask Kasir: returns the
+        inquiry's VaResult when the VA is the same order's and, for a payment, its `reference_id` is among
+        the VA's last five payments with the callback's amount (and `amount`, when you give it); for
+        EXPIRED and CANCELLED, when the VA is in that state. Raises ConfirmationError otherwise.
+        """
+        return self._confirm_va(event, self.va_inquiry(self._va_reference(event)), amount)
 
     def confirm_bnpl_payment(
         self, event: BnplNotification, *, amount: Decimal | str | int | None = None, status: str = "00"
@@ -823,6 +971,33 @@ class AsyncClient(_Core):
     ) -> WalletResult:
         return await self._wallet_call("/ewallet/v2/dummy-payment", payload, _idempotency_key(idempotency_key))
 
+    async def _va_send(
+        self, path: str, payload: Mapping[str, Any], idempotency_key: str | None, sub_merchant_id: str | None
+    ) -> httpx.Response:
+        return await self._send(lambda: self._wallet_request(path, payload, idempotency_key, sub_merchant_id))
+
+    async def create_va(
+        self, payload: VaCreate, *, sub_merchant_id: str | None = None, idempotency_key: str | None = None
+    ) -> VaResult:
+        """Create a virtual account: see Client.create_va."""
+        return self._va(await self._va_send("/va", payload, _idempotency_key(idempotency_key), sub_merchant_id))
+
+    async def va_inquiry(self, payload: VaReference, *, sub_merchant_id: str | None = None) -> VaResult:
+        return self._va(await self._va_send("/va/inquiry", payload, None, sub_merchant_id))
+
+    async def cancel_va(
+        self, payload: VaReference, *, sub_merchant_id: str | None = None, idempotency_key: str | None = None
+    ) -> VaResult:
+        key = _idempotency_key(idempotency_key)
+        return self._va(await self._va_send("/va/cancel", payload, key, sub_merchant_id))
+
+    async def simulate_va_payment(
+        self, payload: VaDummyPayment, *, sub_merchant_id: str | None = None, idempotency_key: str | None = None
+    ) -> VaPaymentResult:
+        """Staging only: see Client.simulate_va_payment."""
+        key = _idempotency_key(idempotency_key)
+        return self._va_payment(await self._va_send("/va/dummy-payment", payload, key, sub_merchant_id))
+
     async def card_charge(self, payload: CardCharge, *, idempotency_key: str | None = None) -> ChargeResult:
         key = _idempotency_key(idempotency_key)
         return self._charge(await self._send(lambda: self._card_request(payload, key)))
@@ -833,6 +1008,10 @@ class AsyncClient(_Core):
         """Confirm a wallet callback by inquiry: see Client.confirm_wallet_payment."""
         reference = self._wallet_reference(event)
         return self._confirm_wallet(reference, await self.wallet_inquiry(reference), amount, status)
+
+    async def confirm_va_payment(self, event: VaCallback, *, amount: int | Decimal | str | None = None) -> VaResult:
+        """Confirm a VA callback by inquiry: see Client.confirm_va_payment."""
+        return self._confirm_va(event, await self.va_inquiry(self._va_reference(event)), amount)
 
     async def confirm_bnpl_payment(
         self, event: BnplNotification, *, amount: Decimal | str | int | None = None, status: str = "00"

@@ -107,7 +107,7 @@ class ServerError(APIError):
 class ConfirmationError(KasirError):
     """The inquiry contradicts the callback (another status, amount or order): do not fulfil.
 
-    `.result` is the inquiry's answer (WalletResult or BnplTransaction), `.reason` says what differs.
+    `.result` is the inquiry's answer (WalletResult, VaResult or BnplTransaction), `.reason` says what differs.
     """
 
     def __init__(self, reason: str, result: Any) -> None:

@@ -117,6 +117,68 @@ class WalletResult:
 
 
 @dataclass(frozen=True)
+class VaPayment:
+    """One payment into a virtual account (an entry of `VaResult.payment_history`)."""
+
+    reference_id: str  # the payment's, as its callback says it
+    amount: int  # whole rupiah
+    paid_time: str  # ISO 8601, +07:00
+
+
+@dataclass(frozen=True)
+class VaResult:
+    """The answer of create_va, va_inquiry and cancel_va: the virtual account (docs/merchant/va.md).
+
+    `transaction_status`: PENDING, PARTIALLY_PAID, PAID, EXPIRED or CANCELLED. `va_number` is the full
+    number the customer pays into (a string of digits). Amounts are whole rupiah; `remaining_amount` is
+    what a PARTIAL VA still takes (0 for the other payment systems). `payment_history`: the last five
+    payments, newest first.
+    """
+
+    response_code: str
+    response_message: str
+    transaction_id: str
+    external_id: str
+    order_id: str
+    transaction_status: str
+    payment_channel: str
+    payment_system: str  # CLOSED, OPEN or PARTIAL
+    va_number: str
+    is_multi_use: bool
+    amount: int
+    total_paid_amount: int
+    remaining_amount: int
+    expired_time: str
+    payment_history: list[VaPayment]
+    raw: dict[str, Any]  # the whole answer: response_code, response_message and data
+    replayed: bool = False  # the answer given again to a repeat of the call's X-Idempotency-Key
+    request_id: str | None = None  # the answer's X-Request-ID
+
+    def get(self, name: str) -> Any:
+        """Any other field of `data` (customer_details, item_details, callback_url, ...)."""
+        data = self.raw.get("data")
+        return data.get(name) if isinstance(data, dict) else None
+
+
+@dataclass(frozen=True)
+class VaPaymentResult:
+    """The answer of simulate_va_payment (staging): the payment, and the VA's state after it."""
+
+    response_code: str
+    transaction_id: str
+    external_id: str
+    order_id: str
+    va_number: str
+    reference_id: str
+    amount: int
+    paid_time: str
+    transaction_status: str  # PAID, or PARTIALLY_PAID while a PARTIAL VA has a remainder
+    raw: dict[str, Any]
+    replayed: bool = False
+    request_id: str | None = None
+
+
+@dataclass(frozen=True)
 class ChargeResult:
     """Card charge, mapped as the interface's SDK does: success exactly when statusCode is "00".
 
@@ -175,6 +237,31 @@ class PaymentPageCallback:
     raw: dict[str, Any]
     response_message: str = ""
     acq: str = ""  # the acquirer that processed the attempt (BCA, CIMB, BRI)
+    # X-Kasir-Callback-Id: the event's, the same on every attempt and every replay; deduplicate with it.
+    callback_id: str | None = None
+    attempt: int | None = None  # X-Kasir-Attempt: 1 for the first; counted across the event, replays included
+
+
+@dataclass(frozen=True)
+class VaCallback:
+    """A verified virtual-account callback: one per payment (PAID, PARTIALLY_PAID) and one when the VA
+    becomes EXPIRED or CANCELLED. A multi-use VA sends one PAID per payment: key them by `reference_id`."""
+
+    transaction_id: str
+    external_id: str
+    order_id: str
+    transaction_status: str  # PAID, PARTIALLY_PAID, EXPIRED or CANCELLED
+    reference_id: str  # the payment's; "" on EXPIRED and CANCELLED
+    va_number: str
+    payment_system: str
+    amount: Decimal | None  # this payment's (payment_details.total_amount); 0 on EXPIRED and CANCELLED
+    va_amount: Decimal | None  # the VA's amount (payment_details.amount)
+    total_paid_amount: Decimal | None
+    remaining_amount: Decimal | None
+    paid_time: str  # this payment's; "" on EXPIRED and CANCELLED
+    raw: dict[str, Any]
+    payment_channel: str = ""
+    sub_merchant_id: str | None = None
     # X-Kasir-Callback-Id: the event's, the same on every attempt and every replay; deduplicate with it.
     callback_id: str | None = None
     attempt: int | None = None  # X-Kasir-Attempt: 1 for the first; counted across the event, replays included

@@ -1,9 +1,10 @@
 """The request bodies, as TypedDicts: your editor and type checker see every field and its type.
 
 Plain dicts: pass `{"external_id": ...}` literals, the names are the wire names (snake_case for the
-wallet, camelCase for card and BNPL, as Kasir's interface has them). Money: whole rupiah as `int`
-(wallet, card), a string with two decimals (BNPL, e.g. "150000.00"). Each body is split in a
-required part (`_...Required`) and the optional keys (total=False), which runs on Python 3.10.
+wallet and virtual accounts, camelCase for card and BNPL, as Kasir's interface has them). Money: whole
+rupiah as `int` (wallet, virtual accounts, card), a string with two decimals (BNPL, e.g.
+"150000.00"). Each body is split in a required part (`_...Required`) and the optional keys
+(total=False), which runs on Python 3.10.
 """
 
 from __future__ import annotations
@@ -105,6 +106,84 @@ class WalletDummyPayment(WalletDummyPaymentRequired, total=False):
 
     simulate_status: Literal["PAID", "FAILED", "EXPIRED"]
     failure_reason: str
+
+
+# --- virtual accounts (snake_case, the wallet's headers) ---------------------------------
+
+
+class VaPaymentDetailsRequired(TypedDict):
+    billing_name: str  # the name the bank shows the payer, up to 100 characters
+    transaction_description: str
+
+
+class VaPaymentDetails(VaPaymentDetailsRequired, total=False):
+    """`amount` is required for CLOSED and PARTIAL (the total), optional and never enforced for OPEN."""
+
+    payment_system: Literal["CLOSED", "OPEN", "PARTIAL"]  # default CLOSED
+    is_multi_use: bool  # CLOSED default False, OPEN default True; PARTIAL ignores it
+    amount: int  # whole rupiah
+    va_number: str  # your digits (1 to 12), left-padded with 0 after the bank's prefix; else random
+    expired_time: str  # ISO 8601 with offset; 1 minute to 3650 days ahead
+    is_customer_paying_fee: bool
+
+
+class VaCustomerDetailsRequired(TypedDict):
+    email: str
+    full_name: str
+
+
+class VaCustomerDetails(VaCustomerDetailsRequired, total=False):
+    phone: str
+
+
+class VaAddress(TypedDict, total=False):
+    """Free text, every field optional."""
+
+    full_name: str
+    phone: str
+    address: str
+    city: str
+    postal_code: str
+    country: str
+
+
+class VaCreateRequired(TypedDict):
+    external_id: str
+    order_id: str
+    currency: Literal["IDR"]
+    payment_method: Literal["bank_transfer"]
+    payment_channel: str  # BCA, BRI, MANDIRI, BNI, PERMATA, CIMB, BSI, BNC (and the aliases BCA-MCP, ...)
+    payment_details: VaPaymentDetails
+    customer_details: VaCustomerDetails
+
+
+class VaCreate(VaCreateRequired, total=False):
+    """create_va. CLOSED and PARTIAL: the items' amount × qty add up to payment_details.amount."""
+
+    item_details: list[WalletItem]
+    billing_address: VaAddress
+    shipping_address: VaAddress
+    callback_url: str
+    additional_data: str
+
+
+class VaReference(WalletReference, total=False):
+    """va_inquiry and cancel_va: names one VA (the three ids together)."""
+
+    payment_method: Literal["bank_transfer"]
+    payment_channel: str  # the VA's
+
+
+class VaDummyPaymentRequired(WalletReference):
+    payment_method: Literal["bank_transfer"]
+    payment_channel: str  # the VA's
+
+
+class VaDummyPayment(VaDummyPaymentRequired, total=False):
+    """Staging only: one payment into the VA. `amount` is required for OPEN and PARTIAL; for CLOSED it may be
+    left out (the VA's amount) and, when sent, must be the VA's amount."""
+
+    amount: int
 
 
 # --- BNPL (SNAP, camelCase) -------------------------------------------------------------

@@ -4,8 +4,9 @@
                                    order=(order.external_id, order.order_id))
     if event.transaction_status == "PAID": ...
 
-The wallet and payment-page signature (`svc-signature`, docs/decisions.md §3.5) is
-sha256(transaction_id + sha256(hash_key + external_id + order_id)): it covers which transaction
+The wallet, virtual-account and payment-page signature (`svc-signature`, docs/decisions.md §3.5) is
+sha256(transaction_id + sha256(hash_key + external_id + order_id)) (with a sub-merchant, its id
+appended before hashing): it covers which transaction
 and which order, not the status or the amount. Check it against YOUR order: pass
 `order=(external_id, order_id)` from your own database so a callback about another order
 cannot pass as this one, and take the amount from your order, not from the callback.
@@ -41,7 +42,7 @@ from decimal import Decimal
 from typing import Any
 
 from kasir_client._errors import SignatureError
-from kasir_client._models import BnplNotification, PaymentPageCallback, WalletCallback
+from kasir_client._models import BnplNotification, PaymentPageCallback, VaCallback, WalletCallback
 from kasir_client._signing import notify_signature, svc_signature, timestamp, x_req_signature
 
 SVC_SIGNATURE = "svc-signature"
@@ -188,6 +189,56 @@ def verify_payment_page_callback(
     )
 
 
+def verify_va_callback(
+    body: bytes | str,
+    headers: Mapping[str, str],
+    *,
+    hash_key: str,
+    query: Mapping[str, str] | None = None,
+    order: tuple[str, str] | None = None,
+    sub_merchant_id: str | None = None,
+    brand: str = DEFAULT_BRAND,
+) -> VaCallback:
+    """Check a virtual-account callback's `svc-signature` (header, or the query parameter of the callback URL)
+    and parse the event.
+
+    The wallet's signature: sha256(transaction_id + sha256(hash_key + external_id + order_id)); of a VA
+    created with a `sub-merchant-id`, sha256(transaction_id + x_req_signature + sub_merchant_id).
+    `order=(external_id, order_id)` of your own order: checked against it (and the callback must name it).
+    `sub_merchant_id`: the one you created the VA with (the callback must name it); by default the one the
+    callback names, if any (the signature covers it, so a changed one does not verify).
+    """
+    data = _decode(body)
+    name = signature_header(brand)
+    claimed = data.get("sub_merchant_id")
+    claimed = str(claimed) if claimed not in (None, "") else None
+    if sub_merchant_id is not None and claimed != sub_merchant_id:
+        raise SignatureError("the callback names another sub-merchant")
+    _check_svc(data, _svc_from(headers, query, name), hash_key, order, name=name, sub_merchant_id=claimed)
+    details = data.get("payment_details") if isinstance(data.get("payment_details"), dict) else {}
+    assert isinstance(details, dict)
+    callback_id, attempt = _delivery(headers)
+    return VaCallback(
+        transaction_id=str(data.get("transaction_id", "")),
+        external_id=str(data.get("external_id", "")),
+        order_id=str(data.get("order_id", "")),
+        transaction_status=str(data.get("transaction_status", "")),
+        reference_id=str(data.get("reference_id") or ""),
+        va_number=str(details.get("va_number") or ""),
+        payment_system=str(data.get("payment_system") or details.get("payment_system") or ""),
+        amount=_amount(details.get("total_amount")),
+        va_amount=_amount(details.get("amount")),
+        total_paid_amount=_amount(details.get("total_paid_amount")),
+        remaining_amount=_amount(details.get("remaining_amount")),
+        paid_time=str(details.get("paid_time") or ""),
+        raw=data,
+        payment_channel=str(data.get("payment_channel") or ""),
+        sub_merchant_id=claimed,
+        callback_id=callback_id,
+        attempt=attempt,
+    )
+
+
 def verify_bnpl_notification(
     body: bytes | str,
     headers: Mapping[str, str],
@@ -292,6 +343,21 @@ def sign_payment_page_callback(
 ) -> tuple[bytes, dict[str, str]]:
     """A fake payment-page (card) callback for your own tests: (body, headers). Header only, no query."""
     return sign_wallet_callback(payload, hash_key=hash_key, brand=brand, sub_merchant_id=sub_merchant_id)
+
+
+def sign_va_callback(
+    payload: dict[str, Any], *, hash_key: str, brand: str = DEFAULT_BRAND
+) -> tuple[bytes, dict[str, str]]:
+    """A fake virtual-account callback for your own tests: (body, headers).
+
+    Signed as Kasir signs it: with the payload's `sub_merchant_id` when it has one. Kasir also repeats the
+    signature as the query parameter `svc-signature` of the callback URL: `headers["svc-signature"]` is that
+    value.
+    """
+    sub_merchant_id = payload.get("sub_merchant_id")
+    return sign_wallet_callback(
+        payload, hash_key=hash_key, brand=brand, sub_merchant_id=str(sub_merchant_id) if sub_merchant_id else None
+    )
 
 
 def sign_bnpl_notification(

@@ -10,6 +10,7 @@ from pydantic.json_schema import SkipJsonSchema
 from kasir.callbacks.repository import CallbackAttemptRow, CallbackRow
 from kasir.callbacks.service import Deliveries, Recovery
 from kasir.kit.fields import Moment
+from kasir.va.schemas import VaAnswerAddress, VaAnswerCustomer, VaAnswerItem
 
 
 class CallbackAttemptView(BaseModel):
@@ -133,7 +134,7 @@ class RecoverAnswer(BaseModel):
 
 
 # --- the callbacks' payloads, as the OpenAPI document's `webhooks` (kasir.openapi) ---------------------------
-# Built by the rooms (wallet.service.callback_payload, card.callbacks.callback_payload,
+# Built by the rooms (wallet.service.callback_payload, va.service.callback_payload, card.callbacks.callback_payload,
 # bnpl.service.notification_payload); documented here as the merchant receives them. A string with no value
 # is "", never null; a field marked optional is absent from some callbacks.
 
@@ -299,6 +300,49 @@ class BnplNotification(BaseModel):
     additionalInfo: BnplNotificationInfo  # noqa: N815
 
 
+class VaNotificationPaymentDetails(BaseModel):
+    billing_name: str
+    va_number: str = Field(description="The full number paid into")
+    payment_system: str = Field(json_schema_extra={"enum": ["CLOSED", "OPEN", "PARTIAL"]})
+    is_multi_use: bool
+    amount: int = Field(description="The virtual account's amount")
+    total_amount: int = Field(description="This payment's amount; 0 on EXPIRED and CANCELLED")
+    total_paid_amount: int = Field(description="The sum of the virtual account's payments")
+    remaining_amount: int = Field(description="PARTIAL: what remains to pay; other payment systems 0")
+    transaction_description: str
+    expired_time: str
+    paid_time: str = Field(description='This payment\'s; "" on EXPIRED and CANCELLED')
+
+
+class VaNotification(BaseModel):
+    """The virtual-account callback: one per payment (PAID, PARTIALLY_PAID), one on EXPIRED and on CANCELLED."""
+
+    transaction_id: str
+    external_id: str
+    order_id: str
+    merchant_id: str
+    reference_id: str = Field(
+        description="The payment's (key a multi-use VA's payments by it); \"\" on EXPIRED and CANCELLED"
+    )
+    currency: str
+    payment_method: str = Field(examples=["BANK_TRANSFER"])
+    payment_channel: str = Field(examples=["BCA"])
+    payment_system: str = Field(json_schema_extra={"enum": ["CLOSED", "OPEN", "PARTIAL"]})
+    transaction_status: str = Field(json_schema_extra={"enum": ["PAID", "PARTIALLY_PAID", "EXPIRED", "CANCELLED"]})
+    transaction_time: str
+    payment_details: VaNotificationPaymentDetails
+    customer_details: VaAnswerCustomer
+    item_details: list[VaAnswerItem]
+    billing_address: VaAnswerAddress
+    shipping_address: VaAnswerAddress
+    response_code: str = Field(examples=["00"])
+    response_message: str = Field(examples=["Success"])
+    additional_data: str = Field(description='"" when the VA had none')
+    sub_merchant_id: str | SkipJsonSchema[None] = Field(
+        None, description="Only when the VA was created with a sub-merchant-id (it then signs the callback)"
+    )
+
+
 class PaymentPageAnswer(BaseModel):
     """What the merchant answers a payment-page callback: 200, application/json, a string `message`."""
 
@@ -307,4 +351,4 @@ class PaymentPageAnswer(BaseModel):
 
 def webhook_payloads() -> list[type[BaseModel]]:
     """The models of the OpenAPI document's `webhooks` (kasir.openapi)."""
-    return [WalletNotification, PaymentPageNotification, BnplNotification, PaymentPageAnswer]
+    return [WalletNotification, VaNotification, PaymentPageNotification, BnplNotification, PaymentPageAnswer]

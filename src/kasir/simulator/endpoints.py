@@ -43,7 +43,8 @@ from kasir.simulator.cards import OTP_FAILED_MESSAGE, OTP_TRIES, check_one_time_
 from kasir.simulator.repository import wrong_otps
 from kasir.va.endpoints import ERROR_RESPONSES as VA_ERROR_RESPONSES
 from kasir.va.endpoints import SUB_MERCHANT_HEADER as VA_SUB_MERCHANT_HEADER
-from kasir.va.schemas import DummyVaPaymentRequest
+from kasir.va.endpoints import va_route_openapi
+from kasir.va.schemas import DummyVaPaymentRequest, VaDummyPaymentAnswer
 from kasir.va.service import dummy_payment_data, envelope, va_service
 from kasir.wallet.endpoints import ERROR_RESPONSES, parse, route_openapi
 from kasir.wallet.schemas import FAILURE_CHANNEL, DummyPaymentRequest, WalletDummyPaymentResponse
@@ -271,8 +272,11 @@ def dummy_payment_result(tx: Any) -> dict[str, Any]:
 @router.post(
     "/va/dummy-payment",
     summary="Simulate a payment into a virtual account (staging)",
-    openapi_extra=route_openapi(DummyVaPaymentRequest, keyed=True),
-    responses=VA_ERROR_RESPONSES,
+    openapi_extra=va_route_openapi(DummyVaPaymentRequest, keyed=True),
+    responses={
+        **VA_ERROR_RESPONSES,
+        200: {"model": VaDummyPaymentAnswer, "description": "`00` Success: the payment in `data`"},
+    },
     dependencies=[_simulator_for("va")],
 )
 async def va_dummy_payment(request: Request, caller: WalletSigned, once: Keyed) -> Response:

@@ -44,9 +44,21 @@ def _sub_merchant(request: Request) -> str | None:
     return (request.headers.get(SUB_MERCHANT_HEADER) or "").strip() or None
 
 
+def va_route_openapi(model: type[BaseModel], *, keyed: bool) -> dict[str, Any]:
+    """The wallet route's OpenAPI extra, and the optional `sub-merchant-id` (read from the request, not declared)."""
+    extra = route_openapi(model, keyed=keyed)
+    extra["parameters"] = [
+        *extra["parameters"],
+        {"name": SUB_MERCHANT_HEADER, "in": "header", "required": False, "schema": {"type": "string"},
+         "description": "One of the merchant's sub-merchants (else `04`); on create it is recorded on the VA and "
+         "signs its callbacks"},
+    ]  # fmt: skip
+    return extra
+
+
 def _route(path: str, model: type[BaseModel], summary: str, *, keyed: bool) -> Any:
     return router.post(
-        path, summary=summary, openapi_extra=route_openapi(model, keyed=keyed), responses=ERROR_RESPONSES
+        path, summary=summary, openapi_extra=va_route_openapi(model, keyed=keyed), responses=ERROR_RESPONSES
     )
 
 

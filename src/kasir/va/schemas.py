@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, JsonValue, model_validator
 from pydantic_core import PydanticCustomError
 
 from kasir.kit.fields import EMAIL, REQUIRED, URL, Documented, PhoneNumber, email, http_url
 from kasir.va.banks import AMOUNT_MAX, CHANNELS
+from kasir.va.states import VaStatus
 from kasir.wallet.schemas import MaxLength, Req, Str, Timestamp
 
 PAYMENT_SYSTEMS = ("CLOSED", "OPEN", "PARTIAL")
@@ -132,17 +133,30 @@ Phone = Annotated[str, Str, MaxLength(18), Req, PhoneNumber()]
 Url = Annotated[str, Str, MaxLength(2048), Req, AfterValidator(http_url), URL]
 
 
+def _defaults_undocumented(schema: dict[str, Any]) -> None:
+    """An optional field documented with its default is one openapi-typescript (with its default options) makes
+    required in the request: the defaults are said in the descriptions instead."""
+    for field in schema.get("properties", {}).values():
+        field.pop("default", None)
+
+
 class VaPaymentDetails(VaModel):
+    model_config = ConfigDict(extra="ignore", json_schema_extra=_defaults_undocumented)
+
     billing_name: Text100
     transaction_description: Text100
     payment_system: Annotated[
-        str, Str, AfterValidator(_payment_system), Documented(enum=[*PAYMENT_SYSTEMS, "INSTALLMENT"])
+        str,
+        Str,
+        AfterValidator(_payment_system),
+        Documented(enum=[*PAYMENT_SYSTEMS, "INSTALLMENT"]),
+        Field(description="Default CLOSED; INSTALLMENT is taken as PARTIAL"),
     ] = "CLOSED"
     is_multi_use: Boolean | None = None
     amount: Rupiah | None = None
     va_number: VaDigits | None = None
     expired_time: Timestamp | None = None
-    is_customer_paying_fee: Boolean = False
+    is_customer_paying_fee: Annotated[Boolean, Field(description="Default false; changes nothing, echoed")] = False
 
 
 class VaCustomerDetails(VaModel):
@@ -216,9 +230,106 @@ class VaErrorBody(BaseModel):
     response_message: str
 
 
-class VaAnswer(BaseModel):
-    """Every successful VA answer: `{response_code, response_message, data}` (§9.1)."""
+# --- the answers (kasir.va.service builds them: va_data, dummy_payment_data, callback_payload) ---------------
+# Documented for the OpenAPI document, so a generated client reads typed fields. A string with no value is "",
+# never null; amounts are JSON integers (whole rupiah).
 
-    response_code: str
-    response_message: str
-    data: dict[str, Any]
+_VA_TIME = "ISO 8601 with milliseconds and +07:00, like 2026-11-28T10:15:00.000+07:00"
+_STATUSES: list[JsonValue] = [status.value for status in VaStatus]
+
+
+class VaAnswerCustomer(BaseModel):
+    email: str
+    full_name: str
+    phone: str = Field(description='"" when not sent')
+
+
+class VaAnswerItem(BaseModel):
+    item_id: str
+    name: str
+    amount: int = Field(description="Unit price, whole rupiah")
+    qty: int
+    description: str = Field(description='"" when not sent')
+
+
+class VaAnswerAddress(BaseModel):
+    """Every field, "" when not sent."""
+
+    full_name: str
+    phone: str
+    address: str
+    city: str
+    postal_code: str
+    country: str
+
+
+class VaAnswerPaymentDetails(BaseModel):
+    billing_name: str
+    va_number: str = Field(description="The full number the customer pays into: the bank's prefix and its digits")
+    payment_system: str = Field(json_schema_extra={"enum": list(PAYMENT_SYSTEMS)})
+    is_multi_use: bool
+    amount: int = Field(description="Whole rupiah: CLOSED the amount to pay, PARTIAL the total, OPEN as sent or 0")
+    total_paid_amount: int = Field(description="The sum of the payments")
+    remaining_amount: int = Field(description="PARTIAL: amount - total_paid_amount; other payment systems 0")
+    is_customer_paying_fee: bool
+    transaction_description: str
+    expired_time: str = Field(description=_VA_TIME)
+
+
+class VaHistoryEntry(BaseModel):
+    reference_id: str = Field(description="The payment's, as its callback names it")
+    amount: int
+    paid_time: str = Field(description=_VA_TIME)
+    transaction_status: str = Field(json_schema_extra={"enum": ["PAID"]})
+
+
+class VaData(BaseModel):
+    """The virtual account, as create, inquiry and cancel answer it (§9.6)."""
+
+    transaction_id: str = Field(examples=["VA7Q2M9K4X1B8N3C5D6F0G"])
+    external_id: str
+    order_id: str
+    merchant_id: str
+    currency: str = Field(json_schema_extra={"enum": ["IDR"]})
+    payment_method: str = Field(json_schema_extra={"enum": [PAYMENT_METHOD]})
+    payment_channel: str = Field(description="Upper case, as sent (aliases included)", examples=["BCA"])
+    payment_system: str = Field(json_schema_extra={"enum": list(PAYMENT_SYSTEMS)})
+    transaction_status: str = Field(json_schema_extra={"enum": _STATUSES})
+    transaction_time: str = Field(description="Creation; " + _VA_TIME)
+    payment_details: VaAnswerPaymentDetails
+    customer_details: VaAnswerCustomer
+    item_details: list[VaAnswerItem]
+    billing_address: VaAnswerAddress
+    shipping_address: VaAnswerAddress
+    callback_url: str
+    additional_data: str = Field(description='"" when not sent')
+    payment_history: list[VaHistoryEntry] = Field(description="The last five payments, newest first")
+
+
+class VaAnswer(BaseModel):
+    """Every successful answer of create, inquiry and cancel: `{response_code, response_message, data}` (§9.1)."""
+
+    response_code: str = Field(examples=["00"])
+    response_message: str = Field(examples=["Success"])
+    data: VaData
+
+
+class VaDummyPaymentData(BaseModel):
+    """The staging payment (§9.6), and the VA's state after it."""
+
+    transaction_id: str
+    external_id: str
+    order_id: str
+    va_number: str
+    reference_id: str = Field(examples=["REF7Q2M9K4X1B8N3C5D6"])
+    amount: int
+    paid_time: str = Field(description=_VA_TIME)
+    transaction_status: str = Field(json_schema_extra={"enum": [VaStatus.PARTIALLY_PAID.value, VaStatus.PAID.value]})
+
+
+class VaDummyPaymentAnswer(BaseModel):
+    """The answer of `/va/dummy-payment`: `{response_code, response_message, data}`."""
+
+    response_code: str = Field(examples=["00"])
+    response_message: str = Field(examples=["Success"])
+    data: VaDummyPaymentData

@@ -2,7 +2,7 @@
 // (tests/test_openapi_typescript.py): `tsc --noEmit --strict` must accept it as written. Each value is
 // what Kasir sends or accepts on the wire; only the fields a request needs are given, so a field the
 // document leaves optional must not come out required.
-import type { paths } from "./openapi";
+import type { paths, webhooks } from "./openapi";
 
 type DummyPayment = paths["/ewallet/v2/dummy-payment"]["post"];
 type CardCharge = paths["/card-v2/v1/charge"]["post"];
@@ -126,3 +126,29 @@ export const bnplCheckout: Json<paths["/v1.0/bnpl/qr-checkout"]["post"]["request
   customerDetails: { firstName: "Siti", email: "siti@example.id", phone: "081234567890" },
   callbackUrl: "https://shop.example/bnpl",
 };
+
+// Virtual accounts: the answers' `data` and the callback are typed, field by field.
+type Va = paths["/va"]["post"];
+export const vaCreate: Json<Va["requestBody"]> = {
+  external_id: "EXT-1006",
+  order_id: "ORDER-1006",
+  currency: "IDR",
+  payment_method: "bank_transfer",
+  payment_channel: "BCA",
+  payment_details: { billing_name: "Toko Maju", transaction_description: "Order at Toko Maju", amount: 100000 },
+  customer_details: { email: "siti@example.id", full_name: "Siti Rahayu" },
+};
+export function vaNumber(answer: Json<Va["responses"][200]>): string {
+  const paid: number = answer.data.payment_details.total_paid_amount;
+  const last: string | undefined = answer.data.payment_history[0]?.reference_id;
+  return `${answer.data.payment_channel} ${answer.data.payment_details.va_number} ${paid} ${last ?? ""}`;
+}
+export function vaPaymentReference(
+  answer: Json<paths["/va/dummy-payment"]["post"]["responses"][200]>,
+): string {
+  return answer.data.reference_id;
+}
+type VaNotification = webhooks["vaNotification"]["post"];
+export function vaPaid(callback: Json<VaNotification["requestBody"]>): number {
+  return callback.transaction_status === "PAID" ? callback.payment_details.total_amount : 0;
+}
