@@ -6,6 +6,9 @@
 - `before_load_schema` also gives the merchant-facing bodies one valid example each (the test helpers' bodies),
   as the document has none yet (issue 26): Schemathesis sends it and builds cases around it, so the fuzz
   reaches past validation into the services. Their references carry SEED_MARK, which the signer makes unique.
+- `flatmap_case` starts half of the stateful phase's positive creations (a payment, a checkout, a charge) from those
+  examples: a generated creation body is almost never accepted (its rules across fields), so without them the
+  chains of kasir.openapi.LINKS (pay, refund, void, ask) would never start from a real payment.
 - `before_call` signs every request Schemathesis sends, the checks' own follow-up requests too.
 - `after_call` counts the answers per operation and status into KASIR_FUZZ_STATUSES (JSON), so the
   test can tell that the signed requests got past authentication.
@@ -14,13 +17,18 @@
 from __future__ import annotations
 
 import atexit
+import copy
 import json
 import os
 from collections import Counter
 from typing import Any
 
 import schemathesis
+from hypothesis import strategies as st
+from schemathesis.generation.meta import TestPhase
+from schemathesis.generation.modes import GenerationMode
 
+from tests.support.builders import public_pem
 from tests.support.fuzz_signer import SEED_MARK, SIGNED_HEADERS, FuzzMerchant, KasirSigner
 from tests.support.wire.card import charge_body
 from tests.support.wire.dialect import dialect_body
@@ -33,6 +41,7 @@ _signer = KasirSigner(
     decoy_id=os.environ["KASIR_FUZZ_DECOY"],
 )
 _statuses: Counter[str] = Counter()
+_phases: Counter[str] = Counter()  # the same answers, per phase: "stateful POST /ewallet/v2/refund 200"
 
 
 @schemathesis.hook
@@ -63,13 +72,37 @@ def _seed_examples() -> dict[str, dict[str, Any]]:
     for version in ("v1.0", "v1.1"):
         seeds[f"/{version}/bnpl/payment-calculation"] = calculation_body()
         seeds[f"/{version}/bnpl/qr-checkout"] = checkout
+    # A merchant and an operator: where the admin chains (rotate, disable, reset a password) start.
+    seeds["/admin/merchants"] = {"name": f"fuzz {mark}", "public_key": public_pem(_signer.merchant.private_key)}
+    seeds["/admin/users"] = {"email": f"{mark.lower()}@fuzz.example", "role": "operator"}
     return seeds
+
+
+_SEEDS = _seed_examples()
 
 
 @schemathesis.hook("before_load_schema")
 def add_seed_examples(context: schemathesis.HookContext, raw_schema: dict[str, Any]) -> None:
-    for path, example in _seed_examples().items():
+    for path, example in _SEEDS.items():
         raw_schema["paths"][path]["post"]["requestBody"]["content"]["application/json"]["example"] = example
+
+
+@schemathesis.hook
+def flatmap_case(context: schemathesis.HookContext, case: schemathesis.Case) -> st.SearchStrategy[schemathesis.Case]:
+    meta = case.meta
+    seed = _SEEDS.get(case.path) if case.method.upper() == "POST" else None
+    # Positive cases only: a negative one (a header left out, a body of random bytes) with the example's body
+    # and the signer's headers would be a valid request, which the checks would then see accepted.
+    positive = meta is not None and all(c.mode == GenerationMode.POSITIVE for c in meta.components.values())
+    if seed is None or meta is None or meta.phase.name != TestPhase.STATEFUL or not positive:
+        return st.just(case)
+    seeded = case.derive()
+    seeded.body = copy.deepcopy(seed)
+    # Still a positive case: the example is valid, and the headers the document requires and a generated case
+    # may leave out (x-version, CHANNEL-ID, ...) are the signer's. Revalidated, its metadata would call the case
+    # negative from those headers as generated, and the checks would then expect a refusal.
+    seeded.freeze_metadata()
+    return st.sampled_from([case, seeded])
 
 
 @schemathesis.hook
@@ -85,6 +118,8 @@ def after_call(context: schemathesis.HookContext, case: schemathesis.Case, respo
         # over as the server reads it: its 401 is not a signer's failure.
         status = "401-body-not-utf8"
     _statuses[f"{case.method.upper()} {case.path} {status}"] += 1
+    meta = case.meta
+    _phases[f"{meta.phase.name if meta else 'check'} {case.method.upper()} {case.path} {status}"] += 1
 
 
 def _utf8(body: object) -> bool:
@@ -105,3 +140,5 @@ def _write_statuses() -> None:
     if path:
         with open(path, "w") as out:
             json.dump(dict(_statuses), out, indent=1, sort_keys=True)
+        with open(f"{path}.phases", "w") as out:
+            json.dump(dict(_phases), out, indent=1, sort_keys=True)
