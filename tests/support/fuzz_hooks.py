@@ -41,6 +41,7 @@ _signer = KasirSigner(
     decoy_id=os.environ["KASIR_FUZZ_DECOY"],
 )
 _statuses: Counter[str] = Counter()
+_refused: list[dict[str, Any]] = []  # the signed routes' 401s (the test fails on any), as sent
 _phases: Counter[str] = Counter()  # the same answers, per phase: "stateful POST /ewallet/v2/refund 200"
 
 
@@ -118,6 +119,13 @@ def after_call(context: schemathesis.HookContext, case: schemathesis.Case, respo
         # over as the server reads it: its 401 is not a signer's failure.
         status = "401-body-not-utf8"
     _statuses[f"{case.method.upper()} {case.path} {status}"] += 1
+    if status == "401" and case.path.startswith(tuple(SIGNED_HEADERS)) and len(_refused) < 20:
+        # What the signer got wrong, to read: the request as sent and the server's answer.
+        body = response.request.body
+        shown = body.decode("utf-8", "backslashreplace") if isinstance(body, bytes) else str(body)
+        _refused.append({"request": f"{case.method.upper()} {response.request.path_url}", "body": shown[:2000],
+                         "headers": {k: v for k, v in response.request.headers.items() if k != "Authorization"},
+                         "answer": response.text[:500]})  # fmt: skip
     meta = case.meta
     _phases[f"{meta.phase.name if meta else 'check'} {case.method.upper()} {case.path} {status}"] += 1
 
@@ -142,3 +150,5 @@ def _write_statuses() -> None:
             json.dump(dict(_statuses), out, indent=1, sort_keys=True)
         with open(f"{path}.phases", "w") as out:
             json.dump(dict(_phases), out, indent=1, sort_keys=True)
+        with open(f"{path}.refused", "w") as out:
+            json.dump(_refused, out, indent=1)
