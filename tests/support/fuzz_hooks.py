@@ -6,12 +6,14 @@
 - `before_load_schema` also gives the merchant-facing bodies one valid example each (the test helpers' bodies),
   as the document has none yet (issue 26): Schemathesis sends it and builds cases around it, so the fuzz
   reaches past validation into the services. Their references carry SEED_MARK, which the signer makes unique.
-- `flatmap_case` starts half of the stateful phase's positive creations (a payment, a checkout, a charge) from those
-  examples: a generated creation body is almost never accepted (its rules across fields), so without them the
-  chains of kasir.openapi.LINKS (pay, refund, void, ask) would never start from a real payment.
+- The admin creations (a merchant, a console user) get one too: a generated public key is never a key.
+- `flatmap_case` starts half of the stateful phase's positive creations (a payment, a checkout, a charge, a
+  merchant) from those examples: a generated creation body is almost never accepted (its rules across fields),
+  so without them the chains of kasir.openapi.LINKS (pay, refund, void, ask) would never start.
 - `before_call` signs every request Schemathesis sends, the checks' own follow-up requests too.
 - `after_call` counts the answers per operation and status into KASIR_FUZZ_STATUSES (JSON), so the
-  test can tell that the signed requests got past authentication.
+  test can tell that the signed requests got past authentication; the same per phase into `<that>.phases`,
+  and the signed routes' 401s as sent into `<that>.refused`.
 """
 
 from __future__ import annotations
@@ -99,9 +101,8 @@ def flatmap_case(context: schemathesis.HookContext, case: schemathesis.Case) -> 
         return st.just(case)
     seeded = case.derive()
     seeded.body = copy.deepcopy(seed)
-    # Still a positive case: the example is valid, and the headers the document requires and a generated case
-    # may leave out (x-version, CHANNEL-ID, ...) are the signer's. Revalidated, its metadata would call the case
-    # negative from those headers as generated, and the checks would then expect a refusal.
+    # Still a positive case, its body the valid example: revalidated against its headers as generated (before
+    # the signer adds its own), its metadata could call it negative, and the checks would then expect a refusal.
     seeded.freeze_metadata()
     return st.sampled_from([case, seeded])
 
