@@ -122,6 +122,17 @@ soak-tenants: $(VENV)/.dev
 	@scripts/system-deps.sh soak
 	for db in $${TENANTS_DB:-sqlite postgres}; do TENANTS_DB=$$db $(BIN)/python scripts/soak_tenants.py || exit 1; done
 
+## make fuzz: Schemathesis, every phase (stateful too), signed, against `kasir serve` on SQLite, then on PostgreSQL
+## (FUZZ_DB=sqlite|postgres for one), for FUZZ_SECONDS (480) each, new seeds each round (FUZZ_SEED to repeat
+## one); writes bench/results/<date>-fuzz-<db>.md and .json; fails on any 5xx
+.PHONY: fuzz
+fuzz: $(VENV)/.dev system-deps
+	status=0; for db in $${FUZZ_DB:-sqlite postgres}; do \
+	  KASIR_TEST_DB=$$db KASIR_FUZZ_SECONDS=$${FUZZ_SECONDS:-480} KASIR_FUZZ_SEED=$${FUZZ_SEED:-} \
+	  KASIR_FUZZ_RESULTS=bench/results/$$(date -u +%F)-fuzz-$$db \
+	  $(BIN)/pytest -q -p no:randomly -m slow tests/test_api_fuzz.py -k for_a_while || status=1; \
+	done; exit $$status
+
 ## make demo: against a running `make run` (the same PORT and HOST), a merchant goes through every product
 demo: $(VENV)/.demo
 	KASIR_URL=$(KASIR_URL) NO_PROXY=127.0.0.1,localhost,$$NO_PROXY $(BIN)/python examples/demo.py

@@ -28,7 +28,7 @@ from fastapi import FastAPI
 from jsonschema import Draft202012Validator
 from openapi_spec_validator import validate
 
-from kasir.openapi import OPERATION_IDS
+from kasir.openapi import LINKS, OPERATION_IDS
 from tests.conftest import TEST_ADMIN_TOKEN
 from tests.support.builders import make_merchant, public_pem, rsa_key, unique_name
 from tests.support.receiver import CallbackReceiver
@@ -165,6 +165,74 @@ async def test_the_callbacks_are_webhooks(document: dict[str, Any]) -> None:
         ref = hook["post"]["requestBody"]["content"]["application/json"]["schema"]["$ref"]
         assert ref.rsplit("/", 1)[1] in schemas
     assert "card_token" in schemas["PaymentPageNotification"]["required"]
+
+
+async def test_links_lead_from_what_an_answer_creates_to_what_acts_on_it(document: dict[str, Any]) -> None:
+    # issue 43 item 6: Schemathesis's stateful phase (tests/test_api_fuzz.py) and code generators follow them.
+    # Every expression names a field the source's request or answer has and a parameter or body field the
+    # target takes, so a link cannot go quietly dead when a schema is renamed.
+    by_id = {op["operationId"]: (path, op) for _, path, op in _operations(document)}
+    schemas = document["components"]["schemas"]
+
+    def resolve(schema: dict[str, Any], pointer: list[str]) -> bool:
+        if "$ref" in schema:
+            return resolve(schemas[schema["$ref"].rsplit("/", 1)[1]], pointer)
+        alternatives = schema.get("oneOf", []) + schema.get("anyOf", [])
+        if alternatives:
+            return any(resolve(alternative, pointer) for alternative in alternatives)
+        if not pointer:
+            return True
+        if schema.get("type") == "array":
+            return pointer[0].isdigit() and resolve(schema["items"], pointer[1:])
+        return pointer[0] in schema.get("properties", {}) and resolve(schema["properties"][pointer[0]], pointer[1:])
+
+    def body_schema(operation: dict[str, Any]) -> dict[str, Any]:
+        return dict(operation["requestBody"]["content"]["application/json"]["schema"])
+
+    def check(expression: str, path: str, operation: dict[str, Any], status: str) -> None:
+        if expression.startswith("$response.body#/"):
+            answer = operation["responses"][status]["content"]["application/json"]["schema"]
+            assert resolve(answer, expression.split("#/")[1].split("/")), (path, expression)
+        elif expression.startswith("$request.body#/"):
+            assert resolve(body_schema(operation), expression.split("#/")[1].split("/")), (path, expression)
+        else:
+            assert expression.startswith("$request.path."), expression
+            assert "{" + expression.rsplit(".", 1)[1] + "}" in path, (path, expression)
+
+    found = 0
+    for _, path, operation in _operations(document):
+        for status, response in operation["responses"].items():
+            for name, link in response.get("links", {}).items():
+                found += 1
+                target_path, target = by_id[link["operationId"]]
+                for parameter, expression in link.get("parameters", {}).items():
+                    assert "{" + parameter + "}" in target_path, (path, name, parameter)
+                    check(expression, path, operation, status)
+                for field, expression in link.get("requestBody", {}).items():
+                    assert resolve(body_schema(target), [field]), (path, name, field)
+                    check(expression, path, operation, status)
+    assert found == sum(len(links) for links in LINKS.values())  # each of LINKS on an answer the route gives
+    paths = document["paths"]
+    created = paths["/ewallet/v2/create-payment"]["post"]["responses"]["200"]["links"]
+    assert created["Refund"]["operationId"] == "refundWalletPayment"
+    assert created["Refund"]["requestBody"]["transaction_id"] == "$response.body#/transaction_id"
+    merchant = paths["/admin/merchants"]["post"]["responses"]["201"]["links"]
+    assert merchant["Disable"]["parameters"] == {"merchant_id": "$response.body#/merchant_id"}
+    checkout = paths["/v1.0/bnpl/qr-checkout"]["post"]["responses"]["200"]["links"]
+    assert checkout["Status"]["operationId"] == "getBnplStatus"
+    card = paths["/card-v2/v1/charge"]["post"]["responses"]["200"]["links"]
+    assert card["Inquiry"]["operationId"] == "getCardOrder"
+    callbacks = paths["/admin/callbacks"]["get"]["responses"]["200"]["links"]
+    assert callbacks["Replay"]["parameters"] == {"callback_id": "$response.body#/callbacks/0/id"}
+
+
+async def test_the_admin_creations_document_their_conflict(document: dict[str, Any]) -> None:
+    # A merchant's name and a console user's e-mail are unique: their 409 is an answer a client handles (the
+    # stateful fuzz, which now creates both, found it undocumented).
+    paths = document["paths"]
+    for path in ("/admin/merchants", "/admin/users"):
+        conflict = paths[path]["post"]["responses"]["409"]
+        assert conflict["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/PlainErrorBody"}
 
 
 async def test_no_schema_has_a_null_default(document: dict[str, Any]) -> None:

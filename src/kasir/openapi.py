@@ -15,6 +15,8 @@ generator needs and FastAPI cannot know:
   still running;
 - the callbacks as `webhooks`, each with its payload, its signature headers and the answer expected;
 - examples of every error body, and `/metrics` as text/plain;
+- `links` from the answers that create or list something to the operations that act on it (LINKS): what a
+  generator follows, and what Schemathesis's stateful phase chains (tests/test_api_fuzz.py);
 - no `default: null`: an optional field is one a client may leave out (issue 42).
 """
 
@@ -124,6 +126,152 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("post", "/admin/users/{user_id}/reset-password"): "resetUserPassword",
     ("post", "/admin/users/{user_id}/unlock"): "unlockUser",
 }
+
+_WALLET_IDS = {
+    "transaction_id": "$response.body#/transaction_id",
+    "external_id": "$response.body#/external_id",
+    "order_id": "$response.body#/order_id",
+}
+_WALLET_REQUEST_IDS = {name: f"$request.body#/{name}" for name in _WALLET_IDS}
+_WALLET_ACTIONS = {
+    "Inquiry": ("getWalletTransaction", {}),
+    "Refund": ("refundWalletPayment", {}),
+    "Void": ("voidWalletPayment", {}),
+    "Pay": (
+        "simulateWalletPayment",
+        {"payment_method": "$response.body#/payment_method", "payment_channel": "$response.body#/payment_channel"},
+    ),
+}
+_MERCHANT_ACTIONS = {
+    "Get": "getMerchant",
+    "RotateKey": "rotateMerchantKey",
+    "RotateSecrets": "rotateMerchantSecrets",
+    "ConfirmRotation": "confirmMerchantRotation",
+    "SetCallbackUrl": "setMerchantCallbackUrl",
+    "Disable": "disableMerchant",
+    "Enable": "enableMerchant",
+    "ListSubMerchants": "listSubMerchants",
+    "AddSubMerchant": "addSubMerchant",
+}
+_USER_ACTIONS = {
+    "Disable": "disableUser",
+    "Enable": "enableUser",
+    "Unlock": "unlockUser",
+    "ResetPassword": "resetUserPassword",
+}
+_CALLBACK_ACTIONS = {"Get": "getCallback", "Replay": "replayCallback", "ReplayTo": "replayCallbackTo"}
+
+
+def _link(
+    operation_id: str, description: str, *, parameters: dict[str, str] | None = None, body: dict[str, str] | None = None
+) -> dict[str, Any]:
+    link: dict[str, Any] = {"operationId": operation_id, "description": description}
+    if parameters:
+        link["parameters"] = parameters
+    if body:
+        link["requestBody"] = body
+    return link
+
+
+def _wallet_links(
+    ids: dict[str, str], source: str, actions: tuple[str, ...] = tuple(_WALLET_ACTIONS)
+) -> dict[str, Any]:
+    return {
+        name: _link(operation_id, f"The same transaction, by the ids of {source}", body={**ids, **extra})
+        for name, (operation_id, extra) in _WALLET_ACTIONS.items()
+        if name in actions
+    }
+
+
+def _bnpl_status(version: str) -> dict[str, Any]:
+    return {
+        "Status": _link(
+            "getBnplStatus" + version,
+            "The checkout's status, by its references",
+            body={
+                "originalPartnerReferenceNo": "$response.body#/partnerReferenceNo",
+                "originalReferenceNo": "$response.body#/referenceNo",
+            },
+        )
+    }
+
+
+def _by_first(operation_ids: dict[str, str], parameter: str, pointer: str, what: str) -> dict[str, Any]:
+    return {
+        name: _link(operation_id, f"The first {what} of the list", parameters={parameter: f"$response.body#{pointer}"})
+        for name, operation_id in operation_ids.items()
+    }
+
+
+# Per (method, path, status): the answer's links, named, in OpenAPI's runtime expressions. Where the next
+# operation takes ids in its body, the link gives those fields alone (the rest of the body is the caller's).
+LINKS: dict[tuple[str, str, str], dict[str, Any]] = {
+    ("post", "/admin/merchants", "201"): {
+        name: _link(
+            operation_id, "The merchant just created", parameters={"merchant_id": "$response.body#/merchant_id"}
+        )
+        for name, operation_id in _MERCHANT_ACTIONS.items()
+    },
+    ("get", "/admin/merchants", "200"): _by_first(
+        {"Get": "getMerchant"}, "merchant_id", "/merchants/0/merchant_id", "merchant"
+    ),
+    ("post", "/admin/merchants/{merchant_id}/sub-merchants", "201"): {
+        "Remove": _link(
+            "removeSubMerchant",
+            "The sub-merchant just added",
+            parameters={
+                "merchant_id": "$request.path.merchant_id",
+                "sub_merchant_id": "$response.body#/sub_merchant_id",
+            },
+        )
+    },
+    ("post", "/admin/users", "201"): {
+        name: _link(operation_id, "The user just created", parameters={"user_id": "$response.body#/id"})
+        for name, operation_id in _USER_ACTIONS.items()
+    },
+    ("get", "/admin/users", "200"): _by_first(_USER_ACTIONS, "user_id", "/users/0/id", "user"),
+    ("get", "/admin/callbacks", "200"): _by_first(_CALLBACK_ACTIONS, "callback_id", "/callbacks/0/id", "callback"),
+    ("post", "/admin/callbacks/{callback_id}/replay", "201"): {
+        "Get": _link("getCallback", "The new delivery", parameters={"callback_id": "$response.body#/id"})
+    },
+    ("get", "/admin/payments", "200"): _by_first({"Get": "getPayment"}, "payment_id", "/payments/0/id", "payment"),
+    ("post", "/ewallet/v2/create-payment", "200"): _wallet_links(_WALLET_IDS, "the payment just created"),
+    ("post", "/ewallet/v2/create-qr", "200"): _wallet_links(_WALLET_IDS, "the payment just created"),
+    ("post", "/ewallet/v2/dummy-payment", "200"): _wallet_links(
+        _WALLET_REQUEST_IDS, "the payment just paid", ("Inquiry", "Refund")
+    ),
+    ("post", "/ewallet/v2/refund", "200"): _wallet_links(
+        _WALLET_IDS, "the payment just refunded", ("Inquiry", "Refund")
+    ),
+    ("post", "/card-v2/v1/charge", "200"): {
+        "Inquiry": _link(
+            "getCardOrder",
+            "The order just charged (camelCase answer)",
+            body={
+                "transaction_id": "$response.body#/data/transactionId",
+                "external_id": "$request.body#/externalId",
+                "order_id": "$request.body#/orderId",
+            },
+        )
+    },
+    **{
+        ("post", f"/card-v2/{version}/charge-direct", "200"): {
+            "Inquiry": _link(
+                "getCardOrder",
+                "The order just charged",
+                body={
+                    "transaction_id": "$response.body#/data/transaction_data/transaction_id",
+                    "external_id": "$response.body#/data/transaction_data/external_id",
+                    "order_id": "$response.body#/data/transaction_data/order_id",
+                },
+            )
+        }
+        for version in ("v1", "v2")
+    },
+    ("post", "/v1.0/bnpl/qr-checkout", "200"): _bnpl_status(""),
+    ("post", "/v1.1/bnpl/qr-checkout", "200"): _bnpl_status("V11"),
+}
+
 
 SECURITY_SCHEMES: dict[str, Any] = {
     "merchantBasic": {
@@ -238,6 +386,8 @@ def _complete_operation(method: str, path: str, operation: dict[str, Any]) -> No
     keyed = any(p["in"] == "header" and p["name"] == "X-Idempotency-Key" for p in parameters)
     token_route = path.endswith("/access-token/b2b")
     for status, response in operation.get("responses", {}).items():
+        if (method, path, status) in LINKS:
+            response["links"] = LINKS[method, path, status]
         headers = response.setdefault("headers", {})
         headers.setdefault("X-Request-ID", {"$ref": "#/components/headers/X-Request-ID"})
         if keyed and status[0] in "24" and status != "429":  # a stored 2xx or 4xx answer, replayed

@@ -71,6 +71,19 @@ async def test_the_minified_body_is_what_is_signed(app: FastAPI, client: httpx.A
     assert response.json()["responseCode"] == "4019000"
 
 
+async def test_only_json_whitespace_is_minified_away(app: FastAPI, client: httpx.AsyncClient) -> None:
+    # §3.2: space, tab, LF and CR outside strings; other control characters (a fuzzed body's \x1d) stay in
+    # what is signed. Signed so, such a body passes the signature and is refused as what it is: not JSON.
+    merchant = await make_merchant(app)
+    text = '{\x1d \x0b\n"a"\x1c:\t1}'
+    timestamp = snap_timestamp()
+    headers = snap_headers(merchant, CALC, text, timestamp=timestamp)
+    digest = hashlib.sha256(b'{\x1d\x0b"a"\x1c:1}').hexdigest()
+    assert headers["X-SIGNATURE"] == rsa_sign(merchant.private_key, f"POST:{CALC}:{digest}:{timestamp}")
+    response = await client.post(CALC, content=text.encode(), headers=headers)
+    assert response.status_code == 400, response.text
+
+
 async def test_path_with_query_string_is_signed(app: FastAPI, client: httpx.AsyncClient) -> None:
     merchant = await make_merchant(app)
     text = compact(calculation_body())

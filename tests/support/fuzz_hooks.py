@@ -6,21 +6,31 @@
 - `before_load_schema` also gives the merchant-facing bodies one valid example each (the test helpers' bodies),
   as the document has none yet (issue 26): Schemathesis sends it and builds cases around it, so the fuzz
   reaches past validation into the services. Their references carry SEED_MARK, which the signer makes unique.
+- The admin creations (a merchant, a console user) get one too: a generated public key is never a key.
+- `flatmap_case` starts half of the stateful phase's positive creations (a payment, a checkout, a charge, a
+  merchant) from those examples: a generated creation body is almost never accepted (its rules across fields),
+  so without them the chains of kasir.openapi.LINKS (pay, refund, void, ask) would never start.
 - `before_call` signs every request Schemathesis sends, the checks' own follow-up requests too.
 - `after_call` counts the answers per operation and status into KASIR_FUZZ_STATUSES (JSON), so the
-  test can tell that the signed requests got past authentication.
+  test can tell that the signed requests got past authentication; the same per phase into `<that>.phases`,
+  and the signed routes' 401s as sent into `<that>.refused`.
 """
 
 from __future__ import annotations
 
 import atexit
+import copy
 import json
 import os
 from collections import Counter
 from typing import Any
 
 import schemathesis
+from hypothesis import strategies as st
+from schemathesis.generation.meta import TestPhase
+from schemathesis.generation.modes import GenerationMode
 
+from tests.support.builders import public_pem
 from tests.support.fuzz_signer import SEED_MARK, SIGNED_HEADERS, FuzzMerchant, KasirSigner
 from tests.support.wire.card import charge_body
 from tests.support.wire.dialect import dialect_body
@@ -33,6 +43,8 @@ _signer = KasirSigner(
     decoy_id=os.environ["KASIR_FUZZ_DECOY"],
 )
 _statuses: Counter[str] = Counter()
+_refused: list[dict[str, Any]] = []  # the signed routes' 401s (the test fails on any), as sent
+_phases: Counter[str] = Counter()  # the same answers, per phase: "stateful POST /ewallet/v2/refund 200"
 
 
 @schemathesis.hook
@@ -63,13 +75,36 @@ def _seed_examples() -> dict[str, dict[str, Any]]:
     for version in ("v1.0", "v1.1"):
         seeds[f"/{version}/bnpl/payment-calculation"] = calculation_body()
         seeds[f"/{version}/bnpl/qr-checkout"] = checkout
+    # A merchant and an operator: where the admin chains (rotate, disable, reset a password) start.
+    seeds["/admin/merchants"] = {"name": f"fuzz {mark}", "public_key": public_pem(_signer.merchant.private_key)}
+    seeds["/admin/users"] = {"email": f"{mark.lower()}@fuzz.example", "role": "operator"}
     return seeds
+
+
+_SEEDS = _seed_examples()
 
 
 @schemathesis.hook("before_load_schema")
 def add_seed_examples(context: schemathesis.HookContext, raw_schema: dict[str, Any]) -> None:
-    for path, example in _seed_examples().items():
+    for path, example in _SEEDS.items():
         raw_schema["paths"][path]["post"]["requestBody"]["content"]["application/json"]["example"] = example
+
+
+@schemathesis.hook
+def flatmap_case(context: schemathesis.HookContext, case: schemathesis.Case) -> st.SearchStrategy[schemathesis.Case]:
+    meta = case.meta
+    seed = _SEEDS.get(case.path) if case.method.upper() == "POST" else None
+    # Positive cases only: a negative one (a header left out, a body of random bytes) with the example's body
+    # and the signer's headers would be a valid request, which the checks would then see accepted.
+    positive = meta is not None and all(c.mode == GenerationMode.POSITIVE for c in meta.components.values())
+    if seed is None or meta is None or meta.phase.name != TestPhase.STATEFUL or not positive:
+        return st.just(case)
+    seeded = case.derive()
+    seeded.body = copy.deepcopy(seed)
+    # Still a positive case, its body the valid example: revalidated against its headers as generated (before
+    # the signer adds its own), its metadata could call it negative, and the checks would then expect a refusal.
+    seeded.freeze_metadata()
+    return st.sampled_from([case, seeded])
 
 
 @schemathesis.hook
@@ -85,6 +120,15 @@ def after_call(context: schemathesis.HookContext, case: schemathesis.Case, respo
         # over as the server reads it: its 401 is not a signer's failure.
         status = "401-body-not-utf8"
     _statuses[f"{case.method.upper()} {case.path} {status}"] += 1
+    if status == "401" and case.path.startswith(tuple(SIGNED_HEADERS)) and len(_refused) < 20:
+        # What the signer got wrong, to read: the request as sent and the server's answer.
+        body = response.request.body
+        shown = body.decode("utf-8", "backslashreplace") if isinstance(body, bytes) else str(body)
+        _refused.append({"request": f"{case.method.upper()} {response.request.path_url}", "body": shown[:2000],
+                         "headers": {k: v for k, v in response.request.headers.items() if k != "Authorization"},
+                         "answer": response.text[:500]})  # fmt: skip
+    meta = case.meta
+    _phases[f"{meta.phase.name if meta else 'check'} {case.method.upper()} {case.path} {status}"] += 1
 
 
 def _utf8(body: object) -> bool:
@@ -105,3 +149,7 @@ def _write_statuses() -> None:
     if path:
         with open(path, "w") as out:
             json.dump(dict(_statuses), out, indent=1, sort_keys=True)
+        with open(f"{path}.phases", "w") as out:
+            json.dump(dict(_phases), out, indent=1, sort_keys=True)
+        with open(f"{path}.refused", "w") as out:
+            json.dump(_refused, out, indent=1)

@@ -33,6 +33,10 @@ SIGNED_HEADERS = {
     "/ewallet/v2/": ("Authorization", "x-req-signature"),
     # The inquiry documents x-version as required: the fuzzer's (v3, or left out on purpose), not the signer's.
     "/card-v2/inquiry": ("Authorization", "x-req-signature"),
+    # The direct charges are the SDK dialect's: the signer always sends its x-version and its signature, so a
+    # case generated without them (negative) would be sent with them, valid, and be seen accepted.
+    "/card-v2/v1/charge-direct": ("Authorization", "x-req-signature", "x-version"),
+    "/card-v2/v2/charge-direct": ("Authorization", "x-req-signature", "x-version"),
     "/card-v2/": ("Authorization",),
     "/admin/": ("Authorization",),
 }
@@ -85,10 +89,11 @@ class KasirSigner(AuthBase):
         body = request.body or b""
         if isinstance(body, str):
             body = body.encode("utf-8", "surrogatepass")
-        if SEED_MARK in body:
+        if SEED_MARK in body or SEED_MARK.lower() in body:
             # The seed examples' ids (fuzz_hooks.py), made unique per request: every case built from a valid
             # example would otherwise be a duplicate order (409) after the first, and go no deeper.
-            body = body.replace(SEED_MARK, _fresh().encode())
+            fresh = _fresh().encode()
+            body = body.replace(SEED_MARK, fresh).replace(SEED_MARK.lower(), fresh)
             request.prepare_body(body, None)
         text = body.decode("utf-8", "surrogateescape")
         headers = request.headers

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Request
 
@@ -23,7 +23,20 @@ def actor(request: Request) -> Actor:
     return Actor.admin_api(request.client.host if request.client else None)
 
 
-@router.post("", status_code=201, summary="Create a console user; the answer holds its password, shown once")
+_EMAIL_TAKEN: dict[int | str, dict[str, Any]] = {
+    409: {
+        "description": "Conflict: a console user has this e-mail already",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PlainErrorBody"}}},
+    }
+}
+
+
+@router.post(
+    "",
+    status_code=201,
+    summary="Create a console user; the answer holds its password, shown once",
+    responses=_EMAIL_TAKEN,
+)
 async def create_user(body: UserCreate, request: Request, session: WriteSession) -> UserWithPassword:
     user, password = await console_users.create(
         session,

@@ -50,7 +50,20 @@ def actor(request: Request) -> Actor:
     return Actor.admin_api(request.client.host if request.client else None)
 
 
-@router.post("", status_code=201, summary="Create a merchant; the answer holds its secrets, shown once")
+_NAME_TAKEN: dict[int | str, dict[str, Any]] = {
+    409: {
+        "description": "Conflict: a merchant has this name already",
+        "content": {"application/json": {"schema": {"$ref": "#/components/schemas/PlainErrorBody"}}},
+    }
+}
+
+
+@router.post(
+    "",
+    status_code=201,
+    summary="Create a merchant; the answer holds its secrets, shown once",
+    responses=_NAME_TAKEN,
+)
 async def create_merchant(body: MerchantCreate, request: Request, session: WriteSession) -> MerchantCreated:
     merchant, credentials = await merchant_service.create(
         session, name=body.name, public_key=body.public_key, callback_url=body.callback_url, actor=actor(request)
