@@ -23,7 +23,7 @@ def create_body(
     *,
     channel: str = "BCA",
     system: str | None = "CLOSED",
-    amount: int | None = 50_000,
+    amount: float | None = 50_000,  # a float: to see one refused, or taken when its fraction is zero
     multi_use: bool | None = None,
     **details: Any,
 ) -> dict[str, Any]:
