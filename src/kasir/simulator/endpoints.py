@@ -42,8 +42,7 @@ from kasir.simulator import pages
 from kasir.simulator.cards import OTP_FAILED_MESSAGE, OTP_TRIES, check_one_time_password, one_time_password
 from kasir.simulator.repository import wrong_otps
 from kasir.va.endpoints import ERROR_RESPONSES as VA_ERROR_RESPONSES
-from kasir.va.endpoints import SUB_MERCHANT_HEADER as VA_SUB_MERCHANT_HEADER
-from kasir.va.endpoints import va_route_openapi
+from kasir.va.endpoints import sub_merchant_of, va_route_openapi
 from kasir.va.schemas import DummyVaPaymentRequest, VaDummyPaymentAnswer
 from kasir.va.service import dummy_payment_data, envelope, va_service
 from kasir.wallet.endpoints import ERROR_RESPONSES, parse, route_openapi
@@ -282,8 +281,7 @@ def dummy_payment_result(tx: Any) -> dict[str, Any]:
 async def va_dummy_payment(request: Request, caller: WalletSigned, once: Keyed) -> Response:
     """One payment into the VA, applied as an issuer's notification is; one reference_id, one callback."""
     payment = parse(DummyVaPaymentRequest, caller.body)
-    sub_merchant_id = (request.headers.get(VA_SUB_MERCHANT_HEADER) or "").strip() or None
-    await va_service.check_sub_merchant(request.app.state.database, caller.merchant_id, sub_merchant_id)
+    await va_service.check_sub_merchant(request.app.state.database, caller.merchant_id, sub_merchant_of(request))
 
     async def pay(session: Session) -> Response:
         va = await va_service.find(session, caller.merchant.merchant, payment, lock=True)

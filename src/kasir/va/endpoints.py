@@ -18,12 +18,12 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
 from kasir.auth import WalletSigned
-from kasir.db import Database, Session
+from kasir.db import Session
 from kasir.idempotency.service import Keyed
 from kasir.va.schemas import CreateVaRequest, VaAnswer, VaErrorBody, VaReference
 from kasir.va.service import va_service
 from kasir.wallet.endpoints import ERROR_RESPONSES as WALLET_ERRORS
-from kasir.wallet.endpoints import parse, route_openapi
+from kasir.wallet.endpoints import database, parse, route_openapi
 
 router = APIRouter(tags=["virtual accounts"])
 
@@ -35,12 +35,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _database(request: Request) -> Database:
-    database: Database = request.app.state.database
-    return database
-
-
-def _sub_merchant(request: Request) -> str | None:
+def sub_merchant_of(request: Request) -> str | None:
+    """The request's `sub-merchant-id`, or None (the simulator's dummy payment reads it too)."""
     return (request.headers.get(SUB_MERCHANT_HEADER) or "").strip() or None
 
 
@@ -66,12 +62,12 @@ def _route(path: str, model: type[BaseModel], summary: str, *, keyed: bool) -> A
 async def create_va(request: Request, caller: WalletSigned, once: Keyed) -> Response:
     body = parse(CreateVaRequest, caller.body)
     merchant = caller.merchant.merchant
-    sub_merchant_id = _sub_merchant(request)
+    sub_merchant_id = sub_merchant_of(request)
     plan = va_service.plan(merchant, body, sub_merchant_id)
-    database = _database(request)
-    await va_service.check_sub_merchant(database, merchant.id, sub_merchant_id)
+    db = database(request)
+    await va_service.check_sub_merchant(db, merchant.id, sub_merchant_id)
     await va_service.check_callback_url(merchant, body.callback_url)  # DNS: before the unit of work
-    number = await va_service.number_for(database, plan)  # the issuer: before the unit of work
+    number = await va_service.number_for(db, plan)  # the issuer: before the unit of work
 
     async def create(session: Session) -> Response:
         va = await va_service.open(session, merchant, plan, number)
@@ -83,9 +79,9 @@ async def create_va(request: Request, caller: WalletSigned, once: Keyed) -> Resp
 @_route("/va/inquiry", VaReference, "The virtual account's state and its last payments", keyed=False)
 async def inquiry(request: Request, caller: WalletSigned) -> JSONResponse:
     reference = parse(VaReference, caller.body)
-    database = _database(request)
-    await va_service.check_sub_merchant(database, caller.merchant_id, _sub_merchant(request))
-    async with database.unit_of_work(read_only=True) as session:
+    db = database(request)
+    await va_service.check_sub_merchant(db, caller.merchant_id, sub_merchant_of(request))
+    async with db.unit_of_work(read_only=True) as session:
         va = await va_service.find(session, caller.merchant.merchant, reference)
         return JSONResponse(await va_service.describe(session, va))
 
@@ -93,7 +89,7 @@ async def inquiry(request: Request, caller: WalletSigned) -> JSONResponse:
 @_route("/va/cancel", VaReference, "Stop further payments into a virtual account", keyed=True)
 async def cancel(request: Request, caller: WalletSigned, once: Keyed) -> Response:
     reference = parse(VaReference, caller.body)
-    await va_service.check_sub_merchant(_database(request), caller.merchant_id, _sub_merchant(request))
+    await va_service.check_sub_merchant(database(request), caller.merchant_id, sub_merchant_of(request))
 
     async def cancel_in(session: Session) -> Response:
         va = await va_service.find(session, caller.merchant.merchant, reference, lock=True)

@@ -4,7 +4,7 @@
     ├── BadRequest                            01  400
     │   └── InvalidFieldFormat
     │       ├── AmountOutOfRange              payment_details.amount outside the channel limits (CLOSED, PARTIAL)
-    │       ├── AmountMismatch                Σ item amount × qty ≠ payment_details.amount (CLOSED, PARTIAL)
+    │       ├── AmountMismatch (the wallet's) Σ item amount × qty ≠ payment_details.amount (CLOSED, PARTIAL)
     │       ├── ExpiryOutOfRange              payment_details.expired_time outside 1 minute … 3650 days
     │       └── TooManyChosenDigits           payment_details.va_number longer than the bank allows
     ├── FeatureNotAllowed
@@ -39,7 +39,7 @@ from kasir.callbacks.ssrf import check_callback_url
 from kasir.config import get_settings
 from kasir.db import Database, Session, on_commit
 from kasir.errors import Conflict, FeatureNotAllowed, InvalidFieldFormat, InvalidMandatoryField, NotFound
-from kasir.kit.clock import clock, isoformat_millis
+from kasir.kit.clock import clock
 from kasir.kit.ids import new_id
 from kasir.kit.logs import annotate_request
 from kasir.merchants.repository import MerchantRow
@@ -51,6 +51,7 @@ from kasir.va.banks import AMOUNT_MAX, CHANNELS, bank_of
 from kasir.va.repository import PaymentRow, VaRow, va_repository
 from kasir.va.schemas import PAYMENT_METHOD, CreateVaRequest, VaReference
 from kasir.va.states import VaStateRefused, VaStatus, is_open, transition
+from kasir.wallet.service import AmountMismatch, CallbackUrlMissing, timestamp  # the same refusals and times
 
 log = logging.getLogger("kasir.va")
 
@@ -71,11 +72,6 @@ _DETAILS = ("customer_details", "item_details", "billing_address", "shipping_add
 class AmountOutOfRange(InvalidFieldFormat):
     def __init__(self, minimum: int) -> None:
         super().__init__("payment_details.amount", f"must be from {minimum} to {AMOUNT_MAX} for this payment_channel")
-
-
-class AmountMismatch(InvalidFieldFormat):
-    def __init__(self) -> None:
-        super().__init__("payment_details.amount", "must equal the sum of item_details amount × qty")
 
 
 class ExpiryOutOfRange(InvalidFieldFormat):
@@ -118,12 +114,6 @@ class PaymentRefused(VaStateRefused):
     pass
 
 
-class CallbackUrlMissing(InvalidMandatoryField):
-    def __init__(self) -> None:
-        super().__init__("callback_url")
-        self.reason = "is required when the merchant has no default callback URL"
-
-
 # --- creation ------------------------------------------------------------------------
 
 
@@ -162,7 +152,7 @@ def transaction_id_of(merchant_id: str, external_id: str) -> str:
     the issuer with the same reference (the issuer is idempotent by it), and a reused external_id meets
     its first VA's row."""
     digest = hashlib.sha256(f"kasir-va\0{merchant_id}\0{external_id}".encode()).digest()
-    return "VA" + base64.b32encode(digest).decode()[:20].replace("=", "0")
+    return "VA" + base64.b32encode(digest).decode()[:20]  # A-Z and 2-7; the padding is past the 20th
 
 
 class VaService:
@@ -417,11 +407,6 @@ va_service = VaService()
 
 
 # --- wire bodies --------------------------------------------------------------------------
-
-
-def timestamp(moment: datetime | None) -> str:
-    """ISO 8601 with milliseconds and +07:00; "" for a moment that has not happened."""
-    return isoformat_millis(moment) if moment is not None else ""
 
 
 def envelope(data: dict[str, Any]) -> dict[str, Any]:
