@@ -9,6 +9,7 @@
         options = client.bnpl_calculate({...})         # SNAP-signed, fresh X-EXTERNAL-ID
         result = client.card_charge({...})             # X-Idempotency-Key reused across retries
         va = client.create_va({...})                   # a virtual account: va.va_number, as the wallet signs
+        link = client.create_payment_link({...})       # a payment link: send the customer to link.payment_url
         if result.is_success:                          # statusCode "00"
             print(result.link)
 
@@ -31,14 +32,15 @@ Exceptions (see `kasir_client._errors`):
     ├── SignatureError
     └── ConfirmationError
 
-Wallet, virtual-account, BNPL and token calls raise an APIError; card_charge returns its refusal
+Wallet, virtual-account, payment-link, BNPL and token calls raise an APIError; card_charge returns its refusal
 (the interface's SDK mapping) as a ChargeResult whose `.error` is the same APIError.
 
 Callbacks: `verify_wallet_callback`, `verify_va_callback`, `verify_payment_page_callback`,
 `verify_bnpl_notification`, then `client.confirm_wallet_payment(event, amount=...)` /
-`client.confirm_va_payment(...)` / `client.confirm_bnpl_payment(...)` before fulfilling (the wallet
-and VA signature covers neither status nor amount); for your own tests `sign_wallet_callback`,
-`sign_va_callback`, `sign_payment_page_callback` and `sign_bnpl_notification`.
+`client.confirm_va_payment(...)` / `client.confirm_payment_link(...)` / `client.confirm_bnpl_payment(...)`
+before fulfilling (the wallet, VA and payment-page signature covers neither status nor amount); for your
+own tests `sign_wallet_callback`, `sign_va_callback`, `sign_payment_page_callback` and
+`sign_bnpl_notification`.
 Request bodies are TypedDicts (`kasir_client.bodies`). The whole guide: the SDK's README.md.
 """
 
@@ -64,7 +66,9 @@ from kasir_client._models import (
     ChargeResult,
     Credentials,
     InstallmentOption,
+    PaymentLinkResult,
     PaymentPageCallback,
+    SelectedChannel,
     VaCallback,
     VaPayment,
     VaPaymentResult,
@@ -100,8 +104,10 @@ __all__ = [
     "InstallmentOption",
     "KasirError",
     "NotFoundError",
+    "PaymentLinkResult",
     "PaymentPageCallback",
     "RequestLog",
+    "SelectedChannel",
     "ServerError",
     "SignatureError",
     "TransportError",

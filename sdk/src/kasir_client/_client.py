@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any, Literal
+from urllib.parse import quote
 
 import httpx
 
@@ -25,12 +26,15 @@ from kasir_client._models import (
     ChargeResult,
     Credentials,
     InstallmentOption,
+    PaymentLinkResult,
+    PaymentPageCallback,
     VaCallback,
     VaPayment,
     VaPaymentResult,
     VaResult,
     WalletCallback,
     WalletResult,
+    selected_channels_of,
 )
 from kasir_client._signing import (
     basic_authorization,
@@ -45,6 +49,7 @@ from kasir_client._types import (
     BnplCalculate,
     BnplCheckout,
     CardCharge,
+    PaymentLinkCreate,
     VaCreate,
     VaDummyPayment,
     VaReference,
@@ -80,6 +85,7 @@ IDEMPOTENT_PATHS = frozenset(
         "/va",
         "/va/cancel",
         "/va/dummy-payment",
+        "/payment-page/payment",
     }
 )
 SUB_MERCHANT_HEADER = "sub-merchant-id"
@@ -355,6 +361,16 @@ class _Core:
             _encode({"source": "kasir-client", **payload}),
         )
 
+    def _link_request(self, transaction_id: str) -> _Request:
+        """GET /payment-page/payment/{id}: Basic authentication only (no x-req-signature, no x-version)."""
+        credentials = self.credentials
+        return _Request(
+            "GET",
+            f"/payment-page/payment/{quote(transaction_id, safe='')}",
+            {"Authorization": basic_authorization(credentials.merchant_id, credentials.secret, credentials.hash_key)},
+            b"",
+        )
+
     # --- answers ---------------------------------------------------------------------
 
     @staticmethod
@@ -500,6 +516,32 @@ class _Core:
             request_id=_request_id(response),
         )
 
+    @classmethod
+    def _payment_link(cls, response: httpx.Response) -> PaymentLinkResult:
+        body, data = cls._va_data(response)  # the same envelope: a refusal has no `data`
+        return PaymentLinkResult(
+            response_code=str(body.get("response_code", "")),
+            response_message=str(body.get("response_message", "")),
+            transaction_id=str(data.get("transaction_id", "")),
+            external_id=str(data.get("external_id", "")),
+            order_id=str(data.get("order_id", "")),
+            transaction_status=str(data.get("transaction_status", "")),
+            amount=_rupiah(data.get("amount")),
+            currency=str(data.get("currency", "")),
+            description=str(data.get("description", "")),
+            payment_url=str(data.get("payment_url", "")),
+            transaction_time=str(data.get("transaction_time", "")),
+            expired_time=str(data.get("expired_time", "")),
+            selected_channels=selected_channels_of(data.get("selected_channels")),
+            raw=body,
+            payment_method=str(data.get("payment_method") or ""),
+            payment_channel=str(data.get("payment_channel") or ""),
+            acq=str(data.get("acq") or ""),
+            paid_date=str(data.get("paid_date") or ""),
+            replayed=_replayed(response),
+            request_id=_request_id(response),
+        )
+
     @staticmethod
     def _charge(response: httpx.Response) -> ChargeResult:
         body = _json(response)
@@ -584,6 +626,24 @@ class _Core:
         return result
 
     @staticmethod
+    def _confirm_link(
+        event: PaymentPageCallback, result: PaymentLinkResult, amount: int | Decimal | str | None
+    ) -> PaymentLinkResult:
+        link = event.transaction_id
+        if (result.external_id, result.order_id) != (event.external_id, event.order_id):
+            raise ConfirmationError(f"payment link {link} belongs to another order", result)
+        # FAILED reports an attempt: the link stays PENDING, or is EXPIRED after the third.
+        allowed = {"FAILED": ("PENDING", "EXPIRED")}.get(event.transaction_status, (event.transaction_status,))
+        if result.transaction_status not in allowed:
+            raise ConfirmationError(f"payment link {link} is {result.transaction_status}", result)
+        if event.transaction_status == "SUCCESS":
+            if event.amount is not None and Decimal(result.amount) != event.amount:
+                raise ConfirmationError(f"payment link {link} is for {result.amount}, not {event.amount}", result)
+            if amount is not None and Decimal(result.amount) != _decimal(amount):
+                raise ConfirmationError(f"payment link {link} is for {result.amount}, not {amount}", result)
+        return result
+
+    @staticmethod
     def _confirm_bnpl(
         event: BnplNotification, result: BnplTransaction, amount: Decimal | str | int | None, status: str
     ) -> BnplTransaction:
@@ -621,7 +681,7 @@ class Client(_Core):
 
     - The calls that create or move money (card_charge, wallet_create_payment, wallet_create_qr,
       wallet_refund, wallet_void, wallet_dummy_payment, create_va, cancel_va, simulate_va_payment,
-      bnpl_checkout) send an X-Idempotency-Key:
+      create_payment_link, bnpl_checkout) send an X-Idempotency-Key:
       a new uuid4 per call, or `idempotency_key=` (1 to 255 printable ASCII characters). Every try
       of one call sends the same key and the same body (BNPL: the same X-EXTERNAL-ID too, with a
       fresh X-TIMESTAMP and signature).
@@ -637,8 +697,8 @@ class Client(_Core):
     - Why a retry cannot act twice: Kasir keeps the first complete answer to a key and gives it
       again, byte for byte, to a repeat with the same key and body (the result's `replayed` is
       then True); a 5xx or a lost connection lets go of the key, so the next try is the one that
-      acts. Reads (wallet_inquiry, va_inquiry, bnpl_status, bnpl_calculate, access_token) change
-      nothing.
+      acts. Reads (wallet_inquiry, va_inquiry, payment_link, bnpl_status, bnpl_calculate, access_token)
+      change nothing.
     - When the tries run out, the failure is raised (card_charge returns it as a ChargeResult). To
       repeat such a call later without acting twice, send it again with the same key: pass your
       own `idempotency_key` (one per intended operation, e.g. your order id) if you may need to.
@@ -798,6 +858,30 @@ class Client(_Core):
         """Staging only (404 in production): one payment into the virtual account, as a bank would make it."""
         key = _idempotency_key(idempotency_key)
         return self._va_payment(self._va_send("/va/dummy-payment", payload, key, sub_merchant_id))
+
+    def create_payment_link(
+        self, payload: PaymentLinkCreate, *, sub_merchant_id: str | None = None, idempotency_key: str | None = None
+    ) -> PaymentLinkResult:
+        """Create a payment link (PENDING): send the customer to `result.payment_url`, where they pay by any of
+        `selected_channels` (card, wallet, QRIS, virtual account). Its callbacks are payment-page callbacks
+        (verify_payment_page_callback). `sub_merchant_id`: one of your sub-merchants; it signs them."""
+        key = _idempotency_key(idempotency_key)
+        return self._payment_link(self._va_send("/payment-page/payment", payload, key, sub_merchant_id))
+
+    def payment_link(self, transaction_id: str) -> PaymentLinkResult:
+        """The payment link as Kasir has it now (PENDING, SUCCESS or EXPIRED) and how it was paid."""
+        return self._payment_link(self._send(lambda: self._link_request(transaction_id)))
+
+    def confirm_payment_link(
+        self, event: PaymentPageCallback, *, amount: int | Decimal | str | None = None
+    ) -> PaymentLinkResult:
+        """Confirm a payment link's callback by asking Kasir before you fulfil the order.
+
+        The callback's svc-signature covers neither its status nor its amount: returns payment_link's answer
+        when the link is the same order's and in the callback's state (SUCCESS for the callback's amount, and
+        `amount` when you give it; EXPIRED; for FAILED, PENDING or EXPIRED); raises ConfirmationError otherwise.
+        """
+        return self._confirm_link(event, self.payment_link(event.transaction_id), amount)
 
     def card_charge(self, payload: CardCharge, *, idempotency_key: str | None = None) -> ChargeResult:
         """Charge; an answer that is not a success is returned, not raised (the interface's SDK mapping)."""
@@ -997,6 +1081,23 @@ class AsyncClient(_Core):
         """Staging only: see Client.simulate_va_payment."""
         key = _idempotency_key(idempotency_key)
         return self._va_payment(await self._va_send("/va/dummy-payment", payload, key, sub_merchant_id))
+
+    async def create_payment_link(
+        self, payload: PaymentLinkCreate, *, sub_merchant_id: str | None = None, idempotency_key: str | None = None
+    ) -> PaymentLinkResult:
+        """Create a payment link: see Client.create_payment_link."""
+        key = _idempotency_key(idempotency_key)
+        return self._payment_link(await self._va_send("/payment-page/payment", payload, key, sub_merchant_id))
+
+    async def payment_link(self, transaction_id: str) -> PaymentLinkResult:
+        """The payment link as Kasir has it now: see Client.payment_link."""
+        return self._payment_link(await self._send(lambda: self._link_request(transaction_id)))
+
+    async def confirm_payment_link(
+        self, event: PaymentPageCallback, *, amount: int | Decimal | str | None = None
+    ) -> PaymentLinkResult:
+        """Confirm a payment link's callback: see Client.confirm_payment_link."""
+        return self._confirm_link(event, await self.payment_link(event.transaction_id), amount)
 
     async def card_charge(self, payload: CardCharge, *, idempotency_key: str | None = None) -> ChargeResult:
         key = _idempotency_key(idempotency_key)

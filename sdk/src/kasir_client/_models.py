@@ -226,8 +226,24 @@ class WalletCallback:
 
 
 @dataclass(frozen=True)
+class SelectedChannel:
+    """A method a payment link offers, as its answers and callbacks echo it (upper case; `acq` the channel's
+    own code where the request named none: {"channel": "DANA", "acq": "DANA"})."""
+
+    channel: str
+    acq: str
+
+
+def selected_channels_of(value: Any) -> list[SelectedChannel]:
+    """The `selected_channels` of an answer or a callback; [] when absent."""
+    entries = [e for e in value if isinstance(e, dict)] if isinstance(value, list) else []
+    return [SelectedChannel(str(e.get("channel") or ""), str(e.get("acq") or "")) for e in entries]
+
+
+@dataclass(frozen=True)
 class PaymentPageCallback:
-    """A verified payment-page (card) callback."""
+    """A verified payment-page callback: of a card order, or of a payment link (paid by card, wallet, QRIS or
+    virtual account: `payment_method` says which)."""
 
     transaction_id: str
     external_id: str
@@ -236,10 +252,18 @@ class PaymentPageCallback:
     amount: Decimal | None
     raw: dict[str, Any]
     response_message: str = ""
-    acq: str = ""  # the acquirer that processed the attempt (BCA, CIMB, BRI)
+    acq: str = ""  # card: the acquirer (BCA, CIMB, BRI); a link's wallet or QRIS: its code; a link's VA: its bank
     # X-Kasir-Callback-Id: the event's, the same on every attempt and every replay; deduplicate with it.
     callback_id: str | None = None
     attempt: int | None = None  # X-Kasir-Attempt: 1 for the first; counted across the event, replays included
+    # How the attempt reported was made: CARD / CARD, or for a payment link WALLET / DANA (OVO, QRIS, ...) or
+    # VIRTUAL_ACCOUNT / VA; "" in all three (with `acq`) for a link that expired never attempted.
+    payment_method: str = ""
+    payment_channel: str = ""
+    paid_date: str = ""  # UTC, milliseconds, Z; "" unless SUCCESS
+    card_token: str = ""  # a card the customer saved (save_card); a link's callback repeats it as `token`
+    sub_merchant_id: str | None = None  # when the order or link has one (the signature covers it)
+    selected_channels: list[SelectedChannel] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -280,3 +304,43 @@ class BnplNotification:
     callback_id: str | None = None
     attempt: int | None = None  # X-Kasir-Attempt: 1 for the first; counted across the event, replays included
     timestamp: str | None = None  # X-TIMESTAMP, checked against the tolerance
+
+
+@dataclass(frozen=True)
+class PaymentLinkResult:
+    """The answer of create_payment_link and payment_link: the link (docs/merchant/payment-link.md).
+
+    Send the customer to `payment_url`. `transaction_status`: PENDING, SUCCESS or EXPIRED. `amount` is whole
+    rupiah. payment_link also says how it was last attempted or paid (`payment_method`, `payment_channel`,
+    `acq`, "" before any attempt) and `paid_date` (UTC, "" until paid); the rest of its fields with `get`.
+    """
+
+    response_code: str
+    response_message: str
+    transaction_id: str  # PPL + 20 characters
+    external_id: str
+    order_id: str
+    transaction_status: str
+    amount: int
+    currency: str
+    description: str
+    payment_url: str
+    transaction_time: str
+    expired_time: str  # ISO 8601, +07:00
+    selected_channels: list[SelectedChannel]
+    raw: dict[str, Any]  # the whole answer: response_code, response_message and data
+    payment_method: str = ""
+    payment_channel: str = ""
+    acq: str = ""
+    paid_date: str = ""
+    replayed: bool = False  # the answer given again to a repeat of the call's X-Idempotency-Key
+    request_id: str | None = None  # the answer's X-Request-ID
+
+    @property
+    def is_paid(self) -> bool:
+        return self.transaction_status == "SUCCESS"
+
+    def get(self, name: str) -> Any:
+        """Any other field of `data` (customer_details, item_details, card_token, additional_data, ...)."""
+        data = self.raw.get("data")
+        return data.get(name) if isinstance(data, dict) else None

@@ -186,6 +186,69 @@ class VaDummyPayment(VaDummyPaymentRequired, total=False):
     amount: int
 
 
+# --- payment links (snake_case, the wallet's headers) -------------------------------------
+
+
+class PaymentLinkChannelRequired(TypedDict):
+    channel: str  # CARD, VA, OVO, DANA, SHOPEEPAY, LINKAJA, VIRGO or QRIS, any letter case
+
+
+class PaymentLinkChannel(PaymentLinkChannelRequired, total=False):
+    """One method offered on the link's page. `acq`: CARD's acquirer (BCACC, CIMBCC, BRICC, BCAPG, CIMBPG or
+    CARD, the default: any), VA's bank (required: BCA, BRI, ..., or an alias such as BCA-MCP); a wallet's or
+    QRIS's own code, or left out."""
+
+    acq: str
+
+
+class PaymentLinkCustomerDetailsRequired(TypedDict):
+    full_name: str
+    email: str
+    address: str
+
+
+class PaymentLinkCustomerDetails(PaymentLinkCustomerDetailsRequired, total=False):
+    phone: str  # prefills the wallet's phone on the page
+    is_email_show: bool  # default True: the page shows the customer's e-mail
+    is_phone_show: bool  # default True
+
+
+class PaymentLinkItemRequired(TypedDict):
+    item_id: str
+    name: str
+    amount: int  # unit price, whole rupiah
+    qty: int  # 1 to 999
+
+
+class PaymentLinkItem(PaymentLinkItemRequired, total=False):
+    description: str
+
+
+class PaymentLinkCreateRequired(TypedDict):
+    external_id: str
+    order_id: str
+    amount: int  # whole rupiah, 10,000 or more; with item_details, the items' amount × qty
+    description: str
+    customer_details: PaymentLinkCustomerDetails
+    selected_channels: list[PaymentLinkChannel]  # in the order the page lists them
+
+
+class PaymentLinkCreate(PaymentLinkCreateRequired, total=False):
+    """create_payment_link (docs/merchant/payment-link.md)."""
+
+    currency: Literal["IDR"]
+    is_customer_paying_fee: bool
+    item_details: list[PaymentLinkItem]
+    billing_address: VaAddress
+    shipping_address: VaAddress
+    save_card: bool  # offer "save this card" on the card page
+    callback_url: str
+    success_redirect_url: str  # absolute http(s); transaction_id=<id> is added to its query
+    failed_redirect_url: str
+    expired_time: str  # ISO 8601 with offset; default 24 hours, 1 minute to 30 days ahead
+    additional_data: str
+
+
 # --- BNPL (SNAP, camelCase) -------------------------------------------------------------
 
 

@@ -42,7 +42,13 @@ from decimal import Decimal
 from typing import Any
 
 from kasir_client._errors import SignatureError
-from kasir_client._models import BnplNotification, PaymentPageCallback, VaCallback, WalletCallback
+from kasir_client._models import (
+    BnplNotification,
+    PaymentPageCallback,
+    VaCallback,
+    WalletCallback,
+    selected_channels_of,
+)
 from kasir_client._signing import notify_signature, svc_signature, timestamp, x_req_signature
 
 SVC_SIGNATURE = "svc-signature"
@@ -164,16 +170,23 @@ def verify_payment_page_callback(
     brand: str = DEFAULT_BRAND,
     sub_merchant_id: str | None = None,
 ) -> PaymentPageCallback:
-    """Check the payment-page (card) callback's `svc-signature` and parse the event.
+    """Check a payment-page callback's `svc-signature` and parse the event: a card order's, or a payment
+    link's (paid by card, wallet, QRIS or virtual account: `payment_method`, `payment_channel` and `acq`
+    say how).
 
     Answer it with HTTP 200, `Content-Type: application/json` and a body like
     `{"message": "ok"}`, or Kasir sends it again (interface.md: retried 3 times).
-    `brand`: the Kasir's KASIR_CALLBACK_SIGNATURE_BRAND when it is not `svc`. `sub_merchant_id`:
-    of a payment made with the provider SDK's `sub-merchant-id` (the signature then covers it).
+    `brand`: the Kasir's KASIR_CALLBACK_SIGNATURE_BRAND when it is not `svc`. `sub_merchant_id`: the one you
+    made the payment or link with (the callback must name it); by default the one the callback names, if any
+    (the signature then covers it, so a changed one does not verify).
     """
     data = _decode(body)
     name = signature_header(brand)
-    _check_svc(data, _svc_from(headers, query, name), hash_key, order, name=name, sub_merchant_id=sub_merchant_id)
+    claimed = _sub_merchant(data)
+    if sub_merchant_id is not None and claimed not in (None, sub_merchant_id):
+        raise SignatureError("the callback names another sub-merchant")
+    signed_with = sub_merchant_id if sub_merchant_id is not None else claimed
+    _check_svc(data, _svc_from(headers, query, name), hash_key, order, name=name, sub_merchant_id=signed_with)
     callback_id, attempt = _delivery(headers)
     return PaymentPageCallback(
         transaction_id=str(data.get("transaction_id", "")),
@@ -186,7 +199,19 @@ def verify_payment_page_callback(
         acq=str(data.get("acq") or ""),
         callback_id=callback_id,
         attempt=attempt,
+        payment_method=str(data.get("payment_method") or ""),
+        payment_channel=str(data.get("payment_channel") or ""),
+        paid_date=str(data.get("paid_date") or ""),
+        card_token=str(data.get("card_token") or data.get("token") or ""),
+        sub_merchant_id=signed_with,
+        selected_channels=selected_channels_of(data.get("selected_channels")),
     )
+
+
+def _sub_merchant(data: dict[str, Any]) -> str | None:
+    """The sub-merchant the callback names: absent, null and "" are none."""
+    claimed = data.get("sub_merchant_id")
+    return str(claimed) if claimed not in (None, "") else None
 
 
 def verify_va_callback(
@@ -210,8 +235,7 @@ def verify_va_callback(
     """
     data = _decode(body)
     name = signature_header(brand)
-    claimed = data.get("sub_merchant_id")
-    claimed = str(claimed) if claimed not in (None, "") else None
+    claimed = _sub_merchant(data)
     if sub_merchant_id is not None and claimed != sub_merchant_id:
         raise SignatureError("the callback names another sub-merchant")
     _check_svc(data, _svc_from(headers, query, name), hash_key, order, name=name, sub_merchant_id=claimed)
@@ -341,7 +365,10 @@ def sign_wallet_callback(
 def sign_payment_page_callback(
     payload: dict[str, Any], *, hash_key: str, brand: str = DEFAULT_BRAND, sub_merchant_id: str | None = None
 ) -> tuple[bytes, dict[str, str]]:
-    """A fake payment-page (card) callback for your own tests: (body, headers). Header only, no query."""
+    """A fake payment-page callback (a card order's or a payment link's) for your own tests: (body, headers).
+    Header only, no query. Signed with `sub_merchant_id`, else with the payload's when it names one."""
+    if sub_merchant_id is None:
+        sub_merchant_id = _sub_merchant(payload)
     return sign_wallet_callback(payload, hash_key=hash_key, brand=brand, sub_merchant_id=sub_merchant_id)
 
 
