@@ -30,6 +30,7 @@ from openapi_spec_validator import validate
 
 from kasir.openapi import LINKS, OPERATION_IDS
 from tests.conftest import TEST_ADMIN_TOKEN
+from tests.sdk.test_links import link_callback
 from tests.support.builders import make_merchant, public_pem, rsa_key, unique_name
 from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
@@ -344,6 +345,29 @@ async def test_the_va_answers_and_callback_are_typed(
         errors = [error.message for error in Draft202012Validator({**document, **schema}).iter_errors(request.json())]
         assert not errors, errors
         _fields_documented(document, schema, request.json(), "vaNotification")
+
+
+async def test_the_payment_page_webhook_covers_a_payment_links_callback(document: dict[str, Any]) -> None:
+    # Issue 45 item 5 (docs/decisions.md §10.5): a link paid by VA says VIRTUAL_ACCOUNT / VA / its bank, and adds
+    # token, fee, the number mis_version and, with a sub-merchant, sub_merchant_id; a card order's callback has
+    # none of these four, so they are documented and optional.
+    hook = document["webhooks"]["paymentPageNotification"]["post"]
+    assert "payment link" in hook["description"]
+    [signature] = [p for p in hook["parameters"] if p["name"] == "svc-signature"]
+    assert "sub_merchant_id" in signature["description"]
+    schema = hook["requestBody"]["content"]["application/json"]["schema"]
+    notification = _component(document, schema)
+    assert {"token", "fee", "mis_version", "sub_merchant_id"} <= set(notification["properties"])
+    assert not {"token", "fee", "mis_version", "sub_merchant_id"} & set(notification["required"])
+    assert notification["properties"]["mis_version"]["type"] == "integer"
+    for method, channel, acq in (("VIRTUAL_ACCOUNT", "VA", "BCA-MCP"), ("WALLET", "QRIS", "QRIS"), ("", "", "")):
+        status = "EXPIRED" if not method else "SUCCESS"
+        payload = link_callback(status, method, channel, acq, sub_merchant_id="SUB-7")
+        errors = [error.message for error in Draft202012Validator({**document, **schema}).iter_errors(payload)]
+        assert not errors, errors
+        _fields_documented(document, schema, payload, "paymentPageNotification")
+    wrong = link_callback("SUCCESS", "BANK_TRANSFER", "VA", "BCA")
+    assert list(Draft202012Validator({**document, **schema}).iter_errors(wrong))
 
 
 async def test_the_card_charge_documents_the_sdk_dialect_too(

@@ -511,16 +511,19 @@ def webhooks() -> dict[str, Any]:
         "paymentPageNotification": {
             "post": {
                 "operationId": "paymentPageNotification",
-                "summary": "Payment-page (card) callback",
-                "description": "Sent to the order's callback_url when a card order becomes SUCCESS, FAILED or "
-                "EXPIRED. Answer HTTP 200 with Content-Type: application/json and a JSON object whose "
-                "`message` is a string; anything else is retried 3 times.",
+                "summary": "Payment-page callback (card orders and payment links)",
+                "description": "Sent to the order's callback_url (else the merchant's) when a card order or a "
+                "payment link becomes SUCCESS, EXPIRED or has a FAILED attempt; a link's says how it was paid "
+                "(payment_method CARD, WALLET or VIRTUAL_ACCOUNT, payment_channel, acq). Answer HTTP 200 with "
+                "Content-Type: application/json and a JSON object whose `message` is a string; anything else is "
+                "retried 3 times.",
                 "tags": ["callbacks"],
                 "parameters": [
                     {
                         **svc_header,
                         "description": "lowercase hex sha256(transaction_id + x_req_signature), where "
-                        "x_req_signature = sha256(hash_key + external_id + order_id)",
+                        "x_req_signature = sha256(hash_key + external_id + order_id); with a sub_merchant_id, "
+                        "sha256(transaction_id + x_req_signature + sub_merchant_id)",
                     },
                     *_ATTEMPT_HEADERS,
                 ],  # fmt: skip

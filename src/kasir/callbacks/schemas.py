@@ -248,7 +248,8 @@ class PaymentPageAddress(BaseModel):
 
 
 class PaymentPageNotification(BaseModel):
-    """The payment-page (card) callback: sent on SUCCESS, FAILED and EXPIRED."""
+    """The payment-page callback, sent on SUCCESS, FAILED and EXPIRED: of a card order, and of a payment link,
+    whose money may come by card, wallet, QRIS or virtual account (docs/decisions.md §10.5)."""
 
     transaction_id: str
     order_id: str
@@ -256,9 +257,18 @@ class PaymentPageNotification(BaseModel):
     currency: str
     transaction_status: str = Field(json_schema_extra={"enum": ["SUCCESS", "FAILED", "EXPIRED"]})
     response_message: str
-    payment_method: str = Field(examples=["CARD"])
-    payment_channel: str = Field(examples=["CARD"])
-    acq: str = Field(description='The acquirer; "" for an order never attempted')
+    payment_method: str = Field(
+        description='CARD; a payment link paid another way WALLET or VIRTUAL_ACCOUNT; "" for a link that expired '
+        "never attempted",
+        json_schema_extra={"enum": ["CARD", "WALLET", "VIRTUAL_ACCOUNT", ""]},
+    )
+    payment_channel: str = Field(
+        description="CARD; a link's wallet or QRIS its code (DANA, QRIS, ...), a link's VA \"VA\"", examples=["CARD"]
+    )
+    acq: str = Field(
+        description="The acquirer (BCA, CIMB, BRI); a link's wallet or QRIS its code, a link's VA its bank as the "
+        'link names it (CIMB, BCA-MCP); "" for an order never attempted'
+    )
     paid_date: str = Field(description='UTC ISO 8601; "" until paid')
     amount: int
     selected_channels: list[PaymentPageChannel]
@@ -273,6 +283,14 @@ class PaymentPageNotification(BaseModel):
     success_redirect_url: str
     failed_redirect_url: str
     expired_time: str
+    token: str | SkipJsonSchema[None] = Field(None, description="Payment links: the same as card_token")
+    fee: int | SkipJsonSchema[None] = Field(None, description="Payment links: 0 (Kasir charges no fee)")
+    mis_version: int | SkipJsonSchema[None] = Field(None, description="Payment links: 3", examples=[3])
+    sub_merchant_id: str | SkipJsonSchema[None] = Field(
+        None,
+        description="Only when the order or link has a sub-merchant (it then signs the callback: lowercase hex "
+        "sha256(transaction_id + x_req_signature + sub_merchant_id))",
+    )
 
 
 class BnplNotificationAmount(BaseModel):
