@@ -323,4 +323,3 @@ def link_data(link: LinkRow) -> dict[str, Any]:
         "transaction_time": timestamp(link.created_at),
         "additional_data": sent(link)["additional_data"],
     }
-
