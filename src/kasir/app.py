@@ -28,6 +28,7 @@ from kasir.db import Database, check_schema
 from kasir.errors import install_error_handlers
 from kasir.kit.logs import configure_logging
 from kasir.kit.routing import StaticPathIndex
+from kasir.links.endpoints import router as links_router
 from kasir.merchants.endpoints import router as merchants_router
 from kasir.merchants.sealing import check_secret_key
 from kasir.merchants.service import secret_box
@@ -58,6 +59,7 @@ def product_routers(settings: Settings) -> list[APIRouter]:
         callbacks_router,
         wallet_router,
         va_router,
+        links_router,
         bnpl_router,
         card_router,
         processors_router,

@@ -12,6 +12,7 @@ from kasir.card import models as card_models
 from kasir.console import models as console_models
 from kasir.db import Base
 from kasir.idempotency import models as idempotency_models
+from kasir.links import models as links_models
 from kasir.merchants import models as merchants_models
 from kasir.payments import models as payments_models
 from kasir.payouts import models as payouts_models
@@ -38,6 +39,7 @@ MODELS = (
     simulator_models,
     snap_models,
     va_models,
+    links_models,
 )
 
 metadata = Base.metadata

@@ -85,6 +85,8 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("post", "/va/inquiry"): "getVirtualAccount",
     ("post", "/va/cancel"): "cancelVirtualAccount",
     ("post", "/va/dummy-payment"): "simulateVirtualAccountPayment",
+    ("post", "/payment-page/payment"): "createPaymentLink",
+    ("get", "/payment-page/payment/{transaction_id}"): "getPaymentLink",
     ("post", "/v1.0/bnpl/payment-calculation"): "calculateBnplPayment",
     ("post", "/v1.1/bnpl/payment-calculation"): "calculateBnplPaymentV11",
     ("post", "/v1.0/bnpl/qr-checkout"): "createBnplCheckout",
@@ -292,7 +294,7 @@ SECURITY_SCHEMES: dict[str, Any] = {
 }
 # Per path prefix: the operation's alternatives (an empty one: no credential header, the signature alone).
 _SECURITY: list[tuple[tuple[str, ...], list[dict[str, list[str]]]]] = [
-    (("/ewallet/v2/", "/card-v2/", "/va"), [{"merchantBasic": []}]),
+    (("/ewallet/v2/", "/card-v2/", "/va", "/payment-page/payment"), [{"merchantBasic": []}]),
     (("/v1.0/bnpl/", "/v1.1/bnpl/"), [{"snapAccessToken": []}, {}]),
     (("/admin/",), [{"adminToken": []}]),
 ]

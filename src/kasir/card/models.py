@@ -53,6 +53,9 @@ class CardOrder(Base):
     # else NULL; and the sub-merchant the request named (`sub-merchant-id`), signed into its callbacks.
     dialect: Mapped[str | None] = mapped_column(String(8))
     sub_merchant_id: Mapped[str | None] = mapped_column(String(64))
+    # The payment link this payment belongs to (kasir.links, docs/decisions.md §10.3), else NULL: a link's
+    # payment is not found through this room's routes and sends no callback of its own.
+    link_id: Mapped[str | None] = mapped_column(String(32), index=True)
 
 
 class CardAttempt(Base):

@@ -57,6 +57,7 @@ class CardOrderRow:
     paid_at: datetime | None
     dialect: str | None
     sub_merchant_id: str | None
+    link_id: str | None = None  # the owning payment link (kasir.links), else None
 
 
 @dataclass(slots=True)

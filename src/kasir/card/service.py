@@ -250,6 +250,7 @@ class CardService:
             "paid_at": None,
             "dialect": dialect,
             "sub_merchant_id": sub_merchant_id,
+            "link_id": None,
         }
 
     async def charge(

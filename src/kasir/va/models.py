@@ -50,6 +50,9 @@ class VirtualAccount(Base):
     # expires_at while the VA is open, NULL once it closes: the expiry job reads only the open ones.
     open_until: Mapped[datetime | None] = mapped_column(UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+    # The payment link this payment belongs to (kasir.links, docs/decisions.md §10.3), else NULL: a link's
+    # payment is not found through this room's routes and sends no callback of its own.
+    link_id: Mapped[str | None] = mapped_column(String(32), index=True)
 
 
 class VaPayment(Base):

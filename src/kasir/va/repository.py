@@ -45,6 +45,7 @@ class VaRow:
     expires_at: datetime
     open_until: datetime | None
     updated_at: datetime
+    link_id: str | None = None  # the owning payment link (kasir.links), else None
 
     @property
     def remaining_amount(self) -> int:

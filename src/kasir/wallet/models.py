@@ -46,6 +46,9 @@ class WalletTransaction(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
     paid_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     voided_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    # The payment link this payment belongs to (kasir.links, docs/decisions.md §10.3), else NULL: a link's
+    # payment is not found through this room's routes and sends no callback of its own.
+    link_id: Mapped[str | None] = mapped_column(String(32), index=True)
 
     @property
     def refundable_amount(self) -> int:

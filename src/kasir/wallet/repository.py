@@ -51,6 +51,7 @@ class TransactionRow:
     updated_at: datetime
     paid_at: datetime | None
     voided_at: datetime | None
+    link_id: str | None = None  # the owning payment link (kasir.links), else None
 
     @property
     def refundable_amount(self) -> int:
