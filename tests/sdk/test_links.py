@@ -5,16 +5,19 @@ computed here from the formula."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from decimal import Decimal
 from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
 from kasir_client import (
     AsyncClient,
     Client,
     ConfirmationError,
+    ConflictError,
     Credentials,
     NotFoundError,
     PaymentLinkResult,
@@ -26,8 +29,13 @@ from kasir_client import (
 )
 from kasir_client.bodies import PaymentLinkCreate
 
+from tests.sdk.helpers import sdk_credentials
+from tests.support import builders
+from tests.support.builders import make_merchant
+from tests.support.server import ServedKasir
 from tests.support.wire import basic_auth, x_req_signature
 from tests.support.wire.callbacks import callback_signature, sub_merchant_signature
+from tests.support.wire.wallet import unique
 
 CREDENTIALS = Credentials(
     merchant_id="M-LINK", client_id="C-LINK", client_secret="client-secret", secret="secret", hash_key="hash-key"
@@ -295,3 +303,65 @@ def test_confirm_payment_link_asks_kasir_and_refuses_what_it_does_not_say() -> N
         assert client.confirm_payment_link(failed).transaction_status == "EXPIRED"  # the third
         with pytest.raises(ConfirmationError, match="is SUCCESS"):
             client.confirm_payment_link(failed)
+
+
+# --- against Kasir ---------------------------------------------------------------------------------------------
+
+
+def in_process(app: FastAPI, merchant: builders.TestMerchant) -> AsyncClient:
+    return AsyncClient("http://kasir.test", sdk_credentials(merchant), transport=httpx.ASGITransport(app=app))
+
+
+def served_body(**extra: Any) -> PaymentLinkCreate:
+    ids = {"external_id": unique("sdk-link"), "order_id": unique("sdk-link")[:25]}
+    return link_body(**ids, callback_url="http://127.0.0.1:9/links", **extra)
+
+
+async def test_the_async_client_creates_and_reads_a_link_in_kasir(app: FastAPI) -> None:
+    merchant = await make_merchant(app)
+    async with in_process(app, merchant) as kasir:
+        body = served_body(item_details=[{"item_id": "KOPI-1", "name": "Kopi", "amount": 50_000, "qty": 3}])
+        link = await kasir.create_payment_link(body, idempotency_key="sdk-link-once")
+        assert (link.response_code, link.transaction_status, link.amount) == ("00", "PENDING", 150_000)
+        assert link.transaction_id.startswith("PPL")
+        assert link.payment_url.endswith(f"/payment-page/pages/{link.transaction_id}")
+        assert link.selected_channels == [
+            SelectedChannel("CARD", "CARD"),
+            SelectedChannel("DANA", "DANA"),
+            SelectedChannel("VA", "BCA"),
+        ]
+        assert not link.replayed
+        again = await kasir.create_payment_link(body, idempotency_key="sdk-link-once")
+        assert (again.replayed, again.transaction_id) == (True, link.transaction_id)
+
+        now = await kasir.payment_link(link.transaction_id)
+        assert (now.transaction_status, now.payment_method, now.acq, now.paid_date) == ("PENDING", "", "", "")
+        assert now.get("mis_version") == 3
+        assert now.get("item_details")[0]["item_id"] == "KOPI-1"
+        assert (now.external_id, now.order_id) == (link.external_id, link.order_id)
+        # §10.2 answers the creation's time in milliseconds; the read, as the callback, in seconds (§10.5).
+        assert now.expired_time == link.expired_time[:19] + "+07:00"
+
+        with pytest.raises(ValidationError) as refused:
+            await kasir.create_payment_link(served_body(selected_channels=[{"channel": "OCTOCLICKS"}]))
+        assert "selected_channels[0].channel" in refused.value.message
+        with pytest.raises(ConflictError):  # the external_id is taken
+            await kasir.create_payment_link({**body, "amount": 160_000, "item_details": []})
+    other = await make_merchant(app)
+    async with in_process(app, other) as someone_else:
+        with pytest.raises(NotFoundError):
+            await someone_else.payment_link(link.transaction_id)
+
+
+@pytest.mark.slow
+async def test_the_sync_client_against_kasir_serve(app: FastAPI, served: ServedKasir) -> None:
+    merchant = await make_merchant(app)
+
+    def work() -> tuple[PaymentLinkResult, PaymentLinkResult]:
+        with Client(served.base_url, sdk_credentials(merchant)) as kasir:
+            link = kasir.create_payment_link(served_body())
+            return link, kasir.payment_link(link.transaction_id)
+
+    link, now = await asyncio.to_thread(work)
+    assert link.payment_url.startswith(served.base_url + "/payment-page/pages/PPL")
+    assert (now.transaction_id, now.transaction_status) == (link.transaction_id, "PENDING")

@@ -36,7 +36,7 @@ def runnable_blocks() -> list[str]:
 def test_every_python_block_is_marked_runnable():
     """A Python example that is not run is one that may not work: every one is marked."""
     every = re.findall(r"```python\n", README.read_text())
-    assert len(runnable_blocks()) == len(every) == 9
+    assert len(runnable_blocks()) == len(every) == 10
 
 
 async def test_readme_examples_run_against_the_server(app, served, receiver: CallbackReceiver, tmp_path):
@@ -101,7 +101,7 @@ async def test_readme_examples_run_against_the_server(app, served, receiver: Cal
         assert await asyncio.to_thread(deliver, paid.body, paid.headers, paid.query) == 200  # delivered again
         assert len(printed) == shipped
 
-        # The other blocks in order: options, refund and inquiry, virtual account, BNPL, card, errors.
+        # The other blocks in order: options, refund and inquiry, virtual account, payment link, BNPL, card, errors.
         await asyncio.to_thread(run, *[i for i in range(2, len(blocks)) if i != handler])
         namespace_kasir = namespace["kasir"]
         assert namespace["refunded"].refunded_amount == 30_000
@@ -118,6 +118,10 @@ async def test_readme_examples_run_against_the_server(app, served, receiver: Cal
             "PAID",
             va.va_number,
         )
+        # The payment link: created PENDING, its page answers.
+        link = namespace["link"]
+        assert link.transaction_id.startswith("PPL")
+        assert link.payment_url.startswith(served.base_url + "/payment-page/pages/")
         assert namespace["checkout"].status == "01"
         assert namespace["later"].reference_no == namespace["checkout"].reference_no
         assert namespace["charge"].is_success, namespace["charge"].error
