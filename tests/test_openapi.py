@@ -34,6 +34,7 @@ from tests.sdk.test_links import link_callback
 from tests.support.builders import make_merchant, public_pem, rsa_key, unique_name
 from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
+from tests.support.wire import links as links_wire
 from tests.support.wire import va as va_wire
 from tests.support.wire import x_req_signature
 from tests.support.wire.card import CHARGE, charge_body, post_charge
@@ -347,6 +348,39 @@ async def test_the_va_answers_and_callback_are_typed(
         _fields_documented(document, schema, request.json(), "vaNotification")
 
 
+async def test_the_payment_link_answers_are_typed(
+    app: FastAPI, client: httpx.AsyncClient, document: dict[str, Any]
+) -> None:
+    # Issue 45 item 5: every key of the create and read answers is a typed property (no bare `data: object`),
+    # and the create answer leads to the read.
+    merchant = await make_merchant(app)
+    body = links_wire.create_body(
+        channels=[{"channel": "CARD"}, {"channel": "DANA"}, {"channel": "VA", "acq": "BCA"}],
+        item_details=[{"item_id": "SKU-1", "name": "Kopi", "amount": 25_000, "qty": 2, "description": "Arabica"}],
+        billing_address={"city": "Bandung"},
+        success_redirect_url="https://shop.example/thanks",
+        additional_data="table 7",
+    )
+    created = await links_wire.post(client, merchant, body)
+    assert created.status_code == 200, created.text
+    schema = documented_answer(document, links_wire.CREATE, 200, created.json())
+    _fields_documented(document, schema, created.json(), links_wire.CREATE)
+    link = created.json()["data"]
+    read = await links_wire.read(client, merchant, link["transaction_id"])
+    assert read.status_code == 200, read.text
+    path = links_wire.CREATE + "/{transaction_id}"
+    answer = document["paths"][path]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    errors = [error.message for error in Draft202012Validator({**document, **answer}).iter_errors(read.json())]
+    assert not errors, errors
+    _fields_documented(document, answer, read.json(), path)
+    assert read.json()["data"]["item_details"][0]["description"] == "Arabica"  # checked above, nested
+    get = document["paths"][links_wire.CREATE]["post"]["responses"]["200"]["links"]["Get"]
+    assert (get["operationId"], get["parameters"]) == (
+        "getPaymentLink",
+        {"transaction_id": "$response.body#/data/transaction_id"},
+    )
+
+
 async def test_the_payment_page_webhook_covers_a_payment_links_callback(document: dict[str, Any]) -> None:
     # Issue 45 item 5 (docs/decisions.md §10.5): a link paid by VA says VIRTUAL_ACCOUNT / VA / its bank, and adds
     # token, fee, the number mis_version and, with a sub-merchant, sub_merchant_id; a card order's callback has
@@ -362,7 +396,8 @@ async def test_the_payment_page_webhook_covers_a_payment_links_callback(document
     assert notification["properties"]["mis_version"]["type"] == "integer"
     for method, channel, acq in (("VIRTUAL_ACCOUNT", "VA", "BCA-MCP"), ("WALLET", "QRIS", "QRIS"), ("", "", "")):
         status = "EXPIRED" if not method else "SUCCESS"
-        payload = link_callback(status, method, channel, acq, sub_merchant_id="SUB-7")
+        item = {"item_id": "SKU-1", "name": "Kopi", "amount": 150_000, "qty": 1, "description": ""}
+        payload = link_callback(status, method, channel, acq, sub_merchant_id="SUB-7", item_details=[item])
         errors = [error.message for error in Draft202012Validator({**document, **schema}).iter_errors(payload)]
         assert not errors, errors
         _fields_documented(document, schema, payload, "paymentPageNotification")

@@ -237,6 +237,13 @@ LINKS: dict[tuple[str, str, str], dict[str, Any]] = {
         "Get": _link("getCallback", "The new delivery", parameters={"callback_id": "$response.body#/id"})
     },
     ("get", "/admin/payments", "200"): _by_first({"Get": "getPayment"}, "payment_id", "/payments/0/id", "payment"),
+    ("post", "/payment-page/payment", "200"): {
+        "Get": _link(
+            "getPaymentLink",
+            "The payment link just created, as it is now",
+            parameters={"transaction_id": "$response.body#/data/transaction_id"},
+        )
+    },
     ("post", "/ewallet/v2/create-payment", "200"): _wallet_links(_WALLET_IDS, "the payment just created"),
     ("post", "/ewallet/v2/create-qr", "200"): _wallet_links(_WALLET_IDS, "the payment just created"),
     ("post", "/ewallet/v2/dummy-payment", "200"): _wallet_links(

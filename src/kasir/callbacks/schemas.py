@@ -227,6 +227,7 @@ class PaymentPageItem(BaseModel):
     name: str
     amount: int
     qty: int
+    description: str | SkipJsonSchema[None] = Field(None, description='Payment links: "" when not sent')
 
 
 class PaymentPageCustomer(BaseModel):

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, ValidationError
 from pydantic_core import PydanticCustomError
 
+from kasir.callbacks.schemas import PaymentPageNotification
 from kasir.errors import InvalidFieldFormat, InvalidMandatoryField, from_pydantic_errors
 from kasir.kit.fields import EMAIL, REQUIRED, URL, Documented, PhoneNumber, email, http_url
 from kasir.va.banks import CHANNELS as VA_CHANNELS
@@ -265,10 +266,20 @@ class LinkCreatedAnswer(BaseModel):
     data: LinkCreated
 
 
+class LinkData(PaymentPageNotification):
+    """`data` of the read: every key of the payment-page callback's payload (transaction_status PENDING,
+    SUCCESS or EXPIRED; "" where nothing happened yet), and these."""
+
+    transaction_status: str = Field(json_schema_extra={"enum": ["PENDING", "SUCCESS", "EXPIRED"]})
+    payment_url: str
+    description: str
+    transaction_time: str = Field(description=_TIME)
+    additional_data: str = Field(description='"" when the link had none')
+
+
 class LinkAnswer(BaseModel):
-    """`GET /payment-page/payment/{transaction_id}`: `data` is the link as it is now (every key of the
-    payment-page callback's payload, and payment_url, description, transaction_time, additional_data)."""
+    """`GET /payment-page/payment/{transaction_id}`: `data` is the link as it is now."""
 
     response_code: str = Field(examples=["00"])
     response_message: str = Field(examples=["Success"])
-    data: dict[str, Any]
+    data: LinkData
