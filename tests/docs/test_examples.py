@@ -42,6 +42,7 @@ MUST_RUN = {
     "docs/merchant/authentication.md",  # an access token
     "docs/merchant/wallet.md",  # a wallet payment, the dummy payment, an inquiry
     "docs/merchant/va.md",  # a virtual account of each payment system, paid by the dummy payment
+    "docs/merchant/payment-link.md",  # a payment link created and read
     "docs/merchant/bnpl.md",  # a BNPL token and checkout
     "docs/merchant/card.md",  # a card charge
     "docs/merchant/callbacks.md",  # verifying a callback
