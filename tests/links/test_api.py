@@ -12,8 +12,8 @@ from fastapi import FastAPI
 from kasir.config import get_settings
 from kasir.kit.clock import parse_aware
 from tests.support.builders import make_merchant
-from tests.support.wire.links import create, create_body, post, read
 from tests.support.wire.card import charge_body, post_charge
+from tests.support.wire.links import create, create_body, post, read
 from tests.support.wire.va import CREATE as CREATE_VA
 from tests.support.wire.va import create as create_va
 from tests.support.wire.va import create_body as va_body
