@@ -9,11 +9,18 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from kasir.config import get_settings
 from kasir.kit.clock import parse_aware
 from tests.support.builders import make_merchant
+from tests.support.wire.card import charge_body, post_charge
 from tests.support.wire.links import create, create_body, post, read
+from tests.support.wire.va import CREATE as CREATE_VA
 from tests.support.wire.va import create as create_va
-from tests.support.wire.wallet import assert_problem
+from tests.support.wire.va import create_body as va_body
+from tests.support.wire.va import post as post_va
+from tests.support.wire.wallet import CREATE as CREATE_WALLET
+from tests.support.wire.wallet import assert_problem, post_wallet
+from tests.support.wire.wallet import create_body as wallet_body
 
 CHANNELS = [
     {"channel": "card", "acq": "bcacc"},
@@ -134,3 +141,31 @@ async def test_the_wallet_family_authentication_guards_create(app: FastAPI, clie
     assert_problem(await post(client, merchant, body, **{"x-req-signature": "0" * 64}), 401, "04")
     assert_problem(await post(client, merchant, body, **{"x-version": "v2"}), 400, "01", "x-version")
     assert_problem(await client.get("/payment-page/payment/PPLX"), 401, "04")
+
+
+async def test_the_other_payments_refuse_an_external_id_a_link_holds(app: FastAPI, client: httpx.AsyncClient) -> None:
+    merchant = await make_merchant(app)
+    link = await create(client, merchant)
+    taken = link["external_id"]
+    va = {**va_body(), "external_id": taken}
+    assert_problem(await post_va(client, merchant, CREATE_VA, va), 409, "03", "external_id")
+    wallet = {**wallet_body(), "external_id": taken}
+    assert_problem(await post_wallet(client, merchant, CREATE_WALLET, wallet), 409, "03")
+    card = await post_charge(client, merchant, charge_body(mode="OPEN", number=None, externalId=taken))
+    assert card.status_code == 409, card.text
+    assert card.json()["errors"][0]["field"] == "externalId"
+
+
+async def test_a_switched_off_channel_is_refused_naming_its_entry(
+    app: FastAPI, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    merchant = await make_merchant(app)
+    monkeypatch.setattr(get_settings(), "processors", "card=simulator,wallet.DANA=simulator,va.BCA=simulator")
+    served = [{"channel": "CARD"}, {"channel": "DANA"}, {"channel": "VA", "acq": "BCA-MCP"}]
+    assert (await create(client, merchant, channels=served))["transaction_status"] == "PENDING"
+    for channels, field in (
+        ([*served, {"channel": "OVO"}], "selected_channels[3].channel"),
+        ([{"channel": "DANA"}, {"channel": "VA", "acq": "BRI"}], "selected_channels[1].channel"),
+        ([{"channel": "QRIS"}], "selected_channels[0].channel"),
+    ):
+        assert_problem(await post(client, merchant, create_body(channels=channels)), 409, "03", field)

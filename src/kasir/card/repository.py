@@ -17,6 +17,7 @@ from sqlalchemy import bindparam, cast, delete, insert, null, select, union_all,
 from kasir.card.models import CardAttempt, CardOrder, StoredCard
 from kasir.card.states import CardOrderStatus
 from kasir.db import Session, Statement, binds, fetch, held_rows, locked_once
+from kasir.payments.external_ids import declared
 from kasir.va.models import VirtualAccount
 from kasir.wallet.models import WalletTransaction
 
@@ -144,10 +145,27 @@ def _va_external_id(values: dict[str, Any] | None = None) -> Any:
     )
 
 
+def _declared_external_ids(values: dict[str, Any] | None = None) -> list[Any]:
+    """The merchant's payment links with the externalId (kasir.payments.external_ids), as `_va_external_id`."""
+    merchant_id, external_id = ((values or {}).get(name, bindparam(name)) for name in ("merchant_id", "external_id"))
+    return [
+        select(cast(null(), CardOrder.order_id.type).label("order_id"), model.external_id).where(
+            model.merchant_id == merchant_id, model.external_id == external_id
+        )
+        for model in declared()
+    ]
+
+
 # orderId and externalId are unique per merchant across card orders and wallet transactions (docs/decisions.md §7),
 # externalId also across virtual accounts (§9.2).
 _USED_REFERENCE = Statement(
-    union_all(*_reference_queries(CardOrder), *_reference_queries(WalletTransaction), _va_external_id()).limit(1)
+    # Built on first use: the declared tables (a payment link's) are known once every model is imported.
+    lambda _: union_all(
+        *_reference_queries(CardOrder),
+        *_reference_queries(WalletTransaction),
+        _va_external_id(),
+        *_declared_external_ids(),
+    ).limit(1)
 )
 
 
@@ -163,7 +181,10 @@ def _add_order(insert: Any) -> Any:
     same_order_id, same_external_id = _reference_queries(WalletTransaction, values)
     # SQLite reads "INSERT ... SELECT ... ON CONFLICT" right only when the SELECT has a WHERE: it has.
     rows = select(*(value.label(name) for name, value in values.items())).where(
-        ~same_order_id.exists(), ~same_external_id.exists(), ~_va_external_id(values).exists()
+        ~same_order_id.exists(),
+        ~same_external_id.exists(),
+        ~_va_external_id(values).exists(),
+        *(~query.exists() for query in _declared_external_ids(values)),
     )
     # On the table, not the mapped class: the ORM's bulk INSERT (what an ORM session makes of an
     # INSERT of a mapped class, on PostgreSQL) does not take an INSERT ... SELECT.

@@ -13,6 +13,7 @@ from sqlalchemy import BigInteger, Boolean, ForeignKey, Index, Integer, String, 
 from sqlalchemy.orm import Mapped, mapped_column
 
 from kasir.db import Base, UTCDateTime
+from kasir.payments.external_ids import declare
 
 
 class PaymentLink(Base):
@@ -59,6 +60,10 @@ class PaymentLink(Base):
     open_until: Mapped[datetime | None] = mapped_column(UTCDateTime())
     paid_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime())
+
+
+# The wallet, card and VA rooms refuse an external_id a link holds (they may not import this room).
+declare(PaymentLink)
 
 
 class LinkAttempt(Base):

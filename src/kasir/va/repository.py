@@ -14,6 +14,7 @@ from sqlalchemy import Integer, bindparam, select, union_all, update
 
 from kasir.card.models import CardOrder
 from kasir.db import Session, Statement, binds, locked_once
+from kasir.payments.external_ids import holders
 from kasir.va.models import VaPayment, VirtualAccount
 from kasir.wallet.models import WalletTransaction
 
@@ -75,7 +76,7 @@ def _add(insert: Any) -> Any:
     taken = [
         select(table.id).where(table.merchant_id == values["merchant_id"], table.external_id == values["external_id"])
         for table in (WalletTransaction, CardOrder)
-    ]
+    ] + holders(values["merchant_id"], values["external_id"])  # and a payment link's (kasir.payments.external_ids)
     # SQLite reads "INSERT ... SELECT ... ON CONFLICT" right only when the SELECT has a WHERE: it has.
     rows = select(*(value.label(name) for name, value in values.items())).where(*(~query.exists() for query in taken))
     table = VirtualAccount.__table__
@@ -92,13 +93,15 @@ _SAVE = Statement(
     .values(binds(VirtualAccount, CHANGING_COLUMNS))
 )
 _BY_EXTERNAL_ID = Statement(
-    union_all(
+    # Built on first use: the declared tables (a payment link's) are known once every model is imported.
+    lambda _: union_all(
         *(
             select(table.id).where(
                 table.merchant_id == bindparam("merchant_id"), table.external_id == bindparam("external_id")
             )
             for table in (VirtualAccount, WalletTransaction, CardOrder)
-        )
+        ),
+        *holders(bindparam("merchant_id"), bindparam("external_id")),
     ).limit(1)
 )
 _NUMBER_HOLDER = Statement(

@@ -15,6 +15,7 @@ from typing import Any
 from sqlalchemy import Integer, bindparam, insert, select, update
 
 from kasir.db import Session, Statement, binds, locked_once
+from kasir.payments.external_ids import holders
 from kasir.va.models import VirtualAccount
 from kasir.wallet.models import WalletRefund, WalletTransaction
 from kasir.wallet.states import WalletStatus
@@ -81,7 +82,7 @@ CHANGING_COLUMNS = (
 
 
 def _add_transaction(insert: Any) -> Any:
-    """INSERT ... SELECT the values WHERE no virtual account of the merchant has the external_id (§9.2: one
+    """INSERT ... SELECT the values WHERE no VA or payment link of the merchant has the external_id (§9.2: one
     namespace for the merchant's payments); the unique (merchant_id, external_id) refuses a wallet one. No
     savepoint, no exception: the row is refused, and RETURNING says so."""
     values = binds(WalletTransaction, TRANSACTION_COLUMNS)
@@ -89,7 +90,10 @@ def _add_transaction(insert: Any) -> Any:
         VirtualAccount.merchant_id == values["merchant_id"], VirtualAccount.external_id == values["external_id"]
     )
     # SQLite reads "INSERT ... SELECT ... ON CONFLICT" right only when the SELECT has a WHERE: it has.
-    rows = select(*(value.label(name) for name, value in values.items())).where(~a_va_has_it.exists())
+    a_link_has_it = holders(values["merchant_id"], values["external_id"])  # kasir.payments.external_ids
+    rows = select(*(value.label(name) for name, value in values.items())).where(
+        ~a_va_has_it.exists(), *(~query.exists() for query in a_link_has_it)
+    )
     table = WalletTransaction.__table__
     return (
         insert(table)
