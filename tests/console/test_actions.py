@@ -191,6 +191,7 @@ async def test_csv_export_adds_refunded_and_net_at_the_end(app: FastAPI, client:
         "refunded_amount",
         "net_amount",
         "va_number",  # VAs' (issue 44), after these: tests/console/test_va.py
+        "payment_method",  # payment links' (issue 45): tests/console/test_links.py
     ]
     by_id = {line[1]: dict(zip(header, line, strict=True)) for line in lines}
     assert by_id[refunded["transaction_id"]]["status"] == "REFUNDED"

@@ -336,7 +336,7 @@ async def test_the_csv_export_has_vas_with_their_number_and_what_came_in(
         "product", "id", "merchant_id", "external_id", "order_id", "channel", "status", "outcome", "amount",
         "created_at", "paid_at", "refunded_amount", "net_amount",
     ]  # fmt: skip
-    assert header[13:] == ["va_number"]
+    assert header[13:] == ["va_number", "payment_method"]  # a payment link's, after it (issue 45)
     rows = {line[1]: dict(zip(header, line, strict=True)) for line in lines}
     assert rows[wallet["transaction_id"]]["va_number"] == ""
     partial = rows[vas["partial"]["transaction_id"]]

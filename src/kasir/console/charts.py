@@ -107,7 +107,7 @@ def bar_chart(
 
 def overview_charts(overview: Any) -> dict[str, Chart]:
     """The Overview page's charts, from kasir.payments.service.Overview."""
-    names = {"wallet": "Wallet", "bnpl": "BNPL", "card": "Card", "va": "VA"}
+    names = {"wallet": "Wallet", "bnpl": "BNPL", "card": "Card", "va": "VA", "link": "Payment link"}
     outcomes = ("paid", "refunded", "void", "pending", "expired", "failed", "cancelled")
     status_rows = [
         (names[p], [(o, float(overview.count(p, o))) for o in outcomes], str(overview.count(p))) for p in names

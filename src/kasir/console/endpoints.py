@@ -398,6 +398,7 @@ async def callbacks(
         "card": CallbackKind.PAYMENT_PAGE.value,
         "bnpl": CallbackKind.BNPL.value,
         "va": CallbackKind.VA.value,
+        "link": CallbackKind.PAYMENT_PAGE.value,  # a link's callbacks are payment-page callbacks (§10.5)
     }
     from kasir.payments.repository import payments_repository
 

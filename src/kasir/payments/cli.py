@@ -63,11 +63,13 @@ def find(
 
 @payments_app.command("list")
 def list_payments(
-    product: Annotated[str | None, typer.Option(help="wallet | bnpl | card | va")] = None,
+    product: Annotated[str | None, typer.Option(help="wallet | bnpl | card | va | link")] = None,
     status: Annotated[
         str | None, typer.Option(help="pending | paid | refunded | void | expired | failed | cancelled")
     ] = None,
-    channel: Annotated[str | None, typer.Option(help="DANA, QRIS, CARD, BNPL, BCA (a VA's bank), ...")] = None,
+    channel: Annotated[
+        str | None, typer.Option(help="DANA, QRIS, CARD, BNPL, BCA (a VA's bank), LINK (every payment link), ...")
+    ] = None,
     merchant: Annotated[str | None, typer.Option(help="Merchant id")] = None,
     since: Annotated[str | None, typer.Option(help="2026-11-24 (Asia/Jakarta) or ISO 8601 with offset")] = None,
     until: Annotated[str | None, typer.Option(help="2026-11-24 (the whole day) or ISO 8601 with offset")] = None,

@@ -28,11 +28,13 @@ async def list_payments(
         str | None,
         Query(description="Any id: transaction, external, order, VA number, partnerReferenceNo, reference"),
     ] = None,
-    product: Annotated[str | None, Query(description="wallet | bnpl | card | va")] = None,
+    product: Annotated[str | None, Query(description="wallet | bnpl | card | va | link")] = None,
     status: Annotated[
         str | None, Query(description="pending | paid | refunded | void | expired | failed | cancelled")
     ] = None,
-    channel: Annotated[str | None, Query(description="DANA, QRIS, CARD, BNPL, a VA's bank or channel (BCA)")] = None,
+    channel: Annotated[
+        str | None, Query(description="DANA, QRIS, CARD, BNPL, a VA's bank or channel (BCA), LINK (every payment link)")
+    ] = None,
     merchant_id: str | None = None,
     since: Annotated[str | None, Query(description="2026-11-24 (Asia/Jakarta) or ISO 8601 with offset")] = None,
     until: Annotated[str | None, Query(description="2026-11-24 (the whole day) or ISO 8601 with offset")] = None,

@@ -2,8 +2,13 @@
 
 The tables belong to their rooms; these indexes serve only the console's and the admin API's
 list (newest first, all merchants or one) and search (any id a merchant or customer quotes).
-Declared here, on the rooms' tables, so the metadata and migrations 0009, 0020 and 0023 agree. The VA
-room declares its own list indexes (created, merchant_created, va_number: migration 0021); the rest are here.
+Declared here, on the rooms' tables, so the metadata and migrations 0009, 0020, 0023 and 0026 agree. The VA
+room declares its own list indexes (created, merchant_created, va_number: migration 0021), the payment link its
+own (created, merchant_created, external, order: migration 0024); the rest are here.
+
+A payment link's card order, wallet transaction or VA (`link_id` set) is the link's, not a payment of its own:
+the overview counts the link, and leaves them out by `link_id`, which every overview index carries so that the
+numbers are still read from the index alone (migration 0026).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from sqlalchemy import Index
 from kasir.bnpl.models import BnplTransaction
 from kasir.callbacks.models import Callback
 from kasir.card.models import CardOrder
+from kasir.links.models import PaymentLink
 from kasir.va.models import VirtualAccount
 from kasir.wallet.models import WalletTransaction
 
@@ -58,6 +64,7 @@ INDEXES = (
         WalletTransaction.amount,
         WalletTransaction.refunded_amount,
         WalletTransaction.merchant_id,
+        WalletTransaction.link_id,
     ),
     Index(
         "ix_bnpl_transaction_overview",
@@ -66,7 +73,14 @@ INDEXES = (
         BnplTransaction.amount_cents,
         BnplTransaction.merchant_id,
     ),
-    Index("ix_card_order_overview", CardOrder.created_at, CardOrder.status, CardOrder.amount, CardOrder.merchant_id),
+    Index(
+        "ix_card_order_overview",
+        CardOrder.created_at,
+        CardOrder.status,
+        CardOrder.amount,
+        CardOrder.merchant_id,
+        CardOrder.link_id,
+    ),
     # VAs as the others (migration 0023): search by external_id and order_id across merchants (the unique
     # (merchant_id, external_id) serves one merchant only), the list by status, and the overview's numbers,
     # whose paid volume is what came in (total_paid_amount), whatever the VA's state.
@@ -79,6 +93,16 @@ INDEXES = (
         VirtualAccount.status,
         VirtualAccount.total_paid_amount,
         VirtualAccount.merchant_id,
+        VirtualAccount.link_id,
+    ),
+    # Payment links as the others (migration 0026): the list by status, and the overview's numbers.
+    Index("ix_payment_link_status_created", PaymentLink.status, PaymentLink.created_at, PaymentLink.id),
+    Index(
+        "ix_payment_link_overview",
+        PaymentLink.created_at,
+        PaymentLink.status,
+        PaymentLink.amount,
+        PaymentLink.merchant_id,
     ),
 )
 

@@ -1,4 +1,5 @@
-"""Read-only queries across the product tables (wallet, BNPL, card, VA), for the payments list and the overview.
+"""Read-only queries across the product tables (wallet, BNPL, card, VA, payment link), for the payments list and
+the overview.
 
 Each product is read by its own statement with the same shape (newest first, keyset by
 (created_at, id)), and the rows are merged in Python: every statement walks an index
@@ -6,17 +7,33 @@ Each product is read by its own statement with the same shape (newest first, key
 
 One payment's details are plain rows too, each product's own, read through its repository;
 callbacks as kasir.callbacks.repository's rows.
+
+A payment link is one payment: the card orders, wallet transactions and VAs its page made (`link_id` set)
+are its attempts, listed, found and counted as the link (docs/decisions.md §10.3: their own product's
+routes do not find them either). Any of their ids, and a link's VA number, finds the link.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from sqlalchemy import Integer, String, and_, bindparam, func, literal, or_, select, union_all
+from sqlalchemy import (
+    Integer,
+    String,
+    and_,
+    bindparam,
+    case,
+    func,
+    literal,
+    literal_column,
+    or_,
+    select,
+    union_all,
+)
 
 from kasir.bnpl.models import BnplTransaction, amount_of
 from kasir.bnpl.repository import TransactionRow as BnplTransactionRow
@@ -32,13 +49,15 @@ from kasir.callbacks.repository import (
 from kasir.card.models import CardOrder
 from kasir.card.repository import CardAttemptRow, CardOrderRow, card_repository
 from kasir.db import Session, Statement, fetch
+from kasir.links.models import LinkAttempt, PaymentLink
+from kasir.links.repository import AttemptRow, link_repository
 from kasir.merchants.models import Merchant
 from kasir.va.models import VaPayment, VirtualAccount
 from kasir.wallet.models import WalletRefund, WalletTransaction
 from kasir.wallet.repository import TransactionRow as WalletTransactionRow
 from kasir.wallet.repository import wallet_repository
 
-PRODUCTS = ("wallet", "bnpl", "card", "va")
+PRODUCTS = ("wallet", "bnpl", "card", "va", "link")
 
 # Each product's statuses by outcome: the one status filter of the list, across products.
 OUTCOMES: dict[str, dict[str, tuple[str, ...]]] = {
@@ -66,6 +85,8 @@ OUTCOMES: dict[str, dict[str, tuple[str, ...]]] = {
         "expired": ("EXPIRED",),
         "cancelled": ("CANCELLED",),
     },
+    # A failed attempt leaves the link PENDING (another method may still pay it); the third ends it EXPIRED.
+    "link": {"pending": ("PENDING",), "paid": ("SUCCESS",), "expired": ("EXPIRED",)},
 }
 # Added at the end: every earlier name keeps its place (the admin API and the CLI take them).
 OUTCOME_NAMES = ("pending", "paid", "refunded", "void", "expired", "failed", "cancelled")
@@ -96,6 +117,7 @@ class PaymentRow:
     paid_at: datetime | None  # VA: its latest payment's
     va_number: str | None = None  # VA only
     paid_amount: Decimal | None = None  # VA only: the sum of its payments (total_paid_amount)
+    payment_method: str | None = None  # payment link only, once paid: CARD, WALLET or VIRTUAL_ACCOUNT
 
     @property
     def sort_key(self) -> tuple[datetime, str]:
@@ -163,6 +185,9 @@ class VaPaymentEntry:
 _CALLBACK = Statement(CALLBACK_SELECT.where(Callback.id == bindparam("callback_id")))
 
 
+_NONE = literal_column("''", String(1))
+
+
 class _Table:
     """How one product's table answers the list's questions."""
 
@@ -183,6 +208,8 @@ class _Table:
         numbers: Sequence[Any] = (),
         extra: dict[str, Any] | None = None,
         kept_whatever_the_outcome: bool = False,
+        owned_by_links: bool = False,
+        found_by: Callable[[str, str | None], list[Any]] | None = None,
     ) -> None:
         self.product = product
         self.model = model
@@ -203,7 +230,13 @@ class _Table:
         self.extra = extra or {}  # PaymentRow's product-only fields, by name
         # Money paid in stays paid whatever becomes of the payment (a VA expired or cancelled after a payment, §9.5).
         self.kept_whatever_the_outcome = kept_whatever_the_outcome
-        self.by_id = Statement(select(*self.columns()).where(model.id == bindparam("payment_id")))
+        # A payment link's attempts are the link's: left out of this product's list, search and numbers. Not
+        # `link_id IS NULL`, which SQLite (no statistics) answers through the link_id index, every row of the
+        # table being NULL there: a test the list's and the overview's own indexes carry out on the way.
+        self.own = [func.coalesce(model.link_id, _NONE) == _NONE] if owned_by_links else []
+        # More ways a query finds a payment (a link: by its attempts' ids), given the query and its digits.
+        self.found_by = found_by
+        self.by_id = Statement(select(*self.columns()).where(model.id == bindparam("payment_id"), *self.own))
 
     def span_totals(self, index: int, of_merchant: bool) -> Any:
         """The overview's numbers of span `index` (binds low<index>, high<index>; PaymentsRepository.totals):
@@ -220,6 +253,7 @@ class _Table:
         ).where(
             m.created_at >= bindparam(f"low{index}", type_=m.created_at.type),
             m.created_at < bindparam(f"high{index}", type_=m.created_at.type),
+            *self.own,
         )
         if of_merchant:
             statement = statement.where(m.merchant_id == bindparam("merchant_id"))
@@ -270,7 +304,7 @@ class _Table:
     def conditions(self, where: PaymentFilter) -> list[Any] | None:
         """The WHERE of this table for the filter; None when no row of this product can match."""
         m = self.model
-        found: list[Any] = []
+        found: list[Any] = list(self.own)
         if where.matches_nothing or (where.product and where.product != self.product):
             return None
         if where.merchant_id:
@@ -284,7 +318,7 @@ class _Table:
             if self.product == "bnpl":
                 if where.channel.upper() != "BNPL":
                     return None
-            else:
+            elif not (self.product == "link" and where.channel.upper() == "LINK"):  # LINK: every link
                 wanted = where.channel.upper()
                 found.append(or_(*(column == wanted for column in self.channels)))
         if where.since is not None:
@@ -296,6 +330,8 @@ class _Table:
             digits = _digits(where.query)
             if digits and digits != where.query:
                 matches += [column == digits for column in self.numbers]
+            if self.found_by is not None:
+                matches += self.found_by(where.query, digits)
             found.append(or_(*matches))
         return found
 
@@ -315,6 +351,30 @@ _LAST_VA_PAYMENT = (
 )
 
 
+def _link_found_by(query: str, digits: str | None) -> list[Any]:
+    """A link by any of its attempts' ids (the card order's, wallet transaction's, VA's) or its VA's number."""
+    numbers = {query, digits} - {None}
+    return [
+        PaymentLink.id.in_(select(LinkAttempt.link_id).where(LinkAttempt.inner_id == query)),
+        PaymentLink.id.in_(
+            select(VirtualAccount.link_id).where(
+                VirtualAccount.va_number.in_(sorted(n for n in numbers if n)), VirtualAccount.link_id.is_not(None)
+            )
+        ),
+    ]
+
+
+# A link's channel in the list: the paying method's (DANA, QRIS, CARD, VA) once paid; LINK until then (an
+# attempt that failed is not how it was paid). The channel filter takes either (LINK: every link).
+_LINK = literal_column("'LINK'", String(8))  # in the statement's text: no bind to type on either database
+_LINK_PAID_BY = case((PaymentLink.status == literal_column("'SUCCESS'"), PaymentLink.payment_method), else_=None).label(
+    "paid_by"
+)
+_LINK_CHANNEL = case(
+    (PaymentLink.status == literal_column("'SUCCESS'"), func.coalesce(PaymentLink.payment_channel, _LINK)), else_=_LINK
+).label("channel")
+
+
 _TABLES = {
     "wallet": _Table(
         "wallet",
@@ -330,6 +390,7 @@ _TABLES = {
             WalletTransaction.order_id,
             WalletTransaction.reference_id,
         ),
+        owned_by_links=True,
     ),
     "bnpl": _Table(
         "bnpl",
@@ -348,6 +409,7 @@ _TABLES = {
         channel=CardOrder.payment_channel,
         amount=CardOrder.amount,
         searchable=(CardOrder.id, CardOrder.external_id, CardOrder.order_id),
+        owned_by_links=True,
     ),
     "va": _Table(
         "va",
@@ -363,6 +425,18 @@ _TABLES = {
         numbers=(VirtualAccount.va_number,),
         extra={"va_number": VirtualAccount.va_number, "paid_amount": VirtualAccount.total_paid_amount},
         kept_whatever_the_outcome=True,
+        owned_by_links=True,
+    ),
+    "link": _Table(
+        "link",
+        PaymentLink,
+        external=PaymentLink.external_id,
+        order=PaymentLink.order_id,
+        channel=_LINK_CHANNEL,
+        amount=PaymentLink.amount,
+        extra={"payment_method": _LINK_PAID_BY},
+        searchable=(PaymentLink.id, PaymentLink.external_id, PaymentLink.order_id),
+        found_by=_link_found_by,
     ),
 }
 
@@ -560,6 +634,10 @@ class PaymentsRepository:
     async def va_payments(self, session: Session, payment_id: str) -> list[VaPaymentEntry]:
         """Every payment into the VA, oldest first (the inquiry answers only the last five)."""
         return [VaPaymentEntry(*row) for row in await _VA_PAYMENTS.rows(session, payment_id=payment_id)]
+
+    async def link_attempts(self, session: Session, payment_id: str) -> list[AttemptRow]:
+        """A payment link's attempts, in the order the customer chose them."""
+        return await link_repository.attempts(session, payment_id)
 
     async def callbacks(self, session: Session, merchant_id: str, payment_id: str) -> list[CallbackRow]:
         found = await _CALLBACKS_OF_PAYMENT.rows(session, merchant_id=merchant_id, payment_id=payment_id)

@@ -28,6 +28,11 @@ class PaymentView(BaseModel):
     paid_amount: Decimal | None = Field(
         None, description="VA: the sum of its payments (total_paid_amount); null for other products"
     )
+    payment_method: str | None = Field(
+        None,
+        description="Payment link, once paid: how (CARD, WALLET or VIRTUAL_ACCOUNT; `channel` says which); null "
+        "for other products and for a link not paid",
+    )
 
     @classmethod
     def of(cls, row: PaymentRow) -> PaymentView:
@@ -46,6 +51,7 @@ class PaymentView(BaseModel):
             paid_at=row.paid_at,
             va_number=row.va_number,
             paid_amount=row.paid_amount,
+            payment_method=row.payment_method,
         )
 
 

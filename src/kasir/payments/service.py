@@ -39,6 +39,11 @@ from kasir.db import Database, Session
 from kasir.errors import BadRequest, Conflict, InvalidMandatoryField, NotFound
 from kasir.kit.clock import JAKARTA, clock, parse_aware
 from kasir.kit.money import rupiah
+from kasir.links.repository import LinkRow
+from kasir.links.service import link_service
+from kasir.links.service import payment_url as link_payment_url
+from kasir.links.service import sent as link_sent
+from kasir.links.states import MAX_FAILED_ATTEMPTS
 from kasir.merchants.service import merchant_service
 from kasir.payments.repository import (
     OUTCOME_NAMES,
@@ -222,6 +227,23 @@ class PaymentDetail:
     va_payments: list[VaPaymentEntry] = field(default_factory=list)  # VA: every payment into it, oldest first
     va_pay: VaPayForm | None = None  # VA, staging: what the simulated payment may be
     can_cancel: bool = False  # VA: open, so it may be cancelled
+    link_attempts: list[LinkAttemptEntry] = field(default_factory=list)  # payment link: each method chosen
+    payment_url: str | None = None  # payment link: the customer's page
+
+
+@dataclass(frozen=True, slots=True)
+class LinkAttemptEntry:
+    """One method the customer chose on a payment link's page, and what became of it (docs/decisions.md §10.4)."""
+
+    number: int
+    method: str  # CARD, WALLET, QRIS, VA
+    channel: str
+    acq: str
+    inner_id: str  # the card order's, wallet transaction's or VA's id
+    status: str  # OPEN, PAID, FAILED, CLOSED
+    reason: str
+    created_at: datetime
+    updated_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,6 +410,8 @@ class PaymentsService:
         elif row.product == "va":
             va = await va_service.get(session, row.id)
             await self._va_detail(session, detail, va, timeline, staging)
+        elif row.product == "link":
+            await self._link_detail(session, detail, await link_service.get(session, row.id), timeline)
         else:
             order = await payments_repository.card(session, row.id)
             assert order is not None
@@ -479,6 +503,56 @@ class PaymentsService:
                 detail.va_pay = VaPayForm(True, minimum, None, 0)
             detail.simulate = ("pay",)
 
+    async def _link_detail(
+        self, session: Session, detail: PaymentDetail, link: LinkRow, timeline: builtins.list[TimelineEntry]
+    ) -> None:
+        given = link_sent(link)
+        paid_by = " · ".join(part for part in (link.payment_method, link.payment_channel, link.acq) if part)
+        channels = ", ".join(f"{c['channel']} ({c['acq']})" for c in json.loads(link.channels))
+        detail.fields = [
+            ("Transaction id", link.id),
+            ("External id", link.external_id),
+            ("Order id", link.order_id),
+            ("Description", link.description),
+            ("Methods offered", channels),
+            ("Paid by" if link.status == "SUCCESS" else "Last attempt", paid_by),
+            ("Last message", link.response_message or ""),
+            ("Failed attempts", f"{link.attempts_failed} of {MAX_FAILED_ATTEMPTS}"),
+            ("Expires", jakarta_time(link.expires_at)),
+            ("Sub-merchant", link.sub_merchant_id or ""),
+            ("Callback URL", link.callback_url),
+            ("Success redirect URL", link.success_redirect_url or ""),
+            ("Failed redirect URL", link.failed_redirect_url or ""),
+            ("Customer", _customer(given["customer_details"])),
+            ("Save card", "offered" if link.save_card else ""),
+            ("Card token", link.card_token or ""),
+            ("Additional data", given["additional_data"]),
+        ]
+        detail.items = list(given["item_details"])
+        detail.payment_url = link_payment_url(link.id)
+        for attempt in await payments_repository.link_attempts(session, link.id):
+            entry = LinkAttemptEntry(
+                attempt.number,
+                attempt.method,
+                attempt.channel,
+                attempt.acq,
+                attempt.inner_id,
+                attempt.status,
+                attempt.reason or "",
+                attempt.created_at,
+                attempt.updated_at,
+            )
+            detail.link_attempts.append(entry)
+            timeline.append(TimelineEntry(entry.created_at, f"Attempt {entry.number}: {entry.channel} chosen"))
+            if entry.status != "OPEN":
+                timeline.append(
+                    TimelineEntry(entry.updated_at, f"Attempt {entry.number}: {entry.status}", entry.reason)
+                )
+        if link.paid_at:
+            timeline.append(TimelineEntry(link.paid_at, "Paid", paid_by))
+        if link.status == "EXPIRED":
+            timeline.append(TimelineEntry(link.updated_at, "Expired", link.response_message or ""))
+
     async def overview(self, session: Session, scope: str | None, period: str, trend_days: int = 7) -> Overview:
         since = period_start(period)
         if trend_days not in TREND_DAYS:
@@ -527,6 +601,7 @@ class PaymentsService:
                 "refunded_amount",
                 "net_amount",
                 "va_number",
+                "payment_method",
             ]
         )
 
@@ -564,6 +639,7 @@ class PaymentsService:
                         str(back),
                         str(net_amount(row, back)),
                         row.va_number or "",
+                        row.payment_method or "",
                     )
                 ]
             )
