@@ -157,7 +157,9 @@ async def choose(link_id: str, request: Request) -> Response:
             raise
         async with database_.unit_of_work(read_only=True) as session:
             link = await link_service.get(session, link_id)
-            return await _ended(session, link) or await _checkout(
+            if not payable(link):
+                return _see_other(page_path(link_id))
+            return await _checkout(
                 session, link, f"This method cannot be used now: {error.message}", status_code=error.http_status
             )
 
@@ -198,7 +200,9 @@ async def va_pay(link_id: str, request: Request) -> Response:
             raise
         async with database_.unit_of_work(read_only=True) as session:
             link = await link_service.get(session, link_id)
-            return await _ended(session, link) or await _checkout(
+            if not payable(link):  # paid another way meanwhile, or expired: its page says which
+                return _see_other(page_path(link_id))
+            return await _checkout(
                 session, link, f"The transfer was refused: {error.message}", status_code=error.http_status
             )
     return _see_other(page_path(link_id))
