@@ -13,6 +13,7 @@ from kasir.bnpl import jobs as bnpl_jobs
 from kasir.card import jobs as card_jobs
 from kasir.db import Database
 from kasir.idempotency import jobs as idempotency_jobs
+from kasir.links import jobs as links_jobs
 from kasir.processors import jobs as processors_jobs
 from kasir.ratelimit import jobs as ratelimit_jobs
 from kasir.snap import jobs as snap_jobs
@@ -24,6 +25,7 @@ Job = Callable[[Database], Awaitable[int]]
 JOBS: tuple[Job, ...] = (
     *wallet_jobs.JOBS,
     *va_jobs.JOBS,
+    *links_jobs.JOBS,
     *bnpl_jobs.JOBS,
     *snap_jobs.JOBS,
     *card_jobs.JOBS,

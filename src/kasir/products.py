@@ -5,12 +5,17 @@ offers the processors in its processing.py (its channels, how it applies a notif
 processor calls), and this module declares those offers and installs the built-in processor
 plug-in, the staging simulator. Every entry point calls `declare_products()` before a processor
 is reached: the app (create_app), the worker (`kasir worker`), `kasir serve`'s configuration check.
+
+It also registers the payment owner (kasir.payments.owners): the payment link (kasir.links), which the
+card, wallet and VA rooms tell what became of a payment it owns, without importing it.
 """
 
 from __future__ import annotations
 
 from kasir.bnpl.processing import bnpl_offer
 from kasir.card.processing import card_offer
+from kasir.links.attempts import link_owner
+from kasir.payments import owners
 from kasir.processors.offers import Offer, declare
 from kasir.processors.registry import SIMULATOR, install
 from kasir.simulator import create as create_simulator
@@ -23,4 +28,5 @@ OFFERS: tuple[Offer, ...] = (card_offer, wallet_offer, bnpl_offer, va_offer)
 def declare_products() -> None:
     """Declare every product's offer and install the simulator (idempotent: start-up may run twice)."""
     declare(*OFFERS)
+    owners.register(link_owner)
     install(SIMULATOR, create_simulator)

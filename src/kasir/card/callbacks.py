@@ -19,10 +19,16 @@ from kasir.card.page_links import return_redirect
 from kasir.card.repository import CardOrderRow
 from kasir.db import Session
 from kasir.kit.clock import JAKARTA, isoformat_seconds
+from kasir.payments import owners
+from kasir.payments.owners import InnerEvent, InnerOutcome
 
 
 async def record_callback(session: Session, order: CardOrderRow, event: str) -> None:
-    """The order's callback for `event` (SUCCESS, FAILED, EXPIRED), sent once the unit commits."""
+    """The order's callback for `event` (SUCCESS, FAILED, EXPIRED), sent once the unit commits. A payment
+    link's order sends none: the link is told instead (kasir.payments.owners) and reports it."""
+    if order.link_id is not None:
+        await owners.settled(session, _owned_outcome(order, event))
+        return
     if not order.callback_url:
         return  # neither the request nor the merchant named a callback URL
     await callback_outbox.record(
@@ -35,6 +41,16 @@ async def record_callback(session: Session, order: CardOrderRow, event: str) -> 
         payload=callback_payload(order, event),
         signed_ids=SignedIds(order.id, order.external_id, order.order_id, order.sub_merchant_id),
     )
+
+
+def _owned_outcome(order: CardOrderRow, event: str) -> InnerOutcome:
+    owner = order.link_id or ""
+    if event == "SUCCESS":
+        return InnerOutcome(owner, order.id, InnerEvent.PAID, acq=order.acq, card_token=order.card_token)
+    if event == "FAILED":  # the order stays open for the next attempt; its third failure expires it after
+        reason = order.response_message or ""
+        return InnerOutcome(owner, order.id, InnerEvent.FAILED, reason=reason, ended=False, acq=order.acq)
+    return InnerOutcome(owner, order.id, InnerEvent.CLOSED, acq=order.acq)
 
 
 def _utc_iso(moment: datetime) -> str:

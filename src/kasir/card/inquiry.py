@@ -169,9 +169,14 @@ async def inquire(session: Session, merchant_id: str, request: CardInquiryReques
         order = await card_service.get(session, request.transaction_id)
     except CardOrderNotFound:
         raise DialectOrderNotFound() from None
-    if order.merchant_id != merchant_id or (order.external_id, order.order_id) != (
-        request.external_id,
-        request.order_id,
+    if (
+        order.link_id is not None
+        or order.merchant_id != merchant_id
+        or (order.external_id, order.order_id)
+        != (
+            request.external_id,
+            request.order_id,
+        )
     ):
         raise DialectOrderNotFound()
     attempts = await card_repository.attempts(session, order.id)

@@ -18,6 +18,7 @@ from kasir.card.models import CardAttempt, CardOrder, StoredCard
 from kasir.card.states import CardOrderStatus
 from kasir.db import Session, Statement, binds, fetch, held_rows, locked_once
 from kasir.payments.external_ids import declared
+from kasir.payments.owners import lock_owner_first
 from kasir.va.models import VirtualAccount
 from kasir.wallet.models import WalletTransaction
 
@@ -261,6 +262,7 @@ class CardRepository:
             return None if found is None else CardOrderRow(*found)
 
         async def read() -> CardOrderRow | None:
+            await lock_owner_first(session, CardOrder, order_id)  # a link's: the link first
             found = await _LOCKED_ORDER.first(session, card_order_id=order_id)
             return None if found is None else CardOrderRow(*found)
 

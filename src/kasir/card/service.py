@@ -68,6 +68,7 @@ from kasir.errors import Conflict, DuplicateReference, InvalidFieldFormat, Kasir
 from kasir.kit.clock import clock, parse_aware
 from kasir.kit.ids import new_sortable_id
 from kasir.kit.logs import annotate_request
+from kasir.merchants.repository import MerchantRow
 from kasir.payments import metrics as payment_metrics
 from kasir.processors.calls import PendingCall
 from kasir.processors.protocols import CardDecision, CardResult
@@ -105,6 +106,19 @@ class AttemptAlreadySubmitted(Conflict):
 
 def payment_status(order: CardOrderRow) -> str:
     return PAYMENT_STATUS[CardOrderStatus(order.status)]
+
+
+@dataclass(frozen=True, slots=True)
+class LinkCardOrder:
+    """What a payment link's card order is made of (kasir.links builds it; this room never imports that one)."""
+
+    link_id: str
+    reference: str  # the order's external_id and order_id: Kasir's own, never the merchant's
+    channel: str  # a card channel (CARD, BCACC, ...)
+    amount: int
+    details: dict[str, Any]  # as a charge's stored details (camelCase): paymentDetails, itemDetails, customerDetails
+    return_url: str  # the link's page: it sends the customer on
+    expires_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,6 +303,46 @@ class CardService:
         order = await self.get(session, order_id)
         return await hold_attempt(session, order, card, request.tenor, save_card=save_card, new_order=True)
 
+    async def open_for_link(self, session: Session, merchant: MerchantRow, link: LinkCardOrder) -> CardOrderRow:
+        """A payment link's card order (docs/decisions.md §10.3): OPEN, full payment, on the link's channel,
+        sending no callback of its own (no callback_url: the link is told, kasir.payments.owners)."""
+        now = clock.now()
+        order_id = new_sortable_id("CARD", 20)
+        values: dict[str, Any] = {
+            "id": order_id,
+            "merchant_id": merchant.id,
+            # Kasir's own references, never the merchant's: they take no place in its namespace.
+            "external_id": link.reference,
+            "order_id": link.reference,
+            "currency": CURRENCY,
+            "amount": link.amount,
+            "payment_method": "card",
+            "payment_channel": link.channel,
+            "payment_mode": "OPEN",
+            "status": CardOrderStatus.PENDING.value,
+            "tenor": "0",
+            "attempts_made": 0,
+            "attempts_failed": 0,
+            "details": json.dumps(link.details, ensure_ascii=False),
+            "return_url": link.return_url,
+            "callback_url": None,
+            "acq": None,
+            "response_message": None,
+            "save_card": False,
+            "card_token": None,
+            "created_at": now,
+            "expires_at": link.expires_at.astimezone(UTC),
+            "updated_at": now,
+            "paid_at": None,
+            "dialect": None,
+            "sub_merchant_id": None,
+            "link_id": link.link_id,
+        }
+        if not await card_repository.add_order(session, values):
+            raise DuplicateOrder("orderId")
+        payment_metrics.created(session, "card", CardOrderStatus.PENDING.name)
+        return await self.get(session, order_id)
+
     async def _refuse_duplicate(self, session: Session, merchant_id: str, request: ChargeRequest) -> None:
         """orderId and externalId are unique per merchant across card orders and wallet transactions."""
         used = await card_repository.used_reference(session, merchant_id, request.order_id, request.external_id)
@@ -329,6 +383,8 @@ class CardService:
             raise AttemptAlreadySubmitted()
         if tenor not in TENORS:
             raise InvalidFieldFormat("tenor", "must be one of 0, 3, 6, 12")
+        if order.link_id is not None and tenor != "0":
+            raise InvalidFieldFormat("tenor", "must be 0: a payment link is paid in full")
         return await hold_attempt(session, order, card, tenor, save_card=save_card, new_order=False)
 
     async def record_attempt(

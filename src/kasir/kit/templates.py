@@ -20,6 +20,7 @@ templates = Environment(
         {
             "card": FileSystemLoader(_KASIR / "card" / "pages"),
             "console": FileSystemLoader(_KASIR / "console" / "pages"),
+            "links": FileSystemLoader(_KASIR / "links" / "pages"),
             "simulator": FileSystemLoader(_KASIR / "simulator" / "pages"),
         }
     ),

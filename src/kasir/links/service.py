@@ -26,20 +26,26 @@ from typing import Any
 
 from kasir.callbacks.ssrf import check_callback_url
 from kasir.card.dialect import CHANNELS as CARD_DIALECT_CHANNELS
+from kasir.card.service import LinkCardOrder, card_service
 from kasir.config import get_settings
-from kasir.db import Session
+from kasir.db import Database, Session
 from kasir.errors import Conflict, InvalidFieldFormat, NotFound
 from kasir.kit.clock import JAKARTA, clock, isoformat_seconds
 from kasir.kit.ids import new_id
 from kasir.kit.logs import annotate_request
-from kasir.links.repository import LinkRow, link_repository
-from kasir.links.schemas import CARD, VA, CreateLinkRequest, SelectedChannel, parse_channels
-from kasir.links.states import LinkStatus
+from kasir.links.repository import AttemptRow, LinkRow, link_repository
+from kasir.links.schemas import CARD, QRIS, VA, CreateLinkRequest, SelectedChannel, parse_channels
+from kasir.links.states import AttemptStatus, LinkStatus
 from kasir.merchants.repository import MerchantRow
+from kasir.merchants.service import merchant_service
 from kasir.payments import metrics as payment_metrics
-from kasir.processors.registry import processor_for
+from kasir.processors.registry import processor_for, require
 from kasir.va.banks import CHANNELS as VA_CHANNELS
-from kasir.wallet.service import CallbackUrlMissing, timestamp
+from kasir.va.repository import VaRow
+from kasir.va.schemas import CreateVaRequest
+from kasir.va.service import va_service
+from kasir.wallet.schemas import CreatePaymentRequest
+from kasir.wallet.service import CallbackUrlMissing, timestamp, wallet_service
 
 log = logging.getLogger("kasir.links")
 
@@ -48,6 +54,8 @@ SUCCESS_MESSAGE = "Success"
 DEFAULT_EXPIRY = timedelta(hours=24)  # the provider's sample
 MIN_EXPIRY = timedelta(minutes=1)
 MAX_EXPIRY = timedelta(days=30)
+WALLET_EXPIRY = timedelta(minutes=15)  # §5's default: a link's wallet transaction that lapses is not a failure
+NO_PHONE = "000000"  # a QRIS attempt of a customer who gave no phone: the wallet's field is required
 _ADDRESS_FIELDS = ("full_name", "phone", "address", "city", "postal_code", "country")
 _DETAILS = ("customer_details", "item_details", "billing_address", "shipping_address", "additional_data")
 
@@ -323,3 +331,237 @@ def link_data(link: LinkRow) -> dict[str, Any]:
         "transaction_time": timestamp(link.created_at),
         "additional_data": sent(link)["additional_data"],
     }
+
+
+# --- the customer's choice (§10.4) -------------------------------------------------------------------
+
+
+class ChoiceRefused(InvalidFieldFormat):
+    """The page's form named no method the link offers."""
+
+
+@dataclass(frozen=True, slots=True)
+class Choice:
+    """What the customer chose: one of the link's entries (and, for a wallet, the wallet account)."""
+
+    entry: SelectedChannel
+    wallet_id: str | None
+
+
+def choice_of(link: LinkRow, channel: str, acq: str, wallet_id: str) -> Choice:
+    """The entry the form names (any letter case; a CARD's acq may be absent: the first CARD entry serves)."""
+    channel, acq = channel.strip().upper(), acq.strip().upper()
+    for entry in channels_of(link):
+        if entry.channel == channel and (acq in ("", entry.acq) or channel == CARD):
+            return Choice(entry, wallet_id.strip() or None)
+    raise ChoiceRefused("channel", "is not a method this payment link offers")
+
+
+def va_external_id(link: LinkRow, entry: SelectedChannel) -> str:
+    """The link's VA of one bank: one per (link, entry), so coming back to the same bank meets the same VA."""
+    return f"{link.id}-{entry.acq}"
+
+
+def va_request(link: LinkRow, entry: SelectedChannel) -> CreateVaRequest:
+    """A single-use CLOSED VA for the link's amount, expiring with it (§10.3)."""
+    customer = sent(link)["customer_details"]
+    body: dict[str, Any] = {
+        "external_id": va_external_id(link, entry),
+        "order_id": link.order_id,
+        "currency": CURRENCY,
+        "payment_method": "bank_transfer",
+        "payment_channel": entry.acq,
+        "payment_details": {
+            "billing_name": customer["full_name"][:100],
+            "transaction_description": link.description[:100],
+            "payment_system": "CLOSED",
+            "is_multi_use": False,
+            "amount": link.amount,
+            "expired_time": timestamp(link.expires_at),
+        },
+        "customer_details": {"email": customer["email"], "full_name": customer["full_name"][:100]},
+        "callback_url": link.callback_url,
+    }
+    if customer["phone"]:
+        body["customer_details"]["phone"] = customer["phone"][:18]
+    return CreateVaRequest.model_validate(body)
+
+
+def wallet_request(link: LinkRow, entry: SelectedChannel, number: int, wallet_id: str | None) -> CreatePaymentRequest:
+    """A wallet transaction (or dynamic QR) for the link's amount (§10.3), within the link's expiry."""
+    given = sent(link)
+    customer = given["customer_details"]
+    items = given["item_details"] or [
+        {"item_id": link.order_id, "name": link.description, "amount": link.amount, "qty": 1}
+    ]
+    expires_at = min(clock.now() + WALLET_EXPIRY, link.expires_at)
+    # The wallet takes a phone on every transaction: the customer's, else the wallet account's, else none known.
+    phone = customer["phone"] or wallet_id or NO_PHONE
+    body: dict[str, Any] = {
+        "external_id": f"{link.id}-{number}",
+        "order_id": link.order_id,
+        "currency": CURRENCY,
+        "payment_method": "wallet",
+        "payment_channel": entry.channel,
+        "payment_details": {
+            "amount": link.amount,
+            "transaction_description": link.description,
+            "expired_time": timestamp(expires_at),
+        },
+        "customer_details": {"email": customer["email"], "full_name": customer["full_name"], "phone": phone},
+        "item_details": [
+            {"item_id": item["item_id"][:64], "name": item["name"][:128], "amount": item["amount"], "qty": item["qty"]}
+            for item in items
+        ],
+        "callback_url": link.callback_url,
+        "return_url": payment_url(link.id),
+    }
+    if entry.channel != QRIS:
+        body["wallet_details"] = {"id": wallet_id or phone, "id_type": "HP"}
+    return CreatePaymentRequest.model_validate(body)
+
+
+def card_order_of(link: LinkRow, entry: SelectedChannel, number: int) -> LinkCardOrder:
+    """The link's card order (§10.3): OPEN, full payment, on the entry's channel (BCAPG is charged on BCACC)."""
+    given = sent(link)
+    customer = given["customer_details"]
+    _product, channel = product_of(entry)
+    details: dict[str, Any] = {
+        "paymentDetails": {
+            "amount": link.amount,
+            "isCustomerPayingFee": link.is_customer_paying_fee,
+            "transactionDescription": link.description,
+        },
+        "itemDetails": [
+            {"itemId": item["item_id"], "name": item["name"], "amount": item["amount"], "qty": item["qty"]}
+            for item in given["item_details"]
+        ],
+        "customerDetails": {"email": customer["email"], "fullName": customer["full_name"], "phone": customer["phone"]},
+    }
+    return LinkCardOrder(
+        link_id=link.id,
+        reference=f"{link.id}-{number}",
+        channel=channel,
+        amount=link.amount,
+        details=details,
+        return_url=payment_url(link.id),
+        expires_at=link.expires_at,
+    )
+
+
+async def open_attempt(session: Session, link: LinkRow, entry: SelectedChannel, inner_id: str) -> AttemptRow:
+    now = clock.now()
+    attempt = AttemptRow(
+        id=0,
+        link_id=link.id,
+        number=await link_repository.next_number(session, link.id),
+        method=method_of(entry),
+        channel=entry.channel,
+        acq=entry.acq or entry.channel,
+        inner_id=inner_id,
+        status=AttemptStatus.OPEN.value,
+        reason=None,
+        created_at=now,
+        updated_at=now,
+    )
+    await link_repository.add_attempt(session, attempt)
+    return attempt
+
+
+async def open_attempt_for(session: Session, link: LinkRow, entry: SelectedChannel) -> AttemptRow | None:
+    """The link's open attempt by this entry, to come back to (the same VA bank shows the same VA, the card
+    page its order, the same wallet its transaction while open); None when there is none."""
+    for attempt in reversed(await link_repository.attempts(session, link.id)):
+        if AttemptStatus(attempt.status) is not AttemptStatus.OPEN:
+            continue
+        if attempt.method == method_of(entry) == METHOD_CARD or (
+            attempt.channel == entry.channel and attempt.acq == (entry.acq or entry.channel)
+        ):
+            return attempt
+    return None
+
+
+def payable(link: LinkRow) -> bool:
+    """PENDING and not past its expired_time (then EXPIRED for every purpose, before the worker records it)."""
+    return link.status == LinkStatus.PENDING.value and link.expires_at > clock.now()
+
+
+def page_path(link_id: str) -> str:
+    return f"/payment-page/pages/{link_id}"
+
+
+def attempt_path(attempt: AttemptRow) -> str:
+    """Where an attempt's customer pays: the card page, the VA's instructions, the wallet's checkout or QR."""
+    if attempt.method == METHOD_CARD:
+        return f"/card/pages/{attempt.inner_id}"
+    if attempt.method == METHOD_VA:
+        return f"{page_path(attempt.link_id)}/va"
+    return f"/ewallet/pages/{attempt.inner_id}"
+
+
+class LinkPages:
+    """What the customer's pages ask (§10.4): each opens its own units of work (a VA's number comes from its
+    issuer, between them: the network never runs inside a unit)."""
+
+    async def choose(self, database: Database, link_id: str, choice_form: dict[str, str]) -> str:
+        """The method the customer chose: its inner payment made (or the open one found again); where to go."""
+        async with database.unit_of_work(read_only=True) as session:
+            link = await link_service.get(session, link_id)
+            merchant = await merchant_service.get(session, link.merchant_id)
+            if not payable(link):
+                return page_path(link.id)
+            choice = choice_of(
+                link, choice_form.get("channel", ""), choice_form.get("acq", ""), choice_form.get("wallet_id", "")
+            )
+            entry = choice.entry
+            found = await open_attempt_for(session, link, entry)
+        if found is not None:
+            return attempt_path(found)
+        product, channel = product_of(entry)
+        require(product, channel)  # type: ignore[arg-type]  # switched off since the link was made: 03
+        va_plan = number = None
+        if entry.channel == VA:
+            va_plan = va_service.plan(merchant, va_request(link, entry), None)
+            number = await va_service.number_for(database, va_plan)  # the issuer: before the unit of work
+        async with database.unit_of_work() as session:
+            link = await link_service.get(session, link_id, lock=True)
+            if not payable(link):
+                return page_path(link.id)
+            found = await open_attempt_for(session, link, entry)
+            if found is not None:  # another tab chose it meanwhile
+                return attempt_path(found)
+            number_of_attempt = await link_repository.next_number(session, link.id)
+            if va_plan is not None and number is not None:
+                inner_id = (await va_service.open(session, merchant, va_plan, number, link_id=link.id)).id
+            elif entry.channel == CARD:
+                order = await card_service.open_for_link(
+                    session, merchant, card_order_of(link, entry, number_of_attempt)
+                )
+                inner_id = order.id
+            else:
+                request = wallet_request(link, entry, number_of_attempt, choice.wallet_id)
+                tx = await wallet_service.create_payment(
+                    session, merchant, request, qr=entry.channel == QRIS, link_id=link.id
+                )
+                inner_id = tx.id
+            attempt = await open_attempt(session, link, entry, inner_id)
+            annotate_request(transaction_id=link.id, merchant_id=link.merchant_id)
+        return attempt_path(attempt)
+
+    async def open_va(self, session: Session, link: LinkRow) -> tuple[AttemptRow, VaRow] | None:
+        """The link's open VA attempt (the newest) and its VA, or None."""
+        for attempt in reversed(await link_repository.attempts(session, link.id)):
+            if attempt.method == METHOD_VA and AttemptStatus(attempt.status) is AttemptStatus.OPEN:
+                return attempt, await va_service.get(session, attempt.inner_id)
+        return None
+
+    async def pay_va(self, session: Session, link_id: str, va_id: str) -> LinkRow:
+        """Staging: the link's VA paid exactly its amount, as /va/dummy-payment would (`03` when refused)."""
+        va = await va_service.get(session, va_id, lock=True)
+        if va.link_id != link_id:
+            raise LinkNotFound()
+        await va_service.pay(session, va, None)
+        return await link_service.get(session, link_id, lock=True)
+
+
+link_pages = LinkPages()

@@ -15,6 +15,7 @@ from sqlalchemy import Integer, bindparam, select, union_all, update
 from kasir.card.models import CardOrder
 from kasir.db import Session, Statement, binds, locked_once
 from kasir.payments.external_ids import holders
+from kasir.payments.owners import lock_owner_first
 from kasir.va.models import VaPayment, VirtualAccount
 from kasir.wallet.models import WalletTransaction
 
@@ -160,6 +161,7 @@ class VaRepository:
             return None if found is None else VaRow(*found)
 
         async def read() -> VaRow | None:
+            await lock_owner_first(session, VirtualAccount, va_id)  # a link's: the link first
             found = await _LOCKED_VA.first(session, va_id=va_id)
             return None if found is None else VaRow(*found)
 

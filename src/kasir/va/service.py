@@ -45,6 +45,8 @@ from kasir.kit.logs import annotate_request
 from kasir.merchants.repository import MerchantRow
 from kasir.merchants.service import merchant_service
 from kasir.payments import metrics as payment_metrics
+from kasir.payments import owners
+from kasir.payments.owners import InnerEvent, InnerOutcome
 from kasir.processors.protocols import VaOpening
 from kasir.processors.registry import va_issuer
 from kasir.va.banks import AMOUNT_MAX, CHANNELS, bank_of
@@ -231,8 +233,10 @@ class VaService:
                 raise NumberTaken()
         raise NumberTaken()
 
-    async def open(self, session: Session, merchant: MerchantRow, plan: VaPlan, number: str) -> VaRow:
-        """The PENDING VA, in the request's unit of work."""
+    async def open(
+        self, session: Session, merchant: MerchantRow, plan: VaPlan, number: str, *, link_id: str | None = None
+    ) -> VaRow:
+        """The PENDING VA, in the request's unit of work (`link_id`: a payment link's, kasir.payments.owners)."""
         request = plan.request
         va = VaRow(
             id=plan.transaction_id,
@@ -258,6 +262,7 @@ class VaService:
             expires_at=plan.expires_at,
             open_until=plan.expires_at,
             updated_at=plan.created_at,
+            link_id=link_id,
         )
         if not await va_repository.add(session, va):
             if await va_repository.external_id_taken(session, merchant.id, request.external_id):
@@ -281,6 +286,7 @@ class VaService:
         va = await va_repository.get(session, ref.transaction_id, lock=lock)
         if (
             va is None
+            or va.link_id is not None  # a payment link's: found through the link only (§10.3)
             or va.merchant_id != merchant.id
             or (va.external_id, va.order_id) != (ref.external_id, ref.order_id)
             or (ref.payment_channel is not None and ref.payment_channel != va.payment_channel)
@@ -391,6 +397,10 @@ class VaService:
         va.updated_at = clock.now()
         await va_repository.save(session, va)
         payment_metrics.settled_in(session, "va", VaStatus(va.status).name)
+        if va.link_id is not None:  # a payment link's: the link reports it (kasir.payments.owners)
+            event = InnerEvent.PAID if payment is not None else InnerEvent.CLOSED
+            await owners.settled(session, InnerOutcome(va.link_id, va.id, event))
+            return
         await callback_outbox.record(
             session,
             kind=CallbackKind.VA,

@@ -16,6 +16,7 @@ from sqlalchemy import Integer, bindparam, insert, select, update
 
 from kasir.db import Session, Statement, binds, locked_once
 from kasir.payments.external_ids import holders
+from kasir.payments.owners import lock_owner_first
 from kasir.va.models import VirtualAccount
 from kasir.wallet.models import WalletRefund, WalletTransaction
 from kasir.wallet.states import WalletStatus
@@ -154,6 +155,7 @@ class WalletRepository:
             return await self.row(session, transaction_id)
 
         async def read() -> TransactionRow | None:
+            await lock_owner_first(session, WalletTransaction, transaction_id)  # a link's: the link first
             found = await _LOCKED_TRANSACTION.first(session, transaction_id=transaction_id)
             return None if found is None else TransactionRow(*found)
 

@@ -45,6 +45,8 @@ from kasir.kit.logs import annotate_request
 from kasir.merchants.repository import MerchantRow
 from kasir.merchants.service import merchant_service
 from kasir.payments import metrics as payment_metrics
+from kasir.payments import owners
+from kasir.payments.owners import InnerEvent, InnerOutcome
 from kasir.processors.calls import Call, PendingCall
 from kasir.processors.protocols import WalletItem, WalletPayment
 from kasir.processors.registry import wallet_issuer
@@ -165,11 +167,18 @@ class WalletService:
             await check_callback_url(callback_url, production=get_settings().is_production, field=field)
 
     async def create_payment(
-        self, session: Session, merchant: MerchantRow, request: CreatePaymentRequest, *, qr: bool = False
+        self,
+        session: Session,
+        merchant: MerchantRow,
+        request: CreatePaymentRequest,
+        *,
+        qr: bool = False,
+        link_id: str | None = None,
     ) -> TransactionRow:
         """A PENDING transaction: checkout page (`qr=False`) or dynamic QRIS (`qr=True`).
 
-        Also the entry of the card charge's `paymentMethod: ewallet` (docs/decisions.md §7).
+        Also the entry of the card charge's `paymentMethod: ewallet` (docs/decisions.md §7), and of a payment
+        link's wallet or QRIS attempt (`link_id`: the link owns it, kasir.payments.owners).
         """
         channel = request.payment_channel
         if qr and channel != QR_CHANNEL:
@@ -234,6 +243,7 @@ class WalletService:
             updated_at=now,
             paid_at=None,
             voided_at=None,
+            link_id=link_id,
         )
         # The unique (merchant_id, external_id) refuses a reused external_id, races included.
         if not await wallet_repository.add_transaction(session, row_values(tx)):
@@ -412,6 +422,9 @@ class WalletService:
         payment_metrics.settled_in(session, "wallet", WalletStatus(tx.status).name)
         if WalletStatus(tx.status) not in NOTIFIED:
             return
+        if tx.link_id is not None:  # a payment link's: the link reports it (kasir.payments.owners)
+            await owners.settled(session, _owned_outcome(tx))
+            return
         await callback_outbox.record(
             session,
             kind=CallbackKind.WALLET,
@@ -469,9 +482,23 @@ class WalletVoidAction(_WalletAction):
 
 def _named(tx: TransactionRow | None, merchant: MerchantRow, ref: TransactionReference) -> TransactionRow:
     """`tx` when it is the merchant's and its external_id and order_id are the reference's; else `02`."""
-    if tx is None or tx.merchant_id != merchant.id or (tx.external_id, tx.order_id) != (ref.external_id, ref.order_id):
+    if (
+        tx is None
+        or tx.link_id is not None  # a payment link's: found through the link only (§10.3)
+        or tx.merchant_id != merchant.id
+        or (tx.external_id, tx.order_id) != (ref.external_id, ref.order_id)
+    ):
         raise WalletTransactionNotFound()
     return tx
+
+
+def _owned_outcome(tx: TransactionRow) -> InnerOutcome:
+    """What became of a payment link's transaction: paid, failed (OVO), or ended unpaid (not a failed attempt)."""
+    if tx.status == WalletStatus.PAID.value:
+        return InnerOutcome(tx.link_id or "", tx.id, InnerEvent.PAID)
+    if tx.status == WalletStatus.FAILED.value:
+        return InnerOutcome(tx.link_id or "", tx.id, InnerEvent.FAILED, reason=tx.failure_reason or "")
+    return InnerOutcome(tx.link_id or "", tx.id, InnerEvent.CLOSED)
 
 
 def row_values(tx: TransactionRow) -> dict[str, Any]:

@@ -93,7 +93,8 @@ async def render_payment(
         message=message,
         values=values,
         errors=errors or {},
-        tenors=tenor_options(order.amount),
+        # A payment link's order is full payment only (docs/decisions.md §10.3).
+        tenors=tenor_options(order.amount)[:1] if order.link_id is not None else tenor_options(order.amount),
         chosen_installment=chosen_installment(order.amount, values["tenor"]),
     )
 

@@ -1,0 +1,195 @@
+"""The link's life (docs/decisions.md §10.4, §10.5): the customer chooses a method on its page, pays or fails
+through that method's own page, and the merchant hears payment-page callbacks signed per §3.5 (computed here)
+with §10.5's payment_method / payment_channel / acq per method. Inner payments send nothing of their own and
+are not found through their rooms' routes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+from fastapi import FastAPI
+
+from kasir.config import get_settings
+from kasir.kit.clock import clock
+from tests.card.test_pages import pay as pay_card
+from tests.support import builders
+from tests.support.builders import make_merchant
+from tests.support.forms import page_forms, post_form
+from tests.support.receiver import CallbackReceiver
+from tests.support.wire.card import APPROVED, DECLINED
+from tests.support.wire.links import check_callback, create, read
+from tests.support.wire.va import post as post_va
+from tests.support.wire.wallet import assert_problem, post_wallet
+
+ALL = [
+    {"channel": "CARD", "acq": "BCACC"},
+    {"channel": "DANA"},
+    {"channel": "OVO"},
+    {"channel": "QRIS"},
+    {"channel": "VA", "acq": "BCA-MCP"},
+]
+
+
+def local(url: str) -> str:
+    return url.removeprefix(get_settings().public_url)
+
+
+async def choose(client: httpx.AsyncClient, link: dict[str, Any], channel: str, **fields: str) -> str:
+    """Press the method's button on the link's page; where the customer is sent (303)."""
+    forms = await page_forms(client, local(link["payment_url"]))
+    form = next(f for f in forms.values() if f.fields.get("channel") == channel)
+    answer = await post_form(client, form, **fields)
+    assert answer.status_code == 303, answer.text
+    return answer.headers["location"]
+
+
+async def paid_by(
+    receiver: CallbackReceiver, merchant: builders.TestMerchant, link: dict[str, Any], path: str, count: int = 1
+) -> list[dict[str, Any]]:
+    return [check_callback(r, merchant, link) for r in await receiver.wait_for(count, path=path)]
+
+
+async def test_a_link_paid_by_card_reports_card_and_the_acquirer(
+    app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
+) -> None:
+    merchant = await make_merchant(app)
+    link = await create(
+        client, merchant, receiver.url("/card"), channels=ALL, success_redirect_url="https://shop.example/ok?x=1"
+    )
+    page = await client.get(local(link["payment_url"]))
+    assert page.status_code == 200
+    assert "Rp50.000" in page.text
+    assert page.headers["content-security-policy"].startswith("default-src 'self'")
+    assert "<script>" not in page.text
+    order_page = await choose(client, link, "CARD")
+    assert order_page.startswith("/card/pages/CARD")
+    assert await choose(client, link, "CARD") == order_page  # back and again: the same order
+    declined = await pay_card(client, order_page, DECLINED)
+    assert declined.status_code == 200
+    assert "left" in declined.text
+    [failed] = await paid_by(receiver, merchant, link, "/card")
+    assert failed["transaction_status"] == "FAILED"
+    assert (failed["payment_method"], failed["payment_channel"], failed["acq"]) == ("CARD", "CARD", "BCA")
+    assert failed["response_message"]
+    assert failed["paid_date"] == ""
+
+    done = await pay_card(client, order_page, APPROVED)
+    assert done.status_code == 303
+    back = await client.get(local(done.headers["location"]))
+    assert back.status_code == 303
+    assert back.headers["location"] == f"https://shop.example/ok?x=1&transaction_id={link['transaction_id']}"
+    _failed, success = await paid_by(receiver, merchant, link, "/card", 2)
+    assert success["transaction_status"] == "SUCCESS"
+    assert (success["payment_method"], success["payment_channel"], success["acq"]) == ("CARD", "CARD", "BCA")
+    assert success["response_message"] == "Success"
+    assert success["paid_date"].endswith("Z")
+    assert success["selected_channels"][0] == {"channel": "CARD", "acq": "BCACC"}
+    assert success["mis_version"] == 3
+    assert "sub_merchant_id" not in success
+    assert (await read(client, merchant, link["transaction_id"])).json()["data"]["transaction_status"] == "SUCCESS"
+    # The card order sent nothing of its own: only the link's two callbacks arrived.
+    assert len(receiver.requests) == 2
+
+
+async def test_a_link_paid_by_dana_then_nothing_else_pays(
+    app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
+) -> None:
+    merchant = await make_merchant(app)
+    link = await create(client, merchant, receiver.url("/dana"), channels=ALL)
+    va_page = await choose(client, link, "VA")
+    assert va_page == f"/payment-page/pages/{link['transaction_id']}/va"
+    checkout = await choose(client, link, "DANA", wallet_id="081298765432")
+    assert checkout.startswith("/ewallet/pages/")
+    tx_id = checkout.rsplit("/", 1)[1]
+    forms = await page_forms(client, checkout)
+    assert (await post_form(client, forms["pay-form"])).status_code == 303
+    [success] = await paid_by(receiver, merchant, link, "/dana")
+    assert success["transaction_status"] == "SUCCESS"
+    assert (success["payment_method"], success["payment_channel"], success["acq"]) == ("WALLET", "DANA", "DANA")
+    # Kasir's own result page where the merchant named no success URL.
+    result = await client.get(local(link["payment_url"]))
+    assert 'data-status="SUCCESS"' in result.text
+    # The VA chosen before was cancelled silently: no VA callback, and its pay button is gone.
+    assert (await client.get(va_page)).status_code == 200
+    # The inner wallet transaction is not found through the wallet's routes.
+    inquiry = {"transaction_id": tx_id, "external_id": f"{link['transaction_id']}-2", "order_id": link["order_id"]}
+    assert_problem(await post_wallet(client, merchant, "/ewallet/v2/inquiry", inquiry), 404, "02")
+    assert len(receiver.requests) == 1
+
+
+async def test_a_link_paid_by_va_reports_the_bank_as_the_entry_names_it(
+    app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
+) -> None:
+    merchant = await make_merchant(app)
+    link = await create(
+        client, merchant, receiver.url("/va"), channels=ALL, failed_redirect_url="https://shop.example/no"
+    )
+    va_page = await choose(client, link, "VA")
+    assert await choose(client, link, "VA") == va_page
+    page = await client.get(va_page)
+    assert page.status_code == 200
+    assert "40416" in page.text.replace(" ", "")
+    assert "Rp50.000" in page.text
+    forms = await page_forms(client, va_page)
+    va_id = forms["pay-form"].fields["va"]
+    # The VA is the link's: the VA routes do not find it.
+    ref = {"transaction_id": va_id, "external_id": f"{link['transaction_id']}-BCA-MCP", "order_id": link["order_id"]}
+    assert_problem(await post_va(client, merchant, "/va/inquiry", ref), 404, "02")
+    paid = await post_form(client, forms["pay-form"])
+    assert paid.status_code == 303
+    [success] = await paid_by(receiver, merchant, link, "/va")
+    assert (success["payment_method"], success["payment_channel"], success["acq"]) == (
+        "VIRTUAL_ACCOUNT",
+        "VA",
+        "BCA-MCP",
+    )
+    assert success["transaction_status"] == "SUCCESS"
+    assert len(receiver.requests) == 1
+
+
+async def test_the_third_failed_attempt_across_methods_expires_the_link(
+    app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
+) -> None:
+    merchant = await make_merchant(app)
+    link = await create(
+        client, merchant, receiver.url("/fails"), channels=ALL, failed_redirect_url="https://shop.example/no"
+    )
+    ovo = await choose(client, link, "OVO", wallet_id="081298765432")
+    forms = await page_forms(client, ovo)
+    assert (await post_form(client, forms["fail-form"])).status_code == 303
+    page = await client.get(local(link["payment_url"]))
+    assert "Payment failed" in page.text  # on Kasir's page, the reason shown
+    order_page = await choose(client, link, "CARD")
+    await pay_card(client, order_page, DECLINED)
+    last = await pay_card(client, order_page, DECLINED)
+    assert last.status_code == 303
+    callbacks = await paid_by(receiver, merchant, link, "/fails", 4)
+    assert [c["transaction_status"] for c in callbacks] == ["FAILED", "FAILED", "FAILED", "EXPIRED"]
+    assert (callbacks[0]["payment_method"], callbacks[0]["acq"]) == ("WALLET", "OVO")
+    assert callbacks[0]["response_message"] == "Declined on the checkout page"
+    assert callbacks[3]["response_message"] == "Too many failed attempts"
+    assert (callbacks[3]["payment_method"], callbacks[3]["acq"]) == ("CARD", "BCA")
+    gone = await client.get(local(link["payment_url"]))
+    assert gone.headers["location"] == f"https://shop.example/no?transaction_id={link['transaction_id']}"
+
+
+async def test_a_link_expires_at_its_expired_time(
+    app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
+) -> None:
+    merchant = await make_merchant(app)
+    link = await create(client, merchant, receiver.url("/late"), channels=ALL)
+    untouched = await create(client, merchant, receiver.url("/late-untouched"), channels=ALL)
+    va_page = await choose(client, link, "VA")
+    clock.advance(24 * 3600 + 1)
+    [expired] = await paid_by(receiver, merchant, link, "/late")
+    assert expired["transaction_status"] == "EXPIRED"
+    assert expired["response_message"] == "Payment expired"
+    assert (expired["payment_method"], expired["payment_channel"], expired["acq"]) == (
+        "VIRTUAL_ACCOUNT",
+        "VA",
+        "BCA-MCP",
+    )
+    [never] = await paid_by(receiver, merchant, untouched, "/late-untouched")
+    assert (never["payment_method"], never["payment_channel"], never["acq"]) == ("", "", "")
+    assert 'data-status="EXPIRED"' in (await client.get(va_page)).text
