@@ -22,12 +22,19 @@ from kasir.config import Settings
 from kasir.models import metadata
 from kasir.payments.repository import payments_repository
 from kasir.payments.service import parse_filter, payments_service
-from tests.console.helpers import closing, paid_wallet_payment, signed_in
+from kasir.va.service import va_service
+from tests.card.test_pages import pay as pay_card
+from tests.console.helpers import closing, csrf_of, paid_wallet_payment, signed_in
 from tests.console.test_va import RecordingSession
+from tests.links.test_flow import choose
+from tests.ops.test_metrics import scrape, value
 from tests.support import builders
 from tests.support.builders import make_merchant
 from tests.support.cli import kasir_beside_app
 from tests.support.engine import engine_of
+from tests.support.forms import page_forms, post_form
+from tests.support.receiver import CallbackReceiver
+from tests.support.wire.card import DECLINED
 from tests.support.wire.links import create
 
 CALLBACK_URL = "http://127.0.0.1:9/cb"
@@ -229,3 +236,132 @@ async def test_the_overview_reads_links_and_the_rooms_they_use_from_their_indexe
     steps = [step for step in plan if re.search(rf"\b{table}\b", step)]
     assert steps, plan
     assert all(f"COVERING INDEX ix_{table}_overview" in step for step in steps), plan
+
+
+async def paid_by_dana_after_a_va_and_a_declined_card(
+    client: httpx.AsyncClient, merchant: builders.TestMerchant, callback_url: str
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """A link whose customer chose the BCA VA, was declined by card, then paid by DANA; the attempts' ids."""
+    link = await create(client, merchant, callback_url, channels=CHANNELS, amount=90_000)
+    va_page = await choose(client, link, "VA")
+    va_id = (await page_forms(client, va_page))["pay-form"].fields["va"]
+    order_page = await choose(client, link, "CARD")
+    assert (await pay_card(client, order_page, DECLINED)).status_code == 200
+    checkout = await choose(client, link, "DANA", wallet_id="081298765432")
+    assert (await post_form(client, (await page_forms(client, checkout))["pay-form"])).status_code == 303
+    attempts = {"va": va_id, "card": order_page.rsplit("/", 1)[1], "wallet": checkout.rsplit("/", 1)[1]}
+    return link, attempts
+
+
+async def test_a_paid_links_attempts_are_the_links_in_the_list_the_search_and_the_numbers(
+    app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
+) -> None:
+    merchant = await make_merchant(app, callback_url=CALLBACK_URL)
+    link, attempts = await paid_by_dana_after_a_va_and_a_declined_card(client, merchant, receiver.url("/paid"))
+    await receiver.wait_for(2, path="/paid")  # FAILED (the card), SUCCESS (DANA)
+    listed = (await client.get(f"/admin/payments?merchant_id={merchant.id}", headers=ADMIN)).json()["payments"]
+    # One payment: the link. Its VA, card order and wallet transaction are its attempts, not payments of their own.
+    [view] = listed
+    assert (view["id"], view["product"], view["status"], view["outcome"]) == (
+        link["transaction_id"],
+        "link",
+        "SUCCESS",
+        "paid",
+    )
+    assert (view["channel"], view["payment_method"], view["amount"]) == ("DANA", "WALLET", "90000")
+    assert view["paid_at"]
+    for product in ("wallet", "card", "va"):
+        only = f"/admin/payments?merchant_id={merchant.id}&product={product}"
+        assert ids(await client.get(only, headers=ADMIN)) == [], product
+        assert (await client.get(f"/admin/payments/{attempts[product]}", headers=ADMIN)).status_code == 404
+    by_dana = f"/admin/payments?merchant_id={merchant.id}&channel=DANA"
+    assert ids(await client.get(by_dana, headers=ADMIN)) == [link["transaction_id"]]
+    # Whatever id the customer quotes (the VA's number, the wallet transaction's, the card order's): the link.
+    async with app.state.database.unit_of_work(read_only=True) as session:
+        va_number = (await va_service.get(session, attempts["va"])).va_number
+    for quoted in (*attempts.values(), va_number, " ".join([va_number[:5], va_number[5:]])):
+        assert ids(await client.get("/admin/payments", params={"q": quoted}, headers=ADMIN)) == [
+            link["transaction_id"]
+        ], quoted
+    found_cli = await kasir_beside_app("payments", "find", attempts["wallet"], "--json")
+    assert [p["id"] for p in json.loads(found_cli.output)["payments"]] == [link["transaction_id"]]
+
+    async with app.state.database.unit_of_work(read_only=True) as session:
+        overview = await payments_service.overview(session, merchant.id, "today")
+    assert [(t.product, t.outcome, t.count) for t in overview.totals] == [("link", "paid", 1)]
+    assert overview.net_volume() == overview.net_volume("link") == 90_000  # counted once, as the link
+    assert overview.success_rate("link") == 1.0
+
+    async with closing(await signed_in(app)) as browser:
+        exported = await browser.get(f"/console/payments.csv?merchant={merchant.id}")
+    header, *lines = list(csv.reader(io.StringIO(exported.text)))
+    [row] = [dict(zip(header, line, strict=True)) for line in lines]
+    assert (row["id"], row["channel"], row["outcome"], row["net_amount"], row["payment_method"]) == (
+        link["transaction_id"],
+        "DANA",
+        "paid",
+        "90000",
+        "WALLET",
+    )
+
+
+async def test_the_detail_page_shows_each_attempt_by_method_and_the_links_callbacks_to_replay(
+    app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
+) -> None:
+    merchant = await make_merchant(app, callback_url=CALLBACK_URL)
+    link, attempts = await paid_by_dana_after_a_va_and_a_declined_card(client, merchant, receiver.url("/seen"))
+    failed, success = await receiver.wait_for(2, path="/seen")
+    async with closing(await signed_in(app)) as browser:
+        page = await browser.get(f"/console/payments/{link['transaction_id']}")
+        assert page.status_code == 200, page.text
+        html = page.text
+        table = html[html.index('id="link-attempts"') : html.index("</table>", html.index('id="link-attempts"'))]
+        rows = table.split("<tr>")[2:]
+        assert len(rows) == 3
+        # In the order chosen: the VA and the card (its order declined once, then open until DANA paid), closed
+        # silently when DANA paid; DANA.
+        chosen = [
+            ("VA", attempts["va"], "CLOSED", ""),
+            ("CARD", attempts["card"], "CLOSED", "Card declined by the issuer"),
+            ("DANA", attempts["wallet"], "PAID", ""),
+        ]
+        for row, (channel, inner, outcome, reason) in zip(rows, chosen, strict=True):
+            assert f'<td data-label="Method">{channel}' in row, row
+            assert inner in row
+            assert f">{outcome}</span>" in row, row
+            assert reason in row
+        fields = html[html.index('id="payment-fields"') :]
+        assert "Paid by" in fields
+        assert "WALLET · DANA · DANA" in fields
+        assert "1 of 3" in fields  # the declined card
+        assert "(closed: it takes no more payments)" in html
+        # Its callbacks, each with its replay form; a replay goes out as the same event.
+        replay_forms = re.findall(r'action="(/console/callbacks/\d+/replay)"', html)
+        assert len(replay_forms) == 2, replay_forms
+        replayed = await browser.post(replay_forms[-1], data={"csrf_token": csrf_of(html), "target": "original"})
+        assert replayed.status_code in (200, 303), replayed.text
+    again = (await receiver.wait_for(3, path="/seen"))[2]
+    assert again.headers["x-kasir-callback-id"] == success.headers["x-kasir-callback-id"]
+    assert again.json()["transaction_status"] == "SUCCESS"
+
+
+async def test_metrics_count_the_link_and_its_attempts_each_by_its_product(
+    app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
+) -> None:
+    merchant = await make_merchant(app, callback_url=CALLBACK_URL)
+    before = await scrape(client)
+    await paid_by_dana_after_a_va_and_a_declined_card(client, merchant, receiver.url("/counted"))
+    await receiver.wait_for(2, path="/counted")
+    after = await scrape(client)
+
+    def moved(name: str, product: str, status: str) -> float:
+        return value(after, name, product=product, status=status) - value(before, name, product=product, status=status)
+
+    # The link, the merchant's order: created PENDING, settled SUCCESS once.
+    assert moved("kasir_payments_created_total", "link", "PENDING") == 1
+    assert moved("kasir_payments_settled_total", "link", "SUCCESS") == 1
+    # Its attempts, as their products' processing (docs/operator/observability.md): the DANA transaction paid.
+    assert moved("kasir_payments_created_total", "wallet", "PENDING") == 1
+    assert moved("kasir_payments_settled_total", "wallet", "PAID") == 1
+    assert moved("kasir_payments_created_total", "card", "PENDING") == 1
+    assert moved("kasir_payments_created_total", "va", "PENDING") == 1
