@@ -11,6 +11,10 @@ signature with kasir-client, and ends with a table of what happened and how long
     va      one virtual account of each payment system, paid by the staging dummy payment, each callback
             verified and confirmed by inquiry: CLOSED paid once; OPEN (single use) paid any amount;
             PARTIAL paid in three parts; multi-use CLOSED paid twice, then cancelled
+    link    one payment link per method, paid on its checkout page driven over HTTP like a browser:
+            card through 3-D Secure (the staging test card and one-time password), DANA, QRIS and a
+            VA (the staging pay button); each payment-page callback verified with the SDK (it says how
+            the link was paid) and confirmed by reading the link
     bnpl    calculation → QR checkout → approval page → notification → status inquiry
     card    CLOSE charge with the 3-D Secure test card → the OTP page, driven over HTTP like a
             browser → SUCCESS callback; CLOSE charge with the declined test card → FAILED callback
@@ -32,13 +36,14 @@ from datetime import date
 from html import unescape
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import parse_qsl, urljoin, urlsplit
 
 import httpx
 from kasir_client import (
     AsyncClient,
     ChargeResult,
     Credentials,
+    PaymentLinkResult,
     VaCallback,
     VaPaymentResult,
     VaResult,
@@ -458,6 +463,121 @@ class Demo:
             raise RuntimeError("the two payments' callbacks share a reference_id")
         return f"MANDIRI {va.va_number} {rupiah(va.amount)} multi-use: PAID twice (two reference_ids) → CANCELLED"
 
+    # --- payment links ------------------------------------------------------------------
+
+    def _link_order(self) -> dict[str, Any]:
+        reference = uuid.uuid4().hex[:12]
+        return {
+            "external_id": f"DEMO-L-{reference}",
+            "order_id": f"DEMO-{reference}",
+            "amount": 120_000,
+            "description": "Kopi beans 1 kg",
+            "customer_details": {
+                "full_name": "Siti Rahayu",
+                "email": "siti@example.id",
+                "phone": "081234567890",
+                "address": "Jl. Merdeka 1, Bandung",
+            },
+            "item_details": [{"item_id": "KOPI-1", "name": "Kopi beans 1 kg", "amount": 120_000, "qty": 1}],
+            "selected_channels": [
+                {"channel": "CARD"},
+                {"channel": "DANA"},
+                {"channel": "QRIS"},
+                {"channel": "VA", "acq": "BCA"},
+            ],
+            "callback_url": self.receiver.url(f"/link/{reference}"),
+            "success_redirect_url": "https://shop.example/thanks",
+        }
+
+    async def _choose(self, link: PaymentLinkResult, channel: str) -> str:
+        """The customer presses the method's button on the link's page; the method's page it leads to."""
+        page = await self.http.get(link.payment_url)
+        page.raise_for_status()
+        for form in re.findall(r"<form\b.*?</form>", page.text, re.S):
+            fields = hidden_fields(form)
+            if fields.get("channel") == channel:
+                action = unescape(re.search(r'action="([^"]*)"', form).group(1))  # type: ignore[union-attr]
+                if "wallet_id" in form:
+                    fields["wallet_id"] = "081234567890"  # prefilled with the customer's phone
+                chosen = await self.http.post(urljoin(str(page.url), action), data=fields)
+                if chosen.status_code != 303:
+                    raise RuntimeError(f"choosing {channel} answered {chosen.status_code}")
+                return urljoin(str(page.url), chosen.headers["location"])
+        raise RuntimeError(f"the link's page offers no {channel}")
+
+    async def _press(self, url: str, form_id: str, **fields: str) -> httpx.Response:
+        """Submit the form `form_id` of the page at `url` with its own hidden fields, as a browser would."""
+        page = await self.http.get(url)
+        page.raise_for_status()
+        found = re.search(rf'<form\b[^>]*\bid="{form_id}"[^>]*>.*?</form>', page.text, re.S)
+        if found is None:
+            raise RuntimeError(f"{url} has no form {form_id}")
+        form = found.group(0)
+        action = unescape(re.search(r'action="([^"]*)"', form).group(1))  # type: ignore[union-attr]
+        return await self.http.post(urljoin(str(page.url), action), data={**hidden_fields(form), **fields})
+
+    async def _link_paid(self, channel: str, pay: Callable[[str], Awaitable[None]], expected: tuple[str, ...]) -> str:
+        order = self._link_order()
+        self.progress(f"link: create, {rupiah(order['amount'])}, four methods")
+        link = await self.client.create_payment_link(order)
+        if link.transaction_status != "PENDING" or not link.payment_url:
+            raise RuntimeError(f"create answered {link.transaction_status}")
+        self.progress(f"link: the customer chooses {channel} on {link.payment_url}")
+        await pay(await self._choose(link, channel))
+        self.progress(f"link: waiting for the SUCCESS callback of {link.transaction_id}")
+        [callback] = await self.receiver.wait(urlsplit(order["callback_url"]).path)
+        event = verify_payment_page_callback(
+            callback.body, callback.headers, hash_key=self.credentials.hash_key, order=(link.external_id, link.order_id)
+        )
+        paid_by = (event.payment_method, event.payment_channel, event.acq)
+        if event.transaction_status != "SUCCESS" or paid_by != expected:
+            raise RuntimeError(f"callback says {event.transaction_status} {paid_by}, expected SUCCESS {expected}")
+        await self.client.confirm_payment_link(event, amount=order["amount"])  # the signature covers no status
+        paid = " / ".join(paid_by)
+        return f"{link.transaction_id} {rupiah(link.amount)}: paid by {paid}; callback verified, confirmed"
+
+    async def link_card(self) -> str:
+        async def pay(card_page: str) -> None:
+            self.progress("link: the card page, then 3-D Secure (the staging one-time password)")
+            page = await self.http.get(card_page)
+            page.raise_for_status()
+            form = {
+                **hidden_fields(page.text),
+                "cardNumber": CHALLENGE_CARD.replace(" ", ""),
+                "cardExpiredMonth": "12",
+                "cardExpiredYear": str(date.today().year + 3),
+                "cardCvn": "123",
+                "cardHolderName": "Siti Rahayu",
+                "tenor": "0",
+            }
+            challenge = await self.http.post(f"{card_page}/pay", data=form, follow_redirects=True)
+            challenge.raise_for_status()
+            otp = {**hidden_fields(challenge.text), "otp": staging_otp(challenge.text)}
+            answer = await self.http.post(str(challenge.url), data=otp)
+            if answer.status_code != 303:
+                raise RuntimeError(f"the OTP form answered {answer.status_code}")
+
+        return await self._link_paid("CARD", pay, ("CARD", "CARD", "BCA"))
+
+    async def _wallet_pay(self, checkout: str) -> None:
+        self.progress("link: the checkout's staging Pay")
+        if (await self._press(checkout, "pay-form")).status_code != 303:
+            raise RuntimeError("the checkout's Pay did not go through")
+
+    async def link_dana(self) -> str:
+        return await self._link_paid("DANA", self._wallet_pay, ("WALLET", "DANA", "DANA"))
+
+    async def link_qris(self) -> str:
+        return await self._link_paid("QRIS", self._wallet_pay, ("WALLET", "QRIS", "QRIS"))
+
+    async def link_va(self) -> str:
+        async def pay(va_page: str) -> None:
+            self.progress("link: the VA's instructions, then the staging Pay (as the bank's transfer)")
+            if (await self._press(va_page, "pay-form")).status_code != 303:
+                raise RuntimeError("the VA page's Pay did not go through")
+
+        return await self._link_paid("VA", pay, ("VIRTUAL_ACCOUNT", "VA", "BCA"))
+
     # --- card ---------------------------------------------------------------------------
 
     def _card_order(self, number: str) -> dict[str, Any]:
@@ -561,6 +681,10 @@ def steps(demo: Demo) -> list[Step]:
         Step("va", "OPEN, single use → any amount → PAID callback", demo.va_open),
         Step("va", "PARTIAL → three transfers → PARTIALLY_PAID, PARTIALLY_PAID, PAID", demo.va_partial),
         Step("va", "multi-use → paid twice → cancelled → three callbacks", demo.va_multi_use),
+        Step("link", "payment link → card, 3-D Secure → SUCCESS callback", demo.link_card),
+        Step("link", "payment link → DANA checkout → SUCCESS callback", demo.link_dana),
+        Step("link", "payment link → QRIS → SUCCESS callback", demo.link_qris),
+        Step("link", "payment link → VA transfer → SUCCESS callback", demo.link_va),
         Step("bnpl", "calculate → checkout → approve → notification", demo.bnpl),
         Step("card", "CLOSE charge, 3-D Secure card → OTP page → SUCCESS callback", demo.card_3ds),
         Step("card", "CLOSE charge, declined card → FAILED callback", demo.card_declined),

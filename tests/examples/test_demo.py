@@ -18,10 +18,11 @@ from tests.support.builders import make_merchant
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-STEPS = 12
+STEPS = 16
 # PAID, REFUNDED, PAID again (replayed: the same X-Kasir-Callback-Id, seen), PAID, VOID; VA: PAID, PAID,
-# PARTIALLY_PAID × 2 and PAID, PAID × 2 and CANCELLED; BNPL; SUCCESS, FAILED
-CALLBACKS = 16
+# PARTIALLY_PAID × 2 and PAID, PAID × 2 and CANCELLED; payment links: SUCCESS × 4 (card, DANA, QRIS, VA); BNPL;
+# SUCCESS, FAILED
+CALLBACKS = 20
 
 
 async def test_demo_runs_every_product_against_the_served_service(app, served, tmp_path):
@@ -63,7 +64,7 @@ async def test_demo_runs_every_product_against_the_served_service(app, served, t
     assert completed.returncode == 0, output
     assert output.count("✓") == STEPS, output
     assert "✗" not in output
-    for product in ("token", "wallet", "va", "bnpl", "card"):
+    for product in ("token", "wallet", "va", "link", "bnpl", "card"):
         assert f"✓ {product}:" in output
     assert f"callbacks received and verified: {CALLBACKS}" in output
     assert "✓ wallet: operator replays the PAID callback → same id, seen" in output
