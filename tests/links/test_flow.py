@@ -65,6 +65,9 @@ async def test_a_link_paid_by_card_reports_card_and_the_acquirer(
     order_page = await choose(client, link, "CARD")
     assert order_page.startswith("/card/pages/CARD")
     assert await choose(client, link, "CARD") == order_page  # back and again: the same order
+    card_page = (await client.get(order_page)).text
+    assert "Full payment" in card_page
+    assert "3 months" not in card_page  # a link is paid in full (§10.3)
     declined = await pay_card(client, order_page, DECLINED)
     assert declined.status_code == 200
     assert "left" in declined.text
