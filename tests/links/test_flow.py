@@ -12,13 +12,14 @@ from fastapi import FastAPI
 
 from kasir.config import get_settings
 from kasir.kit.clock import clock
+from kasir.merchants.service import merchant_service
 from tests.card.test_pages import pay as pay_card
 from tests.support import builders
 from tests.support.builders import make_merchant
 from tests.support.forms import page_forms, post_form
 from tests.support.receiver import CallbackReceiver
 from tests.support.wire.card import APPROVED, DECLINED
-from tests.support.wire.links import check_callback, create, read
+from tests.support.wire.links import check_callback, create, create_body, post, read
 from tests.support.wire.va import post as post_va
 from tests.support.wire.wallet import assert_problem, post_wallet
 
@@ -65,6 +66,9 @@ async def test_a_link_paid_by_card_reports_card_and_the_acquirer(
     order_page = await choose(client, link, "CARD")
     assert order_page.startswith("/card/pages/CARD")
     assert await choose(client, link, "CARD") == order_page  # back and again: the same order
+    card_page = (await client.get(order_page)).text
+    assert "Full payment" in card_page
+    assert "3 months" not in card_page  # a link is paid in full (§10.3)
     declined = await pay_card(client, order_page, DECLINED)
     assert declined.status_code == 200
     assert "left" in declined.text
@@ -193,3 +197,39 @@ async def test_a_link_expires_at_its_expired_time(
     [never] = await paid_by(receiver, merchant, untouched, "/late-untouched")
     assert (never["payment_method"], never["payment_channel"], never["acq"]) == ("", "", "")
     assert 'data-status="EXPIRED"' in (await client.get(va_page)).text
+
+
+async def test_a_qris_link_is_paid_by_its_qr_and_a_sub_merchant_signs_the_callback(
+    app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
+) -> None:
+    merchant = await make_merchant(app)
+    async with app.state.database.unit_of_work() as session:
+        await merchant_service.add_sub_merchant(session, merchant.id, "SUB-7", "Toko Cabang")
+    body = create_body(receiver.url("/qris"), channels=[{"channel": "QRIS"}, {"channel": "CARD"}])
+    body["customer_details"] |= {"is_email_show": False, "is_phone_show": False}
+    answer = await post(client, merchant, body, **{"sub-merchant-id": "SUB-7"})
+    assert answer.status_code == 200, answer.text
+    link = answer.json()["data"]
+    page = (await client.get(local(link["payment_url"]))).text
+    assert "budi@example.id" not in page
+    assert "081234567890" not in page  # not shown, and no wallet entry asks for it
+    qr_page = await choose(client, link, "QRIS")
+    assert qr_page.startswith("/ewallet/pages/")
+    assert 'id="qr"' in (await client.get(qr_page)).text
+    forms = await page_forms(client, qr_page)
+    assert (await post_form(client, forms["pay-form"])).status_code == 303
+    [success] = await paid_by(receiver, merchant, link, "/qris")
+    assert success["sub_merchant_id"] == "SUB-7"  # and check_callback verified the signature with it
+    assert (success["payment_method"], success["payment_channel"], success["acq"]) == ("WALLET", "QRIS", "QRIS")
+    assert success["customer_details"]["is_email_show"] is False
+    other = await post(client, merchant, create_body(), **{"sub-merchant-id": "NOT-MINE"})
+    assert_problem(other, 403, "04", "sub-merchant-id")
+
+
+async def test_a_links_card_order_is_not_found_by_the_card_inquiry(app: FastAPI, client: httpx.AsyncClient) -> None:
+    merchant = await make_merchant(app)
+    link = await create(client, merchant, channels=[{"channel": "CARD", "acq": "CIMBPG"}])
+    order_id = (await choose(client, link, "CARD")).rsplit("/", 1)[1]
+    reference = f"{link['transaction_id']}-1"  # the order's own external_id and order_id
+    body = {"transaction_id": order_id, "external_id": reference, "order_id": reference}
+    assert_problem(await post_wallet(client, merchant, "/card-v2/inquiry", body), 404, "02")

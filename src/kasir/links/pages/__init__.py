@@ -27,6 +27,7 @@ BANK_NAMES = {
     "BSI": "BSI",
     "BNC": "Bank Neo Commerce",
 }
+VA_REFRESH_SECONDS = 15  # the VA page looks again this often (a meta refresh: no script)
 WALLET_NAMES = {"OVO": "OVO", "DANA": "DANA", "SHOPEEPAY": "ShopeePay", "LINKAJA": "LinkAja", "VIRGO": "Virgo"}
 
 
@@ -107,6 +108,7 @@ def render_va(link: LinkRow, merchant_name: str, va: VaRow, *, simulated: bool, 
         page=page_path(link.id),
         simulated=simulated,
         pay_token=pay_token,
+        refresh_seconds=VA_REFRESH_SECONDS,
     )
 
 
