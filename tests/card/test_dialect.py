@@ -138,15 +138,19 @@ async def test_a_3ds_card_goes_to_the_challenge_and_a_sub_merchants_callback_is_
     [callback] = await receiver.wait_for(1, path="/dialect/3ds")
     payload = callback_of(callback, merchant, body, sub="TOKO-1")
     assert payload["transaction_status"] == "SUCCESS"
-    # The SDK's verifier checks the sub-merchant's signature when told the sub-merchant.
+    # The SDK's verifier checks the sub-merchant's signature: the one it is told, else the one the callback names
+    # (as verify_va_callback; the signature covers it), never another.
     order = (body["external_id"], body["order_id"])
     hash_key = merchant.credentials.hash_key
     event = verify_payment_page_callback(
         callback.body, callback.headers, hash_key=hash_key, order=order, sub_merchant_id="TOKO-1"
     )
     assert event.transaction_id == transaction_id
+    assert verify_payment_page_callback(callback.body, callback.headers, hash_key=hash_key, order=order).sub_merchant_id
     with pytest.raises(SignatureError):
-        verify_payment_page_callback(callback.body, callback.headers, hash_key=hash_key, order=order)
+        verify_payment_page_callback(
+            callback.body, callback.headers, hash_key=hash_key, order=order, sub_merchant_id="TOKO-2"
+        )
     assert (payload["payment_mode"], payload["tenor"]) == ("CLOSE", 0)
     assert payload["card_token"] is not None  # store_token defaults to true
 

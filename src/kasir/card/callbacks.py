@@ -17,6 +17,7 @@ from kasir.callbacks.service import SignedIds, callback_outbox
 from kasir.card.cards import card_channels
 from kasir.card.page_links import return_redirect
 from kasir.card.repository import CardOrderRow
+from kasir.card.states import MAX_FAILED_ATTEMPTS
 from kasir.db import Session
 from kasir.kit.clock import JAKARTA, isoformat_seconds
 from kasir.payments import owners
@@ -49,7 +50,10 @@ def _owned_outcome(order: CardOrderRow, event: str) -> InnerOutcome:
         return InnerOutcome(owner, order.id, InnerEvent.PAID, acq=order.acq, card_token=order.card_token)
     if event == "FAILED":  # the order stays open for the next attempt; its third failure expires it after
         reason = order.response_message or ""
-        return InnerOutcome(owner, order.id, InnerEvent.FAILED, reason=reason, ended=False, acq=order.acq)
+        # The third: the order takes no more attempts. Said so, the link ends the attempt as FAILED rather than
+        # closing the order itself, which the order is about to expire (twice would be refused).
+        ended = order.attempts_failed >= MAX_FAILED_ATTEMPTS
+        return InnerOutcome(owner, order.id, InnerEvent.FAILED, reason=reason, ended=ended, acq=order.acq)
     return InnerOutcome(owner, order.id, InnerEvent.CLOSED, acq=order.acq)
 
 
