@@ -6,8 +6,10 @@ computed here from the formula."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -29,9 +31,13 @@ from kasir_client import (
 )
 from kasir_client.bodies import PaymentLinkCreate
 
-from tests.sdk.helpers import sdk_credentials
+from kasir.merchants.service import merchant_service
+from tests.links.test_flow import choose
+from tests.sdk.helpers import kasir_client_command, sdk_credentials
 from tests.support import builders
 from tests.support.builders import make_merchant
+from tests.support.forms import page_forms, post_form
+from tests.support.receiver import CallbackReceiver
 from tests.support.server import ServedKasir
 from tests.support.wire import basic_auth, x_req_signature
 from tests.support.wire.callbacks import callback_signature, sub_merchant_signature
@@ -313,8 +319,8 @@ def in_process(app: FastAPI, merchant: builders.TestMerchant) -> AsyncClient:
 
 
 def served_body(**extra: Any) -> PaymentLinkCreate:
-    ids = {"external_id": unique("sdk-link"), "order_id": unique("sdk-link")[:25]}
-    return link_body(**ids, callback_url="http://127.0.0.1:9/links", **extra)
+    given: dict[str, Any] = {"external_id": unique("sdk-link"), "order_id": unique("sdk-link")[:25]}
+    return link_body(**{**given, "callback_url": "http://127.0.0.1:9/links", **extra})
 
 
 async def test_the_async_client_creates_and_reads_a_link_in_kasir(app: FastAPI) -> None:
@@ -365,3 +371,49 @@ async def test_the_sync_client_against_kasir_serve(app: FastAPI, served: ServedK
     link, now = await asyncio.to_thread(work)
     assert link.payment_url.startswith(served.base_url + "/payment-page/pages/PPL")
     assert (now.transaction_id, now.transaction_status) == (link.transaction_id, "PENDING")
+
+
+async def test_a_real_sub_merchant_links_callback_verifies_with_the_sdk_and_its_command_and_is_confirmed(
+    app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver, tmp_path: Path, capsys: Any
+) -> None:
+    merchant = await make_merchant(app)
+    async with app.state.database.unit_of_work() as session:
+        await merchant_service.add_sub_merchant(session, merchant.id, "TOKO-9", "Toko Cabang")
+    async with in_process(app, merchant) as kasir:
+        body = served_body(callback_url=receiver.url("/sdk-link"), selected_channels=[{"channel": "dana"}])
+        link = await kasir.create_payment_link(body, sub_merchant_id="TOKO-9")
+        checkout = await choose(client, {"payment_url": link.payment_url}, "DANA", wallet_id="081298765432")
+        assert (await post_form(client, (await page_forms(client, checkout))["pay-form"])).status_code == 303
+        [callback] = await receiver.wait_for(1, path="/sdk-link")
+        # The signature from the provider's sub-merchant formula, computed here; then the SDK's word.
+        x_req = x_req_signature(merchant.credentials.hash_key, link.external_id, link.order_id)
+        assert callback.headers["svc-signature"] == sub_merchant_signature(link.transaction_id, x_req, "TOKO-9")
+        event = verify_payment_page_callback(
+            callback.body,
+            callback.headers,
+            hash_key=merchant.credentials.hash_key,
+            order=(link.external_id, link.order_id),
+        )
+        assert (event.transaction_status, event.sub_merchant_id) == ("SUCCESS", "TOKO-9")
+        assert (event.payment_method, event.payment_channel, event.acq) == ("WALLET", "DANA", "DANA")
+        assert event.selected_channels == [SelectedChannel("DANA", "DANA")]
+        assert (event.raw["token"], event.raw["fee"], event.raw["mis_version"]) == ("", 0, 3)
+        assert event.paid_date.endswith("Z")
+        confirmed = await kasir.confirm_payment_link(event, amount=150_000)
+        assert (confirmed.transaction_status, confirmed.payment_method, confirmed.paid_date) == (
+            "SUCCESS",
+            "WALLET",
+            event.paid_date,
+        )
+        with pytest.raises(ConfirmationError):
+            await kasir.confirm_payment_link(event, amount=149_000)
+    # `kasir-client verify-callback payment-page`, the raw request as it arrived.
+    (tmp_path / "credentials.json").write_text(
+        json.dumps(dataclasses.asdict(sdk_credentials(merchant)) | {"private_key_pem": None})
+    )
+    head = f"POST {callback.path} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in callback.headers.items())
+    (tmp_path / "callback.http").write_bytes(head.encode() + b"\r\n" + callback.body)
+    args = ["verify-callback", "payment-page", "--credentials", str(tmp_path / "credentials.json")]
+    order = ["--external-id", link.external_id, "--order-id", link.order_id]
+    assert kasir_client_command()([*args, "--file", str(tmp_path / "callback.http"), *order]) == 0
+    assert capsys.readouterr().out.startswith("OK PaymentPageCallback")
