@@ -507,8 +507,12 @@ class PaymentsService:
         self, session: Session, detail: PaymentDetail, link: LinkRow, timeline: builtins.list[TimelineEntry]
     ) -> None:
         given = link_sent(link)
-        paid_by = " · ".join(part for part in (link.payment_method, link.payment_channel, link.acq) if part)
-        channels = ", ".join(f"{c['channel']} ({c['acq']})" for c in json.loads(link.channels))
+        # How it was paid (or last tried), each word once: WALLET · DANA, CARD · BCA, VIRTUAL_ACCOUNT · VA · BCA.
+        paid_by = " · ".join(dict.fromkeys(p for p in (link.payment_method, link.payment_channel, link.acq) if p))
+        offered = json.loads(link.channels)
+        channels = ", ".join(f"{c['channel']} ({c['acq']})" for c in offered)
+        # Created with the methods it offers (the list's channel, once paid, is how it was paid).
+        timeline[0] = TimelineEntry(link.created_at, "Created", f"{len(offered)} methods offered")
         detail.fields = [
             ("Transaction id", link.id),
             ("External id", link.external_id),
