@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, Field, ValidationError
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 from pydantic_core import PydanticCustomError
 
 from kasir.callbacks.schemas import PaymentPageNotification
 from kasir.errors import InvalidFieldFormat, InvalidMandatoryField, from_pydantic_errors
 from kasir.kit.fields import EMAIL, REQUIRED, URL, Documented, PhoneNumber, email, http_url
 from kasir.va.banks import CHANNELS as VA_CHANNELS
-from kasir.va.schemas import Boolean, Printable, VaModel
+from kasir.va.schemas import Boolean, Printable, VaModel, defaults_undocumented
 from kasir.wallet.schemas import MaxLength, Req, Str, Timestamp
 
 AMOUNT_MIN = 10_000
@@ -138,12 +138,14 @@ Currency = Annotated[
 
 
 class LinkCustomer(VaModel):
+    model_config = ConfigDict(extra="ignore", json_schema_extra=defaults_undocumented)
+
     full_name: Text100
     email: Email
     phone: Phone | None = None
     address: Text255
-    is_email_show: Boolean = True
-    is_phone_show: Boolean = True
+    is_email_show: Annotated[Boolean, Field(description="Default true: the page shows the e-mail")] = True
+    is_phone_show: Annotated[Boolean, Field(description="Default true: the page shows the phone")] = True
 
 
 class LinkItem(VaModel):
@@ -204,12 +206,14 @@ def parse_channels(entries: list[Any]) -> list[SelectedChannel]:
 class CreateLinkRequest(VaModel):
     """The body of `POST /payment-page/payment`."""
 
+    model_config = ConfigDict(extra="ignore", json_schema_extra=defaults_undocumented)
+
     external_id: ExternalId
     order_id: OrderId
     amount: LinkAmount
     currency: Currency | None = None
     description: Text255
-    is_customer_paying_fee: Boolean = False
+    is_customer_paying_fee: Annotated[Boolean, Field(description="Default false; changes nothing, echoed")] = False
     customer_details: LinkCustomer
     item_details: Annotated[list[LinkItem], AfterValidator(_items), Documented(maxItems=ITEMS_MAX)] | None = None
     selected_channels: Annotated[
@@ -217,7 +221,7 @@ class CreateLinkRequest(VaModel):
     ]
     billing_address: LinkAddress | None = None
     shipping_address: LinkAddress | None = None
-    save_card: Boolean = False
+    save_card: Annotated[Boolean, Field(description='Default false; true offers "save this card"')] = False
     callback_url: Url | None = None
     success_redirect_url: Url | None = None
     failed_redirect_url: Url | None = None

@@ -133,7 +133,7 @@ Phone = Annotated[str, Str, MaxLength(18), Req, PhoneNumber()]
 Url = Annotated[str, Str, MaxLength(2048), Req, AfterValidator(http_url), URL]
 
 
-def _defaults_undocumented(schema: dict[str, Any]) -> None:
+def defaults_undocumented(schema: dict[str, Any]) -> None:
     """An optional field documented with its default is one openapi-typescript (with its default options) makes
     required in the request: the defaults are said in the descriptions instead."""
     for field in schema.get("properties", {}).values():
@@ -141,7 +141,7 @@ def _defaults_undocumented(schema: dict[str, Any]) -> None:
 
 
 class VaPaymentDetails(VaModel):
-    model_config = ConfigDict(extra="ignore", json_schema_extra=_defaults_undocumented)
+    model_config = ConfigDict(extra="ignore", json_schema_extra=defaults_undocumented)
 
     billing_name: Text100
     transaction_description: Text100

@@ -152,3 +152,29 @@ type VaNotification = webhooks["vaNotification"]["post"];
 export function vaPaid(callback: Json<VaNotification["requestBody"]>): number {
   return callback.transaction_status === "PAID" ? callback.payment_details.total_amount : 0;
 }
+
+// Payment links: the create request with its required fields, the answers' `data` and the payment-page
+// callback of a link, typed field by field (Villanesia reads payment_url, transaction_id, expired_time).
+type Link = paths["/payment-page/payment"]["post"];
+export const linkCreate: Json<Link["requestBody"]> = {
+  external_id: "EXT-1007",
+  order_id: "ORDER-1007",
+  amount: 150000,
+  description: "Order at Toko Maju",
+  customer_details: { full_name: "Siti Rahayu", email: "siti@example.id", address: "Jl. Sudirman 1" },
+  selected_channels: [{ channel: "CARD" }, { channel: "DANA" }, { channel: "VA", acq: "BCA" }],
+};
+export function linkToPay(answer: Json<Link["responses"][200]>): string {
+  return `${answer.data.transaction_id} ${answer.data.payment_url} ${answer.data.expired_time}`;
+}
+export function linkPaidBy(
+  answer: Json<paths["/payment-page/payment/{transaction_id}"]["get"]["responses"][200]>,
+): string {
+  const channels: string = answer.data.selected_channels.map((entry) => entry.channel).join(",");
+  return `${answer.data.transaction_status} ${answer.data.payment_method} ${answer.data.acq} ${channels}`;
+}
+type PaymentPageNotification = webhooks["paymentPageNotification"]["post"];
+export function linkCallback(callback: Json<PaymentPageNotification["requestBody"]>): string {
+  const version: number | undefined = callback.mis_version;
+  return `${callback.payment_method} ${callback.payment_channel} ${callback.sub_merchant_id ?? ""} ${version ?? ""}`;
+}
