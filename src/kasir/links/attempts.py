@@ -8,6 +8,11 @@
              a VA cancelled by the link): the attempt closes, the merchant hears nothing
 
 and the link's own expiry (the worker): EXPIRED, callback EXPIRED, every open attempt closed.
+
+While a card attempt of the link is with the acquirer (a `processor_call` in flight), its decision may still
+pay the link: another method's outcome is refused meanwhile (`LinkBusy`, `03`: the bank and the issuer retry
+their notifications) and the expiry waits for it, as the card room's own expiry does. So a card approved at
+the acquirer never meets a link that has ended.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from kasir.links.states import (
 )
 from kasir.payments import metrics as payment_metrics
 from kasir.payments.owners import InnerEvent, InnerOutcome
+from kasir.processors.repository import processor_call_repository
 from kasir.va.service import va_service
 from kasir.va.states import is_open as va_is_open
 from kasir.wallet.service import wallet_service
@@ -49,6 +55,24 @@ DEFAULT_FAILURE = "Payment failed"
 
 class LinkEnded(LinkStateRefused):
     """Money for a link that has ended (paid another way, or expired): refused, nothing changes."""
+
+
+class LinkBusy(LinkStateRefused):
+    """A card attempt of the link is with the acquirer: another method's outcome waits until it is decided
+    (`03`; the bank and the issuer retry their notifications, the customer their button)."""
+
+    def __init__(self) -> None:
+        super().__init__("Failed Request: a card payment of this link is being decided; retry in a moment")
+
+
+async def card_in_flight(session: Session, link_id: str) -> bool:
+    """An open card attempt of the link whose charge is with the acquirer (kasir.processors.calls): its decision
+    may still pay the link, so nothing else may end it meanwhile (as the card room's expiry waits for it)."""
+    for attempt in await link_repository.attempts(session, link_id):
+        if attempt.method == METHOD_CARD and AttemptStatus(attempt.status) is AttemptStatus.OPEN:
+            if await processor_call_repository.in_flight(session, "card", attempt.inner_id):
+                return True
+    return False
 
 
 def _report(link: LinkRow, attempt: AttemptRow | None, *, acq: str | None = None) -> None:
@@ -104,6 +128,8 @@ class LinkOwner:
         if outcome.event is InnerEvent.CLOSED:
             await _end_attempt(session, attempt, AttemptStatus.CLOSED)
             return
+        if attempt.method != METHOD_CARD and is_open(link) and await card_in_flight(session, link.id):
+            raise LinkBusy()  # the payer's unit rolls back: one payment per link, decided one at a time
         due = is_open(link) and link.expires_at <= clock.now()
         if not is_open(link) or due:
             if outcome.event is InnerEvent.PAID:

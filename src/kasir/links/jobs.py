@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kasir.db import Database, Session, each_in_own_unit_of_work
 from kasir.kit.clock import clock
-from kasir.links.attempts import EXPIRED_BY_TIME, end
+from kasir.links.attempts import EXPIRED_BY_TIME, card_in_flight, end
 from kasir.links.repository import link_repository
 from kasir.links.service import link_service
 from kasir.links.states import is_open
@@ -16,6 +16,8 @@ async def expire(session: Session, link_id: str) -> bool:
     link = await link_service.get(session, link_id, lock=True)
     if not is_open(link) or link.expires_at > clock.now():
         return False
+    if await card_in_flight(session, link.id):
+        return False  # a card attempt is with the acquirer: expired once its decision is recorded
     await end(session, link, EXPIRED_BY_TIME)
     return True
 
