@@ -110,14 +110,15 @@ def _make_merchant(base_url: str) -> FuzzMerchant:
 # The merchant-facing products, fuzzed statefully on their own: Schemathesis starts its chains from the
 # operations it judges likely to succeed, and takes every id-named body field (external_id, order_id) for a
 # reference to something no operation creates, so beside the admin routes a payment's creation is never a start.
-PRODUCTS = r"^/(ewallet/v2|card-v2|v1\.[01]/bnpl)/"
+PRODUCTS = r"^/(ewallet/v2/|card-v2/|v1\.[01]/bnpl/|va|payment-page/payment)"
 # `make fuzz`: the long run (all phases, new seeds each round) for this many seconds, results written to
 # KASIR_FUZZ_RESULTS (a path without its extension: .md and .json are added).
 FUZZ_SECONDS = float(os.environ.get("KASIR_FUZZ_SECONDS") or 0)
 # Operations only a link gives real ids to (a generated id finds nothing): a 2xx there in the stateful phase is
 # a link followed.
 PRODUCT_LINK_TARGETS = {"/ewallet/v2/inquiry", "/ewallet/v2/refund", "/ewallet/v2/void", "/ewallet/v2/dummy-payment",
-                        "/card-v2/inquiry", "/v1.0/bnpl/status", "/v1.1/bnpl/status"}  # fmt: skip
+                        "/card-v2/inquiry", "/v1.0/bnpl/status", "/v1.1/bnpl/status",
+                        "/payment-page/payment/{transaction_id}"}  # fmt: skip
 ADMIN_LINK_TARGETS = {"/admin/merchants/{merchant_id}/rotate-key", "/admin/merchants/{merchant_id}/rotate",
                       "/admin/merchants/{merchant_id}/disable", "/admin/merchants/{merchant_id}/callback-url",
                       "/admin/users/{user_id}/disable", "/admin/users/{user_id}/reset-password",

@@ -32,6 +32,8 @@ from schemathesis.generation.modes import GenerationMode
 
 from tests.support.builders import public_pem
 from tests.support.fuzz_signer import SEED_MARK, SIGNED_HEADERS, FuzzMerchant, KasirSigner
+from tests.support.wire import links as links_wire
+from tests.support.wire import va as va_wire
 from tests.support.wire.card import charge_body
 from tests.support.wire.dialect import dialect_body
 from tests.support.wire.snap import calculation_body, checkout_body
@@ -72,6 +74,9 @@ def _seed_examples() -> dict[str, dict[str, Any]]:
     seeds = {"/card-v2/v1/charge": card, "/ewallet/v2/create-payment": wallet_body, "/ewallet/v2/create-qr": qr}
     dialect = dialect_body(external_id=f"{mark}-E", order_id=f"{mark}-O")
     seeds["/card-v2/v1/charge-direct"] = seeds["/card-v2/v2/charge-direct"] = dialect
+    seeds["/va"] = {**va_wire.create_body("http://127.0.0.1:9/cb"), "external_id": f"{mark}-E", "order_id": f"{mark}-O"}
+    link = links_wire.create_body(channels=[{"channel": "CARD"}, {"channel": "DANA"}, {"channel": "VA", "acq": "BCA"}])
+    seeds["/payment-page/payment"] = {**link, "external_id": f"{mark}-E", "order_id": f"{mark}-O"}
     for version in ("v1.0", "v1.1"):
         seeds[f"/{version}/bnpl/payment-calculation"] = calculation_body()
         seeds[f"/{version}/bnpl/qr-checkout"] = checkout

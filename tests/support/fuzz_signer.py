@@ -31,6 +31,9 @@ SIGNED_HEADERS = {
     "/v1.0/bnpl/": ("Authorization", "X-TIMESTAMP", "X-SIGNATURE", "X-PARTNER-ID"),
     "/v1.1/bnpl/": ("Authorization", "X-TIMESTAMP", "X-SIGNATURE", "X-PARTNER-ID"),
     "/ewallet/v2/": ("Authorization", "x-req-signature"),
+    # Virtual accounts and payment links sign as the wallet (the link's read takes Basic alone and ignores it).
+    "/va": ("Authorization", "x-req-signature"),
+    "/payment-page/payment": ("Authorization", "x-req-signature"),
     # The inquiry documents x-version as required: the fuzzer's (v3, or left out on purpose), not the signer's.
     "/card-v2/inquiry": ("Authorization", "x-req-signature"),
     # The direct charges are the SDK dialect's: the signer always sends its x-version and its signature, so a
@@ -115,7 +118,7 @@ class KasirSigner(AuthBase):
                 merchant.client_secret, method, path, merchant.access_token, text, timestamp
             )
             _fresh_if_valid(request, "X-EXTERNAL-ID", lambda v: v.isascii() and v.isdigit() and len(v) <= 36)
-        elif path.startswith("/ewallet/v2/"):
+        elif path.startswith(("/ewallet/v2/", "/va", "/payment-page/payment")):
             fields = _json_object(text)
             headers["Authorization"] = basic_auth(merchant.merchant_id, merchant.secret)
             headers["x-req-signature"] = x_req_signature(
