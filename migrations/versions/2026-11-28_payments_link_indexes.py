@@ -5,7 +5,7 @@ list filtered by status newest first and the overview's numbers read from the in
 wallet transactions and VAs a link's page made belong to the link (`link_id`, migration 0024): the overview
 leaves them out of their own product's numbers, so each overview index carries `link_id` to stay covering.
 
-Revision ID: 0026
+Revision ID: 0025
 Revises: 0024
 Create Date: 2026-11-28
 """
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "0026"
+revision: str = "0025"
 down_revision: str | None = "0024"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
