@@ -113,8 +113,8 @@ async def test_status_by_either_reference(app: FastAPI, client: httpx.AsyncClien
     body = transfer_body("5555550002", amount="75000.00")
     accepted = (await post_payout(client, merchant, TRANSFER, body, token, external="4242424242")).json()
     reference, partner = accepted["referenceNo"], body["partnerReferenceNo"]
-    for by in ({"reference_no": reference}, {"partner_reference_no": partner}, {"reference_no": reference,
-                                                                                 "partner_reference_no": partner}):  # fmt: skip
+    both = {"reference_no": reference, "partner_reference_no": partner}
+    for by in ({"reference_no": reference}, {"partner_reference_no": partner}, both):
         answer = await post_payout(client, merchant, TRANSFER_STATUS, status_body(**by), token)
         assert answer.status_code == 200, answer.text
         got = answer.json()
