@@ -58,7 +58,7 @@ from kasir.merchants.repository import MerchantRow
 from kasir.payouts import banks
 from kasir.payouts.repository import TransferRow, payout_repository, transfer_repository
 from kasir.payouts.schemas import AccountInquiryRequest, TransferRequest
-from kasir.payouts.states import DESCRIPTIONS, TERMINAL, UNSETTLED, TransferStatus, allowed
+from kasir.payouts.states import DESCRIPTIONS, TERMINAL, UNSETTLED, TransferStatus, allowed, transition
 from kasir.processors.protocols import (
     AccountInfo,
     AccountStatus,
@@ -442,8 +442,6 @@ async def apply_answer(
         return False
     if not allowed(current, target):
         if strict:
-            from kasir.payouts.states import transition
-
             transition(transfer, target)  # raises TransferStateRefused
         log.warning(
             "payout rail answer out of order ignored",
