@@ -15,7 +15,7 @@ from kasir.errors import KasirError
 from kasir.kit.clock import clock
 from kasir.payouts.repository import transfer_repository
 from kasir.payouts.states import TransferStatus
-from kasir.payouts.transfers import order_of, record, reschedule
+from kasir.payouts.transfers import ask_window, order_of, record, reschedule
 from kasir.processors.protocols import PayoutAnswer, PayoutState, ProcessorUnavailable
 from kasir.processors.registry import payout_rail
 
@@ -40,6 +40,12 @@ async def check_unsettled_transfers(database: Database) -> int:
         except KasirError:  # no payout rail any more: asked again when one is configured
             await reschedule(database, transfer.id, None)
             continue
+        # Another worker (a second `kasir worker`, another server's) may have found it due too: one asks. Should
+        # this one stop before it records, the check falls due again once the ask could have ended.
+        now = clock.now()
+        async with database.unit_of_work() as session:
+            if not await transfer_repository.claim_check(session, transfer.id, now, now + ask_window(rail)):
+                continue
         order = order_of(transfer)
         answer: PayoutAnswer | None
         try:

@@ -188,6 +188,15 @@ _FORGET_KEY = Statement(
     .where(PayoutTransfer.id == bindparam("transfer_id"))
     .values(key_scope=None, idempotency_key=None)
 )
+# One worker at a time asks the rail about a transfer: the one whose UPDATE moved its next check past the ask.
+_CLAIM_CHECK = Statement(
+    update(PayoutTransfer)
+    .where(
+        PayoutTransfer.id == bindparam("transfer_id"),
+        PayoutTransfer.next_check_at <= bindparam("now", type_=PayoutTransfer.next_check_at.type),
+    )
+    .values(next_check_at=bindparam("until", type_=PayoutTransfer.next_check_at.type))
+)
 _DUE_FOR_CHECK = Statement(
     select(PayoutTransfer.id)
     .where(PayoutTransfer.next_check_at <= bindparam("now", type_=PayoutTransfer.next_check_at.type))
@@ -286,6 +295,10 @@ class TransferRepository:
             statement = statement.where(PayoutTransfer.partner_reference_no == partner_reference_no)
         statement = statement.order_by(moment.desc(), PayoutTransfer.id.desc()).limit(limit)
         return [TransferRow(*row) for row in await fetch(session, statement)]
+
+    async def claim_check(self, session: Session, transfer_id: str, now: datetime, until: datetime) -> bool:
+        """Take the transfer's due check until `until` (False: another worker took it, or it is not due)."""
+        return await _CLAIM_CHECK.execute(session, transfer_id=transfer_id, now=now, until=until) == 1
 
     async def due_for_check(self, session: Session, now: datetime, limit: int = 200) -> list[str]:
         """Up to `limit` transfers the worker should ask the rail about now, the longest due first."""
