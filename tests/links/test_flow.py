@@ -69,6 +69,11 @@ async def test_a_link_paid_by_card_reports_card_and_the_acquirer(
     card_page = (await client.get(order_page)).text
     assert "Full payment" in card_page
     assert "3 months" not in card_page  # a link is paid in full (§10.3)
+    # The customer knows the order by the merchant's order id, may go back to the other methods, and is not
+    # offered to save the card on a link that did not ask for it (§10.1 save_card).
+    assert f'<code id="order-id">{link["order_id"]}</code>' in card_page
+    assert 'id="choose-again">Choose another way to pay' in card_page
+    assert 'id="save-card"' not in card_page
     declined = await pay_card(client, order_page, DECLINED)
     assert declined.status_code == 200
     assert "left" in declined.text
@@ -107,7 +112,9 @@ async def test_a_link_paid_by_dana_then_nothing_else_pays(
     assert checkout.startswith("/ewallet/pages/")
     tx_id = checkout.rsplit("/", 1)[1]
     forms = await page_forms(client, checkout)
-    assert (await post_form(client, forms["pay-form"])).status_code == 303
+    paid = await post_form(client, forms["pay-form"])
+    # Paid, the customer goes straight on to the link's page, which sends them to the merchant (§10.4).
+    assert (paid.status_code, paid.headers["location"]) == (303, link["payment_url"])
     [success] = await paid_by(receiver, merchant, link, "/dana")
     assert success["transaction_status"] == "SUCCESS"
     assert (success["payment_method"], success["payment_channel"], success["acq"]) == ("WALLET", "DANA", "DANA")
@@ -233,3 +240,11 @@ async def test_a_links_card_order_is_not_found_by_the_card_inquiry(app: FastAPI,
     reference = f"{link['transaction_id']}-1"  # the order's own external_id and order_id
     body = {"transaction_id": order_id, "external_id": reference, "order_id": reference}
     assert_problem(await post_wallet(client, merchant, "/card-v2/inquiry", body), 404, "02")
+
+
+async def test_a_link_with_save_card_offers_saving_the_card(app: FastAPI, client: httpx.AsyncClient) -> None:
+    """§10.1 save_card: true offers "save this card" on the card page; false (above) does not."""
+    merchant = await make_merchant(app)
+    link = await create(client, merchant, channels=[{"channel": "CARD"}], save_card=True)
+    card_page = (await client.get(await choose(client, link, "CARD"))).text
+    assert 'id="save-card"' in card_page

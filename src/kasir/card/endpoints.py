@@ -289,6 +289,7 @@ async def pay(order_id: str, request: Request) -> Response:
             if not check_page_token(order.id, attempt_number, "pay", form.get("csrf", "")):
                 raise _StaleForm()
             card = card_from_fields(_page_card_fields(form), now=clock.local_now(), prefix="")
+            save_card = save_card and pages.offers_save_card(order)
             pending = await card_service.pay_on_page(session, order.id, attempt_number, card, tenor, save_card)
             await pending.hold(session, None)
         order, attempt, _decision = (await pending.complete(database)).recorded

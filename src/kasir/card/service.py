@@ -114,6 +114,8 @@ class LinkCardOrder:
 
     link_id: str
     reference: str  # the order's external_id and order_id: Kasir's own, never the merchant's
+    shown_order_id: str  # the link's order_id, the merchant's: what the customer reads on the card page
+    offers_save_card: bool  # the link's save_card (docs/decisions.md §10.1): the page offers "save this card"
     channel: str  # a card channel (CARD, BCACC, ...)
     amount: int
     details: dict[str, Any]  # as a charge's stored details (camelCase): paymentDetails, itemDetails, customerDetails
@@ -323,7 +325,10 @@ class CardService:
             "tenor": "0",
             "attempts_made": 0,
             "attempts_failed": 0,
-            "details": json.dumps(link.details, ensure_ascii=False),
+            "details": json.dumps(
+                {**link.details, "shownOrderId": link.shown_order_id, "offersSaveCard": link.offers_save_card},
+                ensure_ascii=False,
+            ),
             "return_url": link.return_url,
             "callback_url": None,
             "acq": None,

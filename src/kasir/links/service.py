@@ -441,6 +441,8 @@ def card_order_of(link: LinkRow, entry: SelectedChannel, number: int) -> LinkCar
     return LinkCardOrder(
         link_id=link.id,
         reference=f"{link.id}-{number}",
+        shown_order_id=link.order_id,
+        offers_save_card=link.save_card,
         channel=channel,
         amount=link.amount,
         details=details,

@@ -170,12 +170,14 @@ async def _page_change(session: Session, notification: Notification, page: str, 
     return RedirectResponse(page, status_code=303)
 
 
-async def _wallet_page_change(session: Session, notification: Notification) -> Response:
+async def _wallet_page_change(session: Session, notification: Notification, then: str | None = None) -> Response:
+    """`then`: where a successful change sends the customer, else back to the checkout page."""
+
     async def refusal(session: Session, error: KasirError) -> str:
         payment = await wallet_service.checkout(session, notification.reference)
         return pages.render_wallet_refusal(payment.reference, _shopper_refusal(error, payment), payment.merchant_name)
 
-    return await _page_change(session, notification, f"/ewallet/pages/{notification.reference}", refusal)
+    return await _page_change(session, notification, then or f"/ewallet/pages/{notification.reference}", refusal)
 
 
 def _shopper_refusal(error: KasirError, payment: WalletPayment) -> str:
@@ -200,10 +202,13 @@ _FORGED = "This form did not come from this payment's page; nothing was changed.
 
 @router.post("/ewallet/pages/{transaction_id}/pay", summary="Pay on the checkout page (staging)", **_WALLET_PAGE)
 async def pay_on_page(transaction_id: str, session: WriteSession, csrf: _Csrf = None) -> Response:
-    await wallet_service.get(session, transaction_id, lock=True)  # 404 first; locked as the change will be
+    tx = await wallet_service.get(session, transaction_id, lock=True)  # 404 first; locked as the change will be
     if not check_form_token("wallet-pay", transaction_id, csrf):
         return _forged(_FORGED, pages.render_wallet_refusal, transaction_id)
-    return await _wallet_page_change(session, Notification("wallet", transaction_id, Event.PAID))
+    # A payment link's wallet or QRIS attempt: paid, the customer goes straight on to the link's page, which sends
+    # them to the merchant (docs/decisions.md §10.4: every page redirects once paid), as an issuer's app would.
+    then = tx.return_url if tx.link_id is not None else None
+    return await _wallet_page_change(session, Notification("wallet", transaction_id, Event.PAID), then)
 
 
 @router.post(

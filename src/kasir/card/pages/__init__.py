@@ -43,6 +43,11 @@ def chosen_installment(amount: int, tenor: str) -> str:
     return f"{tenor} × {rupiah(installment(amount, tenor), compact=True)} per month (0% interest)"
 
 
+def offers_save_card(order: CardOrderRow) -> bool:
+    """Whether the page offers "save this card": always, but on a payment link that did not ask for it (§10.1)."""
+    return bool(json.loads(order.details).get("offersSaveCard", True))
+
+
 async def common(session: Session, order: CardOrderRow) -> dict[str, Any]:
     merchant = await merchant_service.get(session, order.merchant_id)
     details: dict[str, Any] = json.loads(order.details)
@@ -56,6 +61,9 @@ async def common(session: Session, order: CardOrderRow) -> dict[str, Any]:
     ]
     return {
         "order": order,
+        # A payment link's order is known to the customer by the link's order id (the merchant's), not Kasir's own.
+        "order_id": details.get("shownOrderId", order.order_id),
+        "offers_save_card": details.get("offersSaveCard", True),
         "merchant_name": merchant.name,
         "amount_text": rupiah(order.amount, compact=True),
         "items": items,
