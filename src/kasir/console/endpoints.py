@@ -45,6 +45,8 @@ from kasir.merchants.service import CredentialKind, merchant_service
 from kasir.payments.repository import OUTCOME_NAMES, PRODUCTS, PaymentFilter
 from kasir.payments.service import parse_filter as payment_filter
 from kasir.payments.service import payment_actions, payments_service
+from kasir.payouts.schemas import AMOUNT_MAX
+from kasir.payouts.service import payout_service
 from kasir.ratelimit.service import AuthenticationLocked
 from kasir.staging import staging_only
 
@@ -63,7 +65,9 @@ DONE = {
     "user_disabled": "User disabled: its sessions ended at once.",
     "user_enabled": "User enabled.",
     "user_unlocked": "User unlocked: it may sign in again.",
+    "topped_up": "Disbursement balance topped up (audited); the merchant's history shows it as TOP_UP.",
 }
+RECENT_TOP_UPS = 10
 STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml", ".txt": "text/plain"}
 
 
@@ -540,6 +544,8 @@ async def merchant(
         m=row,
         grace=grace,
         events=events,
+        balance=await payout_service.balance(session, merchant_id),
+        top_ups=await payout_service.top_ups(session, merchant_id, RECENT_TOP_UPS),
         names={row.id: row.name},
         done=DONE.get(done),
         kinds=list(CredentialKind),
@@ -558,6 +564,29 @@ async def change_callback_url(
         session, merchant_id, callback_url or None, actor=viewer.actor(client_ip(request))
     )
     return RedirectResponse(f"/console/merchants/{merchant_id}?done=callback_url", status_code=303)
+
+
+@router.post("/merchants/{merchant_id}/top-up")
+async def top_up(
+    request: Request,
+    merchant_id: str,
+    viewer: CheckedOperator,
+    amount: Annotated[int, Form(ge=1, le=AMOUNT_MAX)],
+    note: Annotated[str, Form(min_length=1, max_length=255)],
+    confirmed: Annotated[str, Form()] = "",
+) -> Response:
+    """docs/decisions.md §11.3: the operator credits a merchant's disbursement balance, through the admin API's
+    service (audited); a second look first, as a refund has: money credited here cannot be taken back."""
+    if not note.strip() or not note.isprintable():  # the admin API's rule (TopUpRequest)
+        raise BadRequest("note must be printable text, not blank", field="note")
+    if confirmed != "yes":
+        async with database(request).unit_of_work(read_only=True) as session:
+            row = await merchant_service.get(session, merchant_id)
+            balance = await payout_service.balance(session, merchant_id)
+        return render(request, "confirm_top_up.html", viewer=viewer, m=row, balance=balance, amount=amount, note=note)
+    async with database(request).unit_of_work() as session:
+        await payout_service.top_up(session, merchant_id, amount, note, viewer.actor(client_ip(request)))
+    return RedirectResponse(f"/console/merchants/{merchant_id}?done=topped_up#balance-h", status_code=303)
 
 
 @router.post("/merchants/{merchant_id}/rotate")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import Integer, bindparam, select
 
 from kasir.db import Session, Statement, binds
 from kasir.payouts.models import DisbursementBalance, DisbursementTopUp
@@ -61,6 +61,18 @@ _ADD_TOP_UP = Statement(
         .returning(DisbursementTopUp.id)
     )
 )
+_TOP_UPS = Statement(
+    select(
+        DisbursementTopUp.id,
+        DisbursementTopUp.merchant_id,
+        DisbursementTopUp.amount,
+        DisbursementTopUp.note,
+        DisbursementTopUp.created_at,
+    )
+    .where(DisbursementTopUp.merchant_id == bindparam("merchant_id"))
+    .order_by(DisbursementTopUp.created_at.desc(), DisbursementTopUp.id.desc())
+    .limit(bindparam("limit", type_=Integer()))
+)
 
 
 class PayoutRepository:
@@ -78,6 +90,10 @@ class PayoutRepository:
     async def add_top_up(self, session: Session, merchant_id: str, amount: int, note: str, now: datetime) -> int:
         top_up_id = await _ADD_TOP_UP.scalar(session, merchant_id=merchant_id, amount=amount, note=note, created_at=now)
         return int(top_up_id)
+
+    async def top_ups(self, session: Session, merchant_id: str, limit: int) -> list[TopUpRow]:
+        """The merchant's latest top-ups, newest first (the console's balance card; its index has them in order)."""
+        return [TopUpRow(*row) for row in await _TOP_UPS.rows(session, merchant_id=merchant_id, limit=limit)]
 
 
 payout_repository = PayoutRepository()

@@ -10,7 +10,7 @@ from kasir.audit.service import Actor, audit
 from kasir.db import Session
 from kasir.kit.clock import clock
 from kasir.merchants.service import merchant_service
-from kasir.payouts.repository import BalanceRow, payout_repository
+from kasir.payouts.repository import BalanceRow, TopUpRow, payout_repository
 from kasir.payouts.schemas import DisbursementBalanceView, TopUpView
 
 
@@ -19,6 +19,10 @@ class PayoutService:
         merchant = await merchant_service.get(session, merchant_id)  # an unknown merchant: 404
         balance = await payout_repository.balance(session, merchant.id)
         return _view(merchant.id, merchant.account_no, balance)
+
+    async def top_ups(self, session: Session, merchant_id: str, limit: int = 20) -> list[TopUpRow]:
+        """The merchant's latest top-ups, newest first."""
+        return await payout_repository.top_ups(session, merchant_id, limit)
 
     async def top_up(self, session: Session, merchant_id: str, amount: int, note: str, actor: Actor) -> TopUpView:
         """Credit the merchant's ledger by `amount`, audited, in the caller's unit of work."""
