@@ -35,6 +35,12 @@ PUBLIC = {
     "ChargeResult",
     "InstallmentOption",
     "PaymentPageCallback",
+    "PayoutAccount",
+    "PayoutBalance",
+    "PayoutHistory",
+    "PayoutHistoryEntry",
+    "PayoutNotification",
+    "PayoutTransfer",
     "VaCallback",
     "VaPayment",
     "VaPaymentResult",
@@ -66,6 +72,8 @@ PUBLIC = {
     "sign_payment_page_callback",
     "sign_bnpl_notification",
     "sign_va_callback",
+    "verify_payout_notification",
+    "sign_payout_notification",
 }
 
 

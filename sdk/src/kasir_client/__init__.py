@@ -9,6 +9,7 @@
         options = client.bnpl_calculate({...})         # SNAP-signed, fresh X-EXTERNAL-ID
         result = client.card_charge({...})             # X-Idempotency-Key reused across retries
         va = client.create_va({...})                   # a virtual account: va.va_number, as the wallet signs
+        sent = client.transfer({...})                  # a payout: the disbursement token, X-Idempotency-Key
         if result.is_success:                          # statusCode "00"
             print(result.link)
 
@@ -31,11 +32,11 @@ Exceptions (see `kasir_client._errors`):
     ├── SignatureError
     └── ConfirmationError
 
-Wallet, virtual-account, BNPL and token calls raise an APIError; card_charge returns its refusal
+Wallet, virtual-account, BNPL, disbursement and token calls raise an APIError; card_charge returns its refusal
 (the interface's SDK mapping) as a ChargeResult whose `.error` is the same APIError.
 
 Callbacks: `verify_wallet_callback`, `verify_va_callback`, `verify_payment_page_callback`,
-`verify_bnpl_notification`, then `client.confirm_wallet_payment(event, amount=...)` /
+`verify_bnpl_notification`, `verify_payout_notification`, then `client.confirm_wallet_payment(event, amount=...)` /
 `client.confirm_va_payment(...)` / `client.confirm_bnpl_payment(...)` before fulfilling (the wallet
 and VA signature covers neither status nor amount); for your own tests `sign_wallet_callback`,
 `sign_va_callback`, `sign_payment_page_callback` and `sign_bnpl_notification`.
@@ -65,6 +66,12 @@ from kasir_client._models import (
     Credentials,
     InstallmentOption,
     PaymentPageCallback,
+    PayoutAccount,
+    PayoutBalance,
+    PayoutHistory,
+    PayoutHistoryEntry,
+    PayoutNotification,
+    PayoutTransfer,
     VaCallback,
     VaPayment,
     VaPaymentResult,
@@ -76,10 +83,12 @@ from kasir_client._version import __version__ as __version__
 from kasir_client._webhooks import (
     sign_bnpl_notification,
     sign_payment_page_callback,
+    sign_payout_notification,
     sign_va_callback,
     sign_wallet_callback,
     verify_bnpl_notification,
     verify_payment_page_callback,
+    verify_payout_notification,
     verify_va_callback,
     verify_wallet_callback,
 )
@@ -101,6 +110,12 @@ __all__ = [
     "KasirError",
     "NotFoundError",
     "PaymentPageCallback",
+    "PayoutAccount",
+    "PayoutBalance",
+    "PayoutHistory",
+    "PayoutHistoryEntry",
+    "PayoutNotification",
+    "PayoutTransfer",
     "RequestLog",
     "ServerError",
     "SignatureError",
@@ -116,10 +131,12 @@ __all__ = [
     "bodies",
     "sign_bnpl_notification",
     "sign_payment_page_callback",
+    "sign_payout_notification",
     "sign_va_callback",
     "sign_wallet_callback",
     "verify_bnpl_notification",
     "verify_payment_page_callback",
+    "verify_payout_notification",
     "verify_va_callback",
     "verify_wallet_callback",
 ]

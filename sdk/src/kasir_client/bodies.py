@@ -7,6 +7,8 @@ client.wallet_create_payment(body)
 """
 
 from kasir_client._types import (
+    AccountInquiry,
+    BalanceInquiry,
     BnplCalculate,
     BnplCalculationItem,
     BnplCheckout,
@@ -22,7 +24,11 @@ from kasir_client._types import (
     CardItem,
     CardPaymentDetails,
     CardPaymentOptions,
+    HistoryFilter,
+    HistoryList,
     Money,
+    OriginatorInfo,
+    TransferInterbank,
     VaAddress,
     VaCreate,
     VaCustomerDetails,
@@ -42,6 +48,8 @@ from kasir_client._types import (
 )
 
 __all__ = [
+    "AccountInquiry",
+    "BalanceInquiry",
     "BnplCalculate",
     "BnplCalculationItem",
     "BnplCheckout",
@@ -57,7 +65,11 @@ __all__ = [
     "CardItem",
     "CardPaymentDetails",
     "CardPaymentOptions",
+    "HistoryFilter",
+    "HistoryList",
     "Money",
+    "OriginatorInfo",
+    "TransferInterbank",
     "VaAddress",
     "VaCreate",
     "VaCustomerDetails",
