@@ -349,7 +349,7 @@ async def test_kasir_processors_switches_products_off(settings: Settings, migrat
                 ready = (await http.get("/readyz")).json()
     finally:
         configure(settings)
-    assert ready["products"] == {"card": None, "wallet": None, "bnpl": "simulator", "va": None}
+    assert ready["products"] == {"card": None, "wallet": None, "bnpl": "simulator", "va": None, "payout": None}
 
 
 @pytest.mark.parametrize(

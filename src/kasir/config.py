@@ -231,6 +231,13 @@ class Settings(BaseSettings):
         "`kasir.processors`). Default: the simulator for every product in staging, none in production; a product "
         "or channel without a processor is switched off. Production refuses the simulator.",
     )
+    simulator_payout_delay_seconds: float = Field(
+        10,
+        ge=0,
+        le=86_400,
+        description="The staging payout rail (the simulator): how long a transfer to an account ending 0002 or 0003 "
+        "stays `03` before the worker moves it to `00` or `06` (docs/decisions.md §11.9).",
+    )
     card_channels: str = Field(
         "",
         description="Card channels and their acquirers, e.g. `CARD,BCACC:BCA`; replaces the shipped list when set.",

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from kasir.bnpl.processing import bnpl_offer
 from kasir.card.processing import card_offer
+from kasir.payouts.processing import payout_offer
 from kasir.processors.offers import Offer, declare
 from kasir.processors.registry import SIMULATOR, install
 from kasir.simulator import create as create_simulator
 from kasir.va.processing import va_offer
 from kasir.wallet.processing import wallet_offer
 
-OFFERS: tuple[Offer, ...] = (card_offer, wallet_offer, bnpl_offer, va_offer)
+OFFERS: tuple[Offer, ...] = (card_offer, wallet_offer, bnpl_offer, va_offer, payout_offer)
 
 
 def declare_products() -> None:

@@ -24,7 +24,13 @@ async def test_healthz_and_readyz(client):
     assert ready.status_code == 200
     assert ready.json() == {
         "status": "ready",
-        "products": {"card": "simulator", "wallet": "simulator", "bnpl": "simulator", "va": "simulator"},
+        "products": {
+            "card": "simulator",
+            "wallet": "simulator",
+            "bnpl": "simulator",
+            "va": "simulator",
+            "payout": "simulator",
+        },
     }
 
 

@@ -15,7 +15,14 @@ from kasir.db import Database, upgrade_schema
 from kasir.models import metadata
 from tests.support.engine import engine_of, insert_old_merchant
 
-TABLES = ("virtual_account", "va_payment", "disbursement_balance", "disbursement_top_up", "account_no")
+TABLES = (
+    "virtual_account",
+    "va_payment",
+    "disbursement_balance",
+    "disbursement_top_up",
+    "account_no",
+    "payout_transfer",
+)
 
 
 async def test_migrations_match_the_models(app: FastAPI) -> None:

@@ -62,4 +62,10 @@ async def test_a_channel_with_no_processor_is_switched_off(
     dana = await create(client, merchant, channel="DANA")
     assert dana["transaction_status"] == "PENDING", dana
     ready = await client.get("/readyz")
-    assert ready.json()["products"] == {"card": "simulator", "wallet": "simulator", "bnpl": "simulator", "va": None}
+    assert ready.json()["products"] == {
+        "card": "simulator",
+        "wallet": "simulator",
+        "bnpl": "simulator",
+        "va": None,
+        "payout": None,
+    }

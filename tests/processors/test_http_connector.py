@@ -114,7 +114,7 @@ async def test_production_serves_the_connectors_products(production: Production)
     assert "products live: card=http, wallet=http, bnpl=http, va=http" in production.server.log()
     async with httpx.AsyncClient(base_url=production.url) as http:
         ready = (await http.get("/readyz")).json()
-    assert ready["products"] == {"card": "http", "wallet": "http", "bnpl": "http", "va": "http"}
+    assert ready["products"] == {"card": "http", "wallet": "http", "bnpl": "http", "va": "http", "payout": None}
 
 
 async def test_close_charges_approved_declined_and_challenged(

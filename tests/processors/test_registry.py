@@ -63,7 +63,7 @@ def test_parse() -> None:
 
 def test_defaults_staging_simulates_everything_production_nothing() -> None:
     staging = resolve(settings(env="staging"))
-    assert staging.live_products() == ["card", "wallet", "bnpl", "va"]
+    assert staging.live_products() == ["card", "wallet", "bnpl", "va", "payout"]
     simulator = staging.by_product["card"]
     assert isinstance(simulator, Processor)
     assert isinstance(simulator.card, CardAcquirer)

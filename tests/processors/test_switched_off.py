@@ -120,17 +120,30 @@ async def test_bnpl_checkout_answers_feature_not_allowed(app: FastAPI, client: h
 
 async def test_readyz_says_which_products_are_live(client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch) -> None:
     ready = (await client.get("/readyz")).json()
-    assert ready["products"] == {"card": "simulator", "wallet": "simulator", "bnpl": "simulator", "va": "simulator"}
+    assert ready["products"] == {
+        "card": "simulator",
+        "wallet": "simulator",
+        "bnpl": "simulator",
+        "va": "simulator",
+        "payout": "simulator",
+    }
     monkeypatch.setattr(get_settings(), "processors", "wallet=simulator")
     assert (await client.get("/readyz")).json()["products"] == {
         "card": None,
         "wallet": "simulator",
         "bnpl": None,
         "va": None,
+        "payout": None,
     }
     monkeypatch.setattr(get_settings(), "processors", "")
     monkeypatch.setattr(get_settings(), "env", "production")
-    assert (await client.get("/readyz")).json()["products"] == {"card": None, "wallet": None, "bnpl": None, "va": None}
+    assert (await client.get("/readyz")).json()["products"] == {
+        "card": None,
+        "wallet": None,
+        "bnpl": None,
+        "va": None,
+        "payout": None,
+    }
 
 
 async def test_staging_with_only_a_wallet_processor_switches_card_and_bnpl_off(

@@ -1,6 +1,6 @@
 """What a processor is: one small interface per kind of money mover, and the notifications it sends.
 
-A product service (card, wallet, BNPL) owns its state machine, its callbacks and its wire format;
+A product service (card, wallet, BNPL, VA, payouts) owns its state machine, its callbacks and its wire format;
 a processor answers one question, "did the money move?". Kasir calls a processor:
 
 - outside any unit of work: a charge, refund or void is held (recorded as asked) in one unit,
@@ -53,8 +53,8 @@ from kasir.errors import Conflict, KasirError, ServiceUnavailable, Unauthorized
 if TYPE_CHECKING:
     from fastapi import APIRouter
 
-Product = Literal["card", "wallet", "bnpl", "va"]
-PRODUCTS: tuple[Product, ...] = ("card", "wallet", "bnpl", "va")
+Product = Literal["card", "wallet", "bnpl", "va", "payout"]
+PRODUCTS: tuple[Product, ...] = ("card", "wallet", "bnpl", "va", "payout")
 
 
 # --- errors ------------------------------------------------------------------------------
@@ -288,15 +288,90 @@ class VaIssuer(Protocol):
         ...
 
 
+# --- payout rail ---------------------------------------------------------------------------
+
+
+class AccountStatus(StrEnum):
+    """What the rail says of a beneficiary account (docs/decisions.md §11.5)."""
+
+    ACTIVE = "active"  # it exists and takes credits: `name` is its holder's
+    INVALID = "invalid"  # no such account (404xx11)
+    INACTIVE = "inactive"  # it exists but takes no credit (403xx18)
+
+
+@dataclass(frozen=True, slots=True)
+class AccountInfo:
+    status: AccountStatus
+    name: str | None = None  # ACTIVE: the account holder's name
+
+
+class PayoutState(StrEnum):
+    """Where a transfer is at the rail; the payouts room maps it to its states (§11.7)."""
+
+    PENDING = "pending"  # taken, result awaited (03)
+    SENT = "sent"  # credited to the beneficiary (00)
+    FAILED = "failed"  # rejected (06); `reason` says why
+    RETURNED = "returned"  # returned by the beneficiary bank after SENT (04); `reason` says why
+    CANCELED = "canceled"  # stopped before sending (05)
+    UNKNOWN = "unknown"  # `status` only: the rail never received this reference (Kasir may send it, once)
+
+
+@dataclass(frozen=True, slots=True)
+class PayoutOrder:
+    """One transfer, as the rail needs it. `reference` is Kasir's referenceNo: every call is idempotent by it."""
+
+    reference: str
+    partner_reference_no: str
+    amount: int  # rupiah
+    currency: str
+    bank_code: str  # Bank Indonesia's 3-digit code, or the e-wallet (OVO, DANA, ...)
+    account_no: str
+    account_name: str
+    fee_type: str  # OUR, BEN, SHA
+    remark: str | None
+    accepted_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class PayoutAnswer:
+    state: PayoutState
+    rail_reference: str | None = None  # the rail's own reference (status inquiry's referenceNumber)
+    reason: str | None = None  # FAILED, RETURNED, CANCELED: why, as the rail says it
+
+
+@runtime_checkable
+class PayoutRail(Protocol):
+    """Sends money out (docs/decisions.md §11.9). Kasir asks `transfer` only after the unit that accepted and
+    held the transfer committed; a call that raises ProcessorUnavailable leaves the transfer `01`, and the worker
+    asks `status` until it is known (UNKNOWN: never received, so it is sent, idempotent by reference)."""
+
+    async def account_inquiry(self, bank_code: str, account_no: str) -> AccountInfo:
+        """Whether the account exists and takes credits, and its holder's name."""
+        ...
+
+    async def transfer(self, order: PayoutOrder) -> PayoutAnswer:
+        """Send `order.amount`. Idempotent by `order.reference`: asked again, the same transfer, never a second."""
+        ...
+
+    async def status(self, order: PayoutOrder) -> PayoutAnswer:
+        """Where the transfer is now (UNKNOWN: the rail never received it)."""
+        ...
+
+
 # --- notifications and the processor -----------------------------------------------------
 
 
 class Event(StrEnum):
     PAID = "paid"  # card (a challenge passed), wallet, va (a payment into the VA)
-    FAILED = "failed"  # card (a challenge failed), wallet (OVO reports failures)
+    FAILED = "failed"  # card (a challenge failed), wallet (OVO reports failures), payout (06)
     EXPIRED = "expired"  # wallet
     APPROVED = "approved"  # bnpl (tenure)
     REJECTED = "rejected"  # bnpl
+    # payout (failed: 06, with `message` the reason)
+    PENDING = "pending"  # 03: the rail took it
+    SENT = "sent"  # 00
+    RETURNED = "returned"  # 04, `message` the reason
+    CANCELED = "canceled"  # 05
 
 
 @dataclass(frozen=True, slots=True)
@@ -311,7 +386,8 @@ class Notification:
     tenure: int | None = None  # bnpl APPROVED
     issuer: str | None = None  # wallet PAID: who paid (QRIS: the customer's issuer)
     amount: int | None = None  # va PAID: the payment's whole rupiah
-    bank_reference: str | None = None  # va PAID: the bank's reference of the payment (a repeat changes nothing)
+    bank_reference: str | None = None  # va PAID: the bank's reference of the payment (a repeat changes nothing);
+    # payout: the rail's reference of the transfer
 
 
 @runtime_checkable
@@ -328,6 +404,7 @@ class Processor(Protocol):
     wallet: WalletIssuer | None
     bnpl: BnplLender | None
     va: VaIssuer | None  # optional for a plug-in written before VAs: one without the attribute serves none
+    payout: PayoutRail | None  # optional likewise (disbursement)
 
     def router(self) -> APIRouter | None:
         """Routes the processor serves itself (its pages), or None."""

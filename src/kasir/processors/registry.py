@@ -33,6 +33,7 @@ from kasir.processors.protocols import (
     PRODUCTS,
     BnplLender,
     CardAcquirer,
+    PayoutRail,
     Processor,
     Product,
     VaIssuer,
@@ -50,6 +51,7 @@ _CHANNEL_FIELD: dict[Product, str] = {
     "wallet": "payment_channel",
     "bnpl": "paymentChannel",
     "va": "payment_channel",
+    "payout": "beneficiaryBankCode",
 }
 
 
@@ -68,7 +70,7 @@ class ProductUnavailable(BadRequest):
         if product in ("wallet", "va"):
             self.http_status, self.wallet_code = 409, "03"
             self.message = f"Failed Request: {field} {NOT_AVAILABLE}"
-        elif product == "bnpl":
+        elif product in ("bnpl", "payout"):
             self.http_status, self.snap_case = 403, "01"
             self.message = f"Feature Not Allowed: {field} {NOT_AVAILABLE}"
 
@@ -269,6 +271,22 @@ def va_issuer(channel: str | None) -> VaIssuer:
     if issuer is None:
         raise ProductUnavailable("va")
     return issuer  # type: ignore[no-any-return]
+
+
+def payout_rail(bank: str) -> PayoutRail:
+    """The payout rail of `bank` (a 3-digit bank code or an e-wallet: `payout.014=NAME` wins over `payout=NAME`);
+    ProductUnavailable (403xx01) when there is none (docs/decisions.md §11.9)."""
+    processor = processor_for("payout", bank)
+    rail = getattr(processor, "payout", None)
+    if rail is None:
+        raise ProductUnavailable("payout")
+    return rail  # type: ignore[no-any-return]
+
+
+def payout_rail_name(bank: str) -> str | None:
+    """The name of the processor that is `bank`'s payout rail, or None."""
+    processor = processor_for("payout", bank)
+    return processor.name if processor is not None and getattr(processor, "payout", None) is not None else None
 
 
 def bnpl_lender() -> BnplLender:

@@ -1,9 +1,10 @@
-"""The staging simulator: one processor plug-in serving card, wallet, BNPL and VAs, with no money anywhere.
+"""The staging simulator: one processor plug-in serving card, wallet, BNPL, VAs and payouts, with no money anywhere.
 
     card     the test cards decide (cards.py); a challenge is the OTP page (/card/pages/{id}/3ds)
     wallet   the checkout page with Pay and Fail, and the dummy payment API
     bnpl     the approval page with Approve and Reject
     va       numbers from the shipped table (kasir.va.banks), payments by the VA dummy payment API
+    payout   the beneficiary account's last four digits decide (payouts.py)
 
 A plug-in like any other (examples/processor-http): the entry point `simulator` of the group
 `kasir.processors` (Kasir's pyproject.toml) names `create`, and kasir.products installs the same
@@ -33,6 +34,7 @@ from kasir.processors.protocols import (
     Checkout,
     ForgedNotification,
     Notification,
+    PayoutRail,
     ProcessorRefused,
     VaIssuer,
     VaOpening,
@@ -42,6 +44,7 @@ from kasir.processors.protocols import (
 from kasir.simulator import pages
 from kasir.simulator.cards import MESSAGES, REASONS, RESULTS, Outcome, outcome_of
 from kasir.simulator.endpoints import router as simulator_router
+from kasir.simulator.payouts import SimulatedPayoutRail
 from kasir.va.banks import bank_of
 
 if TYPE_CHECKING:
@@ -155,6 +158,7 @@ class Simulator:
         self.wallet: WalletIssuer | None = SimulatedIssuer()
         self.bnpl: BnplLender | None = SimulatedLender()
         self.va: VaIssuer | None = SimulatedVaIssuer()
+        self.payout: PayoutRail | None = SimulatedPayoutRail()
 
     def router(self) -> APIRouter | None:
         return simulator_router  # each answers 404 unless the simulator serves its product

@@ -13,3 +13,12 @@ SUCCESS_MESSAGE = "Successful"
 def success_code(service_code: str) -> str:
     """`2007300` for the token service, `2009200` for QR checkout, ..."""
     return f"200{service_code}00"
+
+
+# Disbursement (docs/decisions.md §11.1).
+SERVICE_BALANCE_INQUIRY = "11"
+SERVICE_HISTORY_LIST = "12"
+SERVICE_HISTORY_DETAIL = "13"
+SERVICE_ACCOUNT_INQUIRY = "16"
+SERVICE_TRANSFER = "18"
+SERVICE_TRANSFER_STATUS = "36"
