@@ -340,3 +340,63 @@ async def test_no_answer_is_processor_unavailable_and_a_refusal_is_processor_ref
     with pytest.raises(ProcessorRefused):  # the fake refuses the unsigned call: 401
         await wrong_secret.wallet.void("WLTNOSUCH")
     assert fake.refused >= 1
+
+
+async def test_the_connectors_payout_rail_speaks_the_protocol(fake: FakeMoneyMover) -> None:
+    """examples/processor-http's payout rail (issue 46 item 5) against the fake money mover, which checks every
+    call's signature: account inquiry's three answers, a transfer made once whatever the repeats, its status
+    (`unknown` for a reference never sent), and the rail's signed payout notification as Kasir's Notification."""
+    import sys
+    from datetime import UTC, datetime
+
+    sys.path.insert(0, str(CONNECTOR / "src"))
+    try:
+        from kasir_processor_http import HttpProcessor
+    finally:
+        sys.path.remove(str(CONNECTOR / "src"))
+    from kasir.processors.protocols import (
+        AccountStatus,
+        Event,
+        PayoutOrder,
+        PayoutState,
+        ProcessorRefused,
+        ProcessorUnavailable,
+    )
+
+    rail = HttpProcessor(fake.base_url, SECRET, timeout=2).payout
+    assert rail is not None
+    active = await rail.account_inquiry("014", "1234560001")
+    assert (active.status, active.name) == (AccountStatus.ACTIVE, "DEWI LESTARI")
+    assert (await rail.account_inquiry("014", "1234560004")).status is AccountStatus.INVALID
+    assert (await rail.account_inquiry("OVO", "081234560005")).status is AccountStatus.INACTIVE
+
+    def order(reference: str, account_no: str) -> PayoutOrder:
+        return PayoutOrder(reference, f"P-{reference}", 150_000, "IDR", "014", account_no, "DEWI LESTARI", "OUR",
+                           "gaji", datetime.now(UTC))  # fmt: skip
+
+    sent = order("DSB00000000000000000001", "1234560001")
+    assert (await rail.status(sent)).state is PayoutState.UNKNOWN
+    first, again = await rail.transfer(sent), await rail.transfer(sent)
+    assert first == again
+    assert (first.state, first.rail_reference) == (PayoutState.SENT, f"RAIL-{sent.reference}")
+    assert list(fake.payouts).count(sent.reference) == 1
+    assert fake.payouts[sent.reference]["amount"] == 150_000
+    later = order("DSB00000000000000000002", "1234560002")
+    assert (await rail.transfer(later)).state is PayoutState.PENDING
+    lost = order("DSB00000000000000000009", "1234560009")
+    with pytest.raises(ProcessorUnavailable):  # made, but its answer lost: Kasir must ask, not send
+        await rail.transfer(lost)
+    assert (await rail.status(lost)).state is PayoutState.SENT
+    with pytest.raises(ProcessorRefused):
+        await HttpProcessor(fake.base_url, "not-the-secret", timeout=2).payout.transfer(sent)  # type: ignore[union-attr]
+
+    processor = HttpProcessor(fake.base_url, SECRET, timeout=2)
+    failed = {"product": "payout", "reference": later.reference, "event": "failed", "bank_reference": "RAIL-2",
+              "message": "Rejected by the beneficiary bank"}  # fmt: skip
+    body = json.dumps({"notifications": [failed]}).encode()
+    [notification] = await processor.notifications(
+        {k.lower(): v for k, v in signed_headers(SECRET, NOTIFY, body).items()}, body
+    )
+    assert (notification.product, notification.reference, notification.event) == ("payout", later.reference,
+                                                                                  Event.FAILED)  # fmt: skip
+    assert (notification.bank_reference, notification.message) == ("RAIL-2", "Rejected by the beneficiary bank")
