@@ -107,3 +107,119 @@ async def test_merchant_users_see_their_own_balance_read_only_and_cannot_top_up(
                 assert refused.status_code == 404, refused.text
     assert (await balance_of(client, mine.id))["ledger"] == 700_000
     assert (await balance_of(client, other.id))["ledger"] == 900_000
+
+
+# --- the transfers' list, detail and CSV ---------------------------------------------------------------------
+
+_SEQUENCE = iter(range(10**6))
+
+
+async def add_transfer(
+    app: FastAPI, merchant_id: str, *, status: str = "00", amount: int = 150_000, reason: str | None = None,
+    account_no: str = "1234567890", callback_url: str | None = None, partner_reference_no: str | None = None,
+) -> str:  # fmt: skip
+    """A transfer row as the payouts room records one (the console only reads them); its referenceNo."""
+    from datetime import timedelta
+
+    from sqlalchemy import insert
+
+    from kasir.db import run
+    from kasir.kit.clock import clock
+    from kasir.payouts.models import PayoutTransfer
+
+    number = next(_SEQUENCE)
+    reference = f"DSB{merchant_id[-6:]}{number:014d}"[:23]
+    now = clock.now() + timedelta(milliseconds=number)
+    final = status in ("00", "06", "04", "05")
+    values = {
+        "id": reference, "merchant_id": merchant_id, "partner_reference_no": partner_reference_no or f"PAYOUT-{number}",
+        "external_id": str(10**9 + number), "amount": amount, "currency": "IDR",
+        "held": 0 if final else amount, "beneficiary_account_no": account_no,
+        "beneficiary_account_name": "BUDI SANTOSO", "beneficiary_bank_code": "014", "bank": "014",
+        "beneficiary_bank_name": "BANK CENTRAL ASIA", "source_account_no": "8800000000000000", "fee_type": "OUR",
+        "status": status, "reason": reason, "rail": "simulator", "rail_reference": f"SIM{number}",
+        "callback_url": callback_url, "transaction_date": None, "remark": "gaji", "details": "{}",
+        "created_at": now, "updated_at": now, "finished_at": now if final else None,
+        "refunded_at": now if status == "04" else None, "next_check_at": None if final else now,
+    }  # fmt: skip
+    async with app.state.database.unit_of_work() as session:
+        await run(session, insert(PayoutTransfer).values(**values))
+    return reference
+
+
+async def test_the_payouts_list_filters_finds_and_shows_each_state_to_operators(app: FastAPI) -> None:
+    merchant = await make_merchant(app)
+    sent = await add_transfer(app, merchant.id, status="00", partner_reference_no=f"SHOP-{merchant.id}")
+    failed = await add_transfer(app, merchant.id, status="06", reason="Rejected by the beneficiary bank")
+    pending = await add_transfer(app, merchant.id, status="03", account_no="1234560002")
+    async with closing(await signed_in(app)) as operator:
+        page = await operator.get("/console/payouts", params={"merchant": merchant.id})
+        assert page.status_code == 200, page.text
+        for reference in (sent, failed, pending):
+            assert f'id="payout-{reference}"' in page.text
+        assert "00 Success" in page.text
+        assert "06 Failed" in page.text
+        assert "Rejected by the beneficiary bank" in page.text
+        assert 'id="balance-available"' in page.text  # the filtered merchant's balance
+        only_failed = await operator.get("/console/payouts", params={"merchant": merchant.id, "status": "06"})
+        assert f'id="payout-{failed}"' in only_failed.text
+        assert f'id="payout-{sent}"' not in only_failed.text
+        found = await operator.get("/console/payouts", params={"q": f"SHOP-{merchant.id}"})  # the merchant's own
+        assert (found.status_code, found.headers["location"]) == (303, f"/console/payouts/{sent}")
+        by_reference = await operator.get("/console/payouts", params={"q": pending})
+        assert by_reference.status_code == 303
+        assert by_reference.headers["location"] == f"/console/payouts/{pending}"
+        assert (await operator.get("/console/payouts", params={"status": "99"})).status_code == 400
+        nav = await operator.get("/console/overview")
+        assert 'href="/console/payouts"' in nav.text
+
+
+async def test_the_detail_shows_the_transfer_its_moves_and_its_notification_and_merchants_see_only_theirs(
+    app: FastAPI,
+) -> None:
+    mine = await make_merchant(app)
+    other = await make_merchant(app)
+    failed = await add_transfer(app, mine.id, status="06", reason="Rejected by the beneficiary bank",
+                                callback_url="http://127.0.0.1:9/payouts")  # fmt: skip
+    theirs = await add_transfer(app, other.id, status="00")
+    async with closing(await signed_in(app)) as operator:
+        detail = await operator.get(f"/console/payouts/{failed}")
+        assert detail.status_code == 200, detail.text
+        assert shown(detail.text, "payout-status") == "06 Failed"
+        assert shown(detail.text, "payout-reason") == "Rejected by the beneficiary bank"
+        assert shown(detail.text, "payout-held") == "Rp 0"
+        assert "http://127.0.0.1:9/payouts" in detail.text
+        assert "06 Failed" in detail.text.split('id="timeline"')[1]
+    async with closing(await signed_in(app, role="merchant", merchant_id=mine.id)) as user:
+        listed = await user.get("/console/payouts")
+        assert f'id="payout-{failed}"' in listed.text
+        assert f'id="payout-{theirs}"' not in listed.text
+        assert 'id="balance-available"' in listed.text  # its own balance, read-only
+        assert 'id="top-up-form"' not in listed.text
+        assert (await user.get(f"/console/payouts/{theirs}")).status_code == 404
+        assert (await user.get("/console/payouts", params={"merchant": other.id})).text.count("payout-DSB") == 0
+        assert (await user.get(f"/console/payouts/{failed}")).status_code == 200
+
+
+async def test_the_payouts_csv_has_every_filtered_transfer_and_no_other_merchants(app: FastAPI) -> None:
+    import csv
+    import io
+
+    mine = await make_merchant(app)
+    other = await make_merchant(app)
+    references = [await add_transfer(app, mine.id, status=s) for s in ("00", "06", "04", "01")]
+    await add_transfer(app, other.id)
+    async with closing(await signed_in(app, role="merchant", merchant_id=mine.id)) as user:
+        answer = await user.get("/console/payouts.csv")
+    assert answer.status_code == 200
+    assert answer.headers["content-type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(answer.text)))
+    assert sorted(r["reference_no"] for r in rows) == sorted(references)
+    assert {r["merchant_id"] for r in rows} == {mine.id}
+    by_reference = {r["reference_no"]: r for r in rows}
+    assert (by_reference[references[2]]["status"], by_reference[references[2]]["status_description"]) == (
+        "04", "Refunded",
+    )  # fmt: skip
+    assert by_reference[references[0]]["amount"] == "150000"
+    assert by_reference[references[2]]["refunded_at"]
+    assert by_reference[references[3]]["finished_at"] == ""

@@ -45,8 +45,11 @@ from kasir.merchants.service import CredentialKind, merchant_service
 from kasir.payments.repository import OUTCOME_NAMES, PRODUCTS, PaymentFilter
 from kasir.payments.service import parse_filter as payment_filter
 from kasir.payments.service import payment_actions, payments_service
+from kasir.payouts.reports import TransferFilter, payout_reports
+from kasir.payouts.reports import parse_filter as payout_filter
 from kasir.payouts.schemas import AMOUNT_MAX
 from kasir.payouts.service import payout_service
+from kasir.payouts.states import DESCRIPTIONS, TransferStatus
 from kasir.ratelimit.service import AuthenticationLocked
 from kasir.staging import staging_only
 
@@ -372,6 +375,105 @@ def _rupiah_field(text: str) -> int | None:
 
 def _back(payment_id: str, done: str) -> Response:
     return RedirectResponse(f"/console/payments/{payment_id}?done={done}", status_code=303)
+
+
+# --- payouts (docs/decisions.md §11): transfers, newest first; merchant users see their own --------------------
+
+PAYOUT_BADGES = {"01": "pending", "03": "pending", "00": "paid", "06": "failed", "04": "failed", "05": "failed"}
+
+
+def _payout_filter(viewer: Viewer, q: str, status: str, merchant: str, since: str, until: str) -> TransferFilter:
+    return payout_filter(scope=viewer.scope, merchant_id=merchant, status=status, query=q, since=since, until=until)
+
+
+@router.get("/payouts")
+async def payouts(
+    request: Request,
+    viewer: SignedIn,
+    session: ReadSession,
+    q: str = "",
+    status: str = "",
+    merchant: str = "",
+    since: str = "",
+    until: str = "",
+    cursor: str = "",
+) -> Response:
+    filters = {"q": q, "status": status, "merchant": merchant, "since": since, "until": until}
+    where = _payout_filter(viewer, q, status, merchant, since, until)
+    page = await payout_reports.list(session, where, cursor or None)
+    if q and len(page.rows) == 1 and not cursor:
+        return RedirectResponse(f"/console/payouts/{page.rows[0].id}", status_code=303)  # found it
+    # Merchant users see their own balance here; an operator, the balance of the merchant filtered on.
+    owner = viewer.scope or (merchant.strip() if merchant.strip() else None)
+    balance, top_ups = None, []
+    if owner and not where.matches_nothing:
+        balance = await payout_service.balance(session, owner)
+        top_ups = await payout_service.top_ups(session, owner, RECENT_TOP_UPS)
+    names = (
+        await payments_service.merchant_names(session, (r.merchant_id for r in page.rows)) if viewer.is_operator else {}
+    )
+    return render(
+        request,
+        "payouts.html",
+        viewer=viewer,
+        page=page,
+        names=names,
+        filters=filters,
+        query=urlencode({k: v for k, v in filters.items() if v}),
+        states=[(s, DESCRIPTIONS[s]) for s in TransferStatus],
+        badges=PAYOUT_BADGES,
+        balance=balance,
+        top_ups=top_ups,
+    )
+
+
+@router.get("/payouts.csv")
+async def payouts_csv(
+    request: Request,
+    viewer: SignedIn,
+    q: str = "",
+    status: str = "",
+    merchant: str = "",
+    since: str = "",
+    until: str = "",
+) -> Response:
+    where = _payout_filter(viewer, q, status, merchant, since, until)
+    stamp = clock.local_now().strftime("%Y%m%d-%H%M%S")
+    return StreamingResponse(
+        _payout_csv_pages(database(request), where),
+        media_type="text/csv; charset=utf-8",
+        headers={
+            "content-disposition": f'attachment; filename="kasir-payouts-{stamp}.csv"',
+            "cache-control": "no-store",
+        },
+    )
+
+
+async def _payout_csv_pages(database: Database, where: TransferFilter) -> AsyncIterator[str]:
+    """As the payments' export: a page at a time, each read in a short read-only unit of its own."""
+    yield payout_reports.csv_header()
+    after = None
+    while True:
+        async with database.unit_of_work(read_only=True) as session:
+            page, after = await payout_reports.csv_page(session, where, after)
+        if page:
+            yield page
+        if after is None:
+            return
+
+
+@router.get("/payouts/{transfer_id}")
+async def payout(request: Request, transfer_id: str, viewer: SignedIn, session: ReadSession) -> Response:
+    detail = await payout_reports.detail(session, viewer.scope, transfer_id)
+    names = await payments_service.merchant_names(session, [detail.row.merchant_id])
+    return render(
+        request,
+        "payout.html",
+        viewer=viewer,
+        d=detail,
+        badges=PAYOUT_BADGES,
+        merchant_name=names.get(detail.row.merchant_id, ""),
+    )
 
 
 # --- callbacks ---------------------------------------------------------------------------------
