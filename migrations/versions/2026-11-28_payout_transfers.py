@@ -48,6 +48,8 @@ def upgrade() -> None:
         sa.Column("finished_at", UTCDateTime(), nullable=True),
         sa.Column("refunded_at", UTCDateTime(), nullable=True),
         sa.Column("next_check_at", UTCDateTime(), nullable=True),
+        sa.Column("key_scope", sa.String(64), nullable=True),
+        sa.Column("idempotency_key", sa.String(255), nullable=True),
         sa.UniqueConstraint("merchant_id", "partner_reference_no"),
     )
     op.create_index("ix_payout_transfer_merchant_created", "payout_transfer", ["merchant_id", "created_at", "id"])

@@ -38,6 +38,7 @@ from kasir.ops.endpoints import bench_router
 from kasir.ops.endpoints import router as ops_router
 from kasir.payments.endpoints import router as payments_router
 from kasir.payouts.endpoints import router as payouts_router
+from kasir.payouts.endpoints import snap_router as payouts_snap_router
 from kasir.processors.endpoints import router as processors_router
 from kasir.products import declare_products
 from kasir.snap.openapi import extra_components
@@ -64,6 +65,7 @@ def product_routers(settings: Settings) -> list[APIRouter]:
         audit_router,
         payments_router,
         payouts_router,
+        payouts_snap_router,
     ]
     if settings.console:
         routers.extend((console_self_service_router, console_router))

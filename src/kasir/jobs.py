@@ -13,6 +13,7 @@ from kasir.bnpl import jobs as bnpl_jobs
 from kasir.card import jobs as card_jobs
 from kasir.db import Database
 from kasir.idempotency import jobs as idempotency_jobs
+from kasir.payouts import jobs as payouts_jobs
 from kasir.processors import jobs as processors_jobs
 from kasir.ratelimit import jobs as ratelimit_jobs
 from kasir.snap import jobs as snap_jobs
@@ -25,6 +26,7 @@ JOBS: tuple[Job, ...] = (
     *wallet_jobs.JOBS,
     *va_jobs.JOBS,
     *bnpl_jobs.JOBS,
+    *payouts_jobs.JOBS,
     *snap_jobs.JOBS,
     *card_jobs.JOBS,
     *idempotency_jobs.JOBS,

@@ -85,6 +85,14 @@ OPERATION_IDS: dict[tuple[str, str], str] = {
     ("post", "/va/inquiry"): "getVirtualAccount",
     ("post", "/va/cancel"): "cancelVirtualAccount",
     ("post", "/va/dummy-payment"): "simulateVirtualAccountPayment",
+    ("post", "/api/v1.0/balance-inquiry"): "inquireDisbursementBalance",
+    ("post", "/api/v1.0/account-inquiry-external"): "inquireDisbursementAccount",
+    ("post", "/api/v1.2/transfer-interbank"): "createTransfer",
+    ("post", "/api/v1.0/transfer-interbank"): "createTransferV10",
+    ("post", "/api/v1.1/transfer-interbank"): "createTransferV11",
+    ("post", "/api/v1.0/transfer/status"): "getTransferStatus",
+    ("post", "/api/v1.0/transaction-history-list"): "listDisbursementHistory",
+    ("post", "/api/v1.0/transaction-history-detail"): "getDisbursementHistoryDetail",
     ("post", "/v1.0/bnpl/payment-calculation"): "calculateBnplPayment",
     ("post", "/v1.1/bnpl/payment-calculation"): "calculateBnplPaymentV11",
     ("post", "/v1.0/bnpl/qr-checkout"): "createBnplCheckout",
@@ -288,12 +296,30 @@ SECURITY_SCHEMES: dict[str, Any] = {
         "Without a token (the asymmetric variant), X-SIGNATURE = Base64(SHA256withRSA(private key, "
         "METHOD:PATH:lowerhex(sha256(minify(body))):X-TIMESTAMP)).",
     },
+    "snapDisbursementToken": {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "Disbursement (docs/decisions.md §11.2): the access token of createDisbursementAccessToken, "
+        "and X-SIGNATURE = Base64(HMAC-SHA512(client_secret, "
+        "POST:PATH:accessToken:lowerhex(sha256(minify(body))):X-TIMESTAMP)); the symmetric form only.",
+    },
     "adminToken": {"type": "http", "scheme": "bearer", "description": "The operator's KASIR_ADMIN_TOKEN"},
 }
 # Per path prefix: the operation's alternatives (an empty one: no credential header, the signature alone).
 _SECURITY: list[tuple[tuple[str, ...], list[dict[str, list[str]]]]] = [
     (("/ewallet/v2/", "/card-v2/", "/va"), [{"merchantBasic": []}]),
     (("/v1.0/bnpl/", "/v1.1/bnpl/"), [{"snapAccessToken": []}, {}]),
+    (
+        (
+            "/api/v1.0/balance-inquiry",
+            "/api/v1.0/account-inquiry-external",
+            "/api/v1.0/transfer",
+            "/api/v1.1/transfer",
+            "/api/v1.2/transfer",
+            "/api/v1.0/transaction-history",
+        ),
+        [{"snapDisbursementToken": []}],
+    ),
     (("/admin/",), [{"adminToken": []}]),
 ]
 _HEADER_DESCRIPTIONS = {

@@ -16,6 +16,9 @@ a failure after, and answers the proven caller. Every route has the same shape:
     snap symmetric              snap_symmetric           /v1.0|v1.1/bnpl/* with Authorization: Bearer
     snap asymmetric             snap_asymmetric          /v1.0|v1.1/bnpl/* without it
                                 (snap_signature picks one of the two by the Authorization header)
+    snap disbursement           snap_disbursement        the disbursement routes (/api/v1.x/... of
+                                                         docs/decisions.md §11.1): symmetric only,
+                                                         over a disbursement token
     snap asymmetric, token      token_request(product)   the two access-token paths
     access token of a product   access_token(product)    a route that takes a bare Bearer token
     processor's signature       processor_signature      POST /processors/{name}/notify
@@ -56,7 +59,7 @@ from kasir.auth.admin import ADMIN, admin_bearer
 from kasir.auth.basic import BasicCaller, basic
 from kasir.auth.processor import SignedNotifications, processor_signature
 from kasir.auth.scheme import PUBLIC, Authenticator, OneOf, public
-from kasir.auth.snap import SnapCaller, snap_asymmetric, snap_signature, snap_symmetric
+from kasir.auth.snap import SnapCaller, snap_asymmetric, snap_disbursement, snap_signature, snap_symmetric
 from kasir.auth.wallet import WalletCaller, wallet_signature
 from kasir.tokens.service import AccessToken, Product
 
@@ -76,6 +79,7 @@ def token_request(product: Product) -> TokenRequestAuthenticator:
 BasicAuthenticated = Annotated[BasicCaller, Depends(basic)]
 WalletSigned = Annotated[WalletCaller, Depends(wallet_signature)]
 SnapSigned = Annotated[SnapCaller, Depends(snap_signature)]
+DisbursementSigned = Annotated[SnapCaller, Depends(snap_disbursement)]
 PaymentToken = Annotated[AccessToken, Depends(access_token(Product.PAYMENT))]
 PaymentTokenRequest = Annotated[TokenRequest, Depends(token_request(Product.PAYMENT))]
 DisbursementTokenRequest = Annotated[TokenRequest, Depends(token_request(Product.DISBURSEMENT))]
@@ -88,6 +92,7 @@ __all__ = [
     "Authenticator",
     "BasicAuthenticated",
     "BasicCaller",
+    "DisbursementSigned",
     "DisbursementTokenRequest",
     "OneOf",
     "PaymentToken",
@@ -104,6 +109,7 @@ __all__ = [
     "processor_signature",
     "public",
     "snap_asymmetric",
+    "snap_disbursement",
     "snap_signature",
     "snap_symmetric",
     "token_request",

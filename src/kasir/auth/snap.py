@@ -1,4 +1,5 @@
-"""SNAP transaction security (docs/decisions.md §3.2): the BNPL routes' schemes.
+"""SNAP transaction security (docs/decisions.md §3.2): the BNPL routes' schemes, and the disbursement routes' one
+(§11.2: `snap_disbursement`, symmetric only, over a disbursement token).
 
 `snap_signature` reads the raw body (it is signed byte for byte) and checks, in order, each
 failure with its own SNAP case (the route adds its service code), before any unit of work opens:
@@ -11,6 +12,7 @@ failure with its own SNAP case (the route adds its service code), before any uni
     X-EXTERNAL-ID not numeric / over 36        400xx01
     CHANNEL-ID over 5                          400xx01
     Authorization not a valid payment token    401xx01 Invalid Token (B2B)
+      (disbursement routes: disbursement token)
     X-PARTNER-ID not the token's merchant      401xx00
     X-PARTNER-ID unknown (or disabled)         401xx00
     X-SIGNATURE does not verify                401xx00
@@ -56,6 +58,8 @@ from kasir.tokens.service import Product, read_access_token
 SNAP_HEADERS = ("X-TIMESTAMP", "X-SIGNATURE", "X-PARTNER-ID", "X-EXTERNAL-ID", "CHANNEL-ID")
 _EXTERNAL_ID = re.compile(r"^[0-9]{1,36}$")
 CHANNEL_ID_MAX = 5
+# The merchant a symmetric signature verified for, by its id (the request scope's key).
+_MERCHANT = "kasir.snap_merchant"
 
 
 class ExternalIdReused(Conflict):
@@ -115,7 +119,8 @@ class SnapAuthenticator(Authenticator[SnapCaller]):
         signed = SignedRequest(request.method, signed_path(request), body, timestamp, signature, partner_id)
         if not await self.verify(request, database, signed):
             raise Unauthorized("Invalid signature")
-        return SnapCaller(partner_id, external_id, channel_id, body, symmetric=self.symmetric)
+        merchant_id = request.scope.get(_MERCHANT, partner_id)
+        return SnapCaller(merchant_id, external_id, channel_id, body, symmetric=self.symmetric)
 
     @abstractmethod
     async def verify(self, request: Request, database: Database, signed: SignedRequest) -> bool:
@@ -137,15 +142,15 @@ class SnapSymmetricAuthenticator(SnapAuthenticator):
 
     scheme = "snap symmetric"
     symmetric = True
+    product = Product.PAYMENT
 
     async def verify(self, request: Request, database: Database, signed: SignedRequest) -> bool:
         token_value = bearer_token(request)  # InvalidToken when Authorization is not `Bearer <value>`
         if token_value is None:
             raise InvalidToken()
-        token = read_access_token(token_value, Product.PAYMENT)
-        if token.merchant_id != signed.partner_id:
-            raise Unauthorized("X-PARTNER-ID is not the merchant of the access token")
-        merchant = await _cached_merchant(database, signed.partner_id)  # a disabled merchant's tokens stop here
+        token = read_access_token(token_value, self.product)
+        merchant = await self.merchant_of(database, token.merchant_id, signed.partner_id)
+        request.scope[_MERCHANT] = merchant.id  # X-PARTNER-ID may be the client_id: the caller is the merchant
         string_to_sign = symmetric_string_to_sign(
             signed.method, signed.path, token_value, signed.body, signed.timestamp
         )
@@ -153,8 +158,29 @@ class SnapSymmetricAuthenticator(SnapAuthenticator):
         if verify_symmetric(client_secret, string_to_sign, signed.signature):
             return True
         # A client secret replaced within its grace period (the console's rotation).
-        secrets = await _in_grace(database, signed.partner_id, CredentialKind.CLIENT_SECRET)
+        secrets = await _in_grace(database, merchant.id, CredentialKind.CLIENT_SECRET)
         return any(verify_symmetric(secret, string_to_sign, signed.signature) for secret in secrets)
+
+    async def merchant_of(self, database: Database, token_merchant_id: str, partner_id: str) -> SnapMerchant:
+        """The token's merchant, which X-PARTNER-ID must name (401xx00 otherwise)."""
+        if token_merchant_id != partner_id:
+            raise Unauthorized("X-PARTNER-ID is not the merchant of the access token")
+        return await _cached_merchant(database, partner_id)  # a disabled merchant's tokens stop here
+
+
+class SnapDisbursementAuthenticator(SnapSymmetricAuthenticator):
+    """The disbursement routes' scheme (docs/decisions.md §11.2): §3.2's symmetric signature only, over a
+    disbursement token (a payment token, a missing or an expired one: 401xx01); X-PARTNER-ID names the token's
+    merchant by its merchant_id or its client_id (the provider's pages say Client ID)."""
+
+    scheme = "snap disbursement"
+    product = Product.DISBURSEMENT
+
+    async def merchant_of(self, database: Database, token_merchant_id: str, partner_id: str) -> SnapMerchant:
+        merchant = await _cached_merchant(database, token_merchant_id)
+        if partner_id not in (merchant.id, merchant.client_id):
+            raise Unauthorized("X-PARTNER-ID is not the merchant of the access token")
+        return merchant
 
 
 class SnapAsymmetricAuthenticator(SnapAuthenticator):
@@ -231,6 +257,7 @@ def _client_secret(box: SecretBox, sealed: str) -> str:
 
 snap_symmetric = SnapSymmetricAuthenticator()
 snap_asymmetric = SnapAsymmetricAuthenticator()
+snap_disbursement = SnapDisbursementAuthenticator()
 
 
 async def _snap_scheme(request: Request) -> Authenticator[SnapCaller]:

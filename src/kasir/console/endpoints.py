@@ -408,7 +408,7 @@ async def payouts(
     balance, top_ups = None, []
     if owner and not where.matches_nothing:
         balance = await payout_service.balance(session, owner)
-        top_ups = await payout_service.top_ups(session, owner, RECENT_TOP_UPS)
+        top_ups = await payout_service.latest_top_ups(session, owner, RECENT_TOP_UPS)
     names = (
         await payments_service.merchant_names(session, (r.merchant_id for r in page.rows)) if viewer.is_operator else {}
     )
@@ -647,7 +647,7 @@ async def merchant(
         grace=grace,
         events=events,
         balance=await payout_service.balance(session, merchant_id),
-        top_ups=await payout_service.top_ups(session, merchant_id, RECENT_TOP_UPS),
+        top_ups=await payout_service.latest_top_ups(session, merchant_id, RECENT_TOP_UPS),
         names={row.id: row.name},
         done=DONE.get(done),
         kinds=list(CredentialKind),

@@ -78,7 +78,7 @@ async def _page(
             limit=RECENT_CALLBACKS,
         )
         balance = await payout_service.balance(session, merchant_id)
-        top_ups = await payout_service.top_ups(session, merchant_id, RECENT_TOP_UPS)
+        top_ups = await payout_service.latest_top_ups(session, merchant_id, RECENT_TOP_UPS)
     # An event with a delivery in flight is not offered for replay (the service refuses it too).
     in_flight = {row.event_key for row in recent if row.status in IN_FLIGHT}
     return render(

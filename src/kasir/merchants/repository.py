@@ -131,11 +131,11 @@ _ADD_SUB_MERCHANT = Statement(
 _REMOVE_SUB_MERCHANT = Statement(delete(SubMerchant).where(SubMerchant.id == bindparam("sub_merchant_row_id")))
 
 
-# What verifying a SNAP request needs of its merchant: four columns, on every SNAP request the cache misses.
+# What verifying a SNAP request needs of its merchant: five columns, on every SNAP request the cache misses.
 _SNAP_MERCHANT = Statement(
-    select(Merchant.id, Merchant.client_secret_encrypted, Merchant.public_key_pem, Merchant.disabled_at).where(
-        Merchant.id == bindparam("merchant_id")
-    )
+    select(
+        Merchant.id, Merchant.client_secret_encrypted, Merchant.public_key_pem, Merchant.disabled_at, Merchant.client_id
+    ).where(Merchant.id == bindparam("merchant_id"))
 )
 
 
@@ -147,6 +147,7 @@ class SnapMerchant:
     client_secret_encrypted: str
     public_key_pem: str
     disabled_at: datetime | None
+    client_id: str  # the disbursement routes take it as X-PARTNER-ID too (docs/decisions.md §11.2)
 
 
 class MerchantRepository:

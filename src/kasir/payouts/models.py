@@ -80,3 +80,7 @@ class PayoutTransfer(Base):
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime())  # into 00, 05 or 06
     refunded_at: Mapped[datetime | None] = mapped_column(UTCDateTime())  # into 04
     next_check_at: Mapped[datetime | None] = mapped_column(UTCDateTime())
+    # The accepting request's X-Idempotency-Key (scope and key), or NULL: whoever records the rail's first answer
+    # (the request, or the worker after a crash) stores the key's answer too.
+    key_scope: Mapped[str | None] = mapped_column(String(64))
+    idempotency_key: Mapped[str | None] = mapped_column(String(255))

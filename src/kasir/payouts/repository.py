@@ -1,4 +1,4 @@
-"""Every disbursement-balance query: statements compiled once, plain rows back.
+"""Every disbursement query (balances, top-ups, transfers): statements compiled once, plain rows back.
 
 A credit is one upsert (the balance row is made by the first credit); a change of the hold or the ledger is one
 UPDATE whose WHERE says when it may apply (the available balance covers it), so two units never spend the same
@@ -7,13 +7,13 @@ rupiah: the row's lock orders them, and the second finds the first's change.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Integer, bindparam, func, select
+from sqlalchemy import BigInteger, Integer, bindparam, func, select, update
 
-from kasir.db import Session, Statement, binds
+from kasir.db import Session, Statement, binds, fetch, locked_once
 from kasir.payouts.models import DisbursementBalance, DisbursementTopUp, PayoutTransfer
 
 
@@ -94,11 +94,33 @@ class PayoutRepository:
         assert row is not None
         return BalanceRow(*row)
 
+    async def top_ups(
+        self, session: Session, merchant_id: str, start: datetime, end: datetime, limit: int
+    ) -> list[TopUpRow]:
+        """The merchant's newest `limit` top-ups made in [start, end], newest first."""
+        statement = (
+            select(
+                DisbursementTopUp.id,
+                DisbursementTopUp.merchant_id,
+                DisbursementTopUp.amount,
+                DisbursementTopUp.note,
+                DisbursementTopUp.created_at,
+            )
+            .where(
+                DisbursementTopUp.merchant_id == merchant_id,
+                DisbursementTopUp.created_at >= start,
+                DisbursementTopUp.created_at <= end,
+            )
+            .order_by(DisbursementTopUp.created_at.desc(), DisbursementTopUp.id.desc())
+            .limit(limit)
+        )
+        return [TopUpRow(*row) for row in await fetch(session, statement)]
+
     async def add_top_up(self, session: Session, merchant_id: str, amount: int, note: str, now: datetime) -> int:
         top_up_id = await _ADD_TOP_UP.scalar(session, merchant_id=merchant_id, amount=amount, note=note, created_at=now)
         return int(top_up_id)
 
-    async def top_ups(self, session: Session, merchant_id: str, limit: int) -> list[TopUpRow]:
+    async def latest_top_ups(self, session: Session, merchant_id: str, limit: int) -> list[TopUpRow]:
         """The merchant's latest top-ups, newest first (the console's balance card; its index has them in order)."""
         return [TopUpRow(*row) for row in await _TOP_UPS.rows(session, merchant_id=merchant_id, limit=limit)]
 
@@ -112,3 +134,193 @@ class PayoutRepository:
 
 
 payout_repository = PayoutRepository()
+
+
+# --- transfers ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class TransferRow:
+    """A transfer as read (or just written): every column of `payout_transfer`."""
+
+    id: str
+    merchant_id: str
+    partner_reference_no: str
+    external_id: str
+    amount: int
+    currency: str
+    held: int
+    beneficiary_account_no: str
+    beneficiary_account_name: str
+    beneficiary_bank_code: str
+    bank: str
+    beneficiary_bank_name: str
+    source_account_no: str
+    fee_type: str
+    status: str
+    reason: str | None
+    rail: str
+    rail_reference: str | None
+    callback_url: str | None
+    transaction_date: str | None
+    remark: str | None
+    details: str
+    created_at: datetime
+    updated_at: datetime
+    finished_at: datetime | None
+    refunded_at: datetime | None
+    next_check_at: datetime | None
+    key_scope: str | None
+    idempotency_key: str | None
+
+
+TRANSFER_COLUMNS = tuple(field.name for field in fields(TransferRow))
+# What a move of state changes; the rest is written once, at acceptance.
+CHANGING_COLUMNS = (
+    "status",
+    "held",
+    "reason",
+    "rail_reference",
+    "updated_at",
+    "finished_at",
+    "refunded_at",
+    "next_check_at",
+)
+
+_ADD_TRANSFER = Statement(
+    lambda insert: (
+        insert(PayoutTransfer)
+        .values(binds(PayoutTransfer, TRANSFER_COLUMNS))
+        .on_conflict_do_nothing(index_elements=["merchant_id", "partner_reference_no"])
+        .returning(PayoutTransfer.id)
+    )
+)
+_transfer = select(*(PayoutTransfer.__table__.c[name] for name in TRANSFER_COLUMNS))
+_TRANSFER = Statement(_transfer.where(PayoutTransfer.id == bindparam("transfer_id")))
+_LOCKED_TRANSFER = Statement(_transfer.where(PayoutTransfer.id == bindparam("transfer_id")).with_for_update())
+_BY_PARTNER_REFERENCE = Statement(
+    _transfer.where(
+        PayoutTransfer.merchant_id == bindparam("merchant_id"),
+        PayoutTransfer.partner_reference_no == bindparam("partner_reference_no"),
+    )
+)
+_BY_REFERENCE = Statement(
+    _transfer.where(
+        PayoutTransfer.merchant_id == bindparam("merchant_id"), PayoutTransfer.id == bindparam("transfer_id")
+    )
+)
+_SAVE_TRANSFER = Statement(
+    update(PayoutTransfer)
+    .where(PayoutTransfer.id == bindparam("transfer_id"))
+    .values(binds(PayoutTransfer, CHANGING_COLUMNS))
+)
+_FORGET_KEY = Statement(
+    update(PayoutTransfer)
+    .where(PayoutTransfer.id == bindparam("transfer_id"))
+    .values(key_scope=None, idempotency_key=None)
+)
+_DUE_FOR_CHECK = Statement(
+    select(PayoutTransfer.id)
+    .where(PayoutTransfer.next_check_at <= bindparam("now", type_=PayoutTransfer.next_check_at.type))
+    .order_by(PayoutTransfer.next_check_at)
+    .limit(bindparam("due_limit", type_=Integer()))
+)
+# §11.3: the check and the hold are one statement: two units never spend the same rupiah (the row's lock orders
+# them, and the second's WHERE sees the first's hold).
+_HOLD = Statement(
+    update(DisbursementBalance)
+    .where(
+        DisbursementBalance.merchant_id == bindparam("merchant_id"),
+        DisbursementBalance.ledger - DisbursementBalance.hold >= bindparam("amount", type_=BigInteger()),
+    )
+    .values(
+        hold=DisbursementBalance.hold + bindparam("amount", type_=BigInteger()),
+        updated_at=bindparam("now", type_=DisbursementBalance.updated_at.type),
+    )
+)
+# A transfer ends: `debit` leaves the ledger (00) or not (05, 06), `release` leaves the hold; 04 credits back.
+_SETTLE = Statement(
+    update(DisbursementBalance)
+    .where(DisbursementBalance.merchant_id == bindparam("merchant_id"))
+    .values(
+        ledger=DisbursementBalance.ledger - bindparam("debit", type_=BigInteger()),
+        hold=DisbursementBalance.hold - bindparam("release", type_=BigInteger()),
+        updated_at=bindparam("now", type_=DisbursementBalance.updated_at.type),
+    )
+)
+
+
+class TransferRepository:
+    async def add(self, session: Session, transfer: TransferRow) -> bool:
+        """Insert the transfer; False when the merchant's partnerReferenceNo was accepted before (the unique
+        constraint decides races)."""
+        added = await _ADD_TRANSFER.scalar(session, **{name: getattr(transfer, name) for name in TRANSFER_COLUMNS})
+        return added is not None
+
+    async def hold(self, session: Session, merchant_id: str, amount: int, now: datetime) -> bool:
+        """Hold `amount` when the available balance covers it; False (nothing changed) when it does not."""
+        return await _HOLD.execute(session, merchant_id=merchant_id, amount=amount, now=now) == 1
+
+    async def settle(self, session: Session, merchant_id: str, *, debit: int, release: int, now: datetime) -> None:
+        """Take `debit` off the ledger (negative: credit it back) and `release` off the hold."""
+        await _SETTLE.execute(session, merchant_id=merchant_id, debit=debit, release=release, now=now)
+
+    async def get(self, session: Session, transfer_id: str, *, lock: bool = False) -> TransferRow | None:
+        """The transfer; with `lock`, locked until the unit ends and read once per unit (kasir.db.locked_once)."""
+        if not lock:
+            found = await _TRANSFER.first(session, transfer_id=transfer_id)
+            return None if found is None else TransferRow(*found)
+
+        async def read() -> TransferRow | None:
+            found = await _LOCKED_TRANSFER.first(session, transfer_id=transfer_id)
+            return None if found is None else TransferRow(*found)
+
+        row: TransferRow | None = await locked_once(session, (PayoutTransfer, transfer_id), read)
+        return row
+
+    async def by_partner_reference(
+        self, session: Session, merchant_id: str, partner_reference_no: str
+    ) -> TransferRow | None:
+        found = await _BY_PARTNER_REFERENCE.first(
+            session, merchant_id=merchant_id, partner_reference_no=partner_reference_no
+        )
+        return None if found is None else TransferRow(*found)
+
+    async def by_reference(self, session: Session, merchant_id: str, reference_no: str) -> TransferRow | None:
+        found = await _BY_REFERENCE.first(session, merchant_id=merchant_id, transfer_id=reference_no)
+        return None if found is None else TransferRow(*found)
+
+    async def save(self, session: Session, transfer: TransferRow) -> None:
+        values = {name: getattr(transfer, name) for name in CHANGING_COLUMNS}
+        await _SAVE_TRANSFER.execute(session, transfer_id=transfer.id, **values)
+
+    async def forget_key(self, session: Session, transfer_id: str) -> None:
+        """The transfer's X-Idempotency-Key has its answer: nobody stores it again."""
+        await _FORGET_KEY.execute(session, transfer_id=transfer_id)
+
+    async def history(
+        self,
+        session: Session,
+        merchant_id: str,
+        start: datetime,
+        end: datetime,
+        limit: int,
+        *,
+        refunds: bool = False,
+        partner_reference_no: str | None = None,
+    ) -> list[TransferRow]:
+        """The merchant's newest `limit` transfers accepted in [start, end] (`refunds`: returned in it), newest
+        first; `partner_reference_no`: that transfer only."""
+        moment = PayoutTransfer.refunded_at if refunds else PayoutTransfer.created_at
+        statement = _transfer.where(PayoutTransfer.merchant_id == merchant_id, moment >= start, moment <= end)
+        if partner_reference_no is not None:
+            statement = statement.where(PayoutTransfer.partner_reference_no == partner_reference_no)
+        statement = statement.order_by(moment.desc(), PayoutTransfer.id.desc()).limit(limit)
+        return [TransferRow(*row) for row in await fetch(session, statement)]
+
+    async def due_for_check(self, session: Session, now: datetime, limit: int = 200) -> list[str]:
+        """Up to `limit` transfers the worker should ask the rail about now, the longest due first."""
+        return [row[0] for row in await _DUE_FOR_CHECK.rows(session, now=now, due_limit=limit)]
+
+
+transfer_repository = TransferRepository()
