@@ -116,7 +116,7 @@ async def claim_due(
             created_at,
             _,
         ) in rows:
-            needs_signing = kind == CallbackKind.BNPL.value or signed_ids is not None
+            needs_signing = kind in _SNAP_NOTIFIED or signed_ids is not None
             if needs_signing and merchant_id not in signings:
                 signings[merchant_id] = await merchant_service.callback_signing(session, merchant_id)
             claimed.append(
@@ -145,6 +145,11 @@ async def give_back(database: Database, callbacks: Collection[ClaimedCallback]) 
     """Claimed callbacks handed back unsent, due again at once (for this worker's next claim or another's)."""
     async with database.unit_of_work() as session:
         await callback_repository.give_back(session, [(callback.id, callback.fence) for callback in callbacks])
+
+
+# The kinds sent with SNAP's notify headers and X-SIGNATURE (docs/decisions.md §3.6): BNPL's, and the transfers'
+# (§11.8).
+_SNAP_NOTIFIED = frozenset({CallbackKind.BNPL.value, CallbackKind.PAYOUT.value})
 
 
 def _bnpl_signature_of(payload: bytes, hash_key: str) -> str | None:
@@ -181,7 +186,7 @@ def request_for(callback: ClaimedCallback) -> tuple[str, dict[str, str]]:
         "X-Kasir-Attempt": str(callback.event_attempt),
     }
     url = callback.url
-    if callback.kind is CallbackKind.BNPL:
+    if callback.kind.value in _SNAP_NOTIFIED:
         assert callback.signing is not None
         headers.update(
             snap_notify_headers(

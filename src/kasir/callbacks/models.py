@@ -14,6 +14,7 @@ class CallbackKind(StrEnum):
     PAYMENT_PAGE = "payment_page"
     BNPL = "bnpl"
     VA = "va"  # the wallet callback's sibling (docs/decisions.md §9.7)
+    PAYOUT = "payout"  # a transfer's notification, signed as BNPL's (docs/decisions.md §11.8)
 
 
 # The event of a merchant's test callback (the console's My merchant): sent once, never retried or recovered,

@@ -43,4 +43,5 @@ POLICIES: dict[CallbackKind, DeliveryPolicy] = {
     CallbackKind.PAYMENT_PAGE: DeliveryPolicy(retries=3, accepts=http_200_json_message),  # retried 3 times
     CallbackKind.BNPL: DeliveryPolicy(retries=3, accepts=http_200),  # docs/decisions.md §8
     CallbackKind.VA: DeliveryPolicy(retries=2, accepts=http_200),  # docs/decisions.md §9.7: as the wallet's
+    CallbackKind.PAYOUT: DeliveryPolicy(retries=3, accepts=http_200),  # docs/decisions.md §11.8
 }

@@ -178,7 +178,7 @@ class CallbackWithAttempts:
             headers[svc_signature_header()] = self.callback.svc_signature
         elif self.callback.signed_ids:
             headers[svc_signature_header()] = "(SHA-256, computed when sent)"
-        if self.callback.kind == CallbackKind.BNPL.value:
+        if self.callback.kind in (CallbackKind.BNPL.value, CallbackKind.PAYOUT.value):
             headers.update({"X-PARTNER-ID": self.callback.merchant_id, "X-VERSION": "v1", "X-SIGNATURE": "(HMAC)"})
         return headers
 

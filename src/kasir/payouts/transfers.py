@@ -42,6 +42,8 @@ from typing import Any
 from fastapi import Request
 from fastapi.responses import JSONResponse, Response
 
+from kasir.callbacks.models import CallbackKind
+from kasir.callbacks.service import SignedIds, callback_outbox
 from kasir.db import Database, Session
 from kasir.errors import (
     DuplicateReference,
@@ -58,7 +60,7 @@ from kasir.merchants.repository import MerchantRow
 from kasir.payouts import banks
 from kasir.payouts.repository import TransferRow, payout_repository, transfer_repository
 from kasir.payouts.schemas import AccountInquiryRequest, TransferRequest
-from kasir.payouts.states import DESCRIPTIONS, TERMINAL, UNSETTLED, TransferStatus, allowed, transition
+from kasir.payouts.states import DESCRIPTIONS, NOTIFIED, TERMINAL, UNSETTLED, TransferStatus, allowed, transition
 from kasir.processors.protocols import (
     AccountInfo,
     AccountStatus,
@@ -478,10 +480,43 @@ async def apply_answer(
 
 
 async def on_moved(session: Session, transfer: TransferRow) -> None:
-    """What follows a move of state in its unit (the notification, §11.8)."""
-    return None
+    """What follows a move of state in its unit: §11.8's notification, when the transfer asked for one and moved
+    into 00, 06 or 04 (recorded in the outbox with the move; sent after commit, kasir.callbacks)."""
+    status = TransferStatus(transfer.status)
+    if transfer.callback_url is None or status not in NOTIFIED:
+        return
+    await callback_outbox.record(
+        session,
+        kind=CallbackKind.PAYOUT,
+        merchant_id=transfer.merchant_id,
+        transaction_ref=transfer.id,
+        event=status.value,
+        url=transfer.callback_url,
+        payload=notification_payload(transfer),
+        # §11.8: svc-signature as BNPL's, sha256hex(referenceNo + sha256hex(hash_key + partnerReferenceNo twice)).
+        signed_ids=SignedIds(transfer.id, transfer.partner_reference_no, transfer.partner_reference_no),
+    )
 
 
-def finished_time(transfer: TransferRow) -> str | None:
-    moment = transfer.refunded_at or transfer.finished_at
-    return None if moment is None else isoformat_seconds(moment)
+def notification_payload(transfer: TransferRow) -> dict[str, Any]:
+    """§11.8: the body of a transfer's notification."""
+    status = TransferStatus(transfer.status)
+    info: dict[str, Any] = {}
+    if transfer.reason is not None and status in (TransferStatus.FAILED, TransferStatus.REFUNDED):
+        info["reason"] = transfer.reason
+    return {
+        "originalPartnerReferenceNo": transfer.partner_reference_no,
+        "originalReferenceNo": transfer.id,
+        "originalExternalId": transfer.external_id,
+        "serviceCode": SERVICE_TRANSFER,
+        "latestTransactionStatus": status.value,
+        "transactionStatusDesc": DESCRIPTIONS[status],
+        "amount": money(transfer.amount),
+        "beneficiaryAccountNo": transfer.beneficiary_account_no,
+        "beneficiaryAccountName": transfer.beneficiary_account_name,
+        "beneficiaryBankCode": transfer.beneficiary_bank_code,
+        "sourceAccountNo": transfer.source_account_no,
+        "transactionDate": transfer.transaction_date or isoformat_seconds(transfer.created_at),
+        "finishedTime": isoformat_seconds(transfer.refunded_at or transfer.finished_at or transfer.updated_at),
+        "additionalInfo": info,
+    }
