@@ -12,20 +12,24 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives import serialization
 
+from kasir.audit.service import Actor
+from kasir.payouts.service import payout_service
 from tests.conftest import TEST_ADMIN_TOKEN
 from tests.support.builders import make_merchant
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-STEPS = 12
+STEPS = 15
 # PAID, REFUNDED, PAID again (replayed: the same X-Kasir-Callback-Id, seen), PAID, VOID; VA: PAID, PAID,
-# PARTIALLY_PAID × 2 and PAID, PAID × 2 and CANCELLED; BNPL; SUCCESS, FAILED
-CALLBACKS = 16
+# PARTIALLY_PAID × 2 and PAID, PAID × 2 and CANCELLED; BNPL; SUCCESS, FAILED; transfers: 00, 00, 06
+CALLBACKS = 19
 
 
 async def test_demo_runs_every_product_against_the_served_service(app, served, tmp_path):
     merchant = await make_merchant(app)
+    async with app.state.database.unit_of_work() as session:  # as `kasir demo-merchant` funds the demo merchant
+        await payout_service.top_up(session, merchant.id, 100_000_000, "Demo funds", Actor.cli())
     credentials = merchant.credentials
     (tmp_path / "credentials.json").write_text(
         json.dumps(
@@ -56,14 +60,14 @@ async def test_demo_runs_every_product_against_the_served_service(app, served, t
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=180,  # the payout steps wait for the simulator's delay (10 s)
         check=False,
     )
     output = completed.stdout + completed.stderr
     assert completed.returncode == 0, output
     assert output.count("✓") == STEPS, output
     assert "✗" not in output
-    for product in ("token", "wallet", "va", "bnpl", "card"):
+    for product in ("token", "wallet", "va", "bnpl", "card", "payout"):
         assert f"✓ {product}:" in output
     assert f"callbacks received and verified: {CALLBACKS}" in output
     assert "✓ wallet: operator replays the PAID callback → same id, seen" in output
