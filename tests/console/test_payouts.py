@@ -9,8 +9,10 @@ import httpx
 from fastapi import FastAPI
 
 from tests.conftest import TEST_ADMIN_TOKEN
-from tests.console.helpers import closing, page_csrf, signed_in
+from tests.console.helpers import closing, csrf_of, page_csrf, signed_in
 from tests.support.builders import make_merchant
+from tests.support.receiver import CallbackReceiver
+from tests.support.worker import settled_callbacks
 
 ADMIN = {"Authorization": f"Bearer {TEST_ADMIN_TOKEN}"}
 
@@ -223,3 +225,35 @@ async def test_the_payouts_csv_has_every_filtered_transfer_and_no_other_merchant
     assert by_reference[references[0]]["amount"] == "150000"
     assert by_reference[references[2]]["refunded_at"]
     assert by_reference[references[3]]["finished_at"] == ""
+
+
+async def test_a_transfers_notification_is_on_its_page_and_on_the_callbacks_page_and_replays_there(
+    app: FastAPI, client: httpx.AsyncClient, receiver: CallbackReceiver
+) -> None:
+    from kasir.audit.service import Actor
+    from kasir.payouts.service import payout_service
+    from tests.support.wire.payouts import TRANSFER, disbursement_token, post_payout, transfer_body
+
+    merchant = await make_merchant(app)
+    async with app.state.database.unit_of_work() as session:
+        await payout_service.top_up(session, merchant.id, 1_000_000, "Saldo awal", Actor.cli())
+    token = await disbursement_token(client, merchant)
+    answer = await post_payout(
+        client, merchant, TRANSFER, transfer_body(callback_url=receiver.url("/payouts")), token
+    )
+    assert answer.status_code == 200, answer.text
+    reference = answer.json()["referenceNo"]
+    await receiver.wait_for(1, path="/payouts")
+    await settled_callbacks(app, merchant.id)
+    async with closing(await signed_in(app)) as operator:
+        page = await operator.get(f"/console/payouts/{reference}")
+        assert "00 Success" in page.text
+        found = re.search(r'id="replay-original-(\d+)"', page.text)
+        assert found, "no notification on the transfer's page"
+        queue = await operator.get("/console/callbacks", params={"state": "delivered", "product": "payout"})
+        assert f'href="/console/payouts/{reference}"' in queue.text
+        replayed = await operator.post(f"/console/callbacks/{found.group(1)}/replay",
+                                       data={"csrf_token": csrf_of(page.text), "target": "original"})  # fmt: skip
+        assert replayed.status_code == 303, replayed.text
+        assert replayed.headers["location"] == f"/console/payouts/{reference}?done=replayed"
+        assert "Callback queued for delivery again" in (await operator.get(replayed.headers["location"])).text

@@ -463,7 +463,9 @@ async def _payout_csv_pages(database: Database, where: TransferFilter) -> AsyncI
 
 
 @router.get("/payouts/{transfer_id}")
-async def payout(request: Request, transfer_id: str, viewer: SignedIn, session: ReadSession) -> Response:
+async def payout(
+    request: Request, transfer_id: str, viewer: SignedIn, session: ReadSession, done: str = ""
+) -> Response:
     detail = await payout_reports.detail(session, viewer.scope, transfer_id)
     names = await payments_service.merchant_names(session, [detail.row.merchant_id])
     return render(
@@ -472,6 +474,8 @@ async def payout(request: Request, transfer_id: str, viewer: SignedIn, session: 
         viewer=viewer,
         d=detail,
         badges=PAYOUT_BADGES,
+        descriptions={status.value: words for status, words in DESCRIPTIONS.items()},
+        done=DONE.get(done),
         merchant_name=names.get(detail.row.merchant_id, ""),
     )
 
@@ -504,6 +508,7 @@ async def callbacks(
         "card": CallbackKind.PAYMENT_PAGE.value,
         "bnpl": CallbackKind.BNPL.value,
         "va": CallbackKind.VA.value,
+        "payout": CallbackKind.PAYOUT.value,
     }
     from kasir.payments.repository import payments_repository
 
@@ -549,7 +554,8 @@ async def replay(
     replayed = await payment_actions.replay(
         session, viewer.scope, callback_id, target, viewer.actor(client_ip(request))
     )
-    return RedirectResponse(f"/console/payments/{replayed.transaction_ref}?done=replayed", status_code=303)
+    room = "payouts" if replayed.kind == CallbackKind.PAYOUT.value else "payments"  # a transfer's notification
+    return RedirectResponse(f"/console/{room}/{replayed.transaction_ref}?done=replayed", status_code=303)
 
 
 @router.post("/callbacks/replay-given-up")
