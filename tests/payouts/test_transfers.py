@@ -276,3 +276,40 @@ async def test_fifty_concurrent_transfers_against_a_balance_covering_ten(
     clock.advance(10)
     await check_unsettled_transfers(app.state.database)
     assert await balance(app, merchant) == (0, 0, 0)
+
+
+async def test_two_workers_checking_at_once_send_a_transfer_the_rail_never_received_once(
+    app: FastAPI, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by `make soak` (issue 46 item 6): `kasir serve`'s worker and a `kasir worker` both found a `01`
+    transfer due, both heard UNKNOWN from the rail and both sent it. The check is claimed first: one sends."""
+    from kasir.processors.protocols import PayoutAnswer, PayoutState
+
+    merchant = await funded(app)
+    token = await disbursement_token(client, merchant)
+    rail = payout_rail("014")
+    sent: list[str] = []
+
+    async def silent(order: Any) -> Any:
+        raise ProcessorUnavailable()
+
+    monkeypatch.setattr(rail, "transfer", silent)  # the accepting process never reached the rail
+    answer = await post_payout(client, merchant, TRANSFER, transfer_body(amount="10000.00"), token)
+    reference = answer.json()["referenceNo"]
+    assert answer.json()["additionalInfo"]["latestTransactionStatus"] == "01"
+
+    async def unknown(order: Any) -> PayoutAnswer:
+        state = PayoutState.SENT if order.reference in sent else PayoutState.UNKNOWN
+        await asyncio.sleep(0.05)  # the answer travels back while the other worker asks too
+        return PayoutAnswer(state)
+
+    async def transfer(order: Any) -> PayoutAnswer:
+        sent.append(order.reference)
+        return PayoutAnswer(PayoutState.SENT, f"RAIL-{order.reference}")
+
+    monkeypatch.setattr(rail, "status", unknown)
+    monkeypatch.setattr(rail, "transfer", transfer)
+    clock.advance(30)
+    await asyncio.gather(check_unsettled_transfers(app.state.database), check_unsettled_transfers(app.state.database))
+    assert sent.count(reference) == 1
+    assert await balance(app, merchant) == (990_000, 0, 990_000)

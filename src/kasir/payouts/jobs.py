@@ -9,6 +9,7 @@ Kasir's reference. The staging simulator's delayed moves (`03` then `00` or `06`
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from kasir.db import Database
 from kasir.errors import KasirError
@@ -39,6 +40,14 @@ async def check_unsettled_transfers(database: Database) -> int:
             rail = payout_rail(transfer.bank)
         except KasirError:  # no payout rail any more: asked again when one is configured
             await reschedule(database, transfer.id, None)
+            continue
+        # Claimed before asking: with several workers (`kasir serve`'s and `kasir worker`s) only one asks, and only
+        # one sends a transfer the rail never received. A claimer that dies is replaced once the lease ends.
+        now = clock.now()
+        lease = timedelta(seconds=2 * float(getattr(rail, "timeout_seconds", 30)))
+        async with database.unit_of_work() as session:
+            claimed = await transfer_repository.claim_check(session, transfer.id, now, now + lease)
+        if not claimed:
             continue
         order = order_of(transfer)
         answer: PayoutAnswer | None
