@@ -102,7 +102,8 @@ def rail_env(fake: FakeMoneyMover, site: Any) -> dict[str, str]:
     from tests.processors.connector import install_connector
 
     return {
-        "KASIR_PROCESSORS": "payout=http",
+        # Naming one product's processor names them all: the others stay the staging simulator's.
+        "KASIR_PROCESSORS": "card=simulator,wallet=simulator,bnpl=simulator,va=simulator,payout=http",
         "KASIR_PROCESSOR_HTTP_URL": fake.base_url,
         "KASIR_PROCESSOR_HTTP_SECRET": RAIL_SECRET,
         "KASIR_PROCESSOR_HTTP_TIMEOUT_SECONDS": "2",
@@ -306,10 +307,12 @@ async def read(database: Database, merchant_id: str) -> dict[str, Any]:
                 Callback.id, Callback.transaction_ref, Callback.status, Callback.attempts_made, Callback.max_attempts
             ).where(Callback.merchant_id == merchant_id),
         )
+    transfer_fields = ("id", "partner_reference_no", "amount", "held", "status")
+    callback_fields = ("id", "transaction_ref", "status", "attempts_made", "max_attempts")
     return {
-        "transfers": [dict(row._mapping) for row in transfers],
+        "transfers": [{name: getattr(row, name) for name in transfer_fields} for row in transfers],
         "balance": (int(balance[0].ledger), int(balance[0].hold)) if balance else (0, 0),
-        "callbacks": [dict(row._mapping) for row in callbacks],
+        "callbacks": [{name: getattr(row, name) for name in callback_fields} for row in callbacks],
     }
 
 
