@@ -47,7 +47,7 @@ run: $(VENV)/.runtime
 	exec $(BIN)/kasir serve --host $(HOST) --port $(PORT)
 
 ## make test: install what the tests need, then the whole suite on SQLite and on PostgreSQL
-test: $(VENV)/.dev system-deps node-deps
+test: $(VENV)/.dev system-deps node-deps snapapi-deps
 	$(BIN)/ruff check src tests migrations sdk bench examples scripts
 	$(BIN)/ruff format --check src tests
 	$(BIN)/mypy
@@ -83,6 +83,18 @@ $(TS_CHECK)/node_modules/.installed: $(TS_CHECK)/package.json $(TS_CHECK)/packag
 	npm ci --prefix $(TS_CHECK) --no-audit --no-fund --loglevel=error
 	touch $@
 
+# snapapi 0.1.9 (PyPI), a SNAP toolkit nobody here wrote, whose symmetric signer tests/payouts/test_snapapi.py runs
+# to sign requests Kasir must accept: it pins starlette<0.47, which Kasir's FastAPI does not take, so it gets a
+# virtual environment of its own, installed here (pip, from the registry); the test itself runs offline.
+SNAPAPI_VENV := .venv-snapapi
+.PHONY: snapapi-deps
+snapapi-deps: $(SNAPAPI_VENV)/.installed
+
+$(SNAPAPI_VENV)/.installed:
+	$(PYTHON) -m venv $(SNAPAPI_VENV)
+	$(SNAPAPI_VENV)/bin/pip install -q snapapi==0.1.9
+	touch $@
+
 lint: $(VENV)/.dev
 	$(BIN)/ruff check src tests migrations sdk bench examples scripts
 	$(BIN)/ruff format --check src tests
@@ -99,7 +111,7 @@ sdk-package:
 	$(BIN)/python scripts/check_sdk.py package
 
 clean:
-	rm -rf $(VENV) var .pytest_cache $(TS_CHECK)/node_modules
+	rm -rf $(VENV) $(SNAPAPI_VENV) var .pytest_cache $(TS_CHECK)/node_modules
 
 ## make bench: the benchmarks of bench/ (BENCH_DB=postgres, BENCH_WORKERS=N, BENCH_SECONDS=S)
 bench: $(VENV)/.dev

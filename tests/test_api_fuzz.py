@@ -76,7 +76,8 @@ async def fuzz_server(
 
 
 def _make_merchant(base_url: str) -> FuzzMerchant:
-    """A merchant made through the admin API, and its access token (BNPL is signed with it)."""
+    """A merchant made through the admin API, and its access tokens (BNPL is signed with the payment product's,
+    the payout routes with the disbursement product's)."""
     key = rsa_key(0)
     with httpx.Client(base_url=base_url, timeout=30) as http:
         created = http.post(
@@ -97,6 +98,13 @@ def _make_merchant(base_url: str) -> FuzzMerchant:
         )
         assert token.status_code == 200, token.text
         merchant.access_token = token.json()["accessToken"]
+        disbursement = http.post(
+            "/api/v1.0/access-token/b2b",
+            content=compact({"grantType": "client_credentials"}),
+            headers=token_headers(merchant),
+        )
+        assert disbursement.status_code == 200, disbursement.text
+        merchant.disbursement_token = disbursement.json()["accessToken"]
         decoy = http.post(
             "/admin/merchants",
             json={"name": "fuzz-decoy", "public_key": public_pem(key)},

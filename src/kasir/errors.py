@@ -111,6 +111,15 @@ _PREFIX_FORMATS: list[tuple[str, WireFormat, str | None]] = [
     ("/v1.0/access-token/", WireFormat.SNAP, "73"),
     ("/v1.0/bnpl/", WireFormat.SNAP, "00"),
     ("/v1.1/bnpl/", WireFormat.SNAP, "00"),
+    # Disbursement (docs/decisions.md §11.1): a wrong method on one of its paths is said with its service code.
+    ("/api/v1.0/balance-inquiry", WireFormat.SNAP, "11"),
+    ("/api/v1.0/account-inquiry-external", WireFormat.SNAP, "16"),
+    ("/api/v1.0/transfer-interbank", WireFormat.SNAP, "18"),
+    ("/api/v1.1/transfer-interbank", WireFormat.SNAP, "18"),
+    ("/api/v1.2/transfer-interbank", WireFormat.SNAP, "18"),
+    ("/api/v1.0/transfer/status", WireFormat.SNAP, "36"),
+    ("/api/v1.0/transaction-history-list", WireFormat.SNAP, "12"),
+    ("/api/v1.0/transaction-history-detail", WireFormat.SNAP, "13"),
 ]
 
 

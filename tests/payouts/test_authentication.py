@@ -155,3 +155,9 @@ async def test_the_external_id_is_one_namespace_with_bnpl(app: FastAPI, client: 
     assert again.json() == {"responseCode": "4091100", "responseMessage": "Conflict"}
     fresh = await post_payout(client, merchant, BALANCE, compact({}), token)
     assert fresh.status_code == 200
+
+
+async def test_a_wrong_method_on_a_payout_path_is_said_in_snap(client: httpx.AsyncClient) -> None:
+    answer = await client.get(TRANSFER)
+    assert answer.status_code == 405
+    assert answer.json() == {"responseCode": "4051800", "responseMessage": "Method Not Allowed"}

@@ -1,7 +1,9 @@
 """A transfer is never lost nor sent twice (docs/decisions.md §11.9, issue 46 item 3): a server SIGKILLed while its
 transfers are between acceptance and the record of the rail's answer leaves them `01`, held; the next process's
-worker asks the rail `status` and sends only what the rail never received, so every accepted transfer reaches the
-rail exactly once and the balance adds up, on SQLite and on PostgreSQL.
+worker asks the rail `status` and sends only what the rail never received (one transfer is made to stall before
+it reaches the rail); that worker is SIGKILLed in turn while it sends it, and a third process's worker records it
+without sending it again. Every accepted transfer reaches the rail exactly once and the balance adds up, on SQLite
+and on PostgreSQL.
 
 The rail is a processor plug-in installed as an operator's would be (an entry point in a package on the path) that
 writes every transfer it receives to a file before answering, slowly: the kill lands while answers are owed. The
@@ -57,12 +59,15 @@ class Rail:
         return AccountInfo(AccountStatus.ACTIVE, "BUDI SANTOSO")
 
     async def transfer(self, order):
+        if order.account_no.endswith("9999") and os.environ.get("CRASHRAIL_STALL"):
+            await asyncio.sleep(3600)  # this one never reaches the bank: the process dies first
         if order.reference not in _received():  # idempotent by reference, as a rail must be
             fd = os.open(LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
             os.write(fd, (order.reference + "\\n").encode())
             os.fsync(fd)
             os.close(fd)
-        await asyncio.sleep(0.4)  # the bank takes its time: answers are owed when the kill lands
+        # the bank takes its time: answers are owed when the kill lands
+        await asyncio.sleep(float(os.environ.get("CRASHRAIL_SECONDS", "0.4")))
         return PayoutAnswer(PayoutState.SENT, "BANK-" + order.reference)
 
     async def status(self, order):
@@ -107,6 +112,15 @@ async def transfers(database: Database, merchant_id: str) -> dict[str, str]:
         return {row.id: row.status for row in await fetch(session, statement)}
 
 
+async def transfer_to(database: Database, merchant_id: str, account_no: str) -> str | None:
+    statement = select(PayoutTransfer.id).where(
+        PayoutTransfer.merchant_id == merchant_id, PayoutTransfer.beneficiary_account_no == account_no
+    )
+    async with database.unit_of_work(read_only=True) as session:
+        rows = await fetch(session, statement)
+    return str(rows[0].id) if rows else None
+
+
 async def test_a_server_killed_between_accepting_and_recording_loses_no_transfer_and_sends_none_twice(
     app: FastAPI, settings_env: dict[str, str], tmp_path: Path, postgres: PostgresCluster | None
 ) -> None:
@@ -124,8 +138,11 @@ async def test_a_server_killed_between_accepting_and_recording_loses_no_transfer
         "CRASHRAIL_LOG": str(rail_log),
         "PYTHONPATH": path,
     }
-    accepting = ServedKasir(env, args=("--no-worker",))
-    finishing = ServedKasir(env)  # started after the crash: its embedded worker finishes what the first left
+    # the first server's rail never sends the transfer to an account ending 9999; the second's worker sends it
+    # slowly (and is killed meanwhile); the third's finds it sent
+    accepting = ServedKasir({**env, "CRASHRAIL_STALL": "1"}, args=("--no-worker",))
+    resending = ServedKasir({**env, "CRASHRAIL_SECONDS": "3600"})
+    finishing = ServedKasir(env)
     try:
         await upgrade_schema(database)
         merchant = await make_merchant(SimpleNamespace(state=SimpleNamespace(database=database)))  # type: ignore[arg-type]
@@ -134,13 +151,19 @@ async def test_a_server_killed_between_accepting_and_recording_loses_no_transfer
         await asyncio.to_thread(accepting.start)
         async with httpx.AsyncClient(base_url=accepting.base_url, timeout=30) as http:
             token = await disbursement_token(http, merchant)
-            bodies = [transfer_body(f"12345{n:05d}", amount="10000.00") for n in range(20)]
+            bodies = [transfer_body(f"12345{n:05d}", amount="10000.00") for n in range(19)]
+            bodies.append(transfer_body("1234509999", amount="10000.00"))
             sending = asyncio.gather(
                 *(post_payout(http, merchant, TRANSFER, body, token) for body in bodies), return_exceptions=True
             )
-            # SIGKILL once the rail has received a few: others are accepted and unasked, or asked and unrecorded
+            # SIGKILL once the rail has received a few and the stalled one is accepted: others are accepted and
+            # unasked, or asked and unrecorded
             deadline = time.monotonic() + HANG_GUARD_SECONDS
-            while (not rail_log.exists() or len(rail_log.read_text().split()) < 3) and time.monotonic() < deadline:
+            while not rail_log.exists() or len(rail_log.read_text().split()) < 3:
+                assert time.monotonic() < deadline
+                await asyncio.sleep(0.01)
+            while await transfer_to(database, merchant.id, "1234509999") is None:
+                assert time.monotonic() < deadline
                 await asyncio.sleep(0.01)
             await asyncio.to_thread(accepting.kill)
             answers = await sending
@@ -148,8 +171,23 @@ async def test_a_server_killed_between_accepting_and_recording_loses_no_transfer
         accepted = await transfers(database, merchant.id)
         assert answered <= set(accepted)  # no transfer answered is lost
         assert "01" in accepted.values() or len(answered) < len(accepted), "the kill landed after every record"
+        stalled = await transfer_to(database, merchant.id, "1234509999")
+        assert stalled is not None
+        assert accepted[stalled] == "01"
+        before = set(rail_log.read_text().split())
+        assert stalled not in before
+        await asyncio.to_thread(resending.start)
+        # its worker asks about the left `01`s past twice the rail's timeout and a margin (stalled_after); it finds
+        # one the rail never received (the stalled one, or another accepted and not yet asked) and sends it: killed
+        # while the rail takes it, before the record
+        deadline = time.monotonic() + HANG_GUARD_SECONDS
+        while not (resent := set(rail_log.read_text().split()) - before):
+            assert time.monotonic() < deadline, "the worker never sent what the rail had not received"
+            await asyncio.sleep(0.05)
+        await asyncio.to_thread(resending.kill)
+        left = await transfers(database, merchant.id)
+        assert [left[reference] for reference in resent] == ["01"]
         await asyncio.to_thread(finishing.start)
-        # the worker asks the rail about each left `01` past twice the rail's timeout and a margin (stalled_after)
         deadline = time.monotonic() + HANG_GUARD_SECONDS
         while set((states := await transfers(database, merchant.id)).values()) != {"00"}:
             assert time.monotonic() < deadline, states
@@ -160,7 +198,7 @@ async def test_a_server_killed_between_accepting_and_recording_loses_no_transfer
             view = await payout_service.balance(session, merchant.id)
         assert (view.ledger, view.hold) == (1_000_000 - 10_000 * len(states), 0)
     finally:
-        for server in (finishing, accepting):
+        for server in (finishing, resending, accepting):
             if server.process is not None:
                 await asyncio.to_thread(server.stop)
         await database.dispose()

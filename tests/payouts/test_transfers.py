@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from sqlalchemy import func, select
 
 from kasir.audit.service import Actor
+from kasir.config import get_settings
 from kasir.db import fetch_value
 from kasir.kit.clock import clock
 from kasir.payouts.jobs import check_unsettled_transfers
@@ -276,6 +277,29 @@ async def test_fifty_concurrent_transfers_against_a_balance_covering_ten(
     clock.advance(10)
     await check_unsettled_transfers(app.state.database)
     assert await balance(app, merchant) == (0, 0, 0)
+
+
+async def test_the_simulators_delay_is_the_setting(
+    app: FastAPI, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(get_settings(), "simulator_payout_delay_seconds", 60)
+    merchant = await funded(app)
+    token = await disbursement_token(client, merchant)
+    answer = await post_payout(client, merchant, TRANSFER, transfer_body("7777770002", amount="10000.00"), token)
+    reference = answer.json()["referenceNo"]
+
+    async def status() -> str:
+        body = status_body(reference_no=reference)
+        return str(
+            (await post_payout(client, merchant, TRANSFER_STATUS, body, token)).json()["latestTransactionStatus"]
+        )
+
+    clock.advance(59)
+    await check_unsettled_transfers(app.state.database)
+    assert await status() == "03"
+    clock.advance(1)
+    await check_unsettled_transfers(app.state.database)
+    assert await status() == "00"
 
 
 async def test_two_workers_checking_at_once_send_a_transfer_the_rail_never_received_once(

@@ -1,10 +1,10 @@
 """Credentials for Schemathesis's requests: a `requests` auth that signs the bytes actually sent.
 
 Each route family is signed as a merchant signs it (docs/decisions.md §3), with the formulas of
-tests/support/wire: SNAP symmetric with an access token (BNPL), Basic + x-req-signature
-(wallet), Basic (card charge), SHA256withRSA over client_id|X-TIMESTAMP (access token), the admin
-token (/admin). It runs on the prepared request, after serialization, so what is signed is exactly
-the body and path on the wire, whatever the fuzzer generated.
+tests/support/wire: SNAP symmetric with an access token (BNPL; the disbursement token on the payout
+routes), Basic + x-req-signature (wallet), Basic (card charge), SHA256withRSA over client_id|X-TIMESTAMP
+(access token), the admin token (/admin). It runs on the prepared request, after serialization, so what is
+signed is exactly the body and path on the wire, whatever the fuzzer generated.
 """
 
 from __future__ import annotations
@@ -24,12 +24,22 @@ from requests.auth import AuthBase
 from tests.support.wire import basic_auth, x_req_signature
 from tests.support.wire.snap import snap_symmetric, snap_timestamp, token_signature
 
+# The disbursement routes (docs/decisions.md §11.1), signed with the disbursement token.
+PAYOUT_PREFIXES = (
+    "/api/v1.0/balance-inquiry",
+    "/api/v1.0/account-inquiry-external",
+    "/api/v1.0/transfer",
+    "/api/v1.1/transfer",
+    "/api/v1.2/transfer",
+    "/api/v1.0/transaction-history",
+)
 # The headers the signer owns, per path prefix: the fuzzer does not generate them (see fuzz_hooks.py).
 SIGNED_HEADERS = {
     "/auth/merchants/": ("X-TIMESTAMP", "X-CLIENT-KEY", "X-SIGNATURE"),
     "/api/v1.0/access-token/": ("X-TIMESTAMP", "X-CLIENT-KEY", "X-SIGNATURE"),
     "/v1.0/bnpl/": ("Authorization", "X-TIMESTAMP", "X-SIGNATURE", "X-PARTNER-ID"),
     "/v1.1/bnpl/": ("Authorization", "X-TIMESTAMP", "X-SIGNATURE", "X-PARTNER-ID"),
+    **dict.fromkeys(PAYOUT_PREFIXES, ("Authorization", "X-TIMESTAMP", "X-SIGNATURE", "X-PARTNER-ID")),
     "/ewallet/v2/": ("Authorization", "x-req-signature"),
     # The inquiry documents x-version as required: the fuzzer's (v3, or left out on purpose), not the signer's.
     "/card-v2/inquiry": ("Authorization", "x-req-signature"),
@@ -56,6 +66,7 @@ class FuzzMerchant:
     hash_key: str
     private_key: rsa.RSAPrivateKey
     access_token: str = ""
+    disbursement_token: str = ""  # the payout routes' (docs/decisions.md §11.2)
     decoy_id: str = ""  # a second merchant: what the admin routes may disable and rotate (KasirSigner)
 
     def to_json(self) -> str:
@@ -105,15 +116,14 @@ class KasirSigner(AuthBase):
             headers["X-TIMESTAMP"] = timestamp
             headers["X-CLIENT-KEY"] = merchant.client_id
             headers["X-SIGNATURE"] = token_signature(merchant.private_key, merchant.client_id, timestamp)
-        elif path.startswith(("/v1.0/bnpl/", "/v1.1/bnpl/")):
+        elif path.startswith(("/v1.0/bnpl/", "/v1.1/bnpl/", *PAYOUT_PREFIXES)):
             timestamp = snap_timestamp()
             method = request.method or "POST"
-            headers["Authorization"] = f"Bearer {merchant.access_token}"
+            token = merchant.disbursement_token if path.startswith(PAYOUT_PREFIXES) else merchant.access_token
+            headers["Authorization"] = f"Bearer {token}"
             headers["X-TIMESTAMP"] = timestamp
             headers["X-PARTNER-ID"] = merchant.merchant_id
-            headers["X-SIGNATURE"] = snap_symmetric(
-                merchant.client_secret, method, path, merchant.access_token, text, timestamp
-            )
+            headers["X-SIGNATURE"] = snap_symmetric(merchant.client_secret, method, path, token, text, timestamp)
             _fresh_if_valid(request, "X-EXTERNAL-ID", lambda v: v.isascii() and v.isdigit() and len(v) <= 36)
         elif path.startswith("/ewallet/v2/"):
             fields = _json_object(text)

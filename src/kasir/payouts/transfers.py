@@ -282,8 +282,10 @@ async def accept(
         exclude_none=True,
         include={
             "beneficiary_address",
+            "beneficiary_bank_name",
             "beneficiary_email",
             "customer_reference",
+            "currency",
             "originator_infos",
             "additional_info",
         },
