@@ -260,6 +260,8 @@ class HttpPayoutRail:
 
     def __init__(self, upstream: Upstream) -> None:
         self.upstream = upstream
+        # Kasir's worker asks `status` about a transfer left unanswered after twice this, and holds its check as long.
+        self.timeout_seconds = upstream.timeout
 
     async def account_inquiry(self, bank_code: str, account_no: str) -> AccountInfo:
         data = await self.upstream.post("/v1/payout/accounts", {"bank_code": bank_code, "account_no": account_no})
