@@ -238,9 +238,7 @@ async def test_a_transfers_notification_is_on_its_page_and_on_the_callbacks_page
     async with app.state.database.unit_of_work() as session:
         await payout_service.top_up(session, merchant.id, 1_000_000, "Saldo awal", Actor.cli())
     token = await disbursement_token(client, merchant)
-    answer = await post_payout(
-        client, merchant, TRANSFER, transfer_body(callback_url=receiver.url("/payouts")), token
-    )
+    answer = await post_payout(client, merchant, TRANSFER, transfer_body(callback_url=receiver.url("/payouts")), token)
     assert answer.status_code == 200, answer.text
     reference = answer.json()["referenceNo"]
     await receiver.wait_for(1, path="/payouts")
