@@ -28,6 +28,7 @@ from kasir.processors.protocols import (
     PayoutState,
 )
 from kasir.processors.registry import ConfigurationError, check_configuration, install
+from kasir.processors.service import NotYourPayment, apply
 from tests.support import builders
 from tests.support.builders import make_merchant
 from tests.support.wire.payouts import (
@@ -170,3 +171,19 @@ async def test_a_rails_notification_moves_the_transfer(app: FastAPI, client: htt
     assert (view.ledger, view.hold) == (1_000_000, 0)
     history = (await post_payout(client, merchant, HISTORY_LIST, {}, token)).json()["detailData"]
     assert [(e["type"], e["status"]) for e in history][:2] == [("REFUND", "SUCCESS"), ("SEND_MONEY", "SUCCESS")]
+
+
+async def test_a_payout_rail_per_bank(app: FastAPI, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    install("testrail", _factory)
+    monkeypatch.setattr(get_settings(), "env", "production")
+    monkeypatch.setattr(get_settings(), "processors", "payout.014=testrail")
+    merchant = await funded(app)
+    token = await disbursement_token(client, merchant)
+    bca = await post_payout(client, merchant, TRANSFER, transfer_body(bank_code="0140001"), token)
+    assert bca.status_code == 200, bca.text
+    mandiri = await post_payout(client, merchant, TRANSFER, transfer_body(bank_code="008"), token)
+    assert mandiri.json()["responseCode"] == "4031801"
+    # its notifications move only the transfers of the banks it serves
+    async with app.state.database.unit_of_work() as session:
+        with pytest.raises(NotYourPayment):
+            await apply(session, Notification("payout", bca.json()["referenceNo"], Event.SENT), by="other")

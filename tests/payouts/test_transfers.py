@@ -302,6 +302,29 @@ async def test_the_simulators_delay_is_the_setting(
     assert await status() == "00"
 
 
+async def test_two_workers_finding_a_transfer_due_ask_the_rail_once(
+    app: FastAPI, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    merchant = await funded(app)
+    token = await disbursement_token(client, merchant)
+    answer = await post_payout(client, merchant, TRANSFER, transfer_body("8888880002", amount="10000.00"), token)
+    reference = answer.json()["referenceNo"]
+    rail = payout_rail("014")
+    asked: list[str] = []
+    status = rail.status
+
+    async def counted(order: Any) -> Any:
+        asked.append(order.reference)
+        await asyncio.sleep(0)  # the other worker runs meanwhile
+        return await status(order)
+
+    monkeypatch.setattr(rail, "status", counted)
+    clock.advance(10)
+    await asyncio.gather(*(check_unsettled_transfers(app.state.database) for _ in range(2)))
+    assert asked.count(reference) == 1
+    assert await balance(app, merchant) == (990_000, 0, 990_000)
+
+
 async def test_two_workers_checking_at_once_send_a_transfer_the_rail_never_received_once(
     app: FastAPI, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
 ) -> None:

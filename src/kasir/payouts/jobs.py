@@ -9,14 +9,13 @@ Kasir's reference. The staging simulator's delayed moves (`03` then `00` or `06`
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
 
 from kasir.db import Database
 from kasir.errors import KasirError
 from kasir.kit.clock import clock
 from kasir.payouts.repository import transfer_repository
 from kasir.payouts.states import TransferStatus
-from kasir.payouts.transfers import order_of, record, reschedule
+from kasir.payouts.transfers import ask_window, order_of, record, reschedule
 from kasir.processors.protocols import PayoutAnswer, PayoutState, ProcessorUnavailable
 from kasir.processors.registry import payout_rail
 
@@ -41,14 +40,12 @@ async def check_unsettled_transfers(database: Database) -> int:
         except KasirError:  # no payout rail any more: asked again when one is configured
             await reschedule(database, transfer.id, None)
             continue
-        # Claimed before asking: with several workers (`kasir serve`'s and `kasir worker`s) only one asks, and only
-        # one sends a transfer the rail never received. A claimer that dies is replaced once the lease ends.
+        # Another worker (a second `kasir worker`, another server's) may have found it due too: one asks. Should
+        # this one stop before it records, the check falls due again once the ask could have ended.
         now = clock.now()
-        lease = timedelta(seconds=2 * float(getattr(rail, "timeout_seconds", 30)))
         async with database.unit_of_work() as session:
-            claimed = await transfer_repository.claim_check(session, transfer.id, now, now + lease)
-        if not claimed:
-            continue
+            if not await transfer_repository.claim_check(session, transfer.id, now, now + ask_window(rail)):
+                continue
         order = order_of(transfer)
         answer: PayoutAnswer | None
         try:

@@ -219,14 +219,7 @@ _FORGET_KEY = Statement(
     .where(PayoutTransfer.id == bindparam("transfer_id"))
     .values(key_scope=None, idempotency_key=None)
 )
-_DUE_FOR_CHECK = Statement(
-    select(PayoutTransfer.id)
-    .where(PayoutTransfer.next_check_at <= bindparam("now", type_=PayoutTransfer.next_check_at.type))
-    .order_by(PayoutTransfer.next_check_at)
-    .limit(bindparam("due_limit", type_=Integer()))
-)
-# One worker asks the rail about a due transfer at a time: the claim moves next_check_at past the asking, and only
-# the unit whose UPDATE found it still due goes on (two processes never both send a transfer the rail never got).
+# One worker at a time asks the rail about a transfer: the one whose UPDATE moved its next check past the ask.
 _CLAIM_CHECK = Statement(
     update(PayoutTransfer)
     .where(
@@ -234,6 +227,12 @@ _CLAIM_CHECK = Statement(
         PayoutTransfer.next_check_at <= bindparam("now", type_=PayoutTransfer.next_check_at.type),
     )
     .values(next_check_at=bindparam("until", type_=PayoutTransfer.next_check_at.type))
+)
+_DUE_FOR_CHECK = Statement(
+    select(PayoutTransfer.id)
+    .where(PayoutTransfer.next_check_at <= bindparam("now", type_=PayoutTransfer.next_check_at.type))
+    .order_by(PayoutTransfer.next_check_at)
+    .limit(bindparam("due_limit", type_=Integer()))
 )
 # §11.3: the check and the hold are one statement: two units never spend the same rupiah (the row's lock orders
 # them, and the second's WHERE sees the first's hold).
@@ -328,14 +327,13 @@ class TransferRepository:
         statement = statement.order_by(moment.desc(), PayoutTransfer.id.desc()).limit(limit)
         return [TransferRow(*row) for row in await fetch(session, statement)]
 
+    async def claim_check(self, session: Session, transfer_id: str, now: datetime, until: datetime) -> bool:
+        """Take the transfer's due check until `until` (False: another worker took it, or it is not due)."""
+        return await _CLAIM_CHECK.execute(session, transfer_id=transfer_id, now=now, until=until) == 1
+
     async def due_for_check(self, session: Session, now: datetime, limit: int = 200) -> list[str]:
         """Up to `limit` transfers the worker should ask the rail about now, the longest due first."""
         return [row[0] for row in await _DUE_FOR_CHECK.rows(session, now=now, due_limit=limit)]
-
-    async def claim_check(self, session: Session, transfer_id: str, now: datetime, until: datetime) -> bool:
-        """Whether this unit took the transfer's due check (its next_check_at moved to `until`); False: another
-        worker took it, or it is no longer due."""
-        return bool(await _CLAIM_CHECK.execute(session, transfer_id=transfer_id, now=now, until=until))
 
 
 transfer_repository = TransferRepository()

@@ -249,6 +249,12 @@ def _rail_timeout(rail: PayoutRail) -> float:
     return float(getattr(rail, "timeout_seconds", UNNAMED_TIMEOUT_SECONDS))
 
 
+def ask_window(rail: PayoutRail) -> timedelta:
+    """How long an ask of `rail` may take, twice over and a margin: a check not recorded by then was left by a
+    process that stopped (kasir.processors.calls.stalled_after, for one rail)."""
+    return timedelta(seconds=2 * _rail_timeout(rail)) + STALL_MARGIN
+
+
 def _status_after(rail: PayoutRail) -> timedelta:
     return timedelta(seconds=float(getattr(rail, "status_after_seconds", STATUS_POLL_SECONDS)))
 
@@ -318,7 +324,7 @@ async def accept(
         finished_at=None,
         refunded_at=None,
         # Past the accepting request's own ask, twice over: then only a stopped process left it unrecorded.
-        next_check_at=now + timedelta(seconds=2 * _rail_timeout(rail)) + STALL_MARGIN,
+        next_check_at=now + ask_window(rail),
         key_scope=key.scope if key else None,
         idempotency_key=key.key if key else None,
     )

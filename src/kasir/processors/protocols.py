@@ -343,7 +343,11 @@ class PayoutAnswer:
 class PayoutRail(Protocol):
     """Sends money out (docs/decisions.md §11.9). Kasir asks `transfer` only after the unit that accepted and
     held the transfer committed; a call that raises ProcessorUnavailable leaves the transfer `01`, and the worker
-    asks `status` until it is known (UNKNOWN: never received, so it is sent, idempotent by reference)."""
+    asks `status` until it is known (UNKNOWN: never received, so it is sent, idempotent by reference).
+
+    Optional attributes of the rail object: `timeout_seconds` (its own timeout, 30 assumed: the worker asks about
+    an unrecorded transfer only after twice that and a margin) and `status_after_seconds` (how long after a
+    pending answer, or none, the worker asks `status` again; 30 assumed)."""
 
     async def account_inquiry(self, bank_code: str, account_no: str) -> AccountInfo:
         """Whether the account exists and takes credits, and its holder's name."""
