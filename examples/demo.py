@@ -18,6 +18,10 @@ signature with kasir-client, and ends with a table of what happened and how long
     bnpl    calculation → QR checkout → approval page → notification → status inquiry
     card    CLOSE charge with the 3-D Secure test card → the OTP page, driven over HTTP like a
             browser → SUCCESS callback; CLOSE charge with the declined test card → FAILED callback
+    payout  one transfer of each outcome of the staging simulator (docs/merchant/payouts.md), on the
+            disbursement token: an ordinary account → 00 at once; ...0002 → 03 → 00 and ...0003 → 03 → 06
+            after the delay; each notification verified and the state confirmed by status inquiry;
+            ...0004 and ...0005 refused by the rail, nothing held
 
 KASIR_URL (default http://127.0.0.1:8000) and KASIR_DEMO_DIR (default var/demo) point it elsewhere.
 """
@@ -40,10 +44,12 @@ from urllib.parse import parse_qsl, urljoin, urlsplit
 
 import httpx
 from kasir_client import (
+    APIError,
     AsyncClient,
     ChargeResult,
     Credentials,
     PaymentLinkResult,
+    PayoutTransfer,
     VaCallback,
     VaPaymentResult,
     VaResult,
@@ -51,6 +57,7 @@ from kasir_client import (
     WalletResult,
     verify_bnpl_notification,
     verify_payment_page_callback,
+    verify_payout_notification,
     verify_va_callback,
     verify_wallet_callback,
 )
@@ -665,6 +672,80 @@ class Demo:
         reason = await self._card_callback(order, "FAILED")
         return f"{result.transaction_id}: statusCode 00, PENDING (link stays open); FAILED callback verified: {reason}"
 
+    # --- payouts (disbursement) ------------------------------------------------------------
+
+    def _transfer_body(self, account_no: str, amount: int) -> dict[str, Any]:
+        return {
+            "partnerReferenceNo": f"DEMO-PAYOUT-{uuid.uuid4().hex[:12]}",
+            "amount": {"value": f"{amount}.00", "currency": "IDR"},
+            "beneficiaryAccountName": "Budi Santoso",
+            "beneficiaryAccountNo": account_no,
+            "beneficiaryBankCode": "014",
+            "originatorInfos": [
+                {"originatorCustomerNo": "1", "originatorCustomerName": "Toko Kopi", "originatorBankCode": "014"}
+            ],
+            "additionalInfo": {"remark": "Demo payout", "callbackUrl": self.receiver.url(f"/payout/{account_no}")},
+        }
+
+    async def _transfer_ends(self, account_no: str, amount: int, final: str) -> tuple[PayoutTransfer, str]:
+        """A transfer to `account_no`, followed to its final state; its notification verified."""
+        body = self._transfer_body(account_no, amount)
+        sent = await self.client.transfer(body)  # type: ignore[arg-type]
+        callback_url = body["additionalInfo"]["callbackUrl"]
+        [notification] = await self.receiver.wait(f"/payout/{account_no}", timeout=90)
+        event = verify_payout_notification(
+            notification.body,
+            notification.headers,
+            client_secret=self.credentials.client_secret,
+            callback_url=callback_url,
+            merchant_id=self.credentials.merchant_id,
+            hash_key=self.credentials.hash_key,
+            partner_reference_no=sent.partner_reference_no,
+        )
+        status = await self.client.transfer_status(reference_no=sent.reference_no)
+        if event.latest_transaction_status != final or status.status != final:
+            raise RuntimeError(f"{account_no} ended {event.latest_transaction_status}/{status.status}, not {final}")
+        return sent, event.reason or ""
+
+    async def payout_sent(self) -> str:
+        before = await self.client.balance()
+        account = await self.client.account_inquiry(
+            {"beneficiaryBankCode": "014", "beneficiaryAccountNo": "1234567890"}
+        )
+        sent, _ = await self._transfer_ends("1234567890", 150_000, "00")
+        after = await self.client.balance()
+        if before.ledger - after.ledger != 150_000:
+            raise RuntimeError(f"the ledger moved {before.ledger - after.ledger}, not 150000")
+        return (
+            f"{sent.reference_no} to {account.account_name}: answered {sent.status} {sent.status_description}; "
+            f"notification 00 verified; ledger −{rupiah(150_000)}"
+        )
+
+    async def payout_later(self) -> str:
+        self.progress("payout: waiting for the simulator's delay (KASIR_SIMULATOR_PAYOUT_DELAY_SECONDS)")
+        (sent, _), (failed, reason) = await asyncio.gather(
+            self._transfer_ends("1234560002", 50_000, "00"), self._transfer_ends("1234560003", 60_000, "06")
+        )
+        return (
+            f"{sent.reference_no}: {sent.status} → 00 Success; {failed.reference_no}: {failed.status} → 06 Failed "
+            f"({reason}); both notifications verified"
+        )
+
+    async def payout_refused(self) -> str:
+        before = await self.client.balance()
+        codes = []
+        for account_no in ("1234560004", "1234560005"):
+            try:
+                await self.client.transfer(self._transfer_body(account_no, 10_000))  # type: ignore[arg-type]
+            except APIError as exc:
+                codes.append(exc.code)
+            else:
+                raise RuntimeError(f"a transfer to {account_no} was accepted")
+        after = await self.client.balance()
+        if codes != ["4041811", "4031818"] or after.hold != before.hold or after.ledger != before.ledger:
+            raise RuntimeError(f"refused {codes}; balance {before} → {after}")
+        return "...0004: 4041811 Invalid Account; ...0005: 4031818 Inactive Account; nothing held"
+
 
 def steps(demo: Demo) -> list[Step]:
     return [
@@ -688,6 +769,9 @@ def steps(demo: Demo) -> list[Step]:
         Step("bnpl", "calculate → checkout → approve → notification", demo.bnpl),
         Step("card", "CLOSE charge, 3-D Secure card → OTP page → SUCCESS callback", demo.card_3ds),
         Step("card", "CLOSE charge, declined card → FAILED callback", demo.card_declined),
+        Step("payout", "transfer to an ordinary account → 00 at once → notification", demo.payout_sent),
+        Step("payout", "…0002 and …0003 → 03 → 00 and 06 after the delay → notifications", demo.payout_later),
+        Step("payout", "…0004 and …0005 refused by the rail → nothing held", demo.payout_refused),
     ]
 
 

@@ -16,6 +16,11 @@ The receiver answers like a merchant: most callbacks 200 at once, SOAK_FLAKY of 
 SOAK_REFUSE_EVERY-th payment names a URL that always answers 500, so those callbacks end given up
 (`failed`) after their attempts.
 
+Payouts (scripts/soak_payouts.py): meanwhile a merchant of its own sends SOAK_TRANSFERS keyed transfers from
+SOAK_PAYOUT_CLIENTS clients through the reference connector's payout rail (a fake money mover that records every
+transfer call, settles pending ones by signed notification and loses some answers on purpose); counted: transfers
+lost, transfers sent twice, balance mismatches, notifications lost. SOAK_TRANSFERS=0 leaves payouts out.
+
 Counted (bench/results/soak-<db>.json and .md, or SOAK_OUT): callbacks lost (a payment whose callback was
 neither received with a 200 nor given up after its attempts, a callback marked delivered that the
 receiver never accepted, or one still pending at the end), duplicates received (at-least-once), double
@@ -27,8 +32,9 @@ Settings (environment): SOAK_DB (sqlite | postgres), SOAK_PAYMENTS (5000), SOAK_
 SOAK_CLIENTS (12), SOAK_RATE (payments started per second, 20), SOAK_KILL_PAUSE (seconds between a
 restart and the next kill, 0.5; randomised), SOAK_MIN_UPTIME (seconds a process runs after it is ready before it may
 be killed again, 3), SOAK_FLAKY (0.05), SOAK_SLOW (0.1), SOAK_REFUSE_EVERY (100),
-SOAK_CLIENT_DEADLINE (120), SOAK_DRAIN_TIMEOUT (300), SOAK_SEED, SOAK_DATABASE_URL (an existing empty
-database instead of a new one), SOAK_OUT (the JSON's path; the markdown goes beside it).
+SOAK_CLIENT_DEADLINE (120), SOAK_DRAIN_TIMEOUT (300), SOAK_TRANSFERS (1000), SOAK_PAYOUT_CLIENTS (4),
+SOAK_SEED, SOAK_DATABASE_URL (an existing empty database instead of a new one), SOAK_OUT (the JSON's path; the
+markdown goes beside it).
 """
 
 from __future__ import annotations
@@ -62,6 +68,9 @@ from tests.support.postgres import PostgresCluster, free_port  # noqa: E402
 from tests.support.process import end_with_parent  # noqa: E402
 from tests.support.wire import basic_auth, compact  # noqa: E402
 from tests.support.wire.card import APPROVED, CHARGE, charge_body  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import soak_payouts  # noqa: E402
 
 if TYPE_CHECKING:
     from kasir.db import Database
@@ -101,6 +110,8 @@ class Config:
     seed: int
     database_url: str | None
     out: Path
+    transfers: int = 0
+    payout_clients: int = 0
 
     @classmethod
     def from_env(cls) -> Config:
@@ -125,6 +136,8 @@ class Config:
             seed=int(_env("SOAK_SEED", str(secrets.randbelow(10**6)))),
             database_url=os.environ.get("SOAK_DATABASE_URL") or None,
             out=out,
+            transfers=int(_env("SOAK_TRANSFERS", "1000")),
+            payout_clients=int(_env("SOAK_PAYOUT_CLIENTS", "4")),
         )
 
 
@@ -314,9 +327,14 @@ class Load:
         self.started = time.monotonic()
         self._next_slot = time.monotonic()
         self.rng = random.Random(config.seed)  # noqa: S311 (reproducible choices, no secret)
+        self.payouts: soak_payouts.PayoutLoad | None = None
 
     def enough(self) -> bool:
-        return len(self.keys) >= self.config.payments and self.kills_done >= self.config.kills
+        return (
+            len(self.keys) >= self.config.payments
+            and self.kills_done >= self.config.kills
+            and (self.payouts is None or self.payouts.enough())
+        )
 
     async def _pace(self) -> None:
         now = time.monotonic()
@@ -679,15 +697,28 @@ async def soak(config: Config, workdir: Path, database_url: str) -> dict[str, An
     )
     configure(settings)  # the merchant's secrets are sealed with the processes' KASIR_SECRET_KEY
     database = Database(settings)
+    rail = soak_payouts.start_rail() if config.transfers else None
     try:
         credentials = await prepare(database)
-        return await _soak(config, env, database, credentials, workdir)
+        payouts = None
+        if rail is not None:
+            env.update(soak_payouts.rail_env(rail, workdir / "site"))
+            payouts = await soak_payouts.prepare(database, config.transfers)
+        return await _soak(config, env, database, credentials, workdir, rail, payouts)
     finally:
+        if rail is not None:
+            rail.stop()
         await database.dispose()
 
 
 async def _soak(
-    config: Config, env: dict[str, str], database: Database, credentials: dict[str, str], workdir: Path
+    config: Config,
+    env: dict[str, str],
+    database: Database,
+    credentials: dict[str, str],
+    workdir: Path,
+    rail: Any = None,
+    payout_merchant: soak_payouts.PayoutMerchant | None = None,
 ) -> dict[str, Any]:
     receiver = Receiver(config)
     await receiver.start()
@@ -714,16 +745,35 @@ async def _soak(
         print(f"soak on {config.db}: {len(processes)} processes up; logs in {logs}", flush=True)
 
         load = Load(config, [api, embedded], receiver, credentials)
+        if payout_merchant is not None:
+            load.payouts = soak_payouts.PayoutLoad(
+                load, payout_merchant, config.transfers, receiver.url("/payout"), config.seed + 2
+            )
         rng = random.Random(config.seed + 1)  # noqa: S311
         tasks.append(asyncio.create_task(report_progress(load, kills)))
+        settled = asyncio.Event()
+        if rail is not None:
+            tasks.append(asyncio.create_task(soak_payouts.settle(rail, [api, embedded], settled)))
         async with asyncio.TaskGroup() as group:  # a failure in one (a process that does not come back) ends all
             group.create_task(killer(load, processes, kills, rng, database))
             for n in range(config.clients):
                 group.create_task(load.client(n))
+            if load.payouts is not None:
+                for n in range(config.payout_clients):
+                    group.create_task(load.payouts.client(n))
         tasks[0].cancel()
         load_seconds = time.monotonic() - load.started
         drain_seconds, drained = await wait_for_drain(database, credentials["merchant_id"], config.drain_timeout)
         state = await read_database(database, credentials["merchant_id"])
+        payout_state = None
+        if payout_merchant is not None and rail is not None:
+            settled.set()
+            await asyncio.wait_for(tasks[1], config.drain_timeout)  # every pending transfer settled at the rail
+            payout_drain, payout_drained = await soak_payouts.wait_for_drain(
+                database, payout_merchant.merchant_id, config.drain_timeout
+            )
+            drain_seconds, drained = max(drain_seconds, payout_drain), drained and payout_drained
+            payout_state = await soak_payouts.read(database, payout_merchant.merchant_id)
     finally:
         for task in tasks:
             task.cancel()
@@ -733,6 +783,9 @@ async def _soak(
         await receiver.stop()
 
     counts = count(load, receiver, state)
+    if load.payouts is not None and payout_state is not None and payout_merchant is not None:
+        counts["payouts"] = soak_payouts.count(load.payouts, rail, payout_state, receiver.receipts,
+                                               payout_merchant.top_up)  # fmt: skip
     kill_counts = Counter(k.process for k in kills)
     server_kills = [k for k in kills if k.process.endswith("server")]
     result = {
@@ -752,6 +805,8 @@ async def _soak(
             "refuse_every": config.refuse_every,
             "client_deadline_s": config.client_deadline,
             "seed": config.seed,
+            "transfers": config.transfers,
+            "payout_clients": config.payout_clients,
             "process_settings": PROCESS_SETTINGS,
         },
         "topology": [
@@ -779,6 +834,8 @@ async def _soak(
 
 
 def passed(config: Config, result: dict[str, Any]) -> bool:
+    if config.transfers and ("payouts" not in result or not soak_payouts.passed(result["payouts"], config.transfers)):
+        return False
     return (
         result["callbacks"]["lost"] == 0
         and result["double_charges"] == 0
@@ -796,8 +853,9 @@ async def report_progress(load: Load, kills: list[Kill]) -> None:
         await asyncio.sleep(15)
         answered = sum(1 for k in load.keys if k.status is not None)
         elapsed = time.monotonic() - load.started
+        transfers = f", {len(load.payouts.keys)} transfers" if load.payouts is not None else ""
         print(
-            f"  {elapsed:6.0f} s: {len(load.keys)} keys, {answered} answered, {len(kills)} kills",
+            f"  {elapsed:6.0f} s: {len(load.keys)} keys, {answered} answered{transfers}, {len(kills)} kills",
             flush=True,
         )
 
@@ -853,6 +911,7 @@ def write_markdown(path: Path, result: dict[str, Any]) -> None:
         f"| the same attempt received twice | {c['same_attempt_received_twice']} |",
         f"| time to drain after the last answer | {result['drain_seconds']:.1f} s |",
         f"| load phase | {result['load_seconds']:.0f} s |",
+        *(soak_payouts.markdown_rows(result["payouts"]) if "payouts" in result else []),
         "",
         f"Result: {verdict}. Counts and the kill log: [{path.stem}.json]({path.stem}.json).",
         "",

@@ -23,6 +23,7 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 KILLS = 10
 PAYMENTS = 100
+TRANSFERS = 40  # issue 46: keyed transfers through the reference connector's payout rail, under the same kills
 
 
 def test_crash_soak_loses_no_callback_and_charges_no_key_twice(
@@ -39,6 +40,8 @@ def test_crash_soak_loses_no_callback_and_charges_no_key_twice(
         "SOAK_RATE": "10",
         "SOAK_KILL_PAUSE": "0.3",
         "SOAK_REFUSE_EVERY": "25",
+        "SOAK_TRANSFERS": str(TRANSFERS),
+        "SOAK_PAYOUT_CLIENTS": "2",
         "SOAK_CLIENT_DEADLINE": "90",
         "SOAK_DRAIN_TIMEOUT": "120",
         "SOAK_OUT": str(out),
@@ -72,7 +75,16 @@ def test_crash_soak_loses_no_callback_and_charges_no_key_twice(
     assert callbacks["lost"] == 0, callbacks["lost_examples"]
     assert callbacks["given_up"] >= callbacks["given_up_expected"] > 0  # the refused URL ends given up
     assert callbacks["delivered"] + callbacks["given_up"] == callbacks["recorded"]
+    payouts = result["payouts"]
+    assert payouts["transfers"]["keys"] >= TRANSFERS
+    assert payouts["transfers"]["accepted"] == payouts["transfers"]["keys"], payouts["transfers"]["refused_examples"]
+    assert payouts["transfers_lost"] == 0, payouts["transfers_lost_examples"]
+    assert payouts["transfers_sent_twice"] == 0
+    assert payouts["balance_mismatches"] == 0, payouts["balance_mismatch_examples"]
+    assert payouts["state_mismatches"] == 0, payouts["state_mismatch_examples"]
+    assert payouts["notifications"]["lost"] == 0, payouts["notifications"]["lost_examples"]
     assert result["drained"]
     assert result["passed"]
     assert run.returncode == 0, run.stderr[-3000:]
-    assert (tmp_path / "soak.md").read_text().count("**0**") == 3  # lost, double charges, unanswered
+    # lost, double charges, unanswered; transfers lost, sent twice, balance mismatches, notifications lost
+    assert (tmp_path / "soak.md").read_text().count("**0**") == 7

@@ -152,7 +152,9 @@ async def test_generic_token_path_is_documented_as_endpoint_1(document: dict[str
 
 async def test_the_callbacks_are_webhooks(document: dict[str, Any]) -> None:
     webhooks = document["webhooks"]
-    assert set(webhooks) == {"walletNotification", "vaNotification", "paymentPageNotification", "bnplNotification"}
+    assert set(webhooks) == {
+        "walletNotification", "vaNotification", "paymentPageNotification", "bnplNotification", "transferNotification",
+    }  # fmt: skip
     wallet = webhooks["walletNotification"]["post"]
     signatures = {(p["name"], p["in"]) for p in wallet["parameters"]}
     assert {("svc-signature", "header"), ("svc-signature", "query")} <= signatures
@@ -160,6 +162,8 @@ async def test_the_callbacks_are_webhooks(document: dict[str, Any]) -> None:
     assert {("svc-signature", "header"), ("svc-signature", "query")} <= va
     bnpl = {p["name"] for p in webhooks["bnplNotification"]["post"]["parameters"]}
     assert {"X-TIMESTAMP", "X-PARTNER-ID", "X-SIGNATURE", "svc-signature"} <= bnpl
+    transfer = {p["name"] for p in webhooks["transferNotification"]["post"]["parameters"]}
+    assert {"X-TIMESTAMP", "X-PARTNER-ID", "X-VERSION", "X-SIGNATURE", "svc-signature"} <= transfer
     page = webhooks["paymentPageNotification"]["post"]
     assert "message" in page["description"]
     schemas = document["components"]["schemas"]
@@ -283,7 +287,10 @@ async def test_the_dummy_payment_answer_is_documented_as_its_six_fields(
 
 
 def _component(document: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
-    """The component a `$ref` names, or the schema itself."""
+    """The component a `$ref` names, or the schema itself (of an optional field, its alternative that is not null)."""
+    alternatives = [s for s in schema.get("anyOf", []) if s.get("type") != "null"]
+    if len(alternatives) == 1:
+        schema = alternatives[0]
     ref = schema.get("$ref", "")
     return dict(document["components"]["schemas"][ref.rsplit("/", 1)[1]]) if ref else schema
 
@@ -403,6 +410,52 @@ async def test_the_payment_page_webhook_covers_a_payment_links_callback(document
         _fields_documented(document, schema, payload, "paymentPageNotification")
     wrong = link_callback("SUCCESS", "BANK_TRANSFER", "VA", "BCA")
     assert list(Draft202012Validator({**document, **schema}).iter_errors(wrong))
+
+
+async def test_the_payout_answers_are_typed(app: FastAPI, client: httpx.AsyncClient, document: dict[str, Any]) -> None:
+    """Issue 46 item 6: a client generated from the document reads every field of the six routes' answers (a
+    refusal's too), and the transfer notification's payload is a named schema with every §11.8 field."""
+    from kasir.audit.service import Actor
+    from kasir.payouts.service import payout_service
+    from tests.support.wire import payouts as wire
+
+    merchant = await make_merchant(app)
+    async with app.state.database.unit_of_work() as session:
+        await payout_service.top_up(session, merchant.id, 1_000_000, "Saldo awal", Actor.cli())
+    token = await wire.disbursement_token(client, merchant)
+    body = wire.transfer_body()
+    answers = {
+        wire.BALANCE: await wire.post_payout(client, merchant, wire.BALANCE, {}, token),
+        wire.ACCOUNT_INQUIRY: await wire.post_payout(
+            client,
+            merchant,
+            wire.ACCOUNT_INQUIRY,
+            {"beneficiaryBankCode": "014", "beneficiaryAccountNo": "1234567890"},
+            token,
+        ),  # fmt: skip
+        wire.TRANSFER: await wire.post_payout(client, merchant, wire.TRANSFER, body, token),
+    }
+    partner = body["partnerReferenceNo"]
+    status = wire.status_body(partner_reference_no=partner)
+    answers[wire.TRANSFER_STATUS] = await wire.post_payout(client, merchant, wire.TRANSFER_STATUS, status, token)
+    answers[wire.HISTORY_LIST] = await wire.post_payout(client, merchant, wire.HISTORY_LIST, {}, token)
+    answers[wire.HISTORY_DETAIL] = await wire.post_payout(client, merchant, wire.HISTORY_DETAIL,
+                                                          {"originalPartnerReferenceNo": partner}, token)  # fmt: skip
+    for path, response in answers.items():
+        assert response.status_code == 200, (path, response.text)
+        _fields_documented(document, documented_answer(document, path, 200, response.json()), response.json(), path)
+    assert answers[wire.HISTORY_LIST].json()["detailData"]  # the entries were checked too
+    refused = await wire.post_payout(client, merchant, wire.TRANSFER, {**body, "partnerReferenceNo": partner}, token)
+    assert refused.status_code == 409
+    documented_answer(document, wire.TRANSFER, 409, refused.json())
+    hook = document["webhooks"]["transferNotification"]["post"]
+    payload = _component(document, hook["requestBody"]["content"]["application/json"]["schema"])
+    assert set(payload["required"]) == {
+        "originalPartnerReferenceNo", "originalReferenceNo", "originalExternalId", "serviceCode",
+        "latestTransactionStatus", "transactionStatusDesc", "amount", "beneficiaryAccountNo",
+        "beneficiaryAccountName", "beneficiaryBankCode", "sourceAccountNo", "transactionDate", "finishedTime",
+        "additionalInfo",
+    }  # fmt: skip
 
 
 async def test_the_card_charge_documents_the_sdk_dialect_too(

@@ -612,4 +612,47 @@ def webhooks() -> dict[str, Any]:
                 "responses": {"200": {"description": "Received (any body)"}},
             }
         },
+        "transferNotification": {
+            "post": {
+                "operationId": "transferNotification",
+                "summary": "Transfer notification (disbursement)",
+                "description": "Sent to a transfer's additionalInfo.callbackUrl, when it carried one, on each move "
+                "into 00 Success, 06 Failed or 04 Refunded (docs/decisions.md §11.8). Answer HTTP 200 (any body); "
+                "anything else is retried 3 times. The status inquiry always tells the same state.",
+                "tags": ["callbacks"],
+                "parameters": [
+                    {"name": "X-TIMESTAMP", "in": "header", "required": True, "schema": {"type": "string"}},
+                    {
+                        "name": "X-PARTNER-ID",
+                        "in": "header",
+                        "required": True,
+                        "schema": {"type": "string"},
+                        "description": "The merchant's merchant_id",
+                    },
+                    {
+                        "name": "X-VERSION",
+                        "in": "header",
+                        "required": True,
+                        "schema": {"type": "string", "enum": ["v1"]},
+                    },
+                    {
+                        "name": "X-SIGNATURE",
+                        "in": "header",
+                        "required": True,
+                        "schema": {"type": "string"},
+                        "description": 'Base64(HMAC-SHA512(client_secret, callbackUrl + ":v1:" + '
+                        'lowerhex(sha256(minify(body))) + ":" + X-TIMESTAMP)), callbackUrl exactly as the '
+                        "transfer sent it",
+                    },
+                    {
+                        **svc_header,
+                        "description": "lowercase hex sha256(originalReferenceNo + x_req_signature), where "
+                        "x_req_signature = sha256(hash_key + partnerReferenceNo + partnerReferenceNo)",
+                    },
+                    *_ATTEMPT_HEADERS,
+                ],  # fmt: skip
+                "requestBody": _payload("TransferNotification"),
+                "responses": {"200": {"description": "Received (any body)"}},
+            }
+        },
     }

@@ -12,21 +12,25 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives import serialization
 
+from kasir.audit.service import Actor
+from kasir.payouts.service import payout_service
 from tests.conftest import TEST_ADMIN_TOKEN
 from tests.support.builders import make_merchant
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-STEPS = 16
+STEPS = 19
 # PAID, REFUNDED, PAID again (replayed: the same X-Kasir-Callback-Id, seen), PAID, VOID; VA: PAID, PAID,
 # PARTIALLY_PAID × 2 and PAID, PAID × 2 and CANCELLED; payment links: SUCCESS × 4 (card, DANA, QRIS, VA); BNPL;
-# SUCCESS, FAILED
-CALLBACKS = 20
+# SUCCESS, FAILED; transfers: 00, 00, 06
+CALLBACKS = 23
 
 
 async def test_demo_runs_every_product_against_the_served_service(app, served, tmp_path):
     merchant = await make_merchant(app)
+    async with app.state.database.unit_of_work() as session:  # as `kasir demo-merchant` funds the demo merchant
+        await payout_service.top_up(session, merchant.id, 100_000_000, "Demo funds", Actor.cli())
     credentials = merchant.credentials
     (tmp_path / "credentials.json").write_text(
         json.dumps(
@@ -57,14 +61,14 @@ async def test_demo_runs_every_product_against_the_served_service(app, served, t
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=180,  # the payout steps wait for the simulator's delay (10 s)
         check=False,
     )
     output = completed.stdout + completed.stderr
     assert completed.returncode == 0, output
     assert output.count("✓") == STEPS, output
     assert "✗" not in output
-    for product in ("token", "wallet", "va", "link", "bnpl", "card"):
+    for product in ("token", "wallet", "va", "link", "bnpl", "card", "payout"):
         assert f"✓ {product}:" in output
     assert f"callbacks received and verified: {CALLBACKS}" in output
     assert "✓ wallet: operator replays the PAID callback → same id, seen" in output

@@ -323,3 +323,75 @@ async def test_two_workers_finding_a_transfer_due_ask_the_rail_once(
     await asyncio.gather(*(check_unsettled_transfers(app.state.database) for _ in range(2)))
     assert asked.count(reference) == 1
     assert await balance(app, merchant) == (990_000, 0, 990_000)
+
+
+async def test_two_workers_checking_at_once_send_a_transfer_the_rail_never_received_once(
+    app: FastAPI, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by `make soak` (issue 46 item 6): `kasir serve`'s worker and a `kasir worker` both found a `01`
+    transfer due, both heard UNKNOWN from the rail and both sent it. The check is claimed first: one sends."""
+    from kasir.processors.protocols import PayoutAnswer, PayoutState
+
+    merchant = await funded(app)
+    token = await disbursement_token(client, merchant)
+    rail = payout_rail("014")
+    sent: list[str] = []
+
+    async def silent(order: Any) -> Any:
+        raise ProcessorUnavailable()
+
+    monkeypatch.setattr(rail, "transfer", silent)  # the accepting process never reached the rail
+    answer = await post_payout(client, merchant, TRANSFER, transfer_body(amount="10000.00"), token)
+    reference = answer.json()["referenceNo"]
+    assert answer.json()["additionalInfo"]["latestTransactionStatus"] == "01"
+
+    async def unknown(order: Any) -> PayoutAnswer:
+        state = PayoutState.SENT if order.reference in sent else PayoutState.UNKNOWN
+        await asyncio.sleep(0.05)  # the answer travels back while the other worker asks too
+        return PayoutAnswer(state)
+
+    async def transfer(order: Any) -> PayoutAnswer:
+        sent.append(order.reference)
+        return PayoutAnswer(PayoutState.SENT, f"RAIL-{order.reference}")
+
+    monkeypatch.setattr(rail, "status", unknown)
+    monkeypatch.setattr(rail, "transfer", transfer)
+    clock.advance(30)
+    await asyncio.gather(check_unsettled_transfers(app.state.database), check_unsettled_transfers(app.state.database))
+    assert sent.count(reference) == 1
+    assert await balance(app, merchant) == (990_000, 0, 990_000)
+
+
+async def test_a_rails_notification_that_ends_a_transfer_nobody_recorded_answers_its_key(
+    app: FastAPI, client: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found by `make soak` (issue 46 item 6): the accepting server died after the rail took the transfer and before
+    it recorded the answer; the rail's notification then ended it, and the merchant's retries with the same
+    X-Idempotency-Key were answered 409 (still running) for good: the key's answer was owed by whoever records the
+    first answer, and the notification's path never gave it."""
+    from kasir.payouts import transfers
+    from kasir.payouts.processing import apply_payout_notification
+    from kasir.payouts.repository import transfer_repository
+    from kasir.processors.protocols import Event, Notification
+
+    merchant = await funded(app)
+    token = await disbursement_token(client, merchant)
+
+    async def died(database: Any, transfer_id: str, answer: Any, rail: Any) -> Any:
+        async with database.unit_of_work(read_only=True) as session:
+            return await transfer_repository.get(session, transfer_id)  # nothing recorded: the process stopped
+
+    monkeypatch.setattr(transfers, "record", died)
+    body = transfer_body("1234560002", amount="10000.00")
+    first = await post_payout(client, merchant, TRANSFER, body, token, idempotency_key="died")
+    monkeypatch.undo()
+    reference = first.json()["referenceNo"]
+    async with app.state.database.unit_of_work() as session:
+        await apply_payout_notification(
+            session, Notification("payout", reference, Event.SENT, bank_reference="RAIL-1"), by="simulator", strict=True
+        )
+    again = await post_payout(client, merchant, TRANSFER, body, token, idempotency_key="died")
+    assert again.status_code == 200, again.text
+    assert again.headers.get("idempotent-replayed") == "true"
+    assert again.json()["referenceNo"] == reference
+    assert again.json()["additionalInfo"]["latestTransactionStatus"] == "00"

@@ -30,6 +30,11 @@ from tests.support.process import HANG_GUARD_SECONDS
 APPROVED = "4242424242424242"
 DECLINED = "4000056655665556"
 CHALLENGED = "4000002760003184"
+# Payout accounts, by their last four digits (the fake's own table, not the simulator's names).
+PAYOUT_HOLDER = "DEWI LESTARI"
+PAYOUT_STATUS = {"0004": "invalid", "0005": "inactive"}
+PAYOUT_LATER = ("0002", "0003")  # pending: a test settles them (settle_payout), which notifies Kasir
+PAYOUT_LOST = "0009"  # the transfer is made, but its answer is lost (503): Kasir must ask status, not send again
 
 
 def sign(secret: str, timestamp: str, method: str, path: str, body: bytes) -> str:
@@ -67,6 +72,8 @@ class FakeMoneyMover:
     accounts: dict[tuple[str, int], dict[str, Any]] = field(default_factory=dict)
     cancelled_accounts: list[str] = field(default_factory=list)
     notified: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    payouts: dict[str, dict[str, Any]] = field(default_factory=dict)  # by Kasir's reference: made once
+    payout_calls: list[str] = field(default_factory=list)  # every /v1/payout/transfers reference, repeats included
 
     @property
     def base_url(self) -> str:
@@ -138,10 +145,45 @@ class FakeMoneyMover:
             return JSONResponse({"status": "cancelled"})
         if path in ("/v1/wallet/status", "/v1/bnpl/status", "/v1/va/status"):
             return JSONResponse({"notification": None})
+        if path == "/v1/payout/accounts":
+            ending = data["account_no"][-4:]
+            status = PAYOUT_STATUS.get(ending, "active")
+            return JSONResponse({"status": status, "name": PAYOUT_HOLDER if status == "active" else None})
+        if path == "/v1/payout/transfers":
+            self.payout_calls.append(data["reference"])
+            ending = data["account_no"][-4:]
+            if data["reference"] not in self.payouts:  # idempotent by reference: one transfer, ever
+                state = "pending" if ending in PAYOUT_LATER else "sent"
+                self.payouts[data["reference"]] = {
+                    **data,
+                    "state": state,
+                    "rail_reference": f"RAIL-{data['reference']}",
+                }
+            payout = self.payouts[data["reference"]]
+            if ending == PAYOUT_LOST and self.payout_calls.count(data["reference"]) == 1:
+                return JSONResponse({"message": "gateway timeout"}, status_code=503)
+            return JSONResponse(self._payout_answer(payout))
+        if path == "/v1/payout/status":
+            known = self.payouts.get(data["reference"])
+            return JSONResponse(self._payout_answer(known) if known else {"state": "unknown"})
         if path == "/v1/bnpl/applications":
             self.applications.setdefault(data["reference"], data)
             return JSONResponse({"approval_url": f"{self.base_url}/approve/{data['reference']}"})
         return JSONResponse({"message": "unknown call"}, status_code=404)
+
+    @staticmethod
+    def _payout_answer(payout: dict[str, Any]) -> dict[str, Any]:
+        return {key: payout[key] for key in ("state", "rail_reference", "reason") if payout.get(key) is not None}
+
+    async def settle_payout(self, reference: str, event: str, reason: str | None = None) -> int:
+        """The beneficiary bank's answer to a pending transfer (`sent`, `failed`, `returned`), notified to Kasir."""
+        payout = self.payouts[reference]
+        payout["state"], payout["reason"] = event, reason
+        notification = {"product": "payout", "reference": reference, "event": event,
+                        "bank_reference": payout["rail_reference"]}  # fmt: skip
+        if reason is not None:
+            notification["message"] = reason
+        return await self.notify(notification)
 
     # --- the customer's side (a test posts here) and the notifications ------------------------
 

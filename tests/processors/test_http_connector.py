@@ -94,7 +94,9 @@ async def production(
         "KASIR_CALLBACK_TIMEOUT_SECONDS": "2",
         "KASIR_DEBUG_WRITE_SEAT_SECONDS": "2",
         "KASIR_CALLBACK_ALLOWED_NETWORKS": "127.0.0.0/8",
-        "KASIR_PROCESSORS": "card=http,wallet=http,bnpl=http,va=http",
+        "KASIR_PROCESSORS": "card=http,wallet=http,bnpl=http,va=http,payout=http",
+        # A transfer whose answer the rail lost is asked about (`status`) after twice this: seconds, not ten.
+        "KASIR_PROCESSOR_HTTP_TIMEOUT_SECONDS": "2",
         "KASIR_PROCESSOR_HTTP_URL": fake.base_url,
         "KASIR_PROCESSOR_HTTP_SECRET": SECRET,
         "PYTHONPATH": install_connector(directory / "site"),
@@ -111,10 +113,10 @@ async def production(
 
 async def test_production_serves_the_connectors_products(production: Production) -> None:
     assert "Kasir production" in production.server.log()
-    assert "products live: card=http, wallet=http, bnpl=http, va=http" in production.server.log()
+    assert "products live: card=http, wallet=http, bnpl=http, va=http, payout=http" in production.server.log()
     async with httpx.AsyncClient(base_url=production.url) as http:
         ready = (await http.get("/readyz")).json()
-    assert ready["products"] == {"card": "http", "wallet": "http", "bnpl": "http", "va": "http", "payout": None}
+    assert ready["products"] == {"card": "http", "wallet": "http", "bnpl": "http", "va": "http", "payout": "http"}
 
 
 async def test_close_charges_approved_declined_and_challenged(
@@ -340,3 +342,137 @@ async def test_no_answer_is_processor_unavailable_and_a_refusal_is_processor_ref
     with pytest.raises(ProcessorRefused):  # the fake refuses the unsigned call: 401
         await wrong_secret.wallet.void("WLTNOSUCH")
     assert fake.refused >= 1
+
+
+async def test_the_connectors_payout_rail_speaks_the_protocol(fake: FakeMoneyMover) -> None:
+    """examples/processor-http's payout rail (issue 46 item 5) against the fake money mover, which checks every
+    call's signature: account inquiry's three answers, a transfer made once whatever the repeats, its status
+    (`unknown` for a reference never sent), and the rail's signed payout notification as Kasir's Notification."""
+    import sys
+    from datetime import UTC, datetime
+
+    sys.path.insert(0, str(CONNECTOR / "src"))
+    try:
+        from kasir_processor_http import HttpProcessor
+    finally:
+        sys.path.remove(str(CONNECTOR / "src"))
+    from kasir.processors.protocols import (
+        AccountStatus,
+        Event,
+        PayoutOrder,
+        PayoutState,
+        ProcessorRefused,
+        ProcessorUnavailable,
+    )
+
+    rail = HttpProcessor(fake.base_url, SECRET, timeout=2).payout
+    assert rail is not None
+    active = await rail.account_inquiry("014", "1234560001")
+    assert (active.status, active.name) == (AccountStatus.ACTIVE, "DEWI LESTARI")
+    assert (await rail.account_inquiry("014", "1234560004")).status is AccountStatus.INVALID
+    assert (await rail.account_inquiry("OVO", "081234560005")).status is AccountStatus.INACTIVE
+
+    def order(reference: str, account_no: str) -> PayoutOrder:
+        return PayoutOrder(reference, f"P-{reference}", 150_000, "IDR", "014", account_no, "DEWI LESTARI", "OUR",
+                           "gaji", datetime.now(UTC))  # fmt: skip
+
+    sent = order("DSB00000000000000000001", "1234560001")
+    assert (await rail.status(sent)).state is PayoutState.UNKNOWN
+    first, again = await rail.transfer(sent), await rail.transfer(sent)
+    assert first == again
+    assert (first.state, first.rail_reference) == (PayoutState.SENT, f"RAIL-{sent.reference}")
+    assert list(fake.payouts).count(sent.reference) == 1
+    assert fake.payouts[sent.reference]["amount"] == 150_000
+    later = order("DSB00000000000000000002", "1234560002")
+    assert (await rail.transfer(later)).state is PayoutState.PENDING
+    lost = order("DSB00000000000000000009", "1234560009")
+    with pytest.raises(ProcessorUnavailable):  # made, but its answer lost: Kasir must ask, not send
+        await rail.transfer(lost)
+    assert (await rail.status(lost)).state is PayoutState.SENT
+    with pytest.raises(ProcessorRefused):
+        await HttpProcessor(fake.base_url, "not-the-secret", timeout=2).payout.transfer(sent)  # type: ignore[union-attr]
+
+    processor = HttpProcessor(fake.base_url, SECRET, timeout=2)
+    failed = {"product": "payout", "reference": later.reference, "event": "failed", "bank_reference": "RAIL-2",
+              "message": "Rejected by the beneficiary bank"}  # fmt: skip
+    body = json.dumps({"notifications": [failed]}).encode()
+    [notification] = await processor.notifications(
+        {k.lower(): v for k, v in signed_headers(SECRET, NOTIFY, body).items()}, body
+    )
+    assert (notification.product, notification.reference, notification.event) == ("payout", later.reference,
+                                                                                  Event.FAILED)  # fmt: skip
+    assert (notification.bank_reference, notification.message) == ("RAIL-2", "Rejected by the beneficiary bank")
+
+
+async def test_transfers_through_the_connectors_payout_rail_in_production(
+    production: Production, fake: FakeMoneyMover, receiver: CallbackReceiver
+) -> None:
+    """Issue 46 item 5: KASIR_ENV=production, payout=http. An account the rail does not know is refused before
+    anything is held; a transfer sent at once is 00; a pending one ends by the rail's signed notification, with the
+    merchant's own notification; one whose answer the rail lost stays 01 until the worker asks `status`, and is
+    never sent twice."""
+    from kasir.audit.service import Actor
+    from kasir.payouts.service import payout_service
+    from tests.support.wire.callbacks import bnpl_svc_signature, notify_signature
+    from tests.support.wire.payouts import (
+        ACCOUNT_INQUIRY,
+        BALANCE,
+        TRANSFER_STATUS,
+        disbursement_token,
+        inquiry_body,
+        post_payout,
+        status_body,
+        transfer_body,
+    )
+    from tests.support.wire.payouts import TRANSFER as PAYOUT
+
+    merchant = await production.merchant()
+    async with production.database.unit_of_work() as session:
+        await payout_service.top_up(session, merchant.id, 1_000_000, "Saldo awal", Actor.cli())
+    async with httpx.AsyncClient(base_url=production.url) as http:
+        token = await disbursement_token(http, merchant)
+        account = await post_payout(http, merchant, ACCOUNT_INQUIRY, inquiry_body("1234560001"), token)
+        assert account.json()["beneficiaryAccountName"] == "DEWI LESTARI", account.text  # the rail's, not a simulator's
+        refused = await post_payout(http, merchant, PAYOUT, transfer_body("1234560004"), token)
+        assert refused.json()["responseCode"] == "4041811", refused.text
+
+        sent = await post_payout(http, merchant, PAYOUT, transfer_body("1234560001", amount="100000.00"), token)
+        assert sent.json()["additionalInfo"]["latestTransactionStatus"] == "00", sent.text
+        reference = sent.json()["referenceNo"]
+        assert fake.payouts[reference]["amount"] == 100_000
+
+        callback_url = receiver.url("/payout-pending")
+        body = transfer_body("1234560002", amount="50000.00", callback_url=callback_url)
+        pending = await post_payout(http, merchant, PAYOUT, body, token)
+        assert pending.json()["additionalInfo"]["latestTransactionStatus"] == "03", pending.text
+        pending_reference = pending.json()["referenceNo"]
+        assert await fake.settle_payout(pending_reference, "failed", "Rejected by the beneficiary bank") == 200
+        [notification] = await receiver.wait_for(1, path="/payout-pending")
+        payload = notification.json()
+        assert (payload["latestTransactionStatus"], payload["additionalInfo"]) == (
+            "06", {"reason": "Rejected by the beneficiary bank"},
+        )  # fmt: skip
+        # §11.8, computed here: the notification's HMAC over callbackUrl, and svc-signature as BNPL's.
+        raw = notification.body
+        headers = notification.headers
+        assert headers["x-signature"] == notify_signature(
+            merchant.credentials.client_secret, callback_url, raw, headers["x-timestamp"]
+        )
+        assert headers["svc-signature"] == bnpl_svc_signature(
+            merchant.credentials.hash_key, pending_reference, body["partnerReferenceNo"]
+        )
+
+        lost = await post_payout(http, merchant, PAYOUT, transfer_body("1234560009", amount="20000.00"), token)
+        assert lost.json()["additionalInfo"]["latestTransactionStatus"] == "01", lost.text
+        lost_reference = lost.json()["referenceNo"]
+        deadline = time.monotonic() + 60  # the worker asks after twice the rail's 2 s timeout
+        while True:
+            status = await post_payout(http, merchant, TRANSFER_STATUS,
+                                       status_body(reference_no=lost_reference), token)  # fmt: skip
+            if status.json()["latestTransactionStatus"] == "00" or time.monotonic() > deadline:
+                break
+            await asyncio.sleep(0.5)
+        assert status.json()["latestTransactionStatus"] == "00", status.text
+        assert fake.payout_calls.count(lost_reference) == 1  # learnt by `status`, never sent again
+        balance = (await post_payout(http, merchant, BALANCE, {}, token)).json()["accountInfos"][0]
+        assert (balance["ledgerBalance"]["value"], balance["holdAmount"]["value"]) == ("880000.00", "0.00")

@@ -37,6 +37,12 @@ PUBLIC = {
     "PaymentLinkResult",
     "PaymentPageCallback",
     "SelectedChannel",
+    "PayoutAccount",
+    "PayoutBalance",
+    "PayoutHistory",
+    "PayoutHistoryEntry",
+    "PayoutNotification",
+    "PayoutTransfer",
     "VaCallback",
     "VaPayment",
     "VaPaymentResult",
@@ -68,6 +74,8 @@ PUBLIC = {
     "sign_payment_page_callback",
     "sign_bnpl_notification",
     "sign_va_callback",
+    "verify_payout_notification",
+    "sign_payout_notification",
 }
 
 

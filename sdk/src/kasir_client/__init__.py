@@ -10,6 +10,7 @@
         result = client.card_charge({...})             # X-Idempotency-Key reused across retries
         va = client.create_va({...})                   # a virtual account: va.va_number, as the wallet signs
         link = client.create_payment_link({...})       # a payment link: send the customer to link.payment_url
+        sent = client.transfer({...})                  # a payout: the disbursement token, X-Idempotency-Key
         if result.is_success:                          # statusCode "00"
             print(result.link)
 
@@ -32,11 +33,11 @@ Exceptions (see `kasir_client._errors`):
     ├── SignatureError
     └── ConfirmationError
 
-Wallet, virtual-account, payment-link, BNPL and token calls raise an APIError; card_charge returns its refusal
-(the interface's SDK mapping) as a ChargeResult whose `.error` is the same APIError.
+Wallet, virtual-account, payment-link, BNPL, disbursement and token calls raise an APIError; card_charge returns
+its refusal (the interface's SDK mapping) as a ChargeResult whose `.error` is the same APIError.
 
 Callbacks: `verify_wallet_callback`, `verify_va_callback`, `verify_payment_page_callback`,
-`verify_bnpl_notification`, then `client.confirm_wallet_payment(event, amount=...)` /
+`verify_bnpl_notification`, `verify_payout_notification`, then `client.confirm_wallet_payment(event, amount=...)` /
 `client.confirm_va_payment(...)` / `client.confirm_payment_link(...)` / `client.confirm_bnpl_payment(...)`
 before fulfilling (the wallet, VA and payment-page signature covers neither status nor amount); for your
 own tests `sign_wallet_callback`, `sign_va_callback`, `sign_payment_page_callback` and
@@ -68,6 +69,12 @@ from kasir_client._models import (
     InstallmentOption,
     PaymentLinkResult,
     PaymentPageCallback,
+    PayoutAccount,
+    PayoutBalance,
+    PayoutHistory,
+    PayoutHistoryEntry,
+    PayoutNotification,
+    PayoutTransfer,
     SelectedChannel,
     VaCallback,
     VaPayment,
@@ -80,10 +87,12 @@ from kasir_client._version import __version__ as __version__
 from kasir_client._webhooks import (
     sign_bnpl_notification,
     sign_payment_page_callback,
+    sign_payout_notification,
     sign_va_callback,
     sign_wallet_callback,
     verify_bnpl_notification,
     verify_payment_page_callback,
+    verify_payout_notification,
     verify_va_callback,
     verify_wallet_callback,
 )
@@ -106,6 +115,12 @@ __all__ = [
     "NotFoundError",
     "PaymentLinkResult",
     "PaymentPageCallback",
+    "PayoutAccount",
+    "PayoutBalance",
+    "PayoutHistory",
+    "PayoutHistoryEntry",
+    "PayoutNotification",
+    "PayoutTransfer",
     "RequestLog",
     "SelectedChannel",
     "ServerError",
@@ -122,10 +137,12 @@ __all__ = [
     "bodies",
     "sign_bnpl_notification",
     "sign_payment_page_callback",
+    "sign_payout_notification",
     "sign_va_callback",
     "sign_wallet_callback",
     "verify_bnpl_notification",
     "verify_payment_page_callback",
+    "verify_payout_notification",
     "verify_va_callback",
     "verify_wallet_callback",
 ]

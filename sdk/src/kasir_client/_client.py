@@ -28,6 +28,11 @@ from kasir_client._models import (
     InstallmentOption,
     PaymentLinkResult,
     PaymentPageCallback,
+    PayoutAccount,
+    PayoutBalance,
+    PayoutHistory,
+    PayoutHistoryEntry,
+    PayoutTransfer,
     VaCallback,
     VaPayment,
     VaPaymentResult,
@@ -46,10 +51,14 @@ from kasir_client._signing import (
     x_req_signature,
 )
 from kasir_client._types import (
+    AccountInquiry,
+    BalanceInquiry,
     BnplCalculate,
     BnplCheckout,
     CardCharge,
+    HistoryList,
     PaymentLinkCreate,
+    TransferInterbank,
     VaCreate,
     VaDummyPayment,
     VaReference,
@@ -86,8 +95,21 @@ IDEMPOTENT_PATHS = frozenset(
         "/va/cancel",
         "/va/dummy-payment",
         "/payment-page/payment",
+        "/api/v1.0/transfer-interbank",
+        "/api/v1.1/transfer-interbank",
+        "/api/v1.2/transfer-interbank",
     }
 )
+# The disbursement routes (docs/merchant/payouts.md): the disbursement token and the symmetric signature only.
+PAYOUT_PATHS: dict[str, str] = {
+    "account_inquiry": "/api/v1.0/account-inquiry-external",
+    "balance": "/api/v1.0/balance-inquiry",
+    "transfer_status": "/api/v1.0/transfer/status",
+    "history": "/api/v1.0/transaction-history-list",
+    "history_detail": "/api/v1.0/transaction-history-detail",
+}
+TransferVersion = Literal["v1.0", "v1.1", "v1.2"]
+PAYOUT_CHANNEL_ID = "api"  # the provider's CHANNEL-ID for its disbursement product
 SUB_MERCHANT_HEADER = "sub-merchant-id"
 RETRY_STATUSES = frozenset({500, 502, 503, 504})
 USER_AGENT = f"kasir-client/{__version__}"
@@ -148,6 +170,33 @@ def _decimal(value: int | Decimal | str) -> Decimal:
 def _rupiah(value: Any) -> int:
     """A whole-rupiah amount of a VA answer (a JSON integer); 0 when absent."""
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _money(value: Any) -> Decimal | None:
+    """A SNAP money object's value ({"value": "10000.00", "currency": "IDR"}); None when absent."""
+    if not isinstance(value, dict) or value.get("value") is None:
+        return None
+    try:
+        return Decimal(str(value["value"]))
+    except InvalidOperation:
+        return None
+
+
+def _transfer_path(version: str) -> str:
+    if version not in ("v1.0", "v1.1", "v1.2"):
+        raise ConfigurationError(f"version must be v1.0, v1.1 or v1.2, got {version!r}")
+    return f"/api/{version}/transfer-interbank"
+
+
+def _status_body(partner_reference_no: str | None, reference_no: str | None) -> dict[str, str]:
+    if partner_reference_no is None and reference_no is None:
+        raise ConfigurationError("give partner_reference_no or reference_no (or both)")
+    body = {"serviceCode": "18"}
+    if partner_reference_no is not None:
+        body["originalPartnerReferenceNo"] = partner_reference_no
+    if reference_no is not None:
+        body["originalReferenceNo"] = reference_no
+    return body
 
 
 def _idempotency_key(given: str | None) -> str:
@@ -308,7 +357,13 @@ class _Core:
         return str(body["accessToken"])
 
     def _snap_request(
-        self, path: str, body: bytes, external_id: str, token: str | None, idempotency_key: str | None = None
+        self,
+        path: str,
+        body: bytes,
+        external_id: str,
+        token: str | None,
+        idempotency_key: str | None = None,
+        channel_id: str = "95221",
     ) -> _Request:
         ts = timestamp()
         headers = {
@@ -316,7 +371,7 @@ class _Core:
             "X-TIMESTAMP": ts,
             "X-PARTNER-ID": self.credentials.merchant_id,
             "X-EXTERNAL-ID": external_id,
-            "CHANNEL-ID": "95221",
+            "CHANNEL-ID": channel_id,
         }
         if idempotency_key is not None:
             headers[IDEMPOTENCY_HEADER] = idempotency_key  # not signed: the service keys on the body's hash
@@ -419,6 +474,95 @@ class _Core:
             replayed=_replayed(response),
             request_id=_request_id(response),
         )
+
+    @classmethod
+    def _payout_account(cls, response: httpx.Response) -> PayoutAccount:
+        body = cls._snap_ok(response)
+        return PayoutAccount(
+            response_code=str(body.get("responseCode")),
+            reference_no=str(body.get("referenceNo", "")),
+            partner_reference_no=str(body.get("partnerReferenceNo", "")),
+            account_name=str(body.get("beneficiaryAccountName", "")),
+            account_no=str(body.get("beneficiaryAccountNo", "")),
+            bank_code=str(body.get("beneficiaryBankCode", "")),
+            bank_name=str(body.get("beneficiaryBankName", "")),
+            raw=body,
+            request_id=_request_id(response),
+        )
+
+    @classmethod
+    def _payout_balance(cls, response: httpx.Response) -> PayoutBalance:
+        body = cls._snap_ok(response)
+        infos = body.get("accountInfos") or [{}]
+        info = infos[0] if isinstance(infos, list) and infos and isinstance(infos[0], dict) else {}
+        return PayoutBalance(
+            response_code=str(body.get("responseCode")),
+            account_no=str(body.get("accountNo", "")),
+            name=str(body.get("name", "")),
+            available=_money(info.get("availableBalance")) or Decimal(0),
+            hold=_money(info.get("holdAmount")) or Decimal(0),
+            ledger=_money(info.get("ledgerBalance")) or Decimal(0),
+            raw=body,
+            request_id=_request_id(response),
+        )
+
+    @classmethod
+    def _payout_transfer(cls, response: httpx.Response) -> PayoutTransfer:
+        """The transfer's answer (referenceNo, the state in additionalInfo) or the status inquiry's (original...)."""
+        body = cls._snap_ok(response)
+        info = body.get("additionalInfo") if isinstance(body.get("additionalInfo"), dict) else {}
+        assert isinstance(info, dict)
+
+        def either(name: str, original: str) -> str:
+            return str(body.get(name, body.get(original, "")))
+
+        reason = info.get("reason")
+        return PayoutTransfer(
+            response_code=str(body.get("responseCode")),
+            reference_no=either("referenceNo", "originalReferenceNo"),
+            partner_reference_no=either("partnerReferenceNo", "originalPartnerReferenceNo"),
+            status=str(body.get("latestTransactionStatus", info.get("latestTransactionStatus", ""))),
+            status_description=str(body.get("transactionStatusDesc", info.get("transactionStatusDesc", ""))),
+            amount=_money(body.get("amount")),
+            beneficiary_account_no=str(body.get("beneficiaryAccountNo", "")),
+            beneficiary_bank_code=str(body.get("beneficiaryBankCode", "")),
+            source_account_no=str(body.get("sourceAccountNo", "")),
+            reason=None if reason is None else str(reason),
+            raw=body,
+            replayed=_replayed(response),
+            request_id=_request_id(response),
+        )
+
+    @staticmethod
+    def _history_entry(item: dict[str, Any]) -> PayoutHistoryEntry:
+        info = item.get("additionalInfo") if isinstance(item.get("additionalInfo"), dict) else {}
+        assert isinstance(info, dict)
+
+        def optional(name: str) -> str | None:
+            value = info.get(name)
+            return None if value is None else str(value)
+
+        return PayoutHistoryEntry(
+            date_time=str(item.get("dateTime", "")),
+            amount=_money(item.get("amount")),
+            remark=str(item.get("remark", "")),
+            status=str(item.get("status", "")),
+            type=str(item.get("type", "")),
+            partner_reference_no=optional("partnerReferenceNo"),
+            reference_no=optional("referenceNo"),
+            latest_transaction_status=optional("latestTransactionStatus"),
+            raw=item,
+        )
+
+    @classmethod
+    def _payout_history(cls, response: httpx.Response) -> PayoutHistory:
+        body = cls._snap_ok(response)
+        entries = [cls._history_entry(item) for item in body.get("detailData") or [] if isinstance(item, dict)]
+        return PayoutHistory(str(body.get("responseCode")), entries, body, _request_id(response))
+
+    @classmethod
+    def _payout_history_detail(cls, response: httpx.Response) -> PayoutHistoryEntry:
+        return cls._history_entry(cls._snap_ok(response))
 
     @staticmethod
     def _wallet(response: httpx.Response, payload: Mapping[str, Any]) -> WalletResult:
@@ -681,7 +825,7 @@ class Client(_Core):
 
     - The calls that create or move money (card_charge, wallet_create_payment, wallet_create_qr,
       wallet_refund, wallet_void, wallet_dummy_payment, create_va, cancel_va, simulate_va_payment,
-      create_payment_link, bnpl_checkout) send an X-Idempotency-Key:
+      create_payment_link, bnpl_checkout, transfer) send an X-Idempotency-Key:
       a new uuid4 per call, or `idempotency_key=` (1 to 255 printable ASCII characters). Every try
       of one call sends the same key and the same body (BNPL: the same X-EXTERNAL-ID too, with a
       fresh X-TIMESTAMP and signature).
@@ -697,8 +841,8 @@ class Client(_Core):
     - Why a retry cannot act twice: Kasir keeps the first complete answer to a key and gives it
       again, byte for byte, to a repeat with the same key and body (the result's `replayed` is
       then True); a 5xx or a lost connection lets go of the key, so the next try is the one that
-      acts. Reads (wallet_inquiry, va_inquiry, payment_link, bnpl_status, bnpl_calculate, access_token)
-      change nothing.
+      acts. Reads (wallet_inquiry, va_inquiry, payment_link, bnpl_status, bnpl_calculate, access_token,
+      account_inquiry, balance, transfer_status, history, history_detail) change nothing.
     - When the tries run out, the failure is raised (card_charge returns it as a ChargeResult). To
       repeat such a call later without acting twice, send it again with the same key: pass your
       own `idempotency_key` (one per intended operation, e.g. your order id) if you may need to.
@@ -804,6 +948,47 @@ class Client(_Core):
             if v is not None
         }
         return self._bnpl_transaction(self._snap("/v1.0/bnpl/status", payload, signing))
+
+    # --- disbursement: the disbursement token, the symmetric signature (docs/merchant/payouts.md) ---
+
+    def _payout(self, path: str, payload: Mapping[str, Any], idempotency_key: str | None = None) -> httpx.Response:
+        body = _encode(payload)
+        external_id = str(uuid.uuid4().int)[:36]  # fresh per call, kept across its retries
+        token = self.access_token("disbursement")
+        return self._send(
+            lambda: self._snap_request(path, body, external_id, token, idempotency_key, PAYOUT_CHANNEL_ID)
+        )
+
+    def account_inquiry(self, payload: AccountInquiry) -> PayoutAccount:
+        """Whose account a bank code and account number name (advisory: a transfer never compares the name)."""
+        return self._payout_account(self._payout(PAYOUT_PATHS["account_inquiry"], payload))
+
+    def balance(self, payload: BalanceInquiry | None = None) -> PayoutBalance:
+        """Your disbursement balance: available, hold, ledger."""
+        return self._payout_balance(self._payout(PAYOUT_PATHS["balance"], payload or {}))
+
+    def transfer(
+        self, payload: TransferInterbank, *, idempotency_key: str | None = None, version: TransferVersion = "v1.2"
+    ) -> PayoutTransfer:
+        """Send money: accepted transfers hold their amount at once; `status` says where it is (`is_final`)."""
+        key = _idempotency_key(idempotency_key)
+        return self._payout_transfer(self._payout(_transfer_path(version), payload, key))
+
+    def transfer_status(
+        self, *, partner_reference_no: str | None = None, reference_no: str | None = None
+    ) -> PayoutTransfer:
+        """A transfer's state now, by your partnerReferenceNo or Kasir's referenceNo."""
+        body = _status_body(partner_reference_no, reference_no)
+        return self._payout_transfer(self._payout(PAYOUT_PATHS["transfer_status"], body))
+
+    def history(self, payload: HistoryList | None = None) -> PayoutHistory:
+        """Transfers, returns and top-ups, newest first (default: today, Asia/Jakarta; 10 a page)."""
+        return self._payout_history(self._payout(PAYOUT_PATHS["history"], payload or {}))
+
+    def history_detail(self, partner_reference_no: str) -> PayoutHistoryEntry:
+        """One transfer's line of the history."""
+        body = {"originalPartnerReferenceNo": partner_reference_no}
+        return self._payout_history_detail(self._payout(PAYOUT_PATHS["history_detail"], body))
 
     def _wallet_call(self, path: str, payload: Mapping[str, Any], idempotency_key: str | None) -> WalletResult:
         response = self._send(lambda: self._wallet_request(path, payload, idempotency_key))
@@ -1026,6 +1211,43 @@ class AsyncClient(_Core):
             if v is not None
         }
         return self._bnpl_transaction(await self._snap("/v1.0/bnpl/status", payload, signing))
+
+    # --- disbursement: the disbursement token, the symmetric signature (docs/merchant/payouts.md) ---
+
+    async def _payout(
+        self, path: str, payload: Mapping[str, Any], idempotency_key: str | None = None
+    ) -> httpx.Response:
+        body = _encode(payload)
+        external_id = str(uuid.uuid4().int)[:36]
+        token = await self.access_token("disbursement")
+        return await self._send(
+            lambda: self._snap_request(path, body, external_id, token, idempotency_key, PAYOUT_CHANNEL_ID)
+        )
+
+    async def account_inquiry(self, payload: AccountInquiry) -> PayoutAccount:
+        return self._payout_account(await self._payout(PAYOUT_PATHS["account_inquiry"], payload))
+
+    async def balance(self, payload: BalanceInquiry | None = None) -> PayoutBalance:
+        return self._payout_balance(await self._payout(PAYOUT_PATHS["balance"], payload or {}))
+
+    async def transfer(
+        self, payload: TransferInterbank, *, idempotency_key: str | None = None, version: TransferVersion = "v1.2"
+    ) -> PayoutTransfer:
+        key = _idempotency_key(idempotency_key)
+        return self._payout_transfer(await self._payout(_transfer_path(version), payload, key))
+
+    async def transfer_status(
+        self, *, partner_reference_no: str | None = None, reference_no: str | None = None
+    ) -> PayoutTransfer:
+        body = _status_body(partner_reference_no, reference_no)
+        return self._payout_transfer(await self._payout(PAYOUT_PATHS["transfer_status"], body))
+
+    async def history(self, payload: HistoryList | None = None) -> PayoutHistory:
+        return self._payout_history(await self._payout(PAYOUT_PATHS["history"], payload or {}))
+
+    async def history_detail(self, partner_reference_no: str) -> PayoutHistoryEntry:
+        body = {"originalPartnerReferenceNo": partner_reference_no}
+        return self._payout_history_detail(await self._payout(PAYOUT_PATHS["history_detail"], body))
 
     async def _wallet_call(self, path: str, payload: Mapping[str, Any], idempotency_key: str | None) -> WalletResult:
         response = await self._send(lambda: self._wallet_request(path, payload, idempotency_key))

@@ -344,3 +344,107 @@ class PaymentLinkResult:
         """Any other field of `data` (customer_details, item_details, card_token, additional_data, ...)."""
         data = self.raw.get("data")
         return data.get(name) if isinstance(data, dict) else None
+
+
+# --- disbursement (docs/merchant/payouts.md) ---------------------------------------------
+
+FINAL_TRANSFER_STATES = frozenset({"00", "04", "05", "06"})  # success, refunded, canceled, failed
+
+
+@dataclass(frozen=True)
+class PayoutAccount:
+    """An account inquiry's answer: whose account it is (advisory: a transfer never compares the name)."""
+
+    response_code: str
+    reference_no: str  # AIQ + 20
+    partner_reference_no: str
+    account_name: str  # beneficiaryAccountName
+    account_no: str
+    bank_code: str
+    bank_name: str
+    raw: dict[str, Any]
+    request_id: str | None = None
+
+
+@dataclass(frozen=True)
+class PayoutBalance:
+    """Your disbursement balance: `available` = `ledger` − `hold` (whole rupiah, as Decimals)."""
+
+    response_code: str
+    account_no: str
+    name: str
+    available: Decimal
+    hold: Decimal
+    ledger: Decimal
+    raw: dict[str, Any]
+    request_id: str | None = None
+
+
+@dataclass(frozen=True)
+class PayoutTransfer:
+    """A transfer: the transfer's own answer and the status inquiry's share these fields.
+
+    `status` is latestTransactionStatus: 01 initiated (held, the rail has not answered), 03 pending,
+    00 success, 06 failed, 04 refunded (after 00), 05 canceled. 00, 04, 05 and 06 are final (`is_final`).
+    """
+
+    response_code: str
+    reference_no: str  # DSB + 20: Kasir's
+    partner_reference_no: str  # yours
+    status: str
+    status_description: str
+    amount: Decimal | None
+    beneficiary_account_no: str
+    beneficiary_bank_code: str
+    source_account_no: str
+    reason: str | None  # why, on 06 and 04
+    raw: dict[str, Any]
+    replayed: bool = False  # a transfer's answer given again to a repeat of its X-Idempotency-Key
+    request_id: str | None = None
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in FINAL_TRANSFER_STATES
+
+
+@dataclass(frozen=True)
+class PayoutHistoryEntry:
+    """One line of the transaction history: a transfer (SEND_MONEY), its return (REFUND) or a top-up (TOP_UP)."""
+
+    date_time: str
+    amount: Decimal | None
+    remark: str
+    status: str  # INIT, SUCCESS, CANCELLED, CLOSED
+    type: str
+    partner_reference_no: str | None
+    reference_no: str | None
+    latest_transaction_status: str | None
+    raw: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class PayoutHistory:
+    response_code: str
+    entries: list[PayoutHistoryEntry]
+    raw: dict[str, Any]
+    request_id: str | None = None
+
+
+@dataclass(frozen=True)
+class PayoutNotification:
+    """A transfer's move into 00, 06 or 04, sent to its additionalInfo.callbackUrl (verify_payout_notification)."""
+
+    original_partner_reference_no: str
+    original_reference_no: str
+    original_external_id: str
+    latest_transaction_status: str
+    transaction_status_desc: str
+    amount: Decimal | None
+    beneficiary_account_no: str
+    beneficiary_bank_code: str
+    finished_time: str
+    reason: str | None
+    raw: dict[str, Any]
+    callback_id: str | None = None  # X-Kasir-Callback-Id: the event's; deduplicate with it
+    attempt: int | None = None
+    timestamp: str | None = None  # X-TIMESTAMP, checked against the tolerance

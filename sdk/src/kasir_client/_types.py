@@ -415,3 +415,63 @@ class CardCharge(CardChargeRequired, total=False):
     paymentOptions: CardPaymentOptions
     additionalData: str
     source: str  # the SDK sends "kasir-client" unless you name another
+
+
+# --- disbursement (SNAP, camelCase, the disbursement token) ------------------------------
+
+
+class AccountInquiryRequired(TypedDict):
+    beneficiaryBankCode: str  # 3 digits (Bank Indonesia's), or 7 (code + branch); or OVO, DANA, GOPAY, ...
+    beneficiaryAccountNo: str  # a bank's 6 to 34 digits; an e-wallet's phone (08... or 628...)
+
+
+class AccountInquiry(AccountInquiryRequired, total=False):
+    partnerReferenceNo: str
+    additionalInfo: dict[str, Any]
+
+
+class BalanceInquiry(TypedDict, total=False):
+    partnerReferenceNo: str
+    accountNo: str  # your disbursement account (account_no); when sent it must be yours
+    balanceTypes: list[str]  # only "cash"
+
+
+class OriginatorInfo(TypedDict):
+    originatorCustomerNo: str
+    originatorCustomerName: str
+    originatorBankCode: str
+
+
+class TransferInterbankRequired(TypedDict):
+    partnerReferenceNo: str  # yours, unique among your accepted transfers, forever
+    amount: Money  # whole rupiah: "250000.00"
+    beneficiaryAccountName: str
+    beneficiaryAccountNo: str
+    beneficiaryBankCode: str
+
+
+class TransferInterbank(TransferInterbankRequired, total=False):
+    originatorInfos: list[OriginatorInfo]  # required on v1.2 (the default version)
+    beneficiaryAddress: str
+    beneficiaryBankName: str
+    beneficiaryEmail: str
+    customerReference: str
+    currency: Literal["IDR"]
+    sourceAccountNo: str
+    transactionDate: str  # ISO 8601 with an offset
+    feeType: Literal["OUR", "BEN", "SHA"]
+    additionalInfo: dict[str, Any]  # "remark" shows in the history; "callbackUrl" asks for the notification
+
+
+class HistoryFilter(TypedDict, total=False):
+    originalPartnerReferenceNo: str
+
+
+class HistoryList(TypedDict, total=False):
+    partnerReferenceNo: str
+    fromDateTime: str  # ISO 8601 with an offset; default today 00:00 Asia/Jakarta
+    toDateTime: str  # default now; a window of at most 31 days
+    pageSize: int  # 1 to 99, default 10
+    pageNumber: int  # from 0
+    filter: HistoryFilter
+    additionalInfo: dict[str, Any]

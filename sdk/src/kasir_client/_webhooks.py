@@ -19,7 +19,8 @@ transaction really is PAID, for that order and that amount. `client.confirm_bnpl
 the same for BNPL (whose notification is signed with HMAC over the body, and is checked here
 against a timestamp tolerance, 300 s by default). A BNPL notification also carries `svc-signature`,
 computed as the wallet's with referenceNo as the transaction id and partnerReferenceNo as both
-external id and order id; pass `hash_key=` and `verify_bnpl_notification` checks it too.
+external id and order id; pass `hash_key=` and `verify_bnpl_notification` checks it too. A transfer's
+notification (`verify_payout_notification`) is signed the same way, over the transfer's callbackUrl.
 
 Every verified event carries `callback_id` (X-Kasir-Callback-Id) and `attempt` (X-Kasir-Attempt).
 Deduplicate by the id: it names the event and is the same on every attempt and on every replay an
@@ -45,6 +46,7 @@ from kasir_client._errors import SignatureError
 from kasir_client._models import (
     BnplNotification,
     PaymentPageCallback,
+    PayoutNotification,
     VaCallback,
     WalletCallback,
     selected_channels_of,
@@ -318,6 +320,64 @@ def verify_bnpl_notification(
     )
 
 
+def verify_payout_notification(
+    body: bytes | str,
+    headers: Mapping[str, str],
+    *,
+    client_secret: str,
+    callback_url: str,
+    merchant_id: str | None = None,
+    tolerance: float | None = BNPL_TOLERANCE,
+    now: datetime | None = None,
+    hash_key: str | None = None,
+    partner_reference_no: str | None = None,
+) -> PayoutNotification:
+    """Check a transfer's notification (docs/merchant/payouts.md), signed as a BNPL notification is: X-SIGNATURE
+    over `callback_url` (the transfer's additionalInfo.callbackUrl, exactly as you sent it), and with `hash_key`
+    also `svc-signature` (with `partner_reference_no` of YOUR transfer it is checked against that, and the
+    notification must name it). `tolerance` as for verify_bnpl_notification.
+
+    The notification tells a move into 00 (success), 06 (failed) or 04 (refunded); the status inquiry
+    (`client.transfer_status`) always tells the same.
+    """
+    raw = body.encode() if isinstance(body, str) else body
+    ts = _header(headers, "X-TIMESTAMP")
+    signature = _header(headers, "X-SIGNATURE")
+    if not ts or not signature:
+        raise SignatureError("X-TIMESTAMP or X-SIGNATURE header is missing")
+    if not hmac.compare_digest(notify_signature(client_secret, callback_url, raw, ts).encode(), signature.encode()):
+        raise SignatureError("X-SIGNATURE does not verify")
+    if tolerance is not None:
+        _check_timestamp(ts, tolerance, now)
+    if merchant_id is not None and _header(headers, "X-PARTNER-ID") != merchant_id:
+        raise SignatureError("X-PARTNER-ID is not this merchant")
+    data = _decode(raw)
+    if hash_key is not None:
+        _check_bnpl_svc(data, _header(headers, SVC_SIGNATURE), hash_key, partner_reference_no)
+    amount = data.get("amount") if isinstance(data.get("amount"), dict) else {}
+    info = data.get("additionalInfo") if isinstance(data.get("additionalInfo"), dict) else {}
+    assert isinstance(amount, dict)
+    assert isinstance(info, dict)
+    reason = info.get("reason")
+    callback_id, attempt = _delivery(headers)
+    return PayoutNotification(
+        original_partner_reference_no=str(data.get("originalPartnerReferenceNo", "")),
+        original_reference_no=str(data.get("originalReferenceNo", "")),
+        original_external_id=str(data.get("originalExternalId", "")),
+        latest_transaction_status=str(data.get("latestTransactionStatus", "")),
+        transaction_status_desc=str(data.get("transactionStatusDesc", "")),
+        amount=_amount(amount.get("value")),
+        beneficiary_account_no=str(data.get("beneficiaryAccountNo", "")),
+        beneficiary_bank_code=str(data.get("beneficiaryBankCode", "")),
+        finished_time=str(data.get("finishedTime", "")),
+        reason=None if reason is None else str(reason),
+        raw=data,
+        callback_id=callback_id,
+        attempt=attempt,
+        timestamp=ts,
+    )
+
+
 def _bnpl_svc(hash_key: str, reference_no: str, partner_reference_no: str) -> str:
     return svc_signature(reference_no, x_req_signature(hash_key, partner_reference_no, partner_reference_no))
 
@@ -412,3 +472,23 @@ def sign_bnpl_notification(
             hash_key, str(payload.get("originalReferenceNo", "")), str(payload.get("originalPartnerReferenceNo", ""))
         )
     return body, headers
+
+
+def sign_payout_notification(
+    payload: dict[str, Any],
+    *,
+    client_secret: str,
+    callback_url: str,
+    merchant_id: str,
+    at: datetime | None = None,
+    hash_key: str | None = None,
+) -> tuple[bytes, dict[str, str]]:
+    """A fake transfer notification for your own tests: (body, headers), signed as Kasir signs it."""
+    return sign_bnpl_notification(
+        payload,
+        client_secret=client_secret,
+        callback_url=callback_url,
+        merchant_id=merchant_id,
+        at=at,
+        hash_key=hash_key,
+    )

@@ -7,6 +7,8 @@ client.wallet_create_payment(body)
 """
 
 from kasir_client._types import (
+    AccountInquiry,
+    BalanceInquiry,
     BnplCalculate,
     BnplCalculationItem,
     BnplCheckout,
@@ -22,11 +24,15 @@ from kasir_client._types import (
     CardItem,
     CardPaymentDetails,
     CardPaymentOptions,
+    HistoryFilter,
+    HistoryList,
     Money,
+    OriginatorInfo,
     PaymentLinkChannel,
     PaymentLinkCreate,
     PaymentLinkCustomerDetails,
     PaymentLinkItem,
+    TransferInterbank,
     VaAddress,
     VaCreate,
     VaCustomerDetails,
@@ -46,6 +52,8 @@ from kasir_client._types import (
 )
 
 __all__ = [
+    "AccountInquiry",
+    "BalanceInquiry",
     "BnplCalculate",
     "BnplCalculationItem",
     "BnplCheckout",
@@ -61,11 +69,15 @@ __all__ = [
     "CardItem",
     "CardPaymentDetails",
     "CardPaymentOptions",
+    "HistoryFilter",
+    "HistoryList",
     "Money",
     "PaymentLinkChannel",
     "PaymentLinkCreate",
     "PaymentLinkCustomerDetails",
     "PaymentLinkItem",
+    "OriginatorInfo",
+    "TransferInterbank",
     "VaAddress",
     "VaCreate",
     "VaCustomerDetails",

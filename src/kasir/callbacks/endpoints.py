@@ -19,6 +19,7 @@ from kasir.callbacks.service import callback_outbox
 from kasir.db import ReadSession, WriteSession
 from kasir.kit.ids import INT64_MAX
 from kasir.ops.metrics import scrape_registry
+from kasir.payouts.metrics import payout_gauges
 
 router = APIRouter()
 admin = APIRouter(prefix="/admin/callbacks", tags=["admin"], dependencies=[ADMIN])
@@ -120,4 +121,5 @@ _pending = _PendingCallbacks()
 )
 async def metrics(session: ReadSession) -> Response:
     _pending.counts = await callback_repository.count_by_status(session)
-    return Response(generate_latest(scrape_registry(_pending)), media_type=CONTENT_TYPE_LATEST)
+    await payout_gauges.read(session)
+    return Response(generate_latest(scrape_registry(_pending, payout_gauges)), media_type=CONTENT_TYPE_LATEST)

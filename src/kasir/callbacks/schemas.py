@@ -368,6 +368,37 @@ class PaymentPageAnswer(BaseModel):
     message: str = Field(examples=["OK"])
 
 
+class TransferNotificationInfo(BaseModel):
+    reason: str | SkipJsonSchema[None] = Field(None, description="Why, on 06 Failed and 04 Refunded")
+
+
+class TransferNotification(BaseModel):
+    """A transfer's notification (docs/decisions.md §11.8): sent on 00 Success, 06 Failed and 04 Refunded to the
+    transfer's additionalInfo.callbackUrl."""
+
+    originalPartnerReferenceNo: str  # noqa: N815 (wire names)
+    originalReferenceNo: str = Field(description="Kasir's referenceNo (DSB and 20 letters and digits)")  # noqa: N815
+    originalExternalId: str = Field(description="The accepting request's X-EXTERNAL-ID")  # noqa: N815
+    serviceCode: str = Field(json_schema_extra={"enum": ["18"]})  # noqa: N815
+    latestTransactionStatus: str = Field(json_schema_extra={"enum": ["00", "06", "04"]})  # noqa: N815
+    transactionStatusDesc: str = Field(json_schema_extra={"enum": ["Success", "Failed", "Refunded"]})  # noqa: N815
+    amount: BnplNotificationAmount
+    beneficiaryAccountNo: str  # noqa: N815
+    beneficiaryAccountName: str  # noqa: N815
+    beneficiaryBankCode: str  # noqa: N815
+    sourceAccountNo: str = Field(description="The merchant's disbursement account (account_no)")  # noqa: N815
+    transactionDate: str = Field(description="The transfer's transactionDate, else its acceptance")  # noqa: N815
+    finishedTime: str = Field(description="When it moved into this state: ISO 8601, +07:00")  # noqa: N815
+    additionalInfo: TransferNotificationInfo  # noqa: N815
+
+
 def webhook_payloads() -> list[type[BaseModel]]:
     """The models of the OpenAPI document's `webhooks` (kasir.openapi)."""
-    return [WalletNotification, VaNotification, PaymentPageNotification, BnplNotification, PaymentPageAnswer]
+    return [
+        WalletNotification,
+        VaNotification,
+        PaymentPageNotification,
+        BnplNotification,
+        TransferNotification,
+        PaymentPageAnswer,
+    ]

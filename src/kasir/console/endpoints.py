@@ -45,6 +45,11 @@ from kasir.merchants.service import CredentialKind, merchant_service
 from kasir.payments.repository import OUTCOME_NAMES, PRODUCTS, PaymentFilter
 from kasir.payments.service import parse_filter as payment_filter
 from kasir.payments.service import payment_actions, payments_service
+from kasir.payouts.reports import TransferFilter, payout_reports
+from kasir.payouts.reports import parse_filter as payout_filter
+from kasir.payouts.schemas import AMOUNT_MAX
+from kasir.payouts.service import payout_service
+from kasir.payouts.states import DESCRIPTIONS, TransferStatus
 from kasir.ratelimit.service import AuthenticationLocked
 from kasir.staging import staging_only
 
@@ -63,7 +68,9 @@ DONE = {
     "user_disabled": "User disabled: its sessions ended at once.",
     "user_enabled": "User enabled.",
     "user_unlocked": "User unlocked: it may sign in again.",
+    "topped_up": "Disbursement balance topped up (audited); the merchant's history shows it as TOP_UP.",
 }
+RECENT_TOP_UPS = 10
 STATIC_TYPES = {".js": "text/javascript", ".css": "text/css", ".svg": "image/svg+xml", ".txt": "text/plain"}
 
 
@@ -370,6 +377,109 @@ def _back(payment_id: str, done: str) -> Response:
     return RedirectResponse(f"/console/payments/{payment_id}?done={done}", status_code=303)
 
 
+# --- payouts (docs/decisions.md §11): transfers, newest first; merchant users see their own --------------------
+
+PAYOUT_BADGES = {"01": "pending", "03": "pending", "00": "paid", "06": "failed", "04": "failed", "05": "failed"}
+
+
+def _payout_filter(viewer: Viewer, q: str, status: str, merchant: str, since: str, until: str) -> TransferFilter:
+    return payout_filter(scope=viewer.scope, merchant_id=merchant, status=status, query=q, since=since, until=until)
+
+
+@router.get("/payouts")
+async def payouts(
+    request: Request,
+    viewer: SignedIn,
+    session: ReadSession,
+    q: str = "",
+    status: str = "",
+    merchant: str = "",
+    since: str = "",
+    until: str = "",
+    cursor: str = "",
+) -> Response:
+    filters = {"q": q, "status": status, "merchant": merchant, "since": since, "until": until}
+    where = _payout_filter(viewer, q, status, merchant, since, until)
+    page = await payout_reports.list(session, where, cursor or None)
+    if q and len(page.rows) == 1 and not cursor:
+        return RedirectResponse(f"/console/payouts/{page.rows[0].id}", status_code=303)  # found it
+    # Merchant users see their own balance here; an operator, the balance of the merchant filtered on.
+    owner = viewer.scope or (merchant.strip() if merchant.strip() else None)
+    balance, top_ups = None, []
+    if owner and not where.matches_nothing:
+        balance = await payout_service.balance(session, owner)
+        top_ups = await payout_service.latest_top_ups(session, owner, RECENT_TOP_UPS)
+    names = (
+        await payments_service.merchant_names(session, (r.merchant_id for r in page.rows)) if viewer.is_operator else {}
+    )
+    return render(
+        request,
+        "payouts.html",
+        viewer=viewer,
+        page=page,
+        names=names,
+        filters=filters,
+        query=urlencode({k: v for k, v in filters.items() if v}),
+        states=[(s, DESCRIPTIONS[s]) for s in TransferStatus],
+        badges=PAYOUT_BADGES,
+        balance=balance,
+        top_ups=top_ups,
+    )
+
+
+@router.get("/payouts.csv")
+async def payouts_csv(
+    request: Request,
+    viewer: SignedIn,
+    q: str = "",
+    status: str = "",
+    merchant: str = "",
+    since: str = "",
+    until: str = "",
+) -> Response:
+    where = _payout_filter(viewer, q, status, merchant, since, until)
+    stamp = clock.local_now().strftime("%Y%m%d-%H%M%S")
+    return StreamingResponse(
+        _payout_csv_pages(database(request), where),
+        media_type="text/csv; charset=utf-8",
+        headers={
+            "content-disposition": f'attachment; filename="kasir-payouts-{stamp}.csv"',
+            "cache-control": "no-store",
+        },
+    )
+
+
+async def _payout_csv_pages(database: Database, where: TransferFilter) -> AsyncIterator[str]:
+    """As the payments' export: a page at a time, each read in a short read-only unit of its own."""
+    yield payout_reports.csv_header()
+    after = None
+    while True:
+        async with database.unit_of_work(read_only=True) as session:
+            page, after = await payout_reports.csv_page(session, where, after)
+        if page:
+            yield page
+        if after is None:
+            return
+
+
+@router.get("/payouts/{transfer_id}")
+async def payout(
+    request: Request, transfer_id: str, viewer: SignedIn, session: ReadSession, done: str = ""
+) -> Response:
+    detail = await payout_reports.detail(session, viewer.scope, transfer_id)
+    names = await payments_service.merchant_names(session, [detail.row.merchant_id])
+    return render(
+        request,
+        "payout.html",
+        viewer=viewer,
+        d=detail,
+        badges=PAYOUT_BADGES,
+        descriptions={status.value: words for status, words in DESCRIPTIONS.items()},
+        done=DONE.get(done),
+        merchant_name=names.get(detail.row.merchant_id, ""),
+    )
+
+
 # --- callbacks ---------------------------------------------------------------------------------
 
 QUEUES = {
@@ -399,6 +509,7 @@ async def callbacks(
         "bnpl": CallbackKind.BNPL.value,
         "va": CallbackKind.VA.value,
         "link": CallbackKind.PAYMENT_PAGE.value,  # a link's callbacks are payment-page callbacks (§10.5)
+        "payout": CallbackKind.PAYOUT.value,
     }
     from kasir.payments.repository import payments_repository
 
@@ -444,7 +555,8 @@ async def replay(
     replayed = await payment_actions.replay(
         session, viewer.scope, callback_id, target, viewer.actor(client_ip(request))
     )
-    return RedirectResponse(f"/console/payments/{replayed.transaction_ref}?done=replayed", status_code=303)
+    room = "payouts" if replayed.kind == CallbackKind.PAYOUT.value else "payments"  # a transfer's notification
+    return RedirectResponse(f"/console/{room}/{replayed.transaction_ref}?done=replayed", status_code=303)
 
 
 @router.post("/callbacks/replay-given-up")
@@ -541,6 +653,8 @@ async def merchant(
         m=row,
         grace=grace,
         events=events,
+        balance=await payout_service.balance(session, merchant_id),
+        top_ups=await payout_service.latest_top_ups(session, merchant_id, RECENT_TOP_UPS),
         names={row.id: row.name},
         done=DONE.get(done),
         kinds=list(CredentialKind),
@@ -559,6 +673,29 @@ async def change_callback_url(
         session, merchant_id, callback_url or None, actor=viewer.actor(client_ip(request))
     )
     return RedirectResponse(f"/console/merchants/{merchant_id}?done=callback_url", status_code=303)
+
+
+@router.post("/merchants/{merchant_id}/top-up")
+async def top_up(
+    request: Request,
+    merchant_id: str,
+    viewer: CheckedOperator,
+    amount: Annotated[int, Form(ge=1, le=AMOUNT_MAX)],
+    note: Annotated[str, Form(min_length=1, max_length=255)],
+    confirmed: Annotated[str, Form()] = "",
+) -> Response:
+    """docs/decisions.md §11.3: the operator credits a merchant's disbursement balance, through the admin API's
+    service (audited); a second look first, as a refund has: money credited here cannot be taken back."""
+    if not note.strip() or not note.isprintable():  # the admin API's rule (TopUpRequest)
+        raise BadRequest("note must be printable text, not blank", field="note")
+    if confirmed != "yes":
+        async with database(request).unit_of_work(read_only=True) as session:
+            row = await merchant_service.get(session, merchant_id)
+            balance = await payout_service.balance(session, merchant_id)
+        return render(request, "confirm_top_up.html", viewer=viewer, m=row, balance=balance, amount=amount, note=note)
+    async with database(request).unit_of_work() as session:
+        await payout_service.top_up(session, merchant_id, amount, note, viewer.actor(client_ip(request)))
+    return RedirectResponse(f"/console/merchants/{merchant_id}?done=topped_up#balance-h", status_code=303)
 
 
 @router.post("/merchants/{merchant_id}/rotate")

@@ -33,6 +33,7 @@ from kasir.merchants.service import SIGNS_CALLBACKS, CredentialKind, MerchantErr
 from kasir.payments.repository import payments_repository
 from kasir.payments.service import payment_actions
 from kasir.payments.test_callbacks import SampleKind, SampleSent, send_test_callback
+from kasir.payouts.service import payout_service
 
 # Listed before the console's own router (kasir.app), whose last route answers every other /console path.
 router = APIRouter(prefix="/console/my-merchant", route_class=ConsoleRoute, include_in_schema=False)
@@ -51,6 +52,7 @@ FIELD_LABELS = {
     "kind": "Kind",
 }
 RECENT_CALLBACKS = 20
+RECENT_TOP_UPS = 10
 
 
 async def _page(
@@ -75,6 +77,8 @@ async def _page(
             kind=None,
             limit=RECENT_CALLBACKS,
         )
+        balance = await payout_service.balance(session, merchant_id)
+        top_ups = await payout_service.latest_top_ups(session, merchant_id, RECENT_TOP_UPS)
     # An event with a delivery in flight is not offered for replay (the service refuses it too).
     in_flight = {row.event_key for row in recent if row.status in IN_FLIGHT}
     return render(
@@ -94,6 +98,8 @@ async def _page(
         error=None if error is None else _error_text(error),
         error_field=None if error is None else error.field,
         test=test,
+        balance=balance,
+        top_ups=top_ups,
         callback_url_value=callback_url if callback_url is not None else (merchant.callback_url or ""),
     )
 

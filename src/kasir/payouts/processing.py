@@ -13,7 +13,7 @@ from __future__ import annotations
 from kasir.db import Session
 from kasir.payouts.banks import channels
 from kasir.payouts.repository import transfer_repository
-from kasir.payouts.transfers import TransferNotFound, apply_answer
+from kasir.payouts.transfers import TransferNotFound, answer_key, apply_answer
 from kasir.processors.offers import Offer
 from kasir.processors.protocols import Event, Notification, PayoutAnswer, PayoutState
 from kasir.processors.service import UnsupportedEvent, check_served
@@ -39,6 +39,8 @@ async def apply_payout_notification(session: Session, notification: Notification
     check_served(by, "payout", transfer.bank)
     answer = PayoutAnswer(state, notification.bank_reference, notification.message)
     await apply_answer(session, transfer, answer, strict=True)
+    # The first answer recorded stores the key's: the accepting process may have died before recording the rail's.
+    await answer_key(session, transfer)
     return transfer.status
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Integer, bindparam, select, update
+from sqlalchemy import BigInteger, Integer, bindparam, func, select, update
 
 from kasir.db import Session, Statement, binds, fetch, locked_once
 from kasir.payouts.models import DisbursementBalance, DisbursementTopUp, PayoutTransfer
@@ -61,6 +61,25 @@ _ADD_TOP_UP = Statement(
         .returning(DisbursementTopUp.id)
     )
 )
+_TOP_UPS = Statement(
+    select(
+        DisbursementTopUp.id,
+        DisbursementTopUp.merchant_id,
+        DisbursementTopUp.amount,
+        DisbursementTopUp.note,
+        DisbursementTopUp.created_at,
+    )
+    .where(DisbursementTopUp.merchant_id == bindparam("merchant_id"))
+    .order_by(DisbursementTopUp.created_at.desc(), DisbursementTopUp.id.desc())
+    .limit(bindparam("limit", type_=Integer()))
+)
+# /metrics, at scrape time: every transfer by state, and the balances' sums over every merchant.
+_TRANSFERS_BY_STATUS = Statement(
+    select(PayoutTransfer.status, func.count(PayoutTransfer.id)).group_by(PayoutTransfer.status)
+)
+_BALANCE_SUMS = Statement(
+    select(func.coalesce(func.sum(DisbursementBalance.ledger), 0), func.coalesce(func.sum(DisbursementBalance.hold), 0))
+)
 
 
 class PayoutRepository:
@@ -100,6 +119,18 @@ class PayoutRepository:
     async def add_top_up(self, session: Session, merchant_id: str, amount: int, note: str, now: datetime) -> int:
         top_up_id = await _ADD_TOP_UP.scalar(session, merchant_id=merchant_id, amount=amount, note=note, created_at=now)
         return int(top_up_id)
+
+    async def latest_top_ups(self, session: Session, merchant_id: str, limit: int) -> list[TopUpRow]:
+        """The merchant's latest top-ups, newest first (the console's balance card; its index has them in order)."""
+        return [TopUpRow(*row) for row in await _TOP_UPS.rows(session, merchant_id=merchant_id, limit=limit)]
+
+    async def transfers_by_status(self, session: Session) -> dict[str, int]:
+        return {str(status): int(count) for status, count in await _TRANSFERS_BY_STATUS.rows(session)}
+
+    async def balance_sums(self, session: Session) -> BalanceRow:
+        """Every merchant's ledger and hold, summed."""
+        row = await _BALANCE_SUMS.first(session)
+        return BalanceRow(0, 0) if row is None else BalanceRow(int(row[0]), int(row[1]))
 
 
 payout_repository = PayoutRepository()

@@ -294,6 +294,14 @@ class TransferStateInfo(BaseModel):
     transactionStatusDesc: str  # noqa: N815
 
 
+class OriginatorInfoView(BaseModel):
+    """An originator as the transfer sent it (echoed): typed, so a generated client reads its fields."""
+
+    originatorCustomerNo: str  # noqa: N815
+    originatorCustomerName: str  # noqa: N815
+    originatorBankCode: str  # noqa: N815
+
+
 class TransferResponse(BaseModel):
     responseCode: str = Field(examples=["2001800"])  # noqa: N815
     responseMessage: str = Field(examples=["Successful"])  # noqa: N815
@@ -303,7 +311,7 @@ class TransferResponse(BaseModel):
     beneficiaryAccountNo: str  # noqa: N815
     beneficiaryBankCode: str  # noqa: N815
     sourceAccountNo: str  # noqa: N815
-    originatorInfos: list[dict[str, Any]] | None = None  # noqa: N815
+    originatorInfos: list[OriginatorInfoView] | None = Field(None, description="When the transfer sent them")  # noqa: N815
     additionalInfo: TransferStateInfo  # noqa: N815
 
 

@@ -49,6 +49,10 @@ class PayoutService:
         balance = await payout_repository.balance(session, merchant.id)
         return _view(merchant.id, merchant.account_no, balance)
 
+    async def latest_top_ups(self, session: Session, merchant_id: str, limit: int = 20) -> list[TopUpRow]:
+        """The merchant's latest top-ups, newest first (the console)."""
+        return await payout_repository.latest_top_ups(session, merchant_id, limit)
+
     async def top_up(self, session: Session, merchant_id: str, amount: int, note: str, actor: Actor) -> TopUpView:
         """Credit the merchant's ledger by `amount`, audited, in the caller's unit of work."""
         merchant = await merchant_service.get(session, merchant_id)

@@ -1,4 +1,5 @@
-"""Kasir's reference processor over HTTP (PROTOCOL.md): card acquirer, wallet issuer, BNPL lender, VA issuer.
+"""Kasir's reference processor over HTTP (PROTOCOL.md): card acquirer, wallet issuer, BNPL lender, VA issuer, payout
+rail.
 
 Registered as `http` in the entry-point group `kasir.processors`; configured from the
 environment (KASIR_PROCESSOR_HTTP_URL, KASIR_PROCESSOR_HTTP_SECRET,
@@ -21,6 +22,8 @@ import httpx
 from kasir.config import Settings
 from kasir.errors import BadRequest
 from kasir.processors.protocols import (
+    AccountInfo,
+    AccountStatus,
     BnplApplication,
     CardCharge,
     CardDecision,
@@ -30,6 +33,9 @@ from kasir.processors.protocols import (
     Event,
     ForgedNotification,
     Notification,
+    PayoutAnswer,
+    PayoutOrder,
+    PayoutState,
     ProcessorRefused,
     ProcessorUnavailable,
     VaOpening,
@@ -247,6 +253,53 @@ class HttpVaIssuer:
         return _notification((await self.upstream.post("/v1/va/status", {"reference": reference}))["notification"])
 
 
+class HttpPayoutRail:
+    """The bank that sends money out (docs/decisions.md §11.9). Kasir asks `transfer` only after it accepted and
+    held the transfer; a call that does not answer leaves it `01` and Kasir asks `status` until it is known
+    (`unknown`: the rail never received the reference, and Kasir sends it, once). Idempotent by `reference`."""
+
+    def __init__(self, upstream: Upstream) -> None:
+        self.upstream = upstream
+        # Kasir's worker asks `status` about a transfer left unanswered after twice this, and holds its check as long.
+        self.timeout_seconds = upstream.timeout
+
+    async def account_inquiry(self, bank_code: str, account_no: str) -> AccountInfo:
+        data = await self.upstream.post("/v1/payout/accounts", {"bank_code": bank_code, "account_no": account_no})
+        name = data.get("name")
+        return AccountInfo(AccountStatus(data["status"]), None if name is None else str(name))
+
+    async def transfer(self, order: PayoutOrder) -> PayoutAnswer:
+        return _payout_answer(
+            await self.upstream.post(
+                "/v1/payout/transfers",
+                {
+                    "reference": order.reference,
+                    "partner_reference_no": order.partner_reference_no,
+                    "amount": order.amount,
+                    "currency": order.currency,
+                    "bank_code": order.bank_code,
+                    "account_no": order.account_no,
+                    "account_name": order.account_name,
+                    "fee_type": order.fee_type,
+                    "remark": order.remark,
+                    "accepted_at": order.accepted_at.isoformat(),
+                },
+            )
+        )
+
+    async def status(self, order: PayoutOrder) -> PayoutAnswer:
+        return _payout_answer(await self.upstream.post("/v1/payout/status", {"reference": order.reference}))
+
+
+def _payout_answer(data: Mapping[str, Any]) -> PayoutAnswer:
+    rail_reference, reason = data.get("rail_reference"), data.get("reason")
+    return PayoutAnswer(
+        PayoutState(data["state"]),
+        None if rail_reference is None else str(rail_reference),
+        None if reason is None else str(reason),
+    )
+
+
 class HttpProcessor:
     name = NAME
     simulates = False
@@ -259,6 +312,7 @@ class HttpProcessor:
         self.wallet = HttpIssuer(upstream)
         self.bnpl = HttpLender(upstream)
         self.va = HttpVaIssuer(upstream)
+        self.payout = HttpPayoutRail(upstream)
 
     def router(self) -> None:
         return None
