@@ -1,7 +1,8 @@
 """Transfers as the console shows them (issue 46 item 6): the filtered list a page at a time, one transfer with its
-notifications, and the CSV export. Read-only; statements built per call (the filters), within the viewer's scope.
+notifications, and the CSV export, within the viewer's scope. Read-only: the rules of the views (filters from what
+a person typed, cursors, the timeline, the CSV's cells); the queries are the repository's.
 
-Kept apart from the room's repository and service, which move money: nothing here writes.
+Kept apart from the room's service, which moves money: nothing here writes.
 """
 
 from __future__ import annotations
@@ -11,94 +12,22 @@ import csv
 import io
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
-
-from sqlalchemy import and_, or_, select
 
 from kasir.callbacks.repository import CallbackAttemptRow, CallbackRow
-from kasir.db import Session, fetch, fetch_one
+from kasir.db import Session
 from kasir.errors import BadRequest, NotFound
 from kasir.kit.clock import JAKARTA, parse_aware
 from kasir.payments.repository import payments_repository
-from kasir.payouts.models import PayoutTransfer
+from kasir.payouts.repository import TransferFilter, TransferRow, transfer_repository
 from kasir.payouts.states import DESCRIPTIONS, TransferStatus
 
 PAGE_SIZE = 50
 EXPORT_PAGE = 500
 STATUSES = tuple(status.value for status in TransferStatus)
 
-_COLUMNS = (
-    PayoutTransfer.id,
-    PayoutTransfer.merchant_id,
-    PayoutTransfer.partner_reference_no,
-    PayoutTransfer.external_id,
-    PayoutTransfer.amount,
-    PayoutTransfer.currency,
-    PayoutTransfer.held,
-    PayoutTransfer.beneficiary_account_no,
-    PayoutTransfer.beneficiary_account_name,
-    PayoutTransfer.beneficiary_bank_code,
-    PayoutTransfer.beneficiary_bank_name,
-    PayoutTransfer.source_account_no,
-    PayoutTransfer.fee_type,
-    PayoutTransfer.status,
-    PayoutTransfer.reason,
-    PayoutTransfer.rail,
-    PayoutTransfer.rail_reference,
-    PayoutTransfer.callback_url,
-    PayoutTransfer.transaction_date,
-    PayoutTransfer.remark,
-    PayoutTransfer.created_at,
-    PayoutTransfer.updated_at,
-    PayoutTransfer.finished_at,
-    PayoutTransfer.refunded_at,
-)
-
 
 class NoSuchTransfer(NotFound):
     default_message = "Not found."
-
-
-@dataclass(frozen=True, slots=True)
-class TransferRow:
-    id: str
-    merchant_id: str
-    partner_reference_no: str
-    external_id: str
-    amount: int
-    currency: str
-    held: int
-    beneficiary_account_no: str
-    beneficiary_account_name: str
-    beneficiary_bank_code: str
-    beneficiary_bank_name: str
-    source_account_no: str
-    fee_type: str
-    status: str
-    reason: str | None
-    rail: str
-    rail_reference: str | None
-    callback_url: str | None
-    transaction_date: str | None
-    remark: str | None
-    created_at: datetime
-    updated_at: datetime
-    finished_at: datetime | None
-    refunded_at: datetime | None
-
-    @property
-    def status_description(self) -> str:
-        return DESCRIPTIONS[TransferStatus(self.status)]
-
-
-@dataclass(frozen=True, slots=True)
-class TransferFilter:
-    merchant_id: str | None = None
-    matches_nothing: bool = False  # a merchant user asking for another merchant's
-    status: str | None = None
-    query: str | None = None  # a referenceNo or a partnerReferenceNo, exactly
-    since: datetime | None = None
-    until: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,51 +94,19 @@ def _after(cursor: str | None) -> tuple[datetime, str] | None:
         raise BadRequest("cursor is not one this list handed out", field="cursor") from exc
 
 
-async def _page(
-    session: Session, where: TransferFilter, after: tuple[datetime, str] | None, limit: int
-) -> list[TransferRow]:
-    if where.matches_nothing:
-        return []
-    statement = select(*_COLUMNS)
-    conditions: list[Any] = []
-    if where.merchant_id:
-        conditions.append(PayoutTransfer.merchant_id == where.merchant_id)
-    if where.status:
-        conditions.append(PayoutTransfer.status == where.status)
-    if where.query:
-        conditions.append(or_(PayoutTransfer.id == where.query, PayoutTransfer.partner_reference_no == where.query))
-    if where.since:
-        conditions.append(PayoutTransfer.created_at >= where.since)
-    if where.until:
-        conditions.append(PayoutTransfer.created_at < where.until)
-    if after is not None:
-        moment, transfer_id = after
-        conditions.append(
-            or_(
-                PayoutTransfer.created_at < moment,
-                and_(PayoutTransfer.created_at == moment, PayoutTransfer.id < transfer_id),
-            )
-        )
-    if conditions:
-        statement = statement.where(and_(*conditions))
-    statement = statement.order_by(PayoutTransfer.created_at.desc(), PayoutTransfer.id.desc()).limit(limit)
-    return [TransferRow(*row) for row in await fetch(session, statement)]
-
-
 class PayoutReports:
     async def list(self, session: Session, where: TransferFilter, cursor: str | None = None) -> TransferPage:
         """A page of the filtered transfers, newest first, and the cursor of the next (None: the last)."""
-        rows = await _page(session, where, _after(cursor), PAGE_SIZE + 1)
+        rows = await transfer_repository.listed(session, where, _after(cursor), PAGE_SIZE + 1)
         more = len(rows) > PAGE_SIZE
         rows = rows[:PAGE_SIZE]
         return TransferPage(rows, _cursor(rows[-1]) if more and rows else None)
 
     async def detail(self, session: Session, scope: str | None, transfer_id: str) -> TransferDetail:
         """One transfer, its moves and its notifications; another merchant's answers as if it did not exist."""
-        found = await fetch_one(session, select(*_COLUMNS).where(PayoutTransfer.id == transfer_id))
-        if found is None or (scope is not None and found.merchant_id != scope):
+        row = await transfer_repository.get(session, transfer_id)
+        if row is None or (scope is not None and row.merchant_id != scope):
             raise NoSuchTransfer()
-        row = TransferRow(*found)
         callbacks = await payments_repository.callbacks(session, row.merchant_id, row.id)
         attempts = await payments_repository.attempts(session, [c.id for c in callbacks])
         by_callback: dict[int, list[CallbackAttemptRow]] = {}
@@ -256,7 +153,7 @@ class PayoutReports:
         self, session: Session, where: TransferFilter, after: tuple[datetime, str] | None
     ) -> tuple[str, tuple[datetime, str] | None]:
         """The rows after `after` as CSV, a page of them, and where the next page starts (None: the last)."""
-        rows = await _page(session, where, after, EXPORT_PAGE)
+        rows = await transfer_repository.listed(session, where, after, EXPORT_PAGE)
         if not rows:
             return "", None
         buffer = io.StringIO()

@@ -11,10 +11,11 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Integer, bindparam, func, select, update
+from sqlalchemy import BigInteger, Integer, and_, bindparam, func, or_, select, update
 
 from kasir.db import Session, Statement, binds, fetch, locked_once
 from kasir.payouts.models import DisbursementBalance, DisbursementTopUp, PayoutTransfer
+from kasir.payouts.states import DESCRIPTIONS, TransferStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +174,22 @@ class TransferRow:
     key_scope: str | None
     idempotency_key: str | None
 
+    @property
+    def status_description(self) -> str:
+        return DESCRIPTIONS[TransferStatus(self.status)]
+
+
+@dataclass(frozen=True, slots=True)
+class TransferFilter:
+    """Which transfers the console lists (kasir.payouts.reports makes one from what a person typed)."""
+
+    merchant_id: str | None = None
+    matches_nothing: bool = False  # a merchant user asking for another merchant's
+    status: str | None = None
+    query: str | None = None  # a referenceNo or a partnerReferenceNo, exactly
+    since: datetime | None = None
+    until: datetime | None = None
+
 
 TRANSFER_COLUMNS = tuple(field.name for field in fields(TransferRow))
 # What a move of state changes; the rest is written once, at acceptance.
@@ -325,6 +342,35 @@ class TransferRepository:
         if partner_reference_no is not None:
             statement = statement.where(PayoutTransfer.partner_reference_no == partner_reference_no)
         statement = statement.order_by(moment.desc(), PayoutTransfer.id.desc()).limit(limit)
+        return [TransferRow(*row) for row in await fetch(session, statement)]
+
+    async def listed(
+        self, session: Session, where: TransferFilter, after: tuple[datetime, str] | None, limit: int
+    ) -> list[TransferRow]:
+        """Up to `limit` of the filtered transfers, newest first, after the (created_at, id) `after`."""
+        if where.matches_nothing:
+            return []
+        conditions: list[Any] = []
+        if where.merchant_id:
+            conditions.append(PayoutTransfer.merchant_id == where.merchant_id)
+        if where.status:
+            conditions.append(PayoutTransfer.status == where.status)
+        if where.query:
+            conditions.append(or_(PayoutTransfer.id == where.query, PayoutTransfer.partner_reference_no == where.query))
+        if where.since:
+            conditions.append(PayoutTransfer.created_at >= where.since)
+        if where.until:
+            conditions.append(PayoutTransfer.created_at < where.until)
+        if after is not None:
+            moment, transfer_id = after
+            conditions.append(
+                or_(
+                    PayoutTransfer.created_at < moment,
+                    and_(PayoutTransfer.created_at == moment, PayoutTransfer.id < transfer_id),
+                )
+            )
+        statement = _transfer.where(*conditions) if conditions else _transfer
+        statement = statement.order_by(PayoutTransfer.created_at.desc(), PayoutTransfer.id.desc()).limit(limit)
         return [TransferRow(*row) for row in await fetch(session, statement)]
 
     async def claim_check(self, session: Session, transfer_id: str, now: datetime, until: datetime) -> bool:
