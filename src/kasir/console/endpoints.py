@@ -8,9 +8,9 @@ audit pages are operators' only. Every state-changing request carries the sessio
 from __future__ import annotations
 
 import secrets
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Path, Query, Request, Response
@@ -36,13 +36,13 @@ from kasir.console.models import Role
 from kasir.console.service import AccountLocked, NotYours, SignInRefused, Viewer, console_sessions, console_users
 from kasir.console.service import SignedIn as NewSession
 from kasir.console.web import SIGN_IN_CSRF_COOKIE, STATIC, ConsoleRoute, database, render
-from kasir.db import Database, ReadSession, WriteSession
+from kasir.db import Database, ReadSession, Session, WriteSession
 from kasir.errors import BadRequest
 from kasir.kit.clock import clock, parse_aware
 from kasir.kit.crypto import constant_time_equals, generate_rsa_private_key, private_key_pem, public_key_pem
 from kasir.kit.ids import INT32_MAX, INT64_MAX
 from kasir.merchants.service import CredentialKind, merchant_service
-from kasir.payments.repository import OUTCOME_NAMES, PRODUCTS, PaymentFilter
+from kasir.payments.repository import OUTCOME_NAMES, PRODUCTS
 from kasir.payments.service import parse_filter as payment_filter
 from kasir.payments.service import payment_actions, payments_service
 from kasir.payouts.reports import TransferFilter, payout_reports
@@ -52,6 +52,9 @@ from kasir.payouts.service import payout_service
 from kasir.payouts.states import DESCRIPTIONS, TransferStatus
 from kasir.ratelimit.service import AuthenticationLocked
 from kasir.staging import staging_only
+
+# An export's page after a position (None: from the start), and the position after it (None: the last page).
+CsvPageReader = Callable[[Session, Any], Awaitable[tuple[str, Any]]]
 
 router = APIRouter(prefix="/console", route_class=ConsoleRoute, include_in_schema=False)
 
@@ -267,28 +270,38 @@ async def payments_csv(
         until=until,
         query=q,
     )
-    stamp = clock.local_now().strftime("%Y%m%d-%H%M%S")
-    return StreamingResponse(
-        _csv_pages(database(request), where),
-        media_type="text/csv; charset=utf-8",
-        headers={
-            "content-disposition": f'attachment; filename="kasir-payments-{stamp}.csv"',
-            "cache-control": "no-store",
-        },
+    return _csv_download(
+        database(request),
+        "payments",
+        payments_service.csv_header(),
+        lambda session, after: payments_service.csv_page(session, where, after),
     )
 
 
-async def _csv_pages(database: Database, where: PaymentFilter) -> AsyncIterator[str]:
-    """The export, a page at a time, each page read in a short read-only unit of its own."""
-    yield payments_service.csv_header()
-    after = None
-    while True:
-        async with database.unit_of_work(read_only=True) as session:
-            page, after = await payments_service.csv_page(session, where, after)
-        if page:
-            yield page
-        if after is None:
-            return
+def _csv_download(database: Database, name: str, header: str, read_page: CsvPageReader) -> StreamingResponse:
+    """An export streamed a page at a time, each page read in a short read-only unit of its own: `read_page`
+    answers the page after a position and the next position (None: that was the last)."""
+
+    async def pages() -> AsyncIterator[str]:
+        yield header
+        after = None
+        while True:
+            async with database.unit_of_work(read_only=True) as session:
+                page, after = await read_page(session, after)
+            if page:
+                yield page
+            if after is None:
+                return
+
+    stamp = clock.local_now().strftime("%Y%m%d-%H%M%S")
+    return StreamingResponse(
+        pages(),
+        media_type="text/csv; charset=utf-8",
+        headers={
+            "content-disposition": f'attachment; filename="kasir-{name}-{stamp}.csv"',
+            "cache-control": "no-store",
+        },
+    )
 
 
 @router.get("/payments/{payment_id}")
@@ -438,28 +451,12 @@ async def payouts_csv(
     until: str = "",
 ) -> Response:
     where = _payout_filter(viewer, q, status, merchant, since, until)
-    stamp = clock.local_now().strftime("%Y%m%d-%H%M%S")
-    return StreamingResponse(
-        _payout_csv_pages(database(request), where),
-        media_type="text/csv; charset=utf-8",
-        headers={
-            "content-disposition": f'attachment; filename="kasir-payouts-{stamp}.csv"',
-            "cache-control": "no-store",
-        },
+    return _csv_download(
+        database(request),
+        "payouts",
+        payout_reports.csv_header(),
+        lambda session, after: payout_reports.csv_page(session, where, after),
     )
-
-
-async def _payout_csv_pages(database: Database, where: TransferFilter) -> AsyncIterator[str]:
-    """As the payments' export: a page at a time, each read in a short read-only unit of its own."""
-    yield payout_reports.csv_header()
-    after = None
-    while True:
-        async with database.unit_of_work(read_only=True) as session:
-            page, after = await payout_reports.csv_page(session, where, after)
-        if page:
-            yield page
-        if after is None:
-            return
 
 
 @router.get("/payouts/{transfer_id}")
