@@ -265,6 +265,36 @@ def verify_va_callback(
     )
 
 
+def _verified_snap_notify(
+    body: bytes | str,
+    headers: Mapping[str, str],
+    *,
+    client_secret: str,
+    callback_url: str,
+    merchant_id: str | None,
+    tolerance: float | None,
+    now: datetime | None,
+    hash_key: str | None,
+    partner_reference_no: str | None,
+) -> tuple[dict[str, Any], str]:
+    """A SNAP notification's body and X-TIMESTAMP, once its signatures verify (BNPL's and a transfer's alike)."""
+    raw = body.encode() if isinstance(body, str) else body
+    ts = _header(headers, "X-TIMESTAMP")
+    signature = _header(headers, "X-SIGNATURE")
+    if not ts or not signature:
+        raise SignatureError("X-TIMESTAMP or X-SIGNATURE header is missing")
+    if not hmac.compare_digest(notify_signature(client_secret, callback_url, raw, ts).encode(), signature.encode()):
+        raise SignatureError("X-SIGNATURE does not verify")
+    if tolerance is not None:
+        _check_timestamp(ts, tolerance, now)
+    if merchant_id is not None and _header(headers, "X-PARTNER-ID") != merchant_id:
+        raise SignatureError("X-PARTNER-ID is not this merchant")
+    data = _decode(raw)
+    if hash_key is not None:
+        _check_bnpl_svc(data, _header(headers, SVC_SIGNATURE), hash_key, partner_reference_no)
+    return data, ts
+
+
 def verify_bnpl_notification(
     body: bytes | str,
     headers: Mapping[str, str],
@@ -287,20 +317,17 @@ def verify_bnpl_notification(
     + partnerReferenceNo)); with `partner_reference_no` of YOUR order it is checked against that
     (and the notification must name it) instead of the id the body claims.
     """
-    raw = body.encode() if isinstance(body, str) else body
-    ts = _header(headers, "X-TIMESTAMP")
-    signature = _header(headers, "X-SIGNATURE")
-    if not ts or not signature:
-        raise SignatureError("X-TIMESTAMP or X-SIGNATURE header is missing")
-    if not hmac.compare_digest(notify_signature(client_secret, callback_url, raw, ts).encode(), signature.encode()):
-        raise SignatureError("X-SIGNATURE does not verify")
-    if tolerance is not None:
-        _check_timestamp(ts, tolerance, now)
-    if merchant_id is not None and _header(headers, "X-PARTNER-ID") != merchant_id:
-        raise SignatureError("X-PARTNER-ID is not this merchant")
-    data = _decode(raw)
-    if hash_key is not None:
-        _check_bnpl_svc(data, _header(headers, SVC_SIGNATURE), hash_key, partner_reference_no)
+    data, ts = _verified_snap_notify(
+        body,
+        headers,
+        client_secret=client_secret,
+        callback_url=callback_url,
+        merchant_id=merchant_id,
+        tolerance=tolerance,
+        now=now,
+        hash_key=hash_key,
+        partner_reference_no=partner_reference_no,
+    )
     amount = data.get("amount") if isinstance(data.get("amount"), dict) else {}
     assert isinstance(amount, dict)
     tenure = data.get("tenure")
@@ -340,20 +367,17 @@ def verify_payout_notification(
     The notification tells a move into 00 (success), 06 (failed) or 04 (refunded); the status inquiry
     (`client.transfer_status`) always tells the same.
     """
-    raw = body.encode() if isinstance(body, str) else body
-    ts = _header(headers, "X-TIMESTAMP")
-    signature = _header(headers, "X-SIGNATURE")
-    if not ts or not signature:
-        raise SignatureError("X-TIMESTAMP or X-SIGNATURE header is missing")
-    if not hmac.compare_digest(notify_signature(client_secret, callback_url, raw, ts).encode(), signature.encode()):
-        raise SignatureError("X-SIGNATURE does not verify")
-    if tolerance is not None:
-        _check_timestamp(ts, tolerance, now)
-    if merchant_id is not None and _header(headers, "X-PARTNER-ID") != merchant_id:
-        raise SignatureError("X-PARTNER-ID is not this merchant")
-    data = _decode(raw)
-    if hash_key is not None:
-        _check_bnpl_svc(data, _header(headers, SVC_SIGNATURE), hash_key, partner_reference_no)
+    data, ts = _verified_snap_notify(
+        body,
+        headers,
+        client_secret=client_secret,
+        callback_url=callback_url,
+        merchant_id=merchant_id,
+        tolerance=tolerance,
+        now=now,
+        hash_key=hash_key,
+        partner_reference_no=partner_reference_no,
+    )
     amount = data.get("amount") if isinstance(data.get("amount"), dict) else {}
     info = data.get("additionalInfo") if isinstance(data.get("additionalInfo"), dict) else {}
     assert isinstance(amount, dict)
