@@ -473,6 +473,14 @@ def _complete(path: str, operation: dict[str, Any]) -> None:
 
 # --- webhooks: what Kasir sends to the merchant's callback URL -------------------------------------------
 
+# A SNAP notification's headers (BNPL's and a transfer's), but the signatures, which each describes.
+_SNAP_NOTIFY_HEADERS = [
+    {"name": "X-TIMESTAMP", "in": "header", "required": True, "schema": {"type": "string"}},
+    {"name": "X-PARTNER-ID", "in": "header", "required": True, "schema": {"type": "string"},
+     "description": "The merchant's merchant_id"},
+    {"name": "X-VERSION", "in": "header", "required": True, "schema": {"type": "string", "enum": ["v1"]}},
+]  # fmt: skip
+
 _ATTEMPT_HEADERS = [
     {"name": "X-Kasir-Callback-Id", "in": "header", "required": True, "schema": {"type": "string"},
      "description": "The callback's id: the same on every attempt of one callback (deduplicate on it)"},
@@ -579,20 +587,7 @@ def webhooks() -> dict[str, Any]:
                 "05 Canceled or 06 Failed. Answer HTTP 200 (any body); anything else is retried 3 times.",
                 "tags": ["callbacks"],
                 "parameters": [
-                    {"name": "X-TIMESTAMP", "in": "header", "required": True, "schema": {"type": "string"}},
-                    {
-                        "name": "X-PARTNER-ID",
-                        "in": "header",
-                        "required": True,
-                        "schema": {"type": "string"},
-                        "description": "The merchant's merchant_id",
-                    },
-                    {
-                        "name": "X-VERSION",
-                        "in": "header",
-                        "required": True,
-                        "schema": {"type": "string", "enum": ["v1"]},
-                    },
+                    *_SNAP_NOTIFY_HEADERS,
                     {
                         "name": "X-SIGNATURE",
                         "in": "header",
@@ -621,20 +616,7 @@ def webhooks() -> dict[str, Any]:
                 "anything else is retried 3 times. The status inquiry always tells the same state.",
                 "tags": ["callbacks"],
                 "parameters": [
-                    {"name": "X-TIMESTAMP", "in": "header", "required": True, "schema": {"type": "string"}},
-                    {
-                        "name": "X-PARTNER-ID",
-                        "in": "header",
-                        "required": True,
-                        "schema": {"type": "string"},
-                        "description": "The merchant's merchant_id",
-                    },
-                    {
-                        "name": "X-VERSION",
-                        "in": "header",
-                        "required": True,
-                        "schema": {"type": "string", "enum": ["v1"]},
-                    },
+                    *_SNAP_NOTIFY_HEADERS,
                     {
                         "name": "X-SIGNATURE",
                         "in": "header",
