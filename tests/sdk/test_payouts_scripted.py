@@ -256,4 +256,9 @@ def test_a_notification_verifies_against_the_formula_and_nothing_else_does() -> 
     signed_body, signed = sign_payout_notification(
         NOTIFICATION, client_secret=secret, callback_url=url, merchant_id="MCH1", hash_key=hash_key
     )
+    # The fake is signed as Kasir signs (the formula, computed here), not only as the SDK's own check reads it.
+    stamp = signed["X-TIMESTAMP"]
+    message = f"{url}:v1:{hashlib.sha256(signed_body).hexdigest()}:{stamp}"
+    expected = base64.b64encode(hmac.new(secret.encode(), message.encode(), hashlib.sha512).digest()).decode()
+    assert (signed["X-SIGNATURE"], signed["svc-signature"]) == (expected, svc)
     assert verify_payout_notification(signed_body, signed, client_secret=secret, callback_url=url, hash_key=hash_key)
